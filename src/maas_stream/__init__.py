@@ -1,0 +1,100 @@
+"""maas-stream: LLM provider streams in, typed events and canonical messages out, and back.
+
+Decode OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, Gemini, Google
+Interactions, Google Live and OpenAI Realtime streams into typed events and one canonical
+:class:`Response`, and re-encode them as any other provider's stream, losing nothing: not a
+parallel tool call, not a thinking signature, not a citation, not an unknown type.
+
+The core is sans-IO and synchronous (``aggregate``, ``convert``, :class:`StreamAggregator`,
+:class:`StreamConverter`); thin async adapters live in ``maas_stream.io``.
+"""
+
+from __future__ import annotations
+
+from ._aggregate import Aggregator as Aggregator
+from ._aggregate import AggregatorState as AggregatorState
+from ._convert import StreamAggregator as StreamAggregator
+from ._convert import StreamConverter as StreamConverter
+from ._convert import aggregate as aggregate
+from ._convert import convert as convert
+from ._convert import convert_history as convert_history
+from ._convert import from_canonical as from_canonical
+from ._convert import to_canonical as to_canonical
+from ._convert import validate as validate
+from ._exceptions import ConversionError as ConversionError
+from ._exceptions import EventTooLargeError as EventTooLargeError
+from ._exceptions import LocalProtocolError as LocalProtocolError
+from ._exceptions import MaasStreamError as MaasStreamError
+from ._exceptions import ProtocolDetectionError as ProtocolDetectionError
+from ._exceptions import ProtocolError as ProtocolError
+from ._exceptions import RemoteProtocolError as RemoteProtocolError
+from ._exceptions import ValidationError as ValidationError
+from ._model import AudioPart as AudioPart
+from ._model import CitationPart as CitationPart
+from ._model import CodePart as CodePart
+from ._model import FilePart as FilePart
+from ._model import FinishReason as FinishReason
+from ._model import ImagePart as ImagePart
+from ._model import Message as Message
+from ._model import Part as Part
+from ._model import ReasoningPart as ReasoningPart
+from ._model import RefusalPart as RefusalPart
+from ._model import Response as Response
+from ._model import ResponseStatus as ResponseStatus
+from ._model import Role as Role
+from ._model import StreamError as StreamError
+from ._model import TextPart as TextPart
+from ._model import ToolCallPart as ToolCallPart
+from ._model import ToolResultPart as ToolResultPart
+from ._model import UnknownPart as UnknownPart
+from ._model import Usage as Usage
+from ._registry import ProtocolSpec as ProtocolSpec
+from ._registry import detect_protocol as detect_protocol
+from ._registry import get_protocol as get_protocol
+from ._registry import protocol_names as protocol_names
+
+__version__ = "0.1.0"
+
+__all__ = (
+    "AggregatorState",
+    "Aggregator",
+    "AudioPart",
+    "CitationPart",
+    "CodePart",
+    "ConversionError",
+    "EventTooLargeError",
+    "FilePart",
+    "FinishReason",
+    "ImagePart",
+    "LocalProtocolError",
+    "MaasStreamError",
+    "Message",
+    "Part",
+    "ProtocolDetectionError",
+    "ProtocolError",
+    "ProtocolSpec",
+    "ReasoningPart",
+    "RefusalPart",
+    "RemoteProtocolError",
+    "Response",
+    "ResponseStatus",
+    "Role",
+    "StreamAggregator",
+    "StreamConverter",
+    "StreamError",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "UnknownPart",
+    "Usage",
+    "ValidationError",
+    "aggregate",
+    "convert",
+    "convert_history",
+    "detect_protocol",
+    "from_canonical",
+    "get_protocol",
+    "protocol_names",
+    "to_canonical",
+    "validate",
+)

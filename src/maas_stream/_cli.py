@@ -1,0 +1,208 @@
+"""The ``maas-stream`` command line (DESIGN.md "Command line").
+
+::
+
+    maas-stream aggregate [--from P] FILE|-         print the final Response as JSON
+    maas-stream convert --to Q [--from P] FILE|-    print the stream re-encoded as protocol Q
+    maas-stream history --to Q [--from P] FILE|-    convert a request body / history JSON
+    maas-stream validate --protocol P FILE|-        check a request body; exit 1 naming each fault
+    maas-stream protocols                           list the protocols this build knows
+
+Bad input gives one clear line on stderr (the file, the frame number and what is wrong) and a
+non-zero exit; nothing is printed as if it had worked. It holds no protocol logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO, TYPE_CHECKING, Any, NoReturn
+
+import msgspec
+
+from ._convert import StreamAggregator, StreamConverter, convert_history, validate
+from ._exceptions import MaasStreamError, ProtocolError, ValidationError
+from ._registry import get_protocol, protocol_names
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["main"]
+
+_CHUNK = 64 * 1024
+
+EXIT_FAULT = 1
+"""Bad input: a protocol error, an invalid request body, an undetectable stream."""
+EXIT_USAGE = 2
+"""Bad command line (argparse's own code)."""
+
+
+def _read_chunks(path: str) -> Iterator[bytes]:
+    if path == "-":
+        stream: IO[bytes] = sys.stdin.buffer
+        while chunk := stream.read1(_CHUNK) if hasattr(stream, "read1") else stream.read(_CHUNK):
+            yield chunk
+        return
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            yield chunk
+
+
+def _fail(path: str, exc: BaseException) -> NoReturn:
+    name = "<stdin>" if path == "-" else path
+    if isinstance(exc, ProtocolError):
+        where = f"frame {exc.frame}: " if exc.frame is not None else ""
+        what = exc.message
+        if exc.event_type:
+            what = f"event {exc.event_type!r}: {what}"
+        proto = f"{exc.protocol}: " if exc.protocol else ""
+        line = f"maas-stream: {name}: {where}{proto}{what}"
+    elif isinstance(exc, OSError):
+        line = f"maas-stream: {name}: {exc.strerror or exc}"
+    else:
+        line = f"maas-stream: {name}: {exc}"
+    print(line.replace("\n", " "), file=sys.stderr)
+    raise SystemExit(EXIT_FAULT)
+
+
+def _json_out(obj: Any, compact: bool) -> None:
+    data = msgspec.json.encode(obj)
+    if not compact:
+        data = msgspec.json.format(data, indent=2)
+    sys.stdout.buffer.write(data + b"\n")
+    sys.stdout.buffer.flush()
+
+
+def _cmd_aggregate(args: argparse.Namespace) -> int:
+    agg = StreamAggregator(args.source)
+    try:
+        for chunk in _read_chunks(args.file):
+            agg.feed(chunk)
+        response = agg.finish()
+    except (MaasStreamError, OSError) as exc:
+        _fail(args.file, exc)
+    _json_out(response, args.compact)
+    return 0
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    conv = StreamConverter(args.to, protocol=args.source)
+    out = sys.stdout.buffer
+    try:
+        for chunk in _read_chunks(args.file):
+            data = conv.feed(chunk)
+            if data:
+                out.write(data)
+                out.flush()
+        out.write(conv.finish())
+        out.flush()
+    except (MaasStreamError, OSError) as exc:
+        _fail(args.file, exc)
+    for line in conv.lossy:
+        print(f"maas-stream: dropped: {line}", file=sys.stderr)
+    return 0
+
+
+def _load_json(path: str) -> Any:
+    try:
+        return msgspec.json.decode(b"".join(_read_chunks(path)))
+    except msgspec.DecodeError as exc:
+        _fail(path, ValueError(f"not valid JSON: {exc}"))
+    except OSError as exc:
+        _fail(path, exc)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    body = _load_json(args.file)
+    lossy: list[str] = []
+    try:
+        out = convert_history(body, to=args.to, protocol=args.source, lossy=lossy)
+    except MaasStreamError as exc:
+        _fail(args.file, exc)
+    _json_out(out, args.compact)
+    for line in lossy:
+        print(f"maas-stream: dropped: {line}", file=sys.stderr)
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    body = _load_json(args.file)
+    try:
+        faults = validate(body, args.protocol)
+    except ValidationError as exc:
+        faults = exc.faults
+    except MaasStreamError as exc:
+        _fail(args.file, exc)
+    name = "<stdin>" if args.file == "-" else args.file
+    if faults:
+        for fault in faults:
+            print(f"maas-stream: {name}: {fault}", file=sys.stderr)
+        return EXIT_FAULT
+    print(f"{name}: valid {args.protocol} request")
+    return 0
+
+
+def _cmd_protocols(args: argparse.Namespace) -> int:
+    for name in protocol_names():
+        spec = get_protocol(name)
+        print(f"{name}\t{spec.framing}")
+    return 0
+
+
+def _protocol(value: str) -> str:
+    if value not in protocol_names():
+        raise argparse.ArgumentTypeError(
+            f"unknown protocol {value!r} (choose from {', '.join(protocol_names())})"
+        )
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation tools)."""
+    parser = argparse.ArgumentParser(
+        prog="maas-stream",
+        description="Decode, aggregate and re-encode LLM provider streams.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("aggregate", help="print the final Response of a recorded stream as JSON")
+    p.add_argument("--from", dest="source", type=_protocol, help="source protocol (detected when left out)")
+    p.add_argument("--compact", action="store_true", help="one line of JSON instead of indented")
+    p.add_argument("file", metavar="FILE", help="recording to read, or - for stdin")
+    p.set_defaults(run=_cmd_aggregate)
+
+    p = sub.add_parser("convert", help="re-encode a recorded stream as another protocol")
+    p.add_argument("--to", required=True, type=_protocol, help="target protocol")
+    p.add_argument("--from", dest="source", type=_protocol, help="source protocol (detected when left out)")
+    p.add_argument("file", metavar="FILE", help="recording to read, or - for stdin")
+    p.set_defaults(run=_cmd_convert)
+
+    p = sub.add_parser("history", help="convert a request body / conversation history")
+    p.add_argument("--to", required=True, type=_protocol, help="target protocol")
+    p.add_argument("--from", dest="source", required=True, type=_protocol, help="source protocol")
+    p.add_argument("--compact", action="store_true", help="one line of JSON instead of indented")
+    p.add_argument("file", metavar="FILE", help="JSON file to read, or - for stdin")
+    p.set_defaults(run=_cmd_history)
+
+    p = sub.add_parser("validate", help="check a request body against a protocol's rules")
+    p.add_argument("--protocol", required=True, type=_protocol, help="protocol whose rules apply")
+    p.add_argument("file", metavar="FILE", help="JSON file to read, or - for stdin")
+    p.set_defaults(run=_cmd_validate)
+
+    p = sub.add_parser("protocols", help="list the protocols this build knows")
+    p.set_defaults(run=_cmd_protocols)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""The protocol registry: names → decoder, encoder, history codec, validation, detection.
+
+Protocol modules register themselves here (``protocols/__init__.py``). Detection looks at the
+first frames of a recording: SSE events for SSE protocols, ``{"dir", "msg"}`` JSON lines for
+websocket protocols.
+
+It must not contain protocol logic beyond dispatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from ._exceptions import LocalProtocolError, ProtocolDetectionError
+from .sse import Decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._interfaces import Framing, StreamDecoder, StreamEncoder
+    from ._model import Message
+
+__all__ = ["ProtocolSpec", "detect_protocol", "get_protocol", "protocol_names", "register"]
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """Everything the library knows how to do with one wire protocol."""
+
+    name: str
+    """The protocol's name, as used by the CLI and the API (``openai-chat``, ``anthropic``...)."""
+    framing: Framing
+    """``"sse"`` for Server-Sent Events, ``"jsonl"`` for websocket frames recorded as JSON lines."""
+    decoder: Callable[[], StreamDecoder]
+    encoder: Callable[..., StreamEncoder]
+    to_canonical: Callable[[Any], list[Message]]
+    from_canonical: Callable[..., dict[str, Any]]
+    validate: Callable[[Any], list[str]]
+    detect: Callable[[str, Any], bool] = field(repr=False)
+    """Given the first frame (SSE event name or direction, and the parsed JSON), is it ours?"""
+    media_type: str = "text/event-stream"
+
+
+_REGISTRY: Final[dict[str, ProtocolSpec]] = {}
+_loaded: list[bool] = []
+
+
+def _load() -> None:
+    # The protocol package registers its modules on import; importing it lazily keeps the
+    # registry free of import cycles.
+    if not _loaded:
+        _loaded.append(True)
+        from . import protocols  # noqa: F401
+
+
+def register(spec: ProtocolSpec) -> None:
+    """Add (or replace) a protocol."""
+    _REGISTRY[spec.name] = spec
+
+
+def protocol_names() -> tuple[str, ...]:
+    """The registered protocol names, sorted."""
+    _load()
+    return tuple(sorted(_REGISTRY))
+
+
+def get_protocol(name: str) -> ProtocolSpec:
+    """Look up a protocol by name.
+
+    Raises:
+        LocalProtocolError: No such protocol is registered.
+    """
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(protocol_names())
+        raise LocalProtocolError(f"unknown protocol {name!r} (known: {known})") from None
+
+
+def detect_protocol(head: bytes, *, final: bool = False) -> str | None:
+    """Tell the protocol of a stream from its first bytes.
+
+    Args:
+        head: The first bytes of the stream (at least one whole frame).
+        final: The bytes are all there is; fail instead of asking for more.
+
+    Returns:
+        The protocol name, or ``None`` when more bytes are needed to decide.
+
+    Raises:
+        ProtocolDetectionError: The frames match no registered protocol (or ``final`` and
+            there is no whole frame).
+    """
+    _load()
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if stripped.startswith(b"{"):
+        return _detect_jsonl(stripped, final)
+    decoder = Decoder()
+    events = decoder.feed(head)
+    for event in events[:8]:
+        try:
+            payload = msgspec.json.decode(event.data)
+        except msgspec.DecodeError:
+            if event.data.startswith("[DONE]"):
+                continue
+            payload = None
+        for spec in _REGISTRY.values():
+            if spec.framing == "sse" and spec.detect(event.event, payload):
+                return spec.name
+        if event.event != "message" or payload is not None:
+            break
+    if not events and not final:
+        return None
+    if not events:
+        raise ProtocolDetectionError("no complete SSE event or JSON line to detect the protocol from")
+    raise ProtocolDetectionError(
+        f"the first frame matches no known protocol (event {events[0].event!r}, data {events[0].data[:80]!r})"
+    )
+
+
+def _detect_jsonl(head: bytes, final: bool) -> str | None:
+    lines = head.split(b"\n")
+    complete = lines if final else lines[:-1]
+    seen = 0
+    for line in complete:
+        if not line.strip():
+            continue
+        seen += 1
+        try:
+            frame = msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            raise ProtocolDetectionError(f"line {seen} is not JSON: {exc}") from None
+        if not isinstance(frame, dict) or "msg" not in frame:
+            raise ProtocolDetectionError(f'line {seen} is not a {{"dir", "msg"}} websocket frame')
+        for spec in _REGISTRY.values():
+            if spec.framing == "jsonl" and spec.detect(str(frame.get("dir")), frame["msg"]):
+                return spec.name
+        if seen >= 8:
+            break
+    if seen < 8 and not final:
+        return None
+    raise ProtocolDetectionError("the first JSON lines match no known websocket protocol")

@@ -1,0 +1,280 @@
+"""What every protocol module provides, and the framing-level base classes they share.
+
+A protocol module exposes a ``StreamDecoder`` (bytes → events with provider keys), a
+``StreamEncoder`` (canonical events → bytes), a history codec (``to_canonical`` /
+``from_canonical``) and ``validate``. The classes here hold framing only (SSE or JSON lines),
+frame counting and error wrapping; no protocol holds cross-item state beyond framing.
+
+It must not do IO or know the aggregator's rules.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+
+import msgspec
+
+from .._exceptions import LocalProtocolError, RemoteProtocolError
+from .._interfaces import Framing as Framing
+from .._interfaces import StreamDecoder as StreamDecoder
+from .._interfaces import StreamEncoder as StreamEncoder
+from .._model import Message
+from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
+
+if TYPE_CHECKING:
+    from ..events import Event
+
+__all__ = ["Framing", "JSONLinesStreamDecoder", "SSEStreamDecoder", "StreamDecoder", "StreamEncoder"]
+
+
+class _State(enum.Enum):
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"
+    ERROR = "ERROR"
+
+
+class SSEStreamDecoder:
+    """Base for protocols carried over SSE: framing, frame numbers and error wrapping.
+
+    Subclasses implement :meth:`on_event`, which turns one SSE event into stream events, and
+    may override :meth:`on_finish`.
+    """
+
+    protocol: ClassVar[str] = ""
+
+    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        self._sse = Decoder(max_event_size=max_event_size)
+        self._frames = 0
+        self._state = _State.OPEN
+
+    @property
+    def frames(self) -> int:
+        """How many SSE events were decoded so far."""
+        return self._frames
+
+    @property
+    def truncated(self) -> bool:
+        """True after :meth:`finish` when the bytes ended inside an event, which was dropped."""
+        return self._sse.truncated
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Decode a chunk of bytes; return the events it completed.
+
+        Raises:
+            RemoteProtocolError: A frame is not valid for this protocol (the error names the
+                frame number); the decoder is unusable afterwards.
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
+            )
+        try:
+            sse_events = self._sse.feed(data)
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = self.protocol
+            raise
+        if not sse_events:
+            return []
+        if len(sse_events) == 1:
+            return self.feed_event(sse_events[0])
+        out: list[Event] = []
+        for sse_event in sse_events:
+            out += self.feed_event(sse_event)
+        return out
+
+    def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
+        """Decode one already-framed SSE event (from httpx-sse, say).
+
+        Raises:
+            RemoteProtocolError: The event is not valid for this protocol.
+        """
+        self._frames += 1
+        try:
+            return self.on_event(sse_event)
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = exc.protocol or self.protocol
+            exc.frame = exc.frame or self._frames
+            if exc.raw is None:
+                exc.raw = sse_event.data
+            raise
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._state = _State.ERROR
+            raise RemoteProtocolError(
+                f"invalid {self.protocol} frame: {exc}",
+                protocol=self.protocol,
+                frame=self._frames,
+                event_type=None if sse_event.event == "message" else sse_event.event,
+                raw=sse_event.data,
+            ) from exc
+
+    def finish(self) -> list[Event]:
+        """Signal end of input; return any last events.
+
+        Raises:
+            LocalProtocolError: Called twice or after an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder finished in state {self._state.value}",
+                protocol=self.protocol,
+                state=self._state.value,
+            )
+        self._sse.finish()
+        self._state = _State.CLOSED
+        return self.on_finish()
+
+    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
+        """Turn one SSE event into stream events (subclasses implement this)."""
+        raise NotImplementedError
+
+    def on_finish(self) -> list[Event]:
+        """Events to emit at end of input (none by default)."""
+        return []
+
+
+class _WSFrame(msgspec.Struct):
+    dir: str
+    msg: msgspec.Raw
+
+
+_ws_frame = msgspec.json.Decoder(_WSFrame)
+
+
+class JSONLinesStreamDecoder:
+    """Base for websocket protocols recorded as JSON lines ``{"dir": ..., "msg": {...}}``.
+
+    Subclasses implement :meth:`on_message` for one message (client or server direction).
+    Live connections feed messages directly with :meth:`feed_message`.
+    """
+
+    protocol: ClassVar[str] = ""
+
+    def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        self._max = max_line_size
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._frames = 0
+        self._truncated = False
+        self._state = _State.OPEN
+
+    @property
+    def frames(self) -> int:
+        """How many messages were decoded so far."""
+        return self._frames
+
+    @property
+    def truncated(self) -> bool:
+        """True after :meth:`finish` when the bytes ended inside a line, which was dropped."""
+        return self._truncated
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Decode a chunk of JSON-lines bytes; return the events it completed.
+
+        Raises:
+            RemoteProtocolError: A line is not a valid frame (the error names its number).
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
+            )
+        if b"\n" not in data:
+            self._pending.append(data)
+            self._pending_size += len(data)
+            if self._pending_size > self._max:
+                self._state = _State.ERROR
+                raise RemoteProtocolError(
+                    f"a JSON line grew past {self._max} bytes", protocol=self.protocol, frame=self._frames + 1
+                )
+            return []
+        if self._pending:
+            self._pending.append(data)
+            data = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if rest:
+            self._pending = [rest]
+            self._pending_size = len(rest)
+        out: list[Event] = []
+        for line in lines:
+            if line.strip():
+                out += self._line(line)
+        return out
+
+    def _line(self, line: bytes) -> list[Event]:
+        try:
+            frame = _ws_frame.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._state = _State.ERROR
+            raise RemoteProtocolError(
+                f"invalid JSON-lines frame: {exc}",
+                protocol=self.protocol,
+                frame=self._frames + 1,
+                raw=line[:500].decode("utf-8", "replace"),
+            ) from exc
+        return self.feed_message(frame.msg, direction=frame.dir)
+
+    def feed_message(self, msg: bytes | str | msgspec.Raw, *, direction: str = "server") -> list[Event]:
+        """Decode one websocket message (its JSON text) travelling in ``direction``.
+
+        Raises:
+            RemoteProtocolError: The message is not valid for this protocol.
+        """
+        self._frames += 1
+        try:
+            return self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = exc.protocol or self.protocol
+            exc.frame = exc.frame or self._frames
+            raise
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._state = _State.ERROR
+            raw = bytes(msg) if isinstance(msg, msgspec.Raw) else msg
+            raise RemoteProtocolError(
+                f"invalid {self.protocol} message: {exc}",
+                protocol=self.protocol,
+                frame=self._frames,
+                raw=raw[:500] if isinstance(raw, str) else raw[:500].decode("utf-8", "replace"),
+            ) from exc
+
+    def finish(self) -> list[Event]:
+        """Signal end of input; return any last events.
+
+        Raises:
+            LocalProtocolError: Called twice or after an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder finished in state {self._state.value}",
+                protocol=self.protocol,
+                state=self._state.value,
+            )
+        self._state = _State.CLOSED
+        if self._pending and b"".join(self._pending).strip():
+            # A last line without a newline is still a whole JSON document: try it.
+            line = b"".join(self._pending)
+            self._pending = []
+            self._state = _State.OPEN
+            out = self._line(line)
+            self._state = _State.CLOSED
+            return out + self.on_finish()
+        return self.on_finish()
+
+    def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
+        """Turn one message into stream events (subclasses implement this)."""
+        raise NotImplementedError
+
+    def on_finish(self) -> list[Event]:
+        """Events to emit at end of input (none by default)."""
+        return []
+
+
+HistoryDecoder: TypeAlias = Callable[[Any], list[Message]]

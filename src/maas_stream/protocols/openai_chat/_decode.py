@@ -1,0 +1,307 @@
+"""OpenAI Chat Completions stream decoder: ``chat.completion.chunk`` SSE → events.
+
+Keys it emits: ``message`` is the choice index; ``part`` is the ``tool_calls[].index`` (an
+``int``) for tool calls, or one of ``"content"``, ``"refusal"``, ``"reasoning"``, ``"audio"``,
+``"function_call"`` and ``("reasoning_details", i)``. It keeps only framing-local state: which
+choices and reasoning channels it has announced, and whether ``[DONE]`` was seen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from ..._exceptions import RemoteProtocolError
+from ..._model import (
+    CitationPart,
+    FinishReason,
+    ReasoningPart,
+    StreamError,
+    ToolCallKind,
+    ToolCallPart,
+    Usage,
+)
+from ...events import (
+    AnnotationAdded,
+    ArgumentsDelta,
+    AudioDelta,
+    Event,
+    LogprobsDelta,
+    MessageDone,
+    MessageStart,
+    PartStart,
+    ReasoningDelta,
+    RefusalDelta,
+    ResponseDone,
+    ResponseStart,
+    SignatureDelta,
+    StreamErrorEvent,
+    SummaryDelta,
+    TextDelta,
+    UnknownEvent,
+    UsageUpdate,
+)
+from .._base import SSEStreamDecoder
+from ._wire import Choice, Chunk, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder
+
+if TYPE_CHECKING:
+    from ...sse import ServerSentEvent
+
+__all__ = ["StreamDecoder", "citation_from_annotation", "error_from", "usage_from"]
+
+PROTOCOL: Final = "openai-chat"
+
+FINISH_REASONS: Final[dict[str, FinishReason]] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def usage_from(raw: Any) -> Usage | None:
+    """Map a Chat ``usage`` object to canonical usage (``None`` for a missing or odd one)."""
+    if not isinstance(raw, dict):
+        return None
+    prompt_details = raw.get("prompt_tokens_details")
+    completion_details = raw.get("completion_tokens_details")
+    pd = prompt_details if isinstance(prompt_details, dict) else {}
+    cd = completion_details if isinstance(completion_details, dict) else {}
+    return Usage(
+        input_tokens=_int(raw.get("prompt_tokens")),
+        output_tokens=_int(raw.get("completion_tokens")),
+        total_tokens=_int(raw.get("total_tokens")),
+        reasoning_tokens=_int(cd.get("reasoning_tokens")),
+        cache_read_tokens=_int(pd.get("cached_tokens")),
+        cache_write_tokens=_int(pd.get("cache_write_tokens")),
+        raw=raw,
+    )
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def error_from(raw: Any) -> StreamError:
+    """Map an OpenAI-style error object (``{"message", "type", "code", ...}``) to a StreamError."""
+    if isinstance(raw, dict):
+        code = raw.get("code")
+        message = raw.get("message")
+        return StreamError(
+            type=str(raw.get("type") or "error"),
+            message=message if isinstance(message, str) else None,
+            code=None if code is None else str(code),
+            raw=raw,
+        )
+    return StreamError(type="error", message=str(raw), raw=raw)
+
+
+def citation_from_annotation(raw: Any) -> CitationPart:
+    """Map an OpenAI annotation (Chat ``annotations[]`` or Responses ``annotations[]``)."""
+    if not isinstance(raw, dict):
+        return CitationPart(kind="unknown", raw=raw)
+    kind = str(raw.get("type") or "unknown")
+    inner = raw.get(kind)
+    body: dict[str, Any] = inner if isinstance(inner, dict) else raw
+    start = body.get("start_index")
+    end = body.get("end_index")
+    content = body.get("content")
+    return CitationPart(
+        kind=kind,
+        url=_str(body.get("url")),
+        title=_str(body.get("title")),
+        file_id=_str(body.get("file_id")),
+        start=start if type(start) is int else None,
+        end=end if type(end) is int else None,
+        cited_text=content if isinstance(content, str) else None,
+        raw=raw,
+    )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class StreamDecoder(SSEStreamDecoder):
+    """Decode an OpenAI Chat Completions stream (and OpenAI-compatible servers' streams).
+
+    Handles every delta field of PROTOCOLS.md §1: content, refusal, tool calls by index (id on
+    the first fragment only, or repeated), legacy ``function_call``, audio, ``n > 1`` choices,
+    the usage-only chunk, logprobs, ``[DONE]``, error objects inside chunks and ``event: error``
+    frames, and the compatible-provider fields ``reasoning_content`` / ``reasoning`` /
+    ``reasoning_details`` and ``annotations``.
+    """
+
+    protocol = PROTOCOL
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._started = False
+        self._choices: set[int] = set()
+        self._reasoning: set[tuple[int, Any]] = set()
+        self._done = False
+
+    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
+        data = sse_event.data
+        if data.startswith("[DONE]"):
+            self._done = True
+            return [ResponseDone()]
+        if self._done:
+            raise RemoteProtocolError("data after [DONE]", event_type=sse_event.event)
+        if not data.strip():
+            return []  # an empty data line carries nothing (some proxies send one as keep-alive)
+        chunk = chunk_decoder.decode(data)
+        out: list[Event] = []
+        if not self._started and (chunk.id or chunk.choices):
+            self._started = True
+            out.append(
+                ResponseStart(
+                    protocol=PROTOCOL,
+                    id=chunk.id or None,
+                    model=chunk.model or None,
+                    provider_raw=_response_raw(chunk),
+                )
+            )
+        if chunk.prompt_filter_results is not None or chunk.moderation is not None:
+            # Whole-chunk extensions (Azure prompt filters, moderation results): kept verbatim.
+            kind = "prompt_filter_results" if chunk.prompt_filter_results is not None else "moderation"
+            out.append(UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data)))
+        for choice in chunk.choices:
+            self._choice(choice, out)
+        if chunk.usage:
+            usage = usage_from(chunk.usage)
+            if usage is not None:
+                out.append(UsageUpdate(usage=usage))
+        if chunk.error:
+            out.append(StreamErrorEvent(error=error_from(chunk.error)))
+        elif sse_event.event == "error":
+            out.append(StreamErrorEvent(error=error_from(msgspec.json.decode(data))))
+        return out
+
+    def _choice(self, choice: Choice, out: list[Event]) -> None:
+        index = choice.index
+        delta = choice.delta
+        if index not in self._choices:
+            self._choices.add(index)
+            role = delta.role if delta is not None and delta.role else "assistant"
+            out.append(MessageStart(message=index, role=_role(role), choice_index=index))
+        if delta is not None:
+            self._delta(index, delta, out)
+        logprobs = choice.logprobs
+        if logprobs is not None:
+            if logprobs.content:
+                out.append(LogprobsDelta(message=index, part="content", logprobs=logprobs.content))
+            if logprobs.refusal:
+                out.append(LogprobsDelta(message=index, part="refusal", logprobs=logprobs.refusal))
+        if choice.finish_reason:
+            out.append(
+                MessageDone(
+                    message=index,
+                    finish_reason=FINISH_REASONS.get(choice.finish_reason, "other"),
+                    provider_finish_reason=choice.finish_reason,
+                )
+            )
+
+    def _delta(self, index: int, delta: Delta, out: list[Event]) -> None:
+        details = delta.reasoning_details
+        if details:
+            for detail in details:
+                self._reasoning_detail(index, detail, out)
+        else:
+            reasoning = delta.reasoning_content
+            field = "reasoning_content"
+            if not reasoning and isinstance(delta.reasoning, str):
+                reasoning = delta.reasoning
+                field = "reasoning"
+            if reasoning:
+                if (index, field) not in self._reasoning:
+                    self._reasoning.add((index, field))
+                    out.append(
+                        PartStart(message=index, part="reasoning", value=ReasoningPart(origin_field=field))
+                    )
+                out.append(ReasoningDelta(message=index, part="reasoning", text=reasoning))
+        if delta.annotations:
+            for annotation in delta.annotations:
+                citation = citation_from_annotation(annotation)
+                out.append(AnnotationAdded(message=index, part="content", citation=citation))
+        if delta.content:
+            out.append(TextDelta(message=index, part="content", text=delta.content))
+        if delta.refusal:
+            out.append(RefusalDelta(message=index, part="refusal", text=delta.refusal))
+        if delta.tool_calls:
+            self._tool_calls(index, delta.tool_calls, out)
+        legacy = delta.function_call
+        if legacy is not None:
+            if legacy.name:
+                value = ToolCallPart(id="", name=legacy.name, arguments="")
+                out.append(PartStart(message=index, part="function_call", value=value))
+            if legacy.arguments:
+                out.append(ArgumentsDelta(message=index, part="function_call", delta=legacy.arguments))
+        audio = delta.audio
+        if audio is not None:
+            out.append(
+                AudioDelta(
+                    message=index,
+                    part="audio",
+                    data=audio.data,
+                    transcript=audio.transcript,
+                    id=audio.id,
+                    expires_at=audio.expires_at,
+                )
+            )
+
+    def _tool_calls(self, index: int, calls: list[ToolCallDelta], out: list[Event]) -> None:
+        for call in calls:
+            fn = call.function
+            custom = call.custom
+            name = fn.name if fn is not None else custom.name if custom is not None else None
+            if call.id or name:
+                kind: ToolCallKind = "custom" if call.type == "custom" or custom is not None else "function"
+                value = ToolCallPart(id=call.id or "", name=name or "", arguments="", kind=kind)
+                out.append(PartStart(message=index, part=call.index, value=value))
+            args = fn.arguments if fn is not None else custom.input if custom is not None else None
+            if args:
+                out.append(ArgumentsDelta(message=index, part=call.index, delta=args))
+
+    def _reasoning_detail(self, index: int, detail: ReasoningDetail, out: list[Event]) -> None:
+        key = ("reasoning_details", detail.index or 0)
+        if detail.type == "reasoning.encrypted":
+            # Opaque reasoning: a block of its own, complete as it arrives.
+            self._reasoning.add((index, key))
+            value = ReasoningPart(
+                id=detail.id,
+                format=detail.format,
+                origin_field="reasoning_details",
+                data=detail.data,
+                redacted=True,
+            )
+            out.append(PartStart(message=index, part=key, value=value))
+            return
+        if (index, key) not in self._reasoning:
+            self._reasoning.add((index, key))
+            value = ReasoningPart(id=detail.id, format=detail.format, origin_field="reasoning_details")
+            out.append(PartStart(message=index, part=key, value=value))
+        if detail.text:
+            out.append(ReasoningDelta(message=index, part=key, text=detail.text))
+        if detail.summary:
+            out.append(SummaryDelta(message=index, part=key, index=0, text=detail.summary))
+        if detail.signature:
+            out.append(SignatureDelta(message=index, part=key, signature=detail.signature))
+
+
+def _response_raw(chunk: Chunk) -> dict[str, Any]:
+    raw: dict[str, Any] = {"created": chunk.created}
+    if chunk.system_fingerprint is not None:
+        raw["system_fingerprint"] = chunk.system_fingerprint
+    if chunk.service_tier is not None:
+        raw["service_tier"] = chunk.service_tier
+    return raw
+
+
+_ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def _role(role: str) -> Any:
+    return role if role in _ROLES else "assistant"

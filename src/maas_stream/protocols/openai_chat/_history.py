@@ -1,0 +1,389 @@
+"""OpenAI Chat Completions history codec and validation: request ``messages`` ↔ canonical.
+
+Mapping (PROTOCOLS.md §1.10, the spec's "OpenAI Chat Completions" and "Serialization Rules"):
+
+* ``system`` / ``developer`` / ``user`` / ``assistant`` / ``tool`` / ``function`` keep their role.
+* Content parts: ``text`` → text, ``image_url`` → image, ``input_audio`` → audio, ``file`` →
+  file, ``refusal`` → refusal; anything else → an unknown part, kept whole.
+* ``assistant.tool_calls[]`` → ``tool_call`` parts after the content; ``assistant.refusal`` →
+  a refusal part; legacy ``function_call`` → a tool call without id.
+* A ``tool`` message → a ``tool`` message holding one ``tool_result`` part (and its
+  ``tool_call_id`` on the message too).
+* Back to Chat: every ``tool_result`` part becomes its own ``role=tool`` message, placed before
+  the rest of the message it came in (an Anthropic user message with several results and
+  trailing text becomes several tool messages and then a user message).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from ..._exceptions import ValidationError
+from ..._model import (
+    AudioPart,
+    FilePart,
+    ImagePart,
+    Message,
+    Part,
+    ReasoningPart,
+    RefusalPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    UnknownPart,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["from_canonical", "to_canonical", "validate"]
+
+_ROLES: Final = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def _messages_of(body: Any) -> list[Any]:
+    if isinstance(body, dict):
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise ValidationError("openai-chat", ["the body has no 'messages' list"])
+        return messages
+    if isinstance(body, list):
+        return body
+    raise ValidationError("openai-chat", ["expected a request body object or a list of messages"])
+
+
+def to_canonical(body: Any) -> list[Message]:
+    """Convert a Chat request body (or its ``messages`` list) to canonical messages.
+
+    Raises:
+        ValidationError: The body is not a Chat request shape at all.
+    """
+    out: list[Message] = []
+    for i, raw in enumerate(_messages_of(body)):
+        if not isinstance(raw, dict) or raw.get("role") not in _ROLES:
+            raise ValidationError("openai-chat", [f"messages[{i}]: not a message with a known role"])
+        out.append(_message(raw))
+    return out
+
+
+def _message(raw: dict[str, Any]) -> Message:
+    role = raw["role"]
+    name = raw.get("name") if isinstance(raw.get("name"), str) else None
+    content = raw.get("content")
+    if role == "tool":
+        call_id = str(raw.get("tool_call_id") or "")
+        result_content: list[Part] | str = content if isinstance(content, str) else _parts(content)
+        result = ToolResultPart(tool_call_id=call_id, content=result_content)
+        return Message(role="tool", content=[result], tool_call_id=call_id, name=name)
+    if role == "function":
+        return Message(role="function", content=content if isinstance(content, str) else "", name=name)
+    parts: list[Part] | str
+    if role == "assistant":
+        parts = (
+            []
+            if content is None
+            else [TextPart(text=content)]
+            if isinstance(content, str)
+            else _parts(content)
+        )
+        refusal = raw.get("refusal")
+        if isinstance(refusal, str):
+            parts.append(RefusalPart(text=refusal))
+        audio = raw.get("audio")
+        if isinstance(audio, dict) and isinstance(audio.get("id"), str):
+            parts.append(AudioPart(id=audio["id"]))
+        for call in raw.get("tool_calls") or ():
+            parts.append(_tool_call(call))
+        legacy = raw.get("function_call")
+        if isinstance(legacy, dict):
+            parts.append(
+                ToolCallPart(
+                    id="", name=str(legacy.get("name") or ""), arguments=str(legacy.get("arguments") or "")
+                )
+            )
+        if isinstance(content, str) and len(parts) == 1:
+            parts = content
+    else:
+        parts = content if isinstance(content, str) else _parts(content)
+    return Message(role=role, content=parts, name=name)
+
+
+def _tool_call(call: Any) -> Part:
+    if not isinstance(call, dict):
+        return UnknownPart(provider_type="tool_call", raw=call)
+    if call.get("type") == "custom" and isinstance(call.get("custom"), dict):
+        custom = call["custom"]
+        return ToolCallPart(
+            id=str(call.get("id") or ""),
+            name=str(custom.get("name") or ""),
+            arguments=str(custom.get("input") or ""),
+            kind="custom",
+        )
+    fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
+    return ToolCallPart(
+        id=str(call.get("id") or ""), name=str(fn.get("name") or ""), arguments=str(fn.get("arguments") or "")
+    )
+
+
+def _parts(content: Any) -> list[Part]:
+    if not isinstance(content, list):
+        return []
+    return [_part(p) for p in content]
+
+
+def _part(raw: Any) -> Part:
+    if not isinstance(raw, dict):
+        return UnknownPart(provider_type=type(raw).__name__, raw=raw)
+    kind = raw.get("type")
+    if kind == "text" and isinstance(raw.get("text"), str):
+        return TextPart(text=raw["text"])
+    if kind == "refusal" and isinstance(raw.get("refusal"), str):
+        return RefusalPart(text=raw["refusal"])
+    if kind == "image_url" and isinstance(raw.get("image_url"), dict):
+        image = raw["image_url"]
+        url = image.get("url")
+        return ImagePart(url=url if isinstance(url, str) else None, detail=image.get("detail"))
+    if kind == "input_audio" and isinstance(raw.get("input_audio"), dict):
+        audio = raw["input_audio"]
+        return AudioPart(data=audio.get("data"), format=audio.get("format"))
+    if kind == "file" and isinstance(raw.get("file"), dict):
+        f = raw["file"]
+        return FilePart(file_id=f.get("file_id"), data=f.get("file_data"), filename=f.get("filename"))
+    return UnknownPart(provider_type=str(kind), raw=raw)
+
+
+# ---------------------------------------------------------------------- canonical → Chat
+
+
+def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -> dict[str, Any]:
+    """Convert canonical messages to a Chat request body ``{"messages": [...]}``.
+
+    Args:
+        messages: The conversation.
+        lossy: If given, a line is appended for everything Chat cannot carry (reasoning,
+            server-side tool calls, unknown parts), which is dropped, never turned into text.
+    """
+    sink: list[str] = lossy if lossy is not None else []
+    out: list[dict[str, Any]] = []
+    for i, msg in enumerate(messages):
+        out.extend(_to_chat(i, msg, sink))
+    return {"messages": out}
+
+
+def _to_chat(i: int, msg: Message, lossy: list[str]) -> list[dict[str, Any]]:
+    role = "assistant" if msg.role == "model" else msg.role
+    content = msg.content
+    if isinstance(content, str):
+        if role == "tool":
+            return [{"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": content}]
+        item: dict[str, Any] = {"role": role, "content": content}
+        if msg.name is not None:
+            item["name"] = msg.name
+        return [item]
+    results = [p for p in content if isinstance(p, ToolResultPart)]
+    rest = [p for p in content if not isinstance(p, ToolResultPart)]
+    out = [_tool_message(r, lossy, i) for r in results]
+    if role == "tool":
+        if rest:
+            lossy.append(f"messages[{i}]: non-result parts of a tool message")
+        return out
+    if role == "assistant":
+        out.append(_assistant(i, msg, rest, lossy))
+        return out
+    if rest or not results:
+        parts = [_chat_part(i, p, lossy) for p in rest]
+        kept = [p for p in parts if p is not None]
+        item = {"role": role, "content": _collapse(kept)}
+        if msg.name is not None:
+            item["name"] = msg.name
+        out.append(item)
+    return out
+
+
+def _collapse(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        text: str = parts[0]["text"]
+        return text
+    return parts
+
+
+def _tool_message(result: ToolResultPart, lossy: list[str], i: int) -> dict[str, Any]:
+    content: str | list[dict[str, Any]]
+    if isinstance(result.content, str):
+        content = result.content
+    else:
+        texts: list[dict[str, Any]] = []
+        for part in result.content:
+            if isinstance(part, TextPart):
+                texts.append({"type": "text", "text": part.text})
+            else:
+                lossy.append(
+                    f"messages[{i}]: {part.__struct_config__.tag} part in a tool result (Chat: text only)"
+                )
+        content = texts[0]["text"] if len(texts) == 1 else texts
+    if result.is_error:
+        lossy.append(f"messages[{i}]: is_error of tool result {result.tool_call_id} (Chat has no error flag)")
+    return {"role": "tool", "tool_call_id": result.tool_call_id, "content": content}
+
+
+def _assistant(i: int, msg: Message, parts: Sequence[Part], lossy: list[str]) -> dict[str, Any]:
+    texts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    item: dict[str, Any] = {"role": "assistant"}
+    for part in parts:
+        if isinstance(part, TextPart):
+            texts.append({"type": "text", "text": part.text})
+        elif isinstance(part, RefusalPart):
+            item["refusal"] = part.text
+        elif isinstance(part, ToolCallPart):
+            if part.kind in ("server", "mcp"):
+                lossy.append(
+                    f"messages[{i}]: {part.kind} tool call {part.id} (Chat has no server-side tools)"
+                )
+            elif not part.id and part.kind == "function" and not calls:
+                item["function_call"] = {"name": part.name, "arguments": part.arguments}
+            elif part.kind == "custom":
+                calls.append(
+                    {"id": part.id, "type": "custom", "custom": {"name": part.name, "input": part.arguments}}
+                )
+            else:
+                fn = {"name": part.name, "arguments": part.arguments}
+                calls.append({"id": part.id, "type": "function", "function": fn})
+        elif isinstance(part, AudioPart) and part.id is not None:
+            item["audio"] = {"id": part.id}
+        elif isinstance(part, ReasoningPart):
+            lossy.append(f"messages[{i}]: reasoning (Chat Completions cannot replay it)")
+        else:
+            lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part in an assistant message")
+    item["content"] = "".join(t["text"] for t in texts) if texts else None
+    if calls:
+        item["tool_calls"] = calls
+    if msg.name is not None:
+        item["name"] = msg.name
+    return item
+
+
+def _chat_part(i: int, part: Part, lossy: list[str]) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImagePart):
+        url = part.url
+        if url is None and part.data is not None:
+            url = f"data:{part.media_type or 'image/png'};base64,{part.data}"
+        if url is None:
+            lossy.append(f"messages[{i}]: image by file id (Chat takes a URL)")
+            return None
+        image: dict[str, Any] = {"url": url}
+        if part.detail is not None:
+            image["detail"] = part.detail
+        return {"type": "image_url", "image_url": image}
+    if isinstance(part, AudioPart) and part.data is not None:
+        return {"type": "input_audio", "input_audio": {"data": part.data, "format": part.format or "wav"}}
+    if isinstance(part, FilePart):
+        f: dict[str, Any] = {}
+        if part.file_id is not None:
+            f["file_id"] = part.file_id
+        if part.data is not None:
+            f["file_data"] = part.data
+        if part.filename is not None:
+            f["filename"] = part.filename
+        return {"type": "file", "file": f}
+    if isinstance(part, UnknownPart) and isinstance(part.raw, dict) and "type" in part.raw:
+        raw: dict[str, Any] = part.raw
+        return raw
+    lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Chat Completions equivalent)")
+    return None
+
+
+# ---------------------------------------------------------------------- validation
+
+_PARTS_BY_ROLE: Final = {
+    "system": {"text"},
+    "developer": {"text"},
+    "user": {"text", "image_url", "input_audio", "file"},
+    "assistant": {"text", "refusal"},
+    "tool": {"text"},
+}
+
+
+def validate(body: Any) -> list[str]:
+    """Check a Chat request body against the protocol's rules; return every fault found.
+
+    Rules: known roles; content part types allowed for the role; an assistant message has
+    content unless it has tool calls; tool call ids are unique; every ``role=tool`` message has
+    one ``tool_call_id`` that answers a call of the assistant message just before the run of
+    tool messages, once; every such call is answered before the next non-tool message.
+    """
+    try:
+        messages = _messages_of(body)
+    except ValidationError as exc:
+        return exc.faults
+    faults: list[str] = []
+    open_calls: dict[str, int] = {}
+    answered: set[str] = set()
+    seen_ids: set[str] = set()
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or msg.get("role") not in _ROLES:
+            faults.append(f"messages[{i}]: not a message with a known role")
+            continue
+        role: str = msg["role"]
+        if role != "tool" and open_calls:
+            for pending, at in open_calls.items():
+                faults.append(f"messages[{at}]: tool call {pending!r} has no tool message answering it")
+            open_calls = {}
+        _check_content(i, role, msg, faults)
+        if role == "assistant":
+            for call in msg.get("tool_calls") or ():
+                call_id: Any = call.get("id") if isinstance(call, dict) else None
+                if not isinstance(call_id, str) or not call_id:
+                    faults.append(f"messages[{i}]: a tool call has no id")
+                    continue
+                if call_id in seen_ids:
+                    faults.append(f"messages[{i}]: tool call id {call_id!r} is used twice")
+                seen_ids.add(call_id)
+                open_calls[call_id] = i
+        elif role == "tool":
+            answer = msg.get("tool_call_id")
+            if not isinstance(answer, str) or not answer:
+                faults.append(f"messages[{i}]: tool message without a tool_call_id")
+            elif answer in answered:
+                faults.append(f"messages[{i}]: tool_call_id {answer!r} is answered twice")
+            elif answer not in open_calls:
+                faults.append(
+                    f"messages[{i}]: tool_call_id {answer!r} answers no tool call of the preceding assistant message"
+                )
+            else:
+                del open_calls[answer]
+                answered.add(answer)
+    for pending, at in open_calls.items():
+        faults.append(f"messages[{at}]: tool call {pending!r} has no tool message answering it")
+    return faults
+
+
+def _check_content(i: int, role: str, msg: dict[str, Any], faults: list[str]) -> None:
+    content = msg.get("content")
+    if role == "assistant":
+        if (
+            content is None
+            and not msg.get("tool_calls")
+            and not msg.get("function_call")
+            and not msg.get("audio")
+        ):
+            faults.append(f"messages[{i}]: assistant message with neither content nor tool calls")
+    elif role == "function":
+        if not isinstance(msg.get("name"), str):
+            faults.append(f"messages[{i}]: function message without a name")
+        return
+    elif content is None:
+        faults.append(f"messages[{i}]: {role} message without content")
+        return
+    if isinstance(content, list):
+        allowed = _PARTS_BY_ROLE.get(role, set())
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in allowed:
+                faults.append(
+                    f"messages[{i}].content[{j}]: part type {kind!r} is not allowed in a {role} message"
+                )
+    elif content is not None and not isinstance(content, str):
+        faults.append(f"messages[{i}]: content must be a string or a list of parts")

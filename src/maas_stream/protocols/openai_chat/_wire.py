@@ -1,0 +1,90 @@
+"""OpenAI Chat Completions wire Structs (private). Only the fields we read are declared.
+
+Source: PROTOCOLS.md §1 (openai-python ``types/chat/chat_completion_chunk.py``), plus the
+OpenAI-compatible extensions seen on real streams (``reasoning_content``, ``reasoning``,
+``reasoning_details``, ``annotations``, Azure ``prompt_filter_results``, ``moderation``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class FunctionDelta(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class CustomDelta(msgspec.Struct):
+    name: str | None = None
+    input: str | None = None
+
+
+class ToolCallDelta(msgspec.Struct):
+    index: int = 0
+    id: str | None = None
+    type: str | None = None
+    function: FunctionDelta | None = None
+    custom: CustomDelta | None = None
+
+
+class AudioDelta(msgspec.Struct):
+    id: str | None = None
+    data: str | None = None
+    transcript: str | None = None
+    expires_at: int | None = None
+
+
+class ReasoningDetail(msgspec.Struct):
+    type: str = "reasoning.text"
+    index: int | None = None
+    text: str | None = None
+    summary: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    id: str | None = None
+    format: str | None = None
+
+
+class Delta(msgspec.Struct):
+    role: str | None = None
+    content: str | None = None
+    refusal: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+    function_call: FunctionDelta | None = None
+    audio: AudioDelta | None = None
+    reasoning_content: str | None = None
+    reasoning: Any = None
+    reasoning_details: list[ReasoningDetail] | None = None
+    annotations: list[Any] | None = None
+
+
+class Logprobs(msgspec.Struct):
+    content: list[Any] | None = None
+    refusal: list[Any] | None = None
+
+
+class Choice(msgspec.Struct):
+    index: int = 0
+    delta: Delta | None = None
+    finish_reason: str | None = None
+    logprobs: Logprobs | None = None
+
+
+class Chunk(msgspec.Struct):
+    id: str | None = None
+    object: str | None = None
+    created: int | None = None
+    model: str | None = None
+    choices: list[Choice] = []
+    usage: Any = None
+    error: Any = None
+    system_fingerprint: str | None = None
+    service_tier: str | None = None
+    prompt_filter_results: Any = None
+    moderation: Any = None
+
+
+chunk_decoder = msgspec.json.Decoder(Chunk)

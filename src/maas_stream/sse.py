@@ -1,0 +1,279 @@
+"""Server-Sent Events framing (WHATWG "event stream interpretation"), sans-IO, bounded.
+
+:class:`Decoder` turns bytes, in chunks of any size, into :class:`ServerSentEvent` objects;
+:class:`Encoder` does the reverse. Both are synchronous and know nothing about JSON or any
+provider: protocol decoders parse ``event.data`` themselves.
+
+Decoding follows the standard (PROTOCOLS.md §7.1) exactly: CRLF, LF and lone CR line endings,
+also mixed and also with CR and LF in different chunks; one leading BOM stripped; comments
+ignored; ``data`` lines joined with LF; ``id`` (kept across events, ignored when it holds NUL)
+and ``retry`` (digits only); an event without data is not dispatched; an event with no blank
+line after it when the stream ends is discarded (and :attr:`Decoder.truncated` says so).
+
+It must not parse JSON, know a provider, or do IO.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final, final
+
+import msgspec
+
+from ._exceptions import EventTooLargeError, LocalProtocolError
+
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "Decoder", "Encoder", "ServerSentEvent"]
+
+DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
+"""Default cap, in bytes, on one event (its data plus any incomplete line being buffered)."""
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+@final
+class ServerSentEvent(msgspec.Struct, frozen=True):
+    """One dispatched event."""
+
+    event: str = "message"
+    """The event type: the ``event`` field, or ``"message"`` when none was given."""
+    data: str = ""
+    """The data lines joined with LF (no trailing LF)."""
+    id: str = ""
+    """The last event id seen so far in the stream (it persists across events)."""
+    retry: int | None = None
+    """The reconnection time in ms, if this event set one."""
+
+
+class _State(enum.Enum):
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"
+    ERROR = "ERROR"
+
+
+class Decoder:
+    """Incremental, bounded SSE decoder.
+
+    Usage::
+
+        decoder = Decoder()
+        for chunk in chunks:
+            for event in decoder.feed(chunk):
+                ...
+        decoder.finish()
+
+    Args:
+        max_event_size: Largest event (data plus pending line) in bytes before
+            :class:`~maas_stream.EventTooLargeError` is raised.
+    """
+
+    __slots__ = (
+        "_bom_pending",
+        "_data",
+        "_data_size",
+        "_event",
+        "_last_id",
+        "_max",
+        "_pending",
+        "_pending_cr",
+        "_pending_size",
+        "_retry",
+        "_state",
+        "events",
+        "truncated",
+    )
+
+    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        self._max = max_event_size
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._pending_cr = False
+        self._bom_pending = True
+        self._event = ""
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._last_id = ""
+        self._retry: int | None = None
+        self._state = _State.OPEN
+        self.events = 0
+        """How many events were dispatched so far."""
+        self.truncated = False
+        """True after :meth:`finish` if the stream ended inside an event, which was discarded."""
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Decode a chunk of bytes; return the events it completed.
+
+        Raises:
+            EventTooLargeError: An event or line grew past ``max_event_size``.
+            LocalProtocolError: Called after :meth:`finish` or after an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(f"SSE decoder fed in state {self._state.value}", state=self._state.value)
+        if not chunk:
+            return []
+        if self._pending_cr or self._bom_pending or b"\r" in chunk:
+            chunk = self._normalize(chunk)
+            if not chunk:
+                return []
+        if b"\n" not in chunk:
+            self._pending.append(chunk)
+            self._pending_size += len(chunk)
+            if self._pending_size + self._data_size > self._max:
+                self._fail(f"an SSE line grew past {self._max} bytes without ending")
+            return []
+        if self._pending:
+            self._pending.append(chunk)
+            chunk = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        if rest:
+            self._pending.append(rest)
+            self._pending_size = len(rest)
+        out: list[ServerSentEvent] = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    out.append(self._dispatch())
+                else:
+                    self._event = ""
+            elif line.startswith(b"data:"):
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                self._data.append(value)
+                self._data_size += len(value) + 1
+            elif line[0] != 0x3A:  # ':' starts a comment
+                self._field(line)
+        if self._pending_size + self._data_size > self._max:
+            self._fail(f"an SSE event grew past {self._max} bytes")
+        return out
+
+    def _normalize(self, chunk: bytes) -> bytes:
+        """Handle the rare cases: a CR that ended the last chunk, the BOM, CR and CRLF endings."""
+        if self._pending_cr:
+            self._pending_cr = False
+            if chunk[0] == 0x0A:
+                chunk = chunk[1:]
+                if not chunk:
+                    return b""
+        if self._bom_pending:
+            head = b"".join(self._pending) + chunk if self._pending else chunk
+            if len(head) < 3 and _BOM.startswith(head):
+                self._pending = [head]
+                self._pending_size = len(head)
+                return b""
+            self._bom_pending = False
+            self._pending = []
+            self._pending_size = 0
+            chunk = head[3:] if head.startswith(_BOM) else head
+        if b"\r" in chunk:
+            if chunk[-1] == 0x0D:
+                self._pending_cr = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        return chunk
+
+    def finish(self) -> list[ServerSentEvent]:
+        """Signal the end of the stream.
+
+        An event that was not ended by a blank line is discarded, as the standard says;
+        :attr:`truncated` tells whether that happened. Always returns an empty list; the
+        return value keeps the ``feed``/``finish`` convention of every machine here.
+
+        Raises:
+            LocalProtocolError: Called twice, or after an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"SSE decoder finished in state {self._state.value}", state=self._state.value
+            )
+        self._state = _State.CLOSED
+        self.truncated = bool(self._data) or (any(self._pending) and not self._bom_only())
+        self._pending = []
+        self._data = []
+        return []
+
+    def _bom_only(self) -> bool:
+        return self._bom_pending and _BOM.startswith(b"".join(self._pending))
+
+    def _field(self, line: bytes) -> None:
+        name, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"data":  # "data" without a colon: an empty data line
+            self._data.append(value)
+            self._data_size += len(value) + 1
+        elif name == b"id":
+            if b"\x00" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            if value and value.isdigit() and value.isascii():
+                self._retry = int(value)
+
+    def _dispatch(self) -> ServerSentEvent:
+        data = self._data
+        raw = data[0] if len(data) == 1 else b"\n".join(data)
+        self._data = []
+        self._data_size = 0
+        event = self._event or "message"
+        self._event = ""
+        retry = self._retry
+        self._retry = None
+        self.events += 1
+        return ServerSentEvent(event, raw.decode("utf-8", "replace"), self._last_id, retry)
+
+    def _fail(self, message: str) -> None:
+        self._state = _State.ERROR
+        raise EventTooLargeError(message, frame=self.events + 1, state="OPEN")
+
+
+class Encoder:
+    """SSE encoder: one call, one event, as bytes ready for the wire.
+
+    Lines end with LF. ``data`` containing line breaks is split over several ``data:`` lines,
+    which a decoder joins back with LF.
+    """
+
+    __slots__ = ()
+
+    def encode(
+        self,
+        data: str,
+        *,
+        event: str | None = None,
+        id: str | None = None,
+        retry: int | None = None,
+    ) -> bytes:
+        """Encode one event.
+
+        Raises:
+            LocalProtocolError: ``event`` or ``id`` contains a line break (or ``id`` a NUL).
+        """
+        parts: list[str] = []
+        if event is not None:
+            if "\n" in event or "\r" in event:
+                raise LocalProtocolError("an SSE event type cannot contain a line break")
+            parts.append(f"event: {event}\n")
+        if id is not None:
+            if "\n" in id or "\r" in id or "\x00" in id:
+                raise LocalProtocolError("an SSE id cannot contain a line break or NUL")
+            parts.append(f"id: {id}\n")
+        if retry is not None:
+            parts.append(f"retry: {int(retry)}\n")
+        if "\n" in data or "\r" in data:
+            lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            parts.extend(f"data: {line}\n" for line in lines)
+        else:
+            parts.append(f"data: {data}\n")
+        parts.append("\n")
+        return "".join(parts).encode()
+
+    def encode_bytes(self, data: bytes, *, event: str | None = None) -> bytes:
+        """Encode one event whose data is already UTF-8 bytes on a single line (a JSON payload)."""
+        if event is None:
+            return b"data: " + data + b"\n\n"
+        return b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+
+    def comment(self, text: str = "") -> bytes:
+        """Encode a comment line (a keep-alive)."""
+        return f": {text}\n\n".encode() if text else b":\n\n"
