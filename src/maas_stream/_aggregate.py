@@ -707,7 +707,7 @@ class Aggregator:
             out.append(UsageUpdate(usage=self._usage))
 
     def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
-        if self._start is None:
+        if self._start is None or ev.provider_raw is not None:
             self._start = ev
         if ev.id:
             self._id = ev.id

@@ -115,6 +115,10 @@ class StreamAggregator:
         assert agg is not None
         try:
             events = decoder.feed(data)
+        except ProtocolError as exc:
+            self._salvage(exc)
+            raise
+        try:
             if len(events) == 1:
                 return agg.feed(events[0])
             out: list[Event] = []
@@ -124,6 +128,16 @@ class StreamAggregator:
         except ProtocolError as exc:
             exc.partial = agg.snapshot()
             raise
+
+    def _salvage(self, exc: ProtocolError) -> None:
+        """Apply what decoded before a bad frame, then attach the partial response."""
+        agg = self._agg
+        assert agg is not None
+        try:
+            agg.feed_all(exc.events)
+        except ProtocolError:
+            pass  # the partial result is still the best we have
+        exc.partial = agg.snapshot()
 
     def snapshot(self) -> Response:
         """The response as it stands (state is not changed)."""
@@ -152,7 +166,7 @@ class StreamAggregator:
         try:
             out = agg.feed_all(decoder.finish())
         except ProtocolError as exc:
-            exc.partial = agg.snapshot()
+            self._salvage(exc)
             raise
         if decoder.truncated:
             agg.warn("the stream ended inside a frame; that partial frame was dropped")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._model import Response
+    from .events import Event
 
 __all__ = [
     "ConversionError",
@@ -54,6 +55,8 @@ class ProtocolError(MaasStreamError):
         state: The state machine's state when the error happened, when relevant.
         partial: The response as aggregated before the fault, when a pipeline raised it:
             nothing already received is lost.
+        events: Events decoded from the frames before the bad one in the same chunk; a
+            pipeline applies them before building ``partial``.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class ProtocolError(MaasStreamError):
         self.raw = raw
         self.state = state
         self.partial: Response | None = None
+        self.events: list[Event] = []
 
     def __str__(self) -> str:
         where = []

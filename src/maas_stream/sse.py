@@ -137,6 +137,7 @@ class Decoder:
                     out.append(self._dispatch())
                 else:
                     self._event = ""
+                    self._retry = None
             elif line.startswith(b"data:"):
                 value = line[6:] if line[5:6] == b" " else line[5:]
                 self._data.append(value)

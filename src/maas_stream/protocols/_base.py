@@ -83,7 +83,11 @@ class SSEStreamDecoder:
             return self.feed_event(sse_events[0])
         out: list[Event] = []
         for sse_event in sse_events:
-            out += self.feed_event(sse_event)
+            try:
+                out += self.feed_event(sse_event)
+            except RemoteProtocolError as exc:
+                exc.events = out  # what the frames before the bad one decoded to: not lost
+                raise
         return out
 
     def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
@@ -205,7 +209,11 @@ class JSONLinesStreamDecoder:
         out: list[Event] = []
         for line in lines:
             if line.strip():
-                out += self._line(line)
+                try:
+                    out += self._line(line)
+                except RemoteProtocolError as exc:
+                    exc.events = out  # what the lines before the bad one decoded to: not lost
+                    raise
         return out
 
     def _line(self, line: bytes) -> list[Event]:

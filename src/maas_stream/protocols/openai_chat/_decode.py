@@ -139,6 +139,7 @@ class StreamDecoder(SSEStreamDecoder):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._started = False
+        self._have_id = False
         self._choices: set[int] = set()
         self._reasoning: set[tuple[int, Any]] = set()
         self._done = False
@@ -154,8 +155,11 @@ class StreamDecoder(SSEStreamDecoder):
             return []  # an empty data line carries nothing (some proxies send one as keep-alive)
         chunk = chunk_decoder.decode(data)
         out: list[Event] = []
-        if not self._started and (chunk.id or chunk.choices):
+        if not self._started or (not self._have_id and chunk.id):
+            # Azure sends a first chunk with an empty id (prompt filter results): announce the
+            # response at once and again when the real id arrives.
             self._started = True
+            self._have_id = bool(chunk.id)
             out.append(
                 ResponseStart(
                     protocol=PROTOCOL,

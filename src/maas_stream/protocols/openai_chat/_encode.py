@@ -114,6 +114,8 @@ class StreamEncoder:
         self.lossy: list[str] = []
         """What the target protocol could not carry and was dropped, one line each."""
         self._id = completion_id
+        self._fixed_id = completion_id is not None
+        self._fixed_model = model is not None
         self._model = model
         self._created = 0
         self._extra: dict[str, Any] = {}
@@ -193,8 +195,10 @@ class StreamEncoder:
 
     def _on_response_start(self, ev: ResponseStart) -> bytes:
         self._source = ev.protocol
-        self._id = self._id or ev.id
-        self._model = self._model or ev.model
+        if not self._fixed_id:
+            self._id = ev.id or self._id
+        if not self._fixed_model:
+            self._model = ev.model or self._model
         raw = ev.provider_raw
         if ev.protocol == PROTOCOL and isinstance(raw, dict):
             created = raw.get("created")
@@ -452,6 +456,8 @@ class StreamEncoder:
             reason = self._finish.get(choice)
             if ev.finish_reason is not None and (reason is None or choice not in self._explicit):
                 reason = _FINISH[ev.finish_reason]
+            if reason is None and self._source == PROTOCOL:
+                continue  # a Chat source that sent no finish reason (audio streams): none invented
             frames.append(self._announce(choice))
             frames.append(self._finish_chunk(choice, reason or "stop"))
         if self.include_usage and self._usage is not None:

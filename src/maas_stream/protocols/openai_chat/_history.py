@@ -220,7 +220,7 @@ def _tool_message(result: ToolResultPart, lossy: list[str], i: int) -> dict[str,
                 lossy.append(
                     f"messages[{i}]: {part.__struct_config__.tag} part in a tool result (Chat: text only)"
                 )
-        content = texts[0]["text"] if len(texts) == 1 else texts
+        content = texts
     if result.is_error:
         lossy.append(f"messages[{i}]: is_error of tool result {result.tool_call_id} (Chat has no error flag)")
     return {"role": "tool", "tool_call_id": result.tool_call_id, "content": content}
