@@ -368,6 +368,7 @@ def _check_content(i: int, role: str, msg: dict[str, Any], faults: list[str]) ->
             and not msg.get("tool_calls")
             and not msg.get("function_call")
             and not msg.get("audio")
+            and not msg.get("refusal")
         ):
             faults.append(f"messages[{i}]: assistant message with neither content nor tool calls")
     elif role == "function":
