@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import maas_stream as ms
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "recordings"
@@ -38,5 +42,15 @@ def need_corpus(protocol: str) -> list[object]:
     """Parameters over the corpus of ``protocol``, or one skipped parameter saying why."""
     found = corpus(protocol)
     if not found:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"corpus not found at {CORPUS} (set MAAS_CORPUS)"))]
+        return [
+            pytest.param(
+                None, marks=pytest.mark.skip(reason=f"corpus not found at {CORPUS} (set MAAS_CORPUS)")
+            )
+        ]
     return params(found)
+
+
+def parts(message: ms.Message) -> list[ms.Part]:
+    """A message's content as a list of parts (failing the test when it is a plain string)."""
+    assert isinstance(message.content, list), message.content
+    return message.content

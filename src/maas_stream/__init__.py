@@ -44,6 +44,7 @@ from ._model import ResponseStatus as ResponseStatus
 from ._model import Role as Role
 from ._model import StreamError as StreamError
 from ._model import TextPart as TextPart
+from ._model import ToolCallKind as ToolCallKind
 from ._model import ToolCallPart as ToolCallPart
 from ._model import ToolResultPart as ToolResultPart
 from ._model import UnknownPart as UnknownPart
@@ -56,8 +57,8 @@ from ._registry import protocol_names as protocol_names
 __version__ = "0.1.0"
 
 __all__ = (
-    "AggregatorState",
     "Aggregator",
+    "AggregatorState",
     "AudioPart",
     "CitationPart",
     "CodePart",
@@ -83,6 +84,7 @@ __all__ = (
     "StreamConverter",
     "StreamError",
     "TextPart",
+    "ToolCallKind",
     "ToolCallPart",
     "ToolResultPart",
     "UnknownPart",

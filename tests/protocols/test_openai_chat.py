@@ -4,8 +4,7 @@ history codec and validation."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import msgspec
@@ -15,7 +14,10 @@ import pytest
 import maas_stream as ms
 from maas_stream import events as ev
 from maas_stream.protocols import openai_chat
-from tests.conftest import RECORDINGS, need_corpus, params, recordings
+from tests.conftest import RECORDINGS, need_corpus, params, parts, recordings
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROTOCOL = "openai-chat"
 FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "function_call": "tool_calls"}
@@ -56,7 +58,9 @@ def naive_content(data: bytes) -> dict[int, str]:
     for line in data.decode().splitlines():
         if line.startswith("data: {"):
             for choice in json.loads(line[6:]).get("choices") or ():
-                out[choice["index"]] = out.get(choice["index"], "") + ((choice.get("delta") or {}).get("content") or "")
+                out[choice["index"]] = out.get(choice["index"], "") + (
+                    (choice.get("delta") or {}).get("content") or ""
+                )
     return out
 
 
@@ -70,7 +74,7 @@ def calls(message: ms.Message) -> list[tuple[str, str, str]]:
 
 
 def assert_matches_sdk(ours: ms.Response, completion: Any) -> None:
-    by_choice = {m.choice_index: m for m in ours.messages}
+    by_choice = {m.choice_index or 0: m for m in ours.messages}
     assert sorted(by_choice) == sorted(c.index for c in completion.choices)
     for choice in completion.choices:
         message = by_choice[choice.index]
@@ -121,7 +125,9 @@ def test_corpus_aggregate_matches_sdk(path: Path) -> None:
 SDK_MERGES_OR_MISREPORTS = {"same_index_new_id.sse", "cut_mid_arguments.sse", "legacy_function_call.sse"}
 
 
-@pytest.mark.parametrize("path", params([p for p in recordings(PROTOCOL) if p.name not in SDK_MERGES_OR_MISREPORTS]))
+@pytest.mark.parametrize(
+    "path", params([p for p in recordings(PROTOCOL) if p.name not in SDK_MERGES_OR_MISREPORTS])
+)
 def test_recordings_aggregate_matches_sdk(path: Path) -> None:
     data = path.read_bytes()
     ours = ms.aggregate(data)
@@ -142,7 +148,11 @@ def test_same_index_new_id_is_two_calls_where_the_sdk_merges_them() -> None:
 
 def test_interleaved_fragments_of_three_calls_assemble() -> None:
     (message,) = ms.aggregate((HERE / "interleaved_three_calls.sse").read_bytes()).messages
-    assert calls(message) == [("call_1", "a", '{"x":1}'), ("call_2", "b", '{"y":2}'), ("call_3", "c", '{"z":3}')]
+    assert calls(message) == [
+        ("call_1", "a", '{"x":1}'),
+        ("call_2", "b", '{"y":2}'),
+        ("call_3", "c", '{"z":3}'),
+    ]
 
 
 def test_cut_mid_arguments_is_incomplete_never_completed() -> None:
@@ -150,7 +160,7 @@ def test_cut_mid_arguments_is_incomplete_never_completed() -> None:
     assert response.status == "incomplete"
     (message,) = response.messages
     assert message.status == "incomplete"
-    text, call = message.content
+    text, call = parts(message)
     assert text == ms.TextPart(text="Let me look.")
     assert isinstance(call, ms.ToolCallPart)
     assert (call.status, call.arguments) == ("incomplete", '{"query":"weath')
@@ -158,7 +168,7 @@ def test_cut_mid_arguments_is_incomplete_never_completed() -> None:
 
 def test_legacy_function_call() -> None:
     response = ms.aggregate((HERE / "legacy_function_call.sse").read_bytes())
-    (call,) = response.messages[0].content
+    (call,) = parts(response.messages[0])
     assert isinstance(call, ms.ToolCallPart)
     assert (call.name, call.arguments, call.status) == ("get_time", '{"tz":"UTC"}', "completed")
     assert response.finish_reason == "tool_calls"
@@ -167,8 +177,10 @@ def test_legacy_function_call() -> None:
 
 def test_audio_fragments_concatenate_and_expires_at_replaces() -> None:
     response = ms.aggregate((HERE / "audio_output.sse").read_bytes())
-    (audio,) = response.messages[0].content
-    assert audio == ms.AudioPart(data="UklGRgAAAA", transcript="Hello!", id="audio_abc", expires_at=1767229200)
+    (audio,) = parts(response.messages[0])
+    assert audio == ms.AudioPart(
+        data="UklGRgAAAA", transcript="Hello!", id="audio_abc", expires_at=1767229200
+    )
     assert response.status == "completed"  # [DONE] arrived; audio streams may omit finish_reason
 
 
@@ -176,7 +188,11 @@ def test_two_choices_finish_separately() -> None:
     response = ms.aggregate((HERE / "two_choices_usage.sse").read_bytes())
     first, second = response.messages
     assert (first.choice_index, texts(first, ms.TextPart), first.finish_reason) == (0, "Red.", "stop")
-    assert (second.choice_index, texts(second, ms.TextPart), second.finish_reason) == (1, "Blue apple", "length")
+    assert (second.choice_index, texts(second, ms.TextPart), second.finish_reason) == (
+        1,
+        "Blue apple",
+        "length",
+    )
     assert second.status == "incomplete"
     assert response.usage == ms.Usage(
         input_tokens=10,
@@ -188,7 +204,7 @@ def test_two_choices_finish_separately() -> None:
 
 def test_reasoning_content_is_a_reasoning_part() -> None:
     response = ms.aggregate((HERE / "reasoning_content_compat.sse").read_bytes())
-    reasoning, text = response.messages[0].content
+    reasoning, text = parts(response.messages[0])
     assert reasoning == ms.ReasoningPart(text="Two plus two is four.", origin_field="reasoning_content")
     assert text == ms.TextPart(text="4")
     assert response.usage is not None
@@ -197,7 +213,7 @@ def test_reasoning_content_is_a_reasoning_part() -> None:
 
 def test_reasoning_details_keep_signature_and_encrypted_blocks_apart() -> None:
     response = ms.aggregate((HERE / "reasoning_details_signature.sse").read_bytes())
-    thinking, encrypted, text = response.messages[0].content
+    thinking, encrypted, text = parts(response.messages[0])
     # `reasoning` and `reasoning_details` carry the same text; it is counted once.
     assert thinking == ms.ReasoningPart(
         text="Think hard.",
@@ -224,7 +240,7 @@ def test_in_band_errors_keep_content(name: str, kind: str) -> None:
 
 def test_annotations_become_citations_on_the_text() -> None:
     response = ms.aggregate((HERE / "annotations_url_citation.sse").read_bytes())
-    (text,) = response.messages[0].content
+    (text,) = parts(response.messages[0])
     assert isinstance(text, ms.TextPart)
     assert text.text == "See the source."
     assert text.annotations is not None
@@ -240,7 +256,7 @@ def test_annotations_become_citations_on_the_text() -> None:
 
 def test_logprobs_are_kept_on_the_part() -> None:
     response = ms.aggregate((HERE / "refusal_with_logprobs.sse").read_bytes())
-    (refusal,) = response.messages[0].content
+    (refusal,) = parts(response.messages[0])
     assert isinstance(refusal, ms.RefusalPart)
     assert refusal.logprobs is not None
     assert [lp["token"] for lp in refusal.logprobs] == ["I can't", " help with that."]
@@ -248,7 +264,7 @@ def test_logprobs_are_kept_on_the_part() -> None:
 
 def test_argumentless_call_keeps_what_the_provider_sent() -> None:
     response = ms.aggregate((HERE / "tool_call_no_arguments.sse").read_bytes())
-    (call,) = response.messages[0].content
+    (call,) = parts(response.messages[0])
     assert isinstance(call, ms.ToolCallPart)
     assert (call.id, call.arguments, call.status) == ("call_now", "", "completed")
 
@@ -263,7 +279,9 @@ def test_unknown_chunk_extensions_are_kept_and_counted() -> None:
     chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": []}
     data = (
         b"data: " + json.dumps({**chunk, "prompt_filter_results": [{"prompt_index": 0}]}).encode() + b"\n\n"
-        b"data: " + json.dumps({**chunk, "choices": [{"index": 0, "delta": {"content": "x"}}]}).encode() + b"\n\n"
+        b"data: "
+        + json.dumps({**chunk, "choices": [{"index": 0, "delta": {"content": "x"}}]}).encode()
+        + b"\n\n"
         b"data: [DONE]\n\n"
     )
     response = ms.aggregate(data)
@@ -303,18 +321,15 @@ def test_encoder_output_is_accepted_by_the_sdk(path: Path) -> None:
     original = ms.aggregate(data)
     converted = ms.convert(data, to=PROTOCOL)
     again = ms.aggregate(converted)
-    # Same protocol: lossless, byte-for-byte canonical equality. (A legacy `function_call` is
-    # re-emitted in the modern `tool_calls` form, so only its raw finish reason differs.)
-    if path.name == "legacy_function_call.sse":
-        assert again.provider_finish_reason == "tool_calls"
-        again = msgspec.structs.replace(again, provider_finish_reason=original.provider_finish_reason)
+    # Same protocol: lossless, byte-for-byte canonical equality.
     assert msgspec.to_builtins(again) == msgspec.to_builtins(original)
     if original.status == "incomplete" and original.finish_reason is None:
         assert b"[DONE]" not in converted  # a cut source stays cut
         return
     completion, error = sdk_stream(converted)
     if completion is None:
-        assert original.unknown == {} and path.name == "compat_openrouter_annotations.sse"
+        assert original.unknown == {}
+        assert path.name == "compat_openrouter_annotations.sse"
         return
     assert (error is not None) == (original.status == "failed")
     if path.name not in SDK_MERGES_OR_MISREPORTS:
@@ -337,7 +352,9 @@ def foreign_events() -> list[ev.Event]:
         ev.SignatureDelta(message=0, part=0, signature="sig"),
         ev.PartDone(message=0, part=0),
         ev.PartStart(
-            message=0, part=1, value=ms.ToolCallPart(id="srv_1", name="web_search", arguments="", kind="server")
+            message=0,
+            part=1,
+            value=ms.ToolCallPart(id="srv_1", name="web_search", arguments="", kind="server"),
         ),
         ev.ArgumentsDelta(message=0, part=1, delta='{"q":"x"}'),
         ev.PartDone(message=0, part=1),
@@ -509,13 +526,17 @@ def test_history_drops_reasoning_and_server_calls_with_a_report() -> None:
             "messages[2]: tool_call_id 'c1' is answered twice",
             id="answered-twice",
         ),
-        pytest.param([{"role": "tool", "content": "x"}], "messages[0]: tool message without a tool_call_id", id="no-id"),
+        pytest.param(
+            [{"role": "tool", "content": "x"}], "messages[0]: tool message without a tool_call_id", id="no-id"
+        ),
         pytest.param(
             [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}],
             "messages[0].content[0]: part type 'image_url' is not allowed in a system message",
             id="bad-part",
         ),
-        pytest.param([{"role": "robot", "content": "x"}], "messages[0]: not a message with a known role", id="role"),
+        pytest.param(
+            [{"role": "robot", "content": "x"}], "messages[0]: not a message with a known role", id="role"
+        ),
         pytest.param(
             [{"role": "assistant", "content": None}],
             "messages[0]: assistant message with neither content nor tool calls",

@@ -106,9 +106,10 @@ def test_event_size_limit() -> None:
 
 def test_limit_also_counts_multi_line_data() -> None:
     decoder = Decoder(max_event_size=100)
+    for _ in range(9):  # 9 x 11 bytes fit in 100
+        assert decoder.feed(b"data: 0123456789\n") == []
     with pytest.raises(EventTooLargeError):
-        for _ in range(20):
-            decoder.feed(b"data: 0123456789\n")
+        decoder.feed(b"data: 0123456789\n")
 
 
 def test_feed_after_finish_is_misuse() -> None:
@@ -167,7 +168,9 @@ def httpx_sse_decode(data: bytes) -> list[tuple[str, str, str]]:
 
 
 field = st.sampled_from(["data", "event", "id", "retry", ":", "x"])
-value = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), max_size=12)
+value = st.text(
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n\x00"), max_size=12
+)
 line = st.one_of(
     st.tuples(field, st.sampled_from([": ", ":", ""]), value).map(lambda t: f"{t[0]}{t[1]}{t[2]}"),
     st.just(""),

@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = ["StreamDecoder", "citation_from_annotation", "error_from", "usage_from"]
 
 PROTOCOL: Final = "openai-chat"
+LEGACY: Final = "function_call"
+"""``ToolCallPart.item_id`` of a call that came through the deprecated ``function_call`` channel."""
 
 FINISH_REASONS: Final[dict[str, FinishReason]] = {
     "stop": "stop",
@@ -239,7 +241,9 @@ class StreamDecoder(SSEStreamDecoder):
         legacy = delta.function_call
         if legacy is not None:
             if legacy.name:
-                value = ToolCallPart(id="", name=legacy.name, arguments="")
+                # The legacy channel has no call id; item_id marks the channel so a Chat
+                # re-encode can put the call back where it came from.
+                value = ToolCallPart(id="", name=legacy.name, arguments="", item_id=LEGACY)
                 out.append(PartStart(message=index, part="function_call", value=value))
             if legacy.arguments:
                 out.append(ArgumentsDelta(message=index, part="function_call", delta=legacy.arguments))

@@ -53,6 +53,7 @@ from ...events import (
 __all__ = ["ReasoningMode", "StreamEncoder"]
 
 PROTOCOL: Final = "openai-chat"
+LEGACY: Final = "function_call"
 
 ReasoningMode = Literal["auto", "drop", "reasoning_content", "reasoning", "reasoning_details"]
 
@@ -126,6 +127,7 @@ class StreamEncoder:
         self._tools: dict[int, int] = {}
         self._finish: dict[int, str] = {}
         self._finished: set[int] = set()
+        self._legacy: set[int] = set()
         self._explicit: set[int] = set()
         self._usage: Usage | None = None
         self._details: dict[int, int] = {}
@@ -246,6 +248,10 @@ class StreamEncoder:
                     f"{value.kind} tool call {value.name!r} ({value.id}): Chat has no server-side tools"
                 )
                 return head
+            if value.item_id == LEGACY and self._source == PROTOCOL:
+                self._parts[key] = _Out("tool", choice, field=LEGACY)
+                self._legacy.add(choice)
+                return head + self._chunk(choice, {LEGACY: {"name": value.name, "arguments": ""}})
             tool = self._tools.get(choice, 0)
             self._tools[choice] = tool + 1
             self._parts[key] = _Out("tool", choice, tool)
@@ -367,6 +373,8 @@ class StreamEncoder:
         return self._args(out, ev.delta)
 
     def _args(self, out: _Out, delta: str) -> bytes:
+        if out.field == LEGACY:
+            return self._chunk(out.choice, {LEGACY: {"arguments": delta}})
         return self._chunk(
             out.choice, {"tool_calls": [{"index": out.tool, "function": {"arguments": delta}}]}
         )
@@ -441,6 +449,8 @@ class StreamEncoder:
         self._finished.add(choice)
         if reason == "stop" and self._tools.get(choice):
             reason = "tool_calls"
+        elif reason == "tool_calls" and choice in self._legacy and not self._tools.get(choice):
+            reason = LEGACY
         return self._chunk(choice, {}, finish_reason=reason)
 
     def _on_usage(self, ev: UsageUpdate) -> bytes:
