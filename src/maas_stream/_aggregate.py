@@ -283,26 +283,6 @@ class Aggregator:
         self._synth = 0
         self.unknown_counts: dict[tuple[str, str | None, str], int] = {}
         """Unknown types seen, counted by (protocol, model, type)."""
-        self._handlers: dict[type[Any], Callable[[Any, list[Event]], None]] = {
-            TextDelta: self._on_text,
-            ArgumentsDelta: self._on_args,
-            ReasoningDelta: self._on_reasoning,
-            RefusalDelta: self._on_refusal,
-            SummaryDelta: self._on_summary,
-            SignatureDelta: self._on_signature,
-            AudioDelta: self._on_audio,
-            AnnotationAdded: self._on_annotation,
-            LogprobsDelta: self._on_logprobs,
-            PartStart: self._on_part_start,
-            PartDone: self._on_part_done,
-            MessageStart: self._on_message_start,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseStart: self._on_response_start,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-        }
 
     # ------------------------------------------------------------------ public API
 
@@ -328,13 +308,33 @@ class Aggregator:
             self._check_late(event)
         out: list[Event] = []
         try:
-            self._handlers[type(event)](event, out)
+            _HANDLERS[type(event)](self, event, out)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            self._state = AggregatorState.ERROR
-            raise LocalProtocolError(
-                f"cannot apply {type(event).__name__}: {exc}", protocol=self.protocol, state="STREAMING"
-            ) from exc
+            raise self._misuse(event, exc) from exc
         return out
+
+    def consume(self, events: list[Event]) -> None:
+        """Apply events without handing anything on: the fast path when only the result counts.
+
+        Raises:
+            RemoteProtocolError: An event cannot follow what came before.
+            LocalProtocolError: Called after :meth:`finish` or after an error.
+        """
+        out = _DISCARD
+        for event in events:
+            if self._state is not AggregatorState.STREAMING:
+                self._check_late(event)
+            try:
+                _HANDLERS[type(event)](self, event, out)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise self._misuse(event, exc) from exc
+        out.clear()
+
+    def _misuse(self, event: Event, exc: Exception) -> LocalProtocolError:
+        self._state = AggregatorState.ERROR
+        return LocalProtocolError(
+            f"cannot apply {type(event).__name__}: {exc}", protocol=self.protocol, state="STREAMING"
+        )
 
     def feed_all(self, events: Iterable[Event]) -> list[Event]:
         """Apply several events; return the concatenated output of :meth:`feed`."""
@@ -755,6 +755,31 @@ class Aggregator:
 
     def _empty_call(self) -> ToolCallPart:
         return ToolCallPart(id=self._synth_id(), name="", arguments="")
+
+
+_DISCARD: list[Event] = []
+"""Where events go when nobody listens (``emit`` is false, nothing is appended)."""
+
+_HANDLERS: Final[dict[type[Any], Callable[[Aggregator, Any, list[Event]], None]]] = {
+    TextDelta: Aggregator._on_text,
+    ArgumentsDelta: Aggregator._on_args,
+    ReasoningDelta: Aggregator._on_reasoning,
+    RefusalDelta: Aggregator._on_refusal,
+    SummaryDelta: Aggregator._on_summary,
+    SignatureDelta: Aggregator._on_signature,
+    AudioDelta: Aggregator._on_audio,
+    AnnotationAdded: Aggregator._on_annotation,
+    LogprobsDelta: Aggregator._on_logprobs,
+    PartStart: Aggregator._on_part_start,
+    PartDone: Aggregator._on_part_done,
+    MessageStart: Aggregator._on_message_start,
+    MessageDone: Aggregator._on_message_done,
+    UsageUpdate: Aggregator._on_usage,
+    ResponseStart: Aggregator._on_response_start,
+    ResponseDone: Aggregator._on_response_done,
+    StreamErrorEvent: Aggregator._on_error,
+    UnknownEvent: Aggregator._on_unknown,
+}
 
 
 def _empty_text() -> TextPart:

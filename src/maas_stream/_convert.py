@@ -119,6 +119,9 @@ class StreamAggregator:
             self._salvage(exc)
             raise
         try:
+            if not self._emit:
+                agg.consume(events)
+                return []
             if len(events) == 1:
                 return agg.feed(events[0])
             out: list[Event] = []

@@ -106,6 +106,21 @@ class Decoder:
             EventTooLargeError: An event or line grew past ``max_event_size``.
             LocalProtocolError: Called after :meth:`finish` or after an error.
         """
+        return [
+            ServerSentEvent(event, data.decode("utf-8", "replace"), id, retry)
+            for event, data, id, retry in self.feed_raw(chunk)
+        ]
+
+    def feed_raw(self, chunk: bytes) -> list[tuple[str, bytes, str, int | None]]:
+        """Like :meth:`feed`, but each event is a tuple ``(event, data, id, retry)``.
+
+        The data is still UTF-8 bytes (not yet checked): the fast path for JSON payloads,
+        which a JSON decoder reads from bytes directly.
+
+        Raises:
+            EventTooLargeError: An event or line grew past ``max_event_size``.
+            LocalProtocolError: Called after :meth:`finish` or after an error.
+        """
         if self._state is not _State.OPEN:
             raise LocalProtocolError(f"SSE decoder fed in state {self._state.value}", state=self._state.value)
         if not chunk:
@@ -130,7 +145,7 @@ class Decoder:
         if rest:
             self._pending.append(rest)
             self._pending_size = len(rest)
-        out: list[ServerSentEvent] = []
+        out: list[tuple[str, bytes, str, int | None]] = []
         for line in lines:
             if not line:
                 if self._data:
@@ -211,7 +226,7 @@ class Decoder:
             if value and value.isdigit() and value.isascii():
                 self._retry = int(value)
 
-    def _dispatch(self) -> ServerSentEvent:
+    def _dispatch(self) -> tuple[str, bytes, str, int | None]:
         data = self._data
         raw = data[0] if len(data) == 1 else b"\n".join(data)
         self._data = []
@@ -221,7 +236,7 @@ class Decoder:
         retry = self._retry
         self._retry = None
         self.events += 1
-        return ServerSentEvent(event, raw.decode("utf-8", "replace"), self._last_id, retry)
+        return (event, raw, self._last_id, retry)
 
     def _fail(self, message: str) -> None:
         self._state = _State.ERROR

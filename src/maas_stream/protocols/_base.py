@@ -38,7 +38,8 @@ class _State(enum.Enum):
 class SSEStreamDecoder:
     """Base for protocols carried over SSE: framing, frame numbers and error wrapping.
 
-    Subclasses implement :meth:`on_event`, which turns one SSE event into stream events, and
+    Subclasses implement :meth:`on_frame` (or :meth:`on_event`), which turns one SSE event into
+    stream events, and
     may override :meth:`on_finish`.
     """
 
@@ -72,22 +73,19 @@ class SSEStreamDecoder:
                 f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
             )
         try:
-            sse_events = self._sse.feed(data)
+            frames = self._sse.feed_raw(data)
         except RemoteProtocolError as exc:
             self._state = _State.ERROR
             exc.protocol = self.protocol
             raise
-        if not sse_events:
-            return []
-        if len(sse_events) == 1:
-            return self.feed_event(sse_events[0])
         out: list[Event] = []
-        for sse_event in sse_events:
+        on_frame = self.on_frame
+        for event, payload, _, _ in frames:
+            self._frames += 1
             try:
-                out += self.feed_event(sse_event)
-            except RemoteProtocolError as exc:
-                exc.events = out  # what the frames before the bad one decoded to: not lost
-                raise
+                out += on_frame(event, payload)
+            except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise self._wrap(exc, event, payload, out) from exc
         return out
 
     def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
@@ -96,25 +94,37 @@ class SSEStreamDecoder:
         Raises:
             RemoteProtocolError: The event is not valid for this protocol.
         """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
+            )
         self._frames += 1
         try:
-            return self.on_event(sse_event)
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = exc.protocol or self.protocol
-            exc.frame = exc.frame or self._frames
-            if exc.raw is None:
-                exc.raw = sse_event.data
-            raise
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self._state = _State.ERROR
-            raise RemoteProtocolError(
+            return self.on_frame(sse_event.event, sse_event.data)
+        except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise self._wrap(exc, sse_event.event, sse_event.data, []) from exc
+
+    def _wrap(
+        self, exc: Exception, event: str, payload: bytes | str, before: list[Event]
+    ) -> RemoteProtocolError:
+        self._state = _State.ERROR
+        raw = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
+        if isinstance(exc, RemoteProtocolError):
+            err = exc
+            err.protocol = err.protocol or self.protocol
+            err.frame = err.frame or self._frames
+            if err.raw is None:
+                err.raw = raw
+        else:
+            err = RemoteProtocolError(
                 f"invalid {self.protocol} frame: {exc}",
                 protocol=self.protocol,
                 frame=self._frames,
-                event_type=None if sse_event.event == "message" else sse_event.event,
-                raw=sse_event.data,
-            ) from exc
+                event_type=None if event == "message" else event,
+                raw=raw,
+            )
+        err.events = before  # what the frames before the bad one decoded to: not lost
+        return err
 
     def finish(self) -> list[Event]:
         """Signal end of input; return any last events.
@@ -132,8 +142,18 @@ class SSEStreamDecoder:
         self._state = _State.CLOSED
         return self.on_finish()
 
+    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        """Turn one SSE event (its type and data) into stream events.
+
+        ``data`` is UTF-8 bytes on the fast path and ``str`` when the event came framed
+        already; ``msgspec.json.decode`` takes both. Subclasses implement this, or the simpler
+        :meth:`on_event`.
+        """
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        return self.on_event(ServerSentEvent(event, text))
+
     def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
-        """Turn one SSE event into stream events (subclasses implement this)."""
+        """Turn one SSE event into stream events (implement this or :meth:`on_frame`)."""
         raise NotImplementedError
 
     def on_finish(self) -> list[Event]:

@@ -8,7 +8,7 @@ choices and reasoning channels it has announced, and whether ``[DONE]`` was seen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
@@ -44,9 +44,6 @@ from ...events import (
 )
 from .._base import SSEStreamDecoder
 from ._wire import Choice, Chunk, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder
-
-if TYPE_CHECKING:
-    from ...sse import ServerSentEvent
 
 __all__ = ["StreamDecoder", "citation_from_annotation", "error_from", "usage_from"]
 
@@ -146,16 +143,15 @@ class StreamDecoder(SSEStreamDecoder):
         self._reasoning: set[tuple[int, Any]] = set()
         self._done = False
 
-    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
-        data = sse_event.data
-        if data.startswith("[DONE]"):
+    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        if data[:6] in _DONE:
             self._done = True
             return [ResponseDone()]
         if self._done:
-            raise RemoteProtocolError("data after [DONE]", event_type=sse_event.event)
+            raise RemoteProtocolError("data after [DONE]", event_type=event)
         if not data.strip():
             return []  # an empty data line carries nothing (some proxies send one as keep-alive)
-        chunk = chunk_decoder.decode(data)
+        chunk = decode_chunk(data)
         out: list[Event] = []
         if not self._started or (not self._have_id and chunk.id):
             # Azure sends a first chunk with an empty id (prompt filter results): announce the
@@ -182,7 +178,7 @@ class StreamDecoder(SSEStreamDecoder):
                 out.append(UsageUpdate(usage=usage))
         if chunk.error:
             out.append(StreamErrorEvent(error=error_from(chunk.error)))
-        elif sse_event.event == "error":
+        elif event == "error":
             out.append(StreamErrorEvent(error=error_from(msgspec.json.decode(data))))
         return out
 
@@ -297,6 +293,25 @@ class StreamDecoder(SSEStreamDecoder):
             out.append(SummaryDelta(message=index, part=key, index=0, text=detail.summary))
         if detail.signature:
             out.append(SignatureDelta(message=index, part=key, signature=detail.signature))
+
+
+_DONE: Final = (b"[DONE]", "[DONE]")
+
+
+def decode_chunk(data: bytes | str) -> Chunk:
+    """Decode one chunk.
+
+    Bytes that are not valid UTF-8 are decoded with replacement first (as the SSE standard
+    does) instead of failing.
+    """
+    try:
+        return chunk_decoder.decode(data)
+    except msgspec.DecodeError:
+        if isinstance(data, bytes):
+            text = data.decode("utf-8", "replace")
+            if text.encode() != data:
+                return chunk_decoder.decode(text)
+        raise
 
 
 def _response_raw(chunk: Chunk) -> dict[str, Any]:
