@@ -50,6 +50,7 @@ from ._model import ToolResultPart as ToolResultPart
 from ._model import UnknownPart as UnknownPart
 from ._model import Usage as Usage
 from ._registry import ProtocolSpec as ProtocolSpec
+from ._registry import detect_body_protocol as detect_body_protocol
 from ._registry import detect_protocol as detect_protocol
 from ._registry import get_protocol as get_protocol
 from ._registry import protocol_names as protocol_names
@@ -93,6 +94,7 @@ __all__ = (
     "aggregate",
     "convert",
     "convert_history",
+    "detect_body_protocol",
     "detect_protocol",
     "from_canonical",
     "get_protocol",

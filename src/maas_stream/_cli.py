@@ -22,7 +22,7 @@ import msgspec
 
 from ._convert import StreamAggregator, StreamConverter, convert_history, validate
 from ._exceptions import MaasStreamError, ProtocolError, ValidationError
-from ._registry import get_protocol, protocol_names
+from ._registry import detect_body_protocol, get_protocol, protocol_names
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -116,7 +116,8 @@ def _cmd_history(args: argparse.Namespace) -> int:
     body = _load_json(args.file)
     lossy: list[str] = []
     try:
-        out = convert_history(body, to=args.to, protocol=args.source, lossy=lossy)
+        source = args.source or detect_body_protocol(body)
+        out = convert_history(body, to=args.to, protocol=source, lossy=lossy)
     except MaasStreamError as exc:
         _fail(args.file, exc)
     _json_out(out, args.compact)
@@ -179,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("history", help="convert a request body / conversation history")
     p.add_argument("--to", required=True, type=_protocol, help="target protocol")
-    p.add_argument("--from", dest="source", required=True, type=_protocol, help="source protocol")
+    p.add_argument("--from", dest="source", type=_protocol, help="source protocol (detected when left out)")
     p.add_argument("--compact", action="store_true", help="one line of JSON instead of indented")
     p.add_argument("file", metavar="FILE", help="JSON file to read, or - for stdin")
     p.set_defaults(run=_cmd_history)

@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from ._interfaces import Framing, StreamDecoder, StreamEncoder
     from ._model import Message
 
-__all__ = ["ProtocolSpec", "detect_protocol", "get_protocol", "protocol_names", "register"]
+__all__ = [
+    "ProtocolSpec",
+    "detect_body_protocol",
+    "detect_protocol",
+    "get_protocol",
+    "protocol_names",
+    "register",
+]
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,8 @@ class ProtocolSpec:
     detect: Callable[[str, Any], bool] = field(repr=False)
     """Given the first frame (SSE event name or direction, and the parsed JSON), is it ours?"""
     media_type: str = "text/event-stream"
+    detect_body: Callable[[Any], int] | None = field(default=None, repr=False)
+    """How sure is it that a request body is of this protocol: 0 no, 1 maybe, 2 surely."""
 
 
 _REGISTRY: Final[dict[str, ProtocolSpec]] = {}
@@ -144,3 +153,28 @@ def _detect_jsonl(head: bytes, final: bool) -> str | None:
     if seen < 8 and not final:
         return None
     raise ProtocolDetectionError("the first JSON lines match no known websocket protocol")
+
+
+def detect_body_protocol(body: Any) -> str:
+    """Tell the protocol of a request body (or history) from its shape.
+
+    Raises:
+        ProtocolDetectionError: No registered protocol recognises it, or two are equally sure.
+    """
+    _load()
+    scores = []
+    for spec in _REGISTRY.values():
+        if spec.detect_body is not None:
+            score = spec.detect_body(body)
+            if score:
+                scores.append((score, spec.name))
+    if not scores:
+        raise ProtocolDetectionError(
+            "the body matches no known protocol's request shape; name it with --from"
+        )
+    scores.sort(reverse=True)
+    if len(scores) > 1 and scores[0][0] == scores[1][0]:
+        raise ProtocolDetectionError(
+            f"the body could be {scores[0][1]} or {scores[1][1]}; name the protocol with --from"
+        )
+    return scores[0][1]

@@ -90,6 +90,8 @@ def test_history_and_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path.write_text(json.dumps(body))
     assert main(["history", "--from", "openai-chat", "--to", "openai-chat", str(path)]) == 0
     assert json.loads(capsys.readouterr().out) == body
+    assert main(["history", "--to", "openai-chat", str(path)]) == 0  # source detected from the shape
+    assert json.loads(capsys.readouterr().out) == body
     assert main(["validate", "--protocol", "openai-chat", str(path)]) == 1
     err = capsys.readouterr().err
     assert "messages[1]: tool call 'call_9' has no tool message answering it" in err
@@ -120,3 +122,13 @@ def test_console_script_from_stdin() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["messages"][0]["content"][1]["id"] == "call_P1"
+
+
+def test_history_of_an_unknown_shape_names_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "body.json"
+    path.write_text('{"prompt": "hi"}')
+    with pytest.raises(SystemExit):
+        main(["history", "--to", "openai-chat", str(path)])
+    assert "--from" in capsys.readouterr().err

@@ -20,5 +20,6 @@ register(
         from_canonical=openai_chat.from_canonical,
         validate=openai_chat.validate,
         detect=openai_chat.detect,
+        detect_body=openai_chat.detect_body,
     )
 )
