@@ -11,12 +11,13 @@ It must not do IO.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ._aggregate import Aggregator
-from ._exceptions import ProtocolDetectionError, ProtocolError
-from ._model import Message, Response
+from ._exceptions import ConversionError, ProtocolDetectionError, ProtocolError
+from ._model import Message, Response, UnknownPart
 from ._registry import detect_protocol, get_protocol
+from .events import PartStart, UnknownEvent
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -28,6 +29,7 @@ __all__ = [
     "StreamAggregator",
     "StreamConverter",
     "aggregate",
+    "continuation_key",
     "convert",
     "convert_history",
     "from_canonical",
@@ -187,22 +189,68 @@ class StreamAggregator:
         return self._agg.finish()
 
 
+_CONTINUATION_KEYS: Final = frozenset(
+    {
+        "signature",
+        "thought_signature",
+        "thoughtSignature",
+        "encrypted_content",
+        "encrypted_index",
+        "call_id",
+        "tool_use_id",
+        "tool_call_id",
+    }
+)
+
+
+def continuation_key(raw: Any, depth: int = 0) -> str | None:
+    """The first key in ``raw`` (searched three levels deep) that the next turn of a
+    conversation needs back unchanged: a signature, encrypted content or a call id.
+    """
+    if depth > 3:
+        return None
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            if key in _CONTINUATION_KEYS and value:
+                return str(key)
+        for value in raw.values():
+            found = continuation_key(value, depth + 1)
+            if found:
+                return found
+    elif isinstance(raw, list):
+        for value in raw[:50]:
+            found = continuation_key(value, depth + 1)
+            if found:
+                return found
+    return None
+
+
 class StreamConverter:
     """Re-encode a stream as another protocol, as it goes.
 
     Each :meth:`feed` returns the output bytes its input completed, before the next input is
     read (except where the target grammar forces a hold).
 
+    Unknown types pass through untouched to the same protocol. Converting to another protocol,
+    an unknown type that carries continuation state (a signature, encrypted content, a call id)
+    fails closed with :class:`~maas_stream.ConversionError`; other unknown types are dropped and
+    listed in :attr:`lossy`.
+
     Args:
         to: The target protocol.
         protocol: The source protocol; detected when ``None``.
+        fail_closed: Raise on unknown types with continuation state (see above). Set it to
+            false to drop and report them instead.
         **options: Passed to the target's ``StreamEncoder``.
     """
 
-    def __init__(self, to: str, *, protocol: str | None = None, **options: Any) -> None:
+    def __init__(
+        self, to: str, *, protocol: str | None = None, fail_closed: bool = True, **options: Any
+    ) -> None:
         self._source = StreamAggregator(protocol, emit=True)
         self._encoder: StreamEncoder = get_protocol(to).encoder(**options)
         self.target = to
+        self.fail_closed = fail_closed
         self.response: Response | None = None
         """The source's final response, set by :meth:`finish`."""
 
@@ -217,17 +265,44 @@ class StreamConverter:
         return self._source.protocol
 
     def feed(self, data: bytes) -> bytes:
-        """Feed source bytes; return the target bytes they complete."""
+        """Feed source bytes; return the target bytes they complete.
+
+        Raises:
+            RemoteProtocolError: The source bytes break their protocol.
+            ConversionError: An unknown type with continuation state cannot cross protocols.
+        """
         events = self._source.feed(data)
         if not events:
             return b""
+        return self._encode(events)
+
+    def _encode(self, events: list[Event]) -> bytes:
         encode = self._encoder.encode
+        if self.fail_closed and self.target != self._source.protocol:
+            for event in events:
+                self._check_unknown(event)
         return b"".join([encode(e) for e in events])
+
+    def _check_unknown(self, event: Event) -> None:
+        if isinstance(event, UnknownEvent):
+            ptype, raw = event.provider_type, event.raw
+        elif isinstance(event, PartStart) and isinstance(event.value, UnknownPart):
+            ptype, raw = event.value.provider_type, event.value.raw
+        else:
+            return
+        key = continuation_key(raw)
+        if key is not None:
+            raise ConversionError(
+                f"unknown {self._source.protocol} type {ptype!r} carries {key!r}, which the next turn needs "
+                f"back unchanged; {self.target} cannot carry it (pass fail_closed=False to drop it)",
+                protocol=self._source.protocol,
+                event_type=ptype,
+                raw=raw,
+            )
 
     def finish(self) -> bytes:
         """End the source; return the last target bytes."""
-        encode = self._encoder.encode
-        out = b"".join([encode(e) for e in self._source.finish_events()])
+        out = self._encode(self._source.finish_events())
         self.response = self._source.finish()
         return out + self._encoder.finish()
 

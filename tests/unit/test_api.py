@@ -48,3 +48,12 @@ def test_truncated_last_frame_is_reported_as_a_warning() -> None:
     response = ms.aggregate(data + b"data: [DONE]")
     assert response.status == "incomplete"
     assert response.warnings == ["the stream ended inside a frame; that partial frame was dropped"]
+
+
+def test_continuation_keys_are_found_nested_and_ignored_when_empty() -> None:
+    from maas_stream._convert import continuation_key
+
+    assert continuation_key({"type": "x", "item": {"content": [{"signature": "abc"}]}}) == "signature"
+    assert continuation_key({"type": "future_call", "call_id": "c1"}) == "call_id"
+    assert continuation_key({"type": "x", "signature": ""}) is None
+    assert continuation_key({"type": "x", "id": "plain ids are not continuation state"}) is None
