@@ -174,6 +174,13 @@ class StreamDecoder(SSEStreamDecoder):
                 return [UnknownEvent(provider_type=part.provider_type, raw=block, message=0, part=index)]
             if part.provider_type == "compaction":
                 self._raw[index] = dict(block)
+            elif part.provider_type == "fallback":
+                # The model named by the (last) fallback hop is the one that served the response.
+                target = block.get("to")
+                model = target.get("model") if isinstance(target, dict) else None
+                if isinstance(model, str):
+                    start = ResponseStart(protocol=PROTOCOL, model=model)
+                    return [start, PartStart(message=0, part=index, value=part)]
         return [PartStart(message=0, part=index, value=part)]
 
     def _on_block_stop(self, frame: Frame, data: str) -> list[Event]:

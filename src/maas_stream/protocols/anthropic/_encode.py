@@ -457,7 +457,8 @@ class StreamEncoder:
             self._client_tools = True
         elif value.kind == "mcp":
             start = {"type": "mcp_tool_use", "id": value.id, "name": value.name, "input": {}}
-            start["server_name"] = value.server_name or ""
+            if value.server_name is not None:
+                start["server_name"] = value.server_name
         elif value.kind == "server" and self._same:
             start = {"type": "server_tool_use", "id": value.id, "name": value.name, "input": {}}
         else:

@@ -320,6 +320,7 @@ def validate(body: Any) -> list[str]:
             blocks = []
         if role == "system":
             _check_system(i, messages, msg, pending, faults)
+            last_role = role
             continue
         if role == last_role:
             faults.append(f"messages[{i}]: two {role} messages in a row (roles must alternate)")
