@@ -17,10 +17,12 @@ MODEL = "claude-opus-4-8"
 
 
 def ev(kind: str, **body: Any) -> tuple[str, dict[str, Any]]:
+    """One event: its name and its payload (whose ``type`` is the name)."""
     return kind, {"type": kind, **body}
 
 
 def start(msg_id: str, usage: dict[str, Any] | None = None, **extra: Any) -> tuple[str, dict[str, Any]]:
+    """A ``message_start`` event."""
     message = {
         "id": msg_id,
         "type": "message",
@@ -36,24 +38,29 @@ def start(msg_id: str, usage: dict[str, Any] | None = None, **extra: Any) -> tup
 
 
 def block(index: int, content_block: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A ``content_block_start`` event."""
     return ev("content_block_start", index=index, content_block=content_block)
 
 
 def delta(index: int, **d: Any) -> tuple[str, dict[str, Any]]:
+    """A ``content_block_delta`` event."""
     return ev("content_block_delta", index=index, delta=d)
 
 
 def stop(index: int) -> tuple[str, dict[str, Any]]:
+    """A ``content_block_stop`` event."""
     return ev("content_block_stop", index=index)
 
 
 def text(index: int, *pieces: str) -> list[tuple[str, dict[str, Any]]]:
+    """A whole text block streamed in ``pieces``."""
     out = [block(index, {"type": "text", "text": ""})]
     out += [delta(index, type="text_delta", text=p) for p in pieces]
     return [*out, stop(index)]
 
 
 def tool(index: int, call_id: str, name: str, *fragments: str, kind: str = "tool_use") -> list[Any]:
+    """A whole tool-call block streamed as JSON ``fragments`` (after the usual empty one)."""
     content_block: dict[str, Any] = {"type": kind, "id": call_id, "name": name, "input": {}}
     if kind == "mcp_tool_use":
         content_block["server_name"] = "deepwiki"
@@ -63,6 +70,7 @@ def tool(index: int, call_id: str, name: str, *fragments: str, kind: str = "tool
 
 
 def end(reason: str, usage: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``message_delta`` with the stop reason and cumulative usage, then ``message_stop``."""
     return [
         ev("message_delta", delta={"stop_reason": reason, "stop_sequence": None}, usage=usage),
         ev("message_stop"),
@@ -110,7 +118,12 @@ CASES: dict[str, list[Any]] = {
     "thinking_parallel_tools": [
         start(
             "msg_maas_think01",
-            {"input_tokens": 412, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 1024, "output_tokens": 3},
+            {
+                "input_tokens": 412,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 1024,
+                "output_tokens": 3,
+            },
         ),
         block(0, {"type": "thinking", "thinking": "", "signature": ""}),
         PING,
@@ -123,12 +136,23 @@ CASES: dict[str, list[Any]] = {
         *tool(3, "toolu_maas_O2", "get_weather", '{"city": "Oslo", "unit": "c"}'),
         *end(
             "tool_use",
-            {"input_tokens": 412, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 1024, "output_tokens": 171},
+            {
+                "input_tokens": 412,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 1024,
+                "output_tokens": 171,
+            },
         ),
     ],
     "redacted_thinking": [
         start("msg_maas_red01"),
-        block(0, {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"}),
+        block(
+            0,
+            {
+                "type": "redacted_thinking",
+                "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP",
+            },
+        ),
         stop(0),
         block(1, {"type": "thinking", "thinking": "", "signature": ""}),
         delta(1, type="thinking_delta", thinking="The rest is visible."),
@@ -145,7 +169,10 @@ CASES: dict[str, list[Any]] = {
         *end("tool_use", {"output_tokens": 30}),
     ],
     "server_web_search": [
-        start("msg_maas_web01", {"input_tokens": 1500, "output_tokens": 2, "server_tool_use": {"web_search_requests": 0}}),
+        start(
+            "msg_maas_web01",
+            {"input_tokens": 1500, "output_tokens": 2, "server_tool_use": {"web_search_requests": 0}},
+        ),
         *tool(0, "srvtoolu_maas_W1", "web_search", '{"query": "maas', ' stream"}', kind="server_tool_use"),
         block(
             1,
@@ -188,21 +215,39 @@ CASES: dict[str, list[Any]] = {
             {
                 "type": "bash_code_execution_tool_result",
                 "tool_use_id": "srvtoolu_maas_B1",
-                "content": {"type": "bash_code_execution_result", "stdout": "a.txt\n", "stderr": "", "return_code": 0, "content": []},
+                "content": {
+                    "type": "bash_code_execution_result",
+                    "stdout": "a.txt\n",
+                    "stderr": "",
+                    "return_code": 0,
+                    "content": [],
+                },
             },
         ),
         stop(1),
-        *tool(2, "srvtoolu_maas_T1", "text_editor_code_execution", '{"command": "view", "path": "/x"}', kind="server_tool_use"),
+        *tool(
+            2,
+            "srvtoolu_maas_T1",
+            "text_editor_code_execution",
+            '{"command": "view", "path": "/x"}',
+            kind="server_tool_use",
+        ),
         block(
             3,
             {
                 "type": "text_editor_code_execution_tool_result",
                 "tool_use_id": "srvtoolu_maas_T1",
-                "content": {"type": "text_editor_code_execution_tool_result_error", "error_code": "file_not_found", "error_message": None},
+                "content": {
+                    "type": "text_editor_code_execution_tool_result_error",
+                    "error_code": "file_not_found",
+                    "error_message": None,
+                },
             },
         ),
         stop(3),
-        *tool(4, "srvtoolu_maas_S1", "tool_search_tool_regex", '{"pattern": "weather"}', kind="server_tool_use"),
+        *tool(
+            4, "srvtoolu_maas_S1", "tool_search_tool_regex", '{"pattern": "weather"}', kind="server_tool_use"
+        ),
         block(
             5,
             {
@@ -222,7 +267,14 @@ CASES: dict[str, list[Any]] = {
     ],
     "mcp_tool": [
         start("msg_maas_mcp01"),
-        *tool(0, "mcptoolu_maas_M1", "ask_question", '{"repo": "maas/stream", ', '"question": "what?"}', kind="mcp_tool_use"),
+        *tool(
+            0,
+            "mcptoolu_maas_M1",
+            "ask_question",
+            '{"repo": "maas/stream", ',
+            '"question": "what?"}',
+            kind="mcp_tool_use",
+        ),
         block(
             1,
             {
@@ -260,7 +312,9 @@ CASES: dict[str, list[Any]] = {
         start("msg_maas_unk01", container={"id": "cntr_maas_01", "expires_at": "2026-01-01T00:00:00Z"}),
         ev("message_metadata", trace={"id": "tr_01"}),
         block(0, {"type": "compaction", "content": None}),
-        delta(0, type="compaction_delta", content="Summary of the earlier turns.", encrypted_content="Ecmp01=="),
+        delta(
+            0, type="compaction_delta", content="Summary of the earlier turns.", encrypted_content="Ecmp01=="
+        ),
         stop(0),
         block(1, {"type": "hologram", "frames": 3, "payload": {"a": [1, 2]}}),
         delta(1, type="hologram_delta", frame={"n": 1}),
@@ -270,18 +324,39 @@ CASES: dict[str, list[Any]] = {
         delta(2, type="sparkle_delta", level=2),
         delta(2, type="text_delta", text=" there."),
         stop(2),
-        block(3, {"type": "fallback", "from": {"model": MODEL}, "to": {"model": "claude-sonnet-5"}, "trigger": {"type": "refusal"}}),
+        block(
+            3,
+            {
+                "type": "fallback",
+                "from": {"model": MODEL},
+                "to": {"model": "claude-sonnet-5"},
+                "trigger": {"type": "refusal"},
+            },
+        ),
         stop(3),
         *end("end_turn", {"output_tokens": 12}),
     ],
     "usage_cumulative_stop_sequence": [
-        start("msg_maas_use01", {"input_tokens": 900, "cache_creation_input_tokens": 300, "cache_read_input_tokens": 0, "output_tokens": 1}),
+        start(
+            "msg_maas_use01",
+            {
+                "input_tokens": 900,
+                "cache_creation_input_tokens": 300,
+                "cache_read_input_tokens": 0,
+                "output_tokens": 1,
+            },
+        ),
         *text(0, "One, two, three"),
         ev("message_delta", delta={"stop_reason": None, "stop_sequence": None}, usage={"output_tokens": 5}),
         ev(
             "message_delta",
             delta={"stop_reason": "stop_sequence", "stop_sequence": "four"},
-            usage={"input_tokens": 900, "cache_read_input_tokens": 0, "output_tokens": 7, "output_tokens_details": {"thinking_tokens": 0}},
+            usage={
+                "input_tokens": 900,
+                "cache_read_input_tokens": 0,
+                "output_tokens": 7,
+                "output_tokens_details": {"thinking_tokens": 0},
+            },
         ),
         ev("message_stop"),
     ],
@@ -290,7 +365,11 @@ CASES: dict[str, list[Any]] = {
         *text(0, "I can't help with"),
         ev(
             "message_delta",
-            delta={"stop_reason": "refusal", "stop_sequence": None, "stop_details": {"type": "refusal", "category": "cyber"}},
+            delta={
+                "stop_reason": "refusal",
+                "stop_sequence": None,
+                "stop_details": {"type": "refusal", "category": "cyber"},
+            },
             usage={"output_tokens": 6},
         ),
         ev("message_stop"),
@@ -304,6 +383,7 @@ CASES: dict[str, list[Any]] = {
 
 
 def render(events: list[Any]) -> bytes:
+    """The SSE bytes of a list of events."""
     out = []
     for kind, body in events:
         out.append(f"event: {kind}\ndata: {json.dumps(body, ensure_ascii=False, separators=(',', ':'))}\n\n")
@@ -311,6 +391,7 @@ def render(events: list[Any]) -> bytes:
 
 
 def main() -> None:
+    """Write every case."""
     OUT.mkdir(parents=True, exist_ok=True)
     for name, events in CASES.items():
         (OUT / f"{name}.sse").write_bytes(render(events))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from hypothesis import HealthCheck, given, settings
@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 import maas_stream as ms
 from tests.conftest import corpus, recordings
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 SOURCES = recordings("anthropic") + [p for p in corpus("anthropic") if p.stat().st_size < 40_000]
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _whole(path: Path) -> dict[str, object]:
+def _whole(path: Path) -> Any:
     return msgspec.to_builtins(ms.aggregate(path.read_bytes(), protocol="anthropic"))
 
 
@@ -30,7 +33,9 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @_SETTINGS
-@given(index=st.integers(min_value=0), cuts=st.lists(st.integers(min_value=0), max_size=40), crlf=st.booleans())
+@given(
+    index=st.integers(min_value=0), cuts=st.lists(st.integers(min_value=0), max_size=40), crlf=st.booleans()
+)
 def test_any_chunking_gives_the_same_response(index: int, cuts: list[int], crlf: bool) -> None:
     path = SOURCES[index % len(SOURCES)]
     data = path.read_bytes()
@@ -44,7 +49,9 @@ def test_any_chunking_gives_the_same_response(index: int, cuts: list[int], crlf:
 def test_one_byte_chunks_give_the_same_response() -> None:
     for path in SOURCES[:6]:
         data = path.read_bytes()
-        got = msgspec.to_builtins(ms.aggregate([data[i : i + 1] for i in range(len(data))], protocol="anthropic"))
+        got = msgspec.to_builtins(
+            ms.aggregate([data[i : i + 1] for i in range(len(data))], protocol="anthropic")
+        )
         assert got == _whole(path)
 
 
@@ -67,12 +74,16 @@ _texts = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=3
     thinking=st.lists(_texts, max_size=3),
     signature=st.text(alphabet="abcdefXYZ+/=0123", min_size=1, max_size=20),
 )
-def test_generated_streams_round_trip(pieces: list[str], args: list[str], thinking: list[str], signature: str) -> None:
+def test_generated_streams_round_trip(
+    pieces: list[str], args: list[str], thinking: list[str], signature: str
+) -> None:
     from maas_stream import events as ev
 
     events: list[ev.Event] = [
         ev.ResponseStart(protocol="anthropic", id="msg_p", model="m"),
-        ev.UsageUpdate(usage=ms.Usage(input_tokens=5, output_tokens=1, raw={"input_tokens": 5, "output_tokens": 1})),
+        ev.UsageUpdate(
+            usage=ms.Usage(input_tokens=5, output_tokens=1, raw={"input_tokens": 5, "output_tokens": 1})
+        ),
         ev.MessageStart(message=0, id="msg_p"),
         ev.PartStart(message=0, part=0, value=ms.ReasoningPart(text="")),
         *[ev.ReasoningDelta(message=0, part=0, text=t) for t in thinking],
@@ -107,11 +118,40 @@ def test_random_bytes_raise_only_protocol_errors(data: bytes) -> None:
 
 
 _frame_types = st.sampled_from(
-    ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "error", "ping", "weird"]
+    [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "error",
+        "ping",
+        "weird",
+    ]
 )
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["type", "index", "delta", "message", "content_block", "text", "usage", "error", "partial_json"]), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "index",
+                    "delta",
+                    "message",
+                    "content_block",
+                    "text",
+                    "usage",
+                    "error",
+                    "partial_json",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
     max_leaves=10,
 )
 
@@ -120,7 +160,11 @@ _json_values = st.recursive(
 @given(frames=st.lists(st.tuples(_frame_types, _json_values), max_size=8))
 def test_random_frames_raise_only_protocol_errors(frames: list[tuple[str, object]]) -> None:
     body = b"".join(
-        b"event: " + name.encode() + b"\ndata: " + msgspec.json.encode({"type": name, "x": value} if name != "weird" else value) + b"\n\n"
+        b"event: "
+        + name.encode()
+        + b"\ndata: "
+        + msgspec.json.encode({"type": name, "x": value} if name != "weird" else value)
+        + b"\n\n"
         for name, value in frames
     )
     try:

@@ -55,10 +55,14 @@ def sdk_accumulate(data: bytes) -> tuple[Any, bool]:
 
 
 def _is_delta_part(part: Any) -> bool:
-    return isinstance(part, ms.UnknownPart) and isinstance(part.raw, dict) and part.raw.get("type") == "content_block_delta"
+    return (
+        isinstance(part, ms.UnknownPart)
+        and isinstance(part.raw, dict)
+        and part.raw.get("type") == "content_block_delta"
+    )
 
 
-def _compare_block(block: Any, part: Any, cut: bool) -> None:  # noqa: C901 - one branch per block type
+def _compare_block(block: Any, part: Any, cut: bool) -> None:
     sdk = block.to_dict()
     kind = sdk["type"]
     if kind == "text":
@@ -94,7 +98,9 @@ def _compare_block(block: Any, part: Any, cut: bool) -> None:  # noqa: C901 - on
         if isinstance(content, str):
             assert part.content == content
         else:
-            assert [p.text for p in part.content if isinstance(p, ms.TextPart)] == [c["text"] for c in content]
+            assert [p.text for p in part.content if isinstance(p, ms.TextPart)] == [
+                c["text"] for c in content
+            ]
     elif kind.endswith("_tool_result"):
         # A server tool's result: attached as a tool result, the block kept whole.
         assert isinstance(part, ms.ToolResultPart)
@@ -116,14 +122,17 @@ def _compare_block(block: Any, part: Any, cut: bool) -> None:  # noqa: C901 - on
 def test_decoder_matches_sdk_accumulator(path: Path) -> None:
     data = path.read_bytes()
     ours = ms.aggregate(data, protocol="anthropic")
+    rejected: Any = None
     try:
         snapshot, stopped = sdk_accumulate(data)
     except SDKError as exc:
+        rejected = exc.body
+    if rejected is not None:
         # The SDK raises on an in-band error; we keep what came before it and fail the response.
         assert ours.status == "failed"
         assert ours.error is not None
-        assert ours.error.type == exc.body["error"]["type"]
-        assert ours.error.message == exc.body["error"]["message"]
+        assert ours.error.type == rejected["error"]["type"]
+        assert ours.error.message == rejected["error"]["message"]
         assert ours.messages
         assert ours.messages[0].status == "incomplete"
         return
@@ -159,7 +168,13 @@ def test_open_tool_call_at_cut_is_incomplete(path: Path) -> None:
     stopped_blocks = {p["index"] for _, p in payloads if p.get("type") == "content_block_stop"}
     started = {p["index"]: p["content_block"] for _, p in payloads if p.get("type") == "content_block_start"}
     ours = ms.aggregate(data, protocol="anthropic")
-    calls = {p.id: p for m in ours.messages if isinstance(m.content, list) for p in m.content if isinstance(p, ms.ToolCallPart)}
+    calls = {
+        p.id: p
+        for m in ours.messages
+        if isinstance(m.content, list)
+        for p in m.content
+        if isinstance(p, ms.ToolCallPart)
+    }
     fragments: dict[int, str] = {}
     for _, p in payloads:
         if p.get("type") == "content_block_delta" and p["delta"].get("type") == "input_json_delta":
@@ -185,7 +200,9 @@ def sdk_stream(data: bytes, *, beta: bool = False) -> Any:
         api_key="test", http_client=httpx2.Client(transport=httpx2.MockTransport(handler)), max_retries=0
     )
     api: Any = client.beta.messages if beta else client.messages
-    with api.stream(model="claude-opus-4-8", max_tokens=64, messages=[{"role": "user", "content": "hi"}]) as stream:
+    with api.stream(
+        model="claude-opus-4-8", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
         streamed = "".join(stream.text_stream)
         final = stream.get_final_message()
     assert streamed == "".join(b.text for b in final.content if b.type == "text")
@@ -209,7 +226,9 @@ def _assert_sequential(data: bytes) -> None:
             assert payload["index"] == expected
             open_block = expected
             expected += 1
-        elif name == "content_block_delta" and payload["delta"]["type"].endswith(("text_delta", "json_delta")):
+        elif name == "content_block_delta" and payload["delta"]["type"].endswith(
+            ("text_delta", "json_delta")
+        ):
             assert payload["index"] == open_block
         elif name == "content_block_stop":
             assert payload["index"] == open_block
@@ -226,7 +245,8 @@ def test_encoder_output_accepted_by_sdk(path: Path) -> None:
     if source.error is not None:
         with pytest.raises(anthropic.APIStatusError) as info:
             sdk_stream(out)
-        assert info.value.body["error"]["type"] == source.error.type
+        body: Any = info.value.body
+        assert body["error"]["type"] == source.error.type
         return
     final = sdk_stream(out)
     parts = _assistant_parts(source)
@@ -264,7 +284,12 @@ def test_same_protocol_round_trip(path: Path) -> None:
 
 
 def test_interleaved_parallel_calls_are_held_until_the_open_one_closes() -> None:
-    path = Path(__file__).resolve().parents[2] / "recordings" / "openai-chat" / "readme_text_then_parallel_tools.sse"
+    path = (
+        Path(__file__).resolve().parents[2]
+        / "recordings"
+        / "openai-chat"
+        / "readme_text_then_parallel_tools.sse"
+    )
     data = path.read_bytes()
     out = ms.convert(data, to="anthropic")
     frames = _payloads(out)
@@ -274,12 +299,19 @@ def test_interleaved_parallel_calls_are_held_until_the_open_one_closes() -> None
     source = ms.aggregate(data)
     calls = [p for p in _assistant_parts(source) if isinstance(p, ms.ToolCallPart)]
     assert len(calls) == 2
-    assert [b.input for b in final.content if b.type == "tool_use"] == [json.loads(c.arguments) for c in calls]
+    assert [b.input for b in final.content if b.type == "tool_use"] == [
+        json.loads(c.arguments) for c in calls
+    ]
     assert final.stop_reason == "tool_use"
 
 
 def test_first_frames_are_written_before_the_source_ends() -> None:
-    path = Path(__file__).resolve().parents[2] / "recordings" / "openai-chat" / "readme_text_then_parallel_tools.sse"
+    path = (
+        Path(__file__).resolve().parents[2]
+        / "recordings"
+        / "openai-chat"
+        / "readme_text_then_parallel_tools.sse"
+    )
     conv = ms.StreamConverter("anthropic", protocol="openai-chat")
     chunks = path.read_bytes().split(b"\n\n")
     first = conv.feed(chunks[0] + b"\n\n")
@@ -320,17 +352,15 @@ def test_server_tool_calls_are_never_client_tool_calls_elsewhere() -> None:
 
 def test_encoder_without_any_usage_still_writes_message_delta_usage() -> None:
     enc = StreamEncoder()
-    out = b"".join(
-        enc.encode(e)
-        for e in [
-            ms.events.ResponseStart(protocol="test", id="r1", model="m"),
-            ms.events.MessageStart(message=0),
-            ms.events.PartStart(message=0, part=0, value=ms.TextPart(text="hi")),
-            ms.events.PartDone(message=0, part=0),
-            ms.events.MessageDone(message=0, finish_reason="stop"),
-            ms.events.ResponseDone(),
-        ]
-    )
+    events: list[ms.events.Event] = [
+        ms.events.ResponseStart(protocol="test", id="r1", model="m"),
+        ms.events.MessageStart(message=0),
+        ms.events.PartStart(message=0, part=0, value=ms.TextPart(text="hi")),
+        ms.events.PartDone(message=0, part=0),
+        ms.events.MessageDone(message=0, finish_reason="stop"),
+        ms.events.ResponseDone(),
+    ]
+    out = b"".join(enc.encode(e) for e in events)
     final = sdk_stream(out)
     assert final.stop_reason == "end_turn"
     assert final.usage.output_tokens == 0
@@ -344,7 +374,19 @@ def _stream(*frames: tuple[str, dict[str, Any]]) -> bytes:
     return b"".join(f"event: {n}\ndata: {json.dumps(p)}\n\n".encode() for n, p in frames)
 
 
-_START = ("message_start", {"type": "message_start", "message": {"id": "msg_1", "model": "m", "role": "assistant", "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}})
+_START = (
+    "message_start",
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "model": "m",
+            "role": "assistant",
+            "content": [],
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        },
+    },
+)
 
 
 @pytest.mark.parametrize(
@@ -363,7 +405,10 @@ _START = ("message_start", {"type": "message_start", "message": {"id": "msg_1", 
 def test_stop_reasons(reason: str, finish: str, status: str) -> None:
     data = _stream(
         _START,
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 3}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 3}},
+        ),
         ("message_stop", {"type": "message_stop"}),
     )
     resp = ms.aggregate(data, protocol="anthropic")
@@ -374,12 +419,24 @@ def test_usage_is_assigned_never_added() -> None:
     data = _stream(
         _START,
         ("message_delta", {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 5}}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9, "cache_read_input_tokens": 4}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 9, "cache_read_input_tokens": 4},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
     )
     usage = ms.aggregate(data, protocol="anthropic").usage
     assert usage is not None
-    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (10, 9, 4, None)
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (
+        10,
+        9,
+        4,
+        None,
+    )
 
 
 def test_unknown_types_are_kept_and_counted() -> None:
@@ -396,9 +453,17 @@ def test_unknown_types_are_kept_and_counted() -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        pytest.param(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":5}\n\n", id="message-not-object"),
-        pytest.param(b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":[]}\n\n", id="block-not-object"),
-        pytest.param(b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":\"x\"}\n\n", id="index-not-int"),
+        pytest.param(
+            b'event: message_start\ndata: {"type":"message_start","message":5}\n\n', id="message-not-object"
+        ),
+        pytest.param(
+            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":[]}\n\n',
+            id="block-not-object",
+        ),
+        pytest.param(
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":"x"}\n\n',
+            id="index-not-int",
+        ),
         pytest.param(b"event: message_start\ndata: {not json\n\n", id="not-json"),
     ],
 )
@@ -425,13 +490,18 @@ def test_detect_rejects_other_shapes() -> None:
 
 def test_history_round_trip_keeps_blocks_and_cache_control() -> None:
     body = {
-        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        "system": [
+            {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+        ],
         "messages": [
             {
                 "role": "user",
                 "content": [
                     {"type": "text", "text": "Look:"},
-                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                    },
                     {"type": "image", "source": {"type": "url", "url": "https://example.org/a.png"}},
                     {"type": "document", "source": {"type": "file", "file_id": "file_01"}, "title": "Spec"},
                     {"type": "document", "source": {"type": "url", "url": "https://example.org/a.pdf"}},
@@ -450,7 +520,12 @@ def test_history_round_trip_keeps_blocks_and_cache_control() -> None:
                 "role": "user",
                 "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"},
-                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": [{"type": "text", "text": "failed"}], "is_error": True},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_2",
+                        "content": [{"type": "text", "text": "failed"}],
+                        "is_error": True,
+                    },
                     {"type": "text", "text": "Thanks", "cache_control": {"type": "ephemeral"}},
                 ],
             },
@@ -475,8 +550,16 @@ def test_chat_tool_messages_merge_into_one_user_message_results_first() -> None:
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": "call_1", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Paris\"}"}},
-                    {"id": "call_2", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"Oslo\"}"}},
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "w", "arguments": '{"city":"Paris"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "w", "arguments": '{"city":"Oslo"}'},
+                    },
                 ],
             },
             {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
@@ -520,8 +603,17 @@ def test_foreign_reasoning_is_not_replayed() -> None:
         pytest.param(
             [
                 {"role": "user", "content": "go"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}]},
-                {"role": "user", "content": [{"type": "text", "text": "here"}, {"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}]},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "here"},
+                        {"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"},
+                    ],
+                },
             ],
             "messages[2].content[1]: tool_result 'toolu_A' comes after a text block",
             id="text-before-result",
@@ -529,8 +621,17 @@ def test_foreign_reasoning_is_not_replayed() -> None:
         pytest.param(
             [
                 {"role": "user", "content": "go"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}, {"type": "tool_use", "id": "toolu_B", "name": "f", "input": {}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}]},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}},
+                        {"type": "tool_use", "id": "toolu_B", "name": "f", "input": {}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}],
+                },
             ],
             "messages[1]: tool_use 'toolu_B' has no tool_result",
             id="missing-result",
@@ -538,9 +639,18 @@ def test_foreign_reasoning_is_not_replayed() -> None:
         pytest.param(
             [
                 {"role": "user", "content": "go"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}]},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}],
+                },
             ],
             "messages[3]: two user messages in a row",
             id="not-alternating",
@@ -548,9 +658,15 @@ def test_foreign_reasoning_is_not_replayed() -> None:
         pytest.param(
             [
                 {"role": "user", "content": "go"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}]},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}],
+                },
                 {"role": "system", "content": "hush"},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "x"}],
+                },
             ],
             "messages[2]: system message between tool_use 'toolu_A' and its tool_result",
             id="system-between-call-and-result",
@@ -580,7 +696,12 @@ def test_validate_accepts_system_after_server_tool_use() -> None:
     body = {
         "messages": [
             {"role": "user", "content": "search"},
-            {"role": "assistant", "content": [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+                ],
+            },
             {"role": "system", "content": "Prefer primary sources."},
             {"role": "assistant", "content": "Found it."},
         ]
@@ -592,20 +713,28 @@ def test_validate_accepts_system_after_server_tool_use() -> None:
     ("content", "needle"),
     [
         pytest.param(
-            [{"type": "text", "text": "first"}, {"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"}],
+            [
+                {"type": "text", "text": "first"},
+                {"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"},
+            ],
             "toolu_9",
             id="text-before-result",
         ),
         pytest.param([{"type": "text", "text": "no result"}], "toolu_9", id="missing-result"),
     ],
 )
-def test_cli_validate_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: Any, needle: str) -> None:
+def test_cli_validate_rejects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: Any, needle: str
+) -> None:
     body = {
         "model": "claude-opus-4-8",
         "max_tokens": 100,
         "messages": [
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_9", "name": "f", "input": {}}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_9", "name": "f", "input": {}}],
+            },
             {"role": "user", "content": content},
         ],
     }

@@ -174,7 +174,9 @@ def block_to_part(block: Any) -> Part:
         notes = [citation_from(c) for c in citations] if isinstance(citations, list) and citations else None
         return TextPart(text=str(block.get("text") or ""), annotations=notes)
     if kind == "thinking":
-        return ReasoningPart(text=str(block.get("thinking") or ""), signature=_str(block.get("signature")) or None)
+        return ReasoningPart(
+            text=str(block.get("thinking") or ""), signature=_str(block.get("signature")) or None
+        )
     if kind == "redacted_thinking":
         return ReasoningPart(redacted=True, data=_str(block.get("data")))
     if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):

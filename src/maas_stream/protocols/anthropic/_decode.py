@@ -5,7 +5,7 @@ content block ``index``. It keeps only framing-local state: the stop reason of t
 ``message_delta`` (repeated on ``ResponseDone``) and the raw ``compaction`` blocks whose deltas
 it folds in until their ``content_block_stop``.
 
-Unknown event types become response-level :class:`UnknownEvent`\\ s; unknown block types and
+Unknown event types become response-level unknown events; unknown block types and
 unknown delta types become unknown parts of the message (raw kept, counted). It must not hold
 item state: text, arguments and usage are accumulated by the aggregator.
 """
@@ -70,7 +70,7 @@ def error_from(payload: Any) -> StreamError:
 class StreamDecoder(SSEStreamDecoder):
     """Decode an Anthropic Messages stream (``POST /v1/messages`` with ``stream: true``).
 
-    Handles every event of PROTOCOLS.md §3 and every block and delta type of §3.3–3.4
+    Handles every event of PROTOCOLS.md §3 and every block and delta type of §3.3-3.4
     (beta types included); ``ping`` is skipped. ``message_delta`` usage is cumulative and is
     passed on as an assignment. A stream that ends without ``message_stop`` stays incomplete.
     """
@@ -197,7 +197,9 @@ class StreamDecoder(SSEStreamDecoder):
             raise RemoteProtocolError("content_block_delta without a delta", event_type="content_block_delta")
         handler = self._deltas.get(delta.type)
         if handler is None:
-            return [UnknownEvent(provider_type=delta.type or "delta", raw=msgspec.json.decode(data), message=0)]
+            return [
+                UnknownEvent(provider_type=delta.type or "delta", raw=msgspec.json.decode(data), message=0)
+            ]
         return handler(frame.index, delta, data)
 
     def _compaction(self, index: int, delta: Delta, data: str) -> list[Event]:
@@ -206,7 +208,9 @@ class StreamDecoder(SSEStreamDecoder):
             return [UnknownEvent(provider_type=delta.type, raw=msgspec.json.decode(data), message=0)]
         # As the SDK's beta accumulator does: the delta sets both fields.
         raw["content"] = None if delta.content is msgspec.UNSET else delta.content
-        raw["encrypted_content"] = None if delta.encrypted_content is msgspec.UNSET else delta.encrypted_content
+        raw["encrypted_content"] = (
+            None if delta.encrypted_content is msgspec.UNSET else delta.encrypted_content
+        )
         return []
 
 

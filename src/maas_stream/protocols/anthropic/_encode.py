@@ -263,8 +263,7 @@ class StreamEncoder:
             if not block.lazy:
                 out.append(self._open(block))
             ops, block.pending = block.pending, []
-            for op in ops:
-                out.append(self._render(block, op))
+            out.extend(self._render(block, op) for op in ops)
         return b"".join(out)
 
     def _submit(self, block: _Block, kind: str, payload: Any = None) -> bytes:
@@ -357,7 +356,9 @@ class StreamEncoder:
         out = [self._head(), self._flush()]
         delta = {"stop_reason": self._stop_reason(ev), "stop_sequence": None}
         out.append(
-            _frame("message_delta", {"type": "message_delta", "delta": delta, "usage": self._usage_body(True)})
+            _frame(
+                "message_delta", {"type": "message_delta", "delta": delta, "usage": self._usage_body(True)}
+            )
         )
         out.append(_frame("message_stop", {"type": "message_stop"}))
         self._done = True
@@ -437,10 +438,16 @@ class StreamEncoder:
                 out += self._submit(block, "thinking", value.text)
             return out
         if value.signature is not None:
-            self._lose(f"reasoning signature from {self._source or 'another protocol'} (not valid for Anthropic)")
+            self._lose(
+                f"reasoning signature from {self._source or 'another protocol'} (not valid for Anthropic)"
+            )
         if value.data is not None or value.encrypted_content is not None:
-            self._lose(f"encrypted reasoning from {self._source or 'another protocol'} (not valid for Anthropic)")
-        block = _Block("thinking", {"type": "thinking", "thinking": "", "signature": ""}, lazy=True, soft=True)
+            self._lose(
+                f"encrypted reasoning from {self._source or 'another protocol'} (not valid for Anthropic)"
+            )
+        block = _Block(
+            "thinking", {"type": "thinking", "thinking": "", "signature": ""}, lazy=True, soft=True
+        )
         out = self._add(key, block)
         text = value.text or "".join(value.summary or ())
         if text:

@@ -189,7 +189,9 @@ def _blocks(i: int, msg: Message, lossy: list[str], *, text_only: bool) -> list[
 def _block(i: int, part: Part, lossy: list[str], *, foreign: bool, assistant: bool) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         block: dict[str, Any] = {"type": "text", "text": part.text}
-        citations = [c.raw for c in part.annotations or () if isinstance(c.raw, dict) and "cited_text" in c.raw]
+        citations = [
+            c.raw for c in part.annotations or () if isinstance(c.raw, dict) and "cited_text" in c.raw
+        ]
         if citations:
             block["citations"] = citations
         return block
@@ -230,7 +232,9 @@ def _call_block(i: int, part: ToolCallPart, lossy: list[str]) -> dict[str, Any] 
     return block
 
 
-def _result_block(i: int, part: ToolResultPart, lossy: list[str], *, assistant: bool) -> dict[str, Any] | None:
+def _result_block(
+    i: int, part: ToolResultPart, lossy: list[str], *, assistant: bool
+) -> dict[str, Any] | None:
     content = part.content
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], UnknownPart):
         raw = content[0].raw
@@ -248,7 +252,9 @@ def _result_block(i: int, part: ToolResultPart, lossy: list[str], *, assistant: 
     return block
 
 
-def _reasoning_block(i: int, part: ReasoningPart, lossy: list[str], *, foreign: bool) -> dict[str, Any] | None:
+def _reasoning_block(
+    i: int, part: ReasoningPart, lossy: list[str], *, foreign: bool
+) -> dict[str, Any] | None:
     if foreign:
         lossy.append(f"messages[{i}]: reasoning from another provider (Anthropic cannot replay it)")
         return None
@@ -332,9 +338,7 @@ def validate(body: Any) -> list[str]:
             pending = {}
         if role == "assistant":
             pending = {
-                b["id"]: i
-                for b in blocks
-                if b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+                b["id"]: i for b in blocks if b.get("type") == "tool_use" and isinstance(b.get("id"), str)
             }
         last_role = role
     _report_missing(pending, faults)
@@ -426,4 +430,6 @@ def _check_system(
     if i + 1 < len(messages):
         nxt = messages[i + 1]
         if isinstance(nxt, dict) and nxt.get("role") not in ("assistant", "system"):
-            faults.append(f"messages[{i}]: a system message must be last or be followed by an assistant message")
+            faults.append(
+                f"messages[{i}]: a system message must be last or be followed by an assistant message"
+            )
