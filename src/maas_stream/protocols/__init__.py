@@ -6,9 +6,9 @@ Importing this package registers every protocol with the registry.
 from __future__ import annotations
 
 from .._registry import ProtocolSpec, register
-from . import openai_chat
+from . import anthropic, openai_chat
 
-__all__ = ["openai_chat"]
+__all__ = ["anthropic", "openai_chat"]
 
 register(
     ProtocolSpec(
@@ -21,5 +21,18 @@ register(
         validate=openai_chat.validate,
         detect=openai_chat.detect,
         detect_body=openai_chat.detect_body,
+    )
+)
+
+register(
+    ProtocolSpec(
+        name=anthropic.NAME,
+        framing="sse",
+        decoder=anthropic.StreamDecoder,
+        encoder=anthropic.StreamEncoder,
+        to_canonical=anthropic.to_canonical,
+        from_canonical=anthropic.from_canonical,
+        validate=anthropic.validate,
+        detect=anthropic.detect,
     )
 )

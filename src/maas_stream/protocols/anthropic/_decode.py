@@ -1,0 +1,238 @@
+"""Anthropic Messages stream decoder: ``message_start`` … ``message_stop`` SSE → events.
+
+Keys it emits: ``message`` is always ``0`` (one assistant message per stream) and ``part`` is the
+content block ``index``. It keeps only framing-local state: the stop reason of the last
+``message_delta`` (repeated on ``ResponseDone``) and the raw ``compaction`` blocks whose deltas
+it folds in until their ``content_block_stop``.
+
+Unknown event types become response-level unknown events; unknown block types and
+unknown delta types become unknown parts of the message (raw kept, counted). It must not hold
+item state: text, arguments and usage are accumulated by the aggregator.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from ..._exceptions import RemoteProtocolError
+from ..._model import FinishReason, StreamError, UnknownPart
+from ...events import (
+    AnnotationAdded,
+    ArgumentsDelta,
+    Event,
+    MessageDone,
+    MessageStart,
+    PartDone,
+    PartStart,
+    ReasoningDelta,
+    ResponseDone,
+    ResponseStart,
+    SignatureDelta,
+    StreamErrorEvent,
+    TextDelta,
+    UnknownEvent,
+    UsageUpdate,
+)
+from .._base import SSEStreamDecoder
+from ._blocks import FINISH_REASONS, KNOWN_RAW_TYPES, block_to_part, citation_from, usage_from
+from ._wire import Delta, Frame, frame_decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ...sse import ServerSentEvent
+
+__all__ = ["StreamDecoder", "error_from"]
+
+PROTOCOL: Final = "anthropic"
+
+_MESSAGE_FIELDS: Final = frozenset(
+    {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}
+)
+"""``message_start.message`` fields with a canonical home; the others go to ``provider_raw``."""
+
+
+def error_from(payload: Any) -> StreamError:
+    """Map an ``event: error`` payload (``{"type":"error","error":{type, message}}``)."""
+    inner = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(inner, dict):
+        message = inner.get("message")
+        return StreamError(
+            type=str(inner.get("type") or "error"),
+            message=message if isinstance(message, str) else None,
+            raw=payload,
+        )
+    return StreamError(type="error", message=None if payload is None else str(payload), raw=payload)
+
+
+class StreamDecoder(SSEStreamDecoder):
+    """Decode an Anthropic Messages stream (``POST /v1/messages`` with ``stream: true``).
+
+    Handles every event of PROTOCOLS.md §3 and every block and delta type of §3.3-3.4
+    (beta types included); ``ping`` is skipped. ``message_delta`` usage is cumulative and is
+    passed on as an assignment. A stream that ends without ``message_stop`` stays incomplete.
+    """
+
+    protocol = PROTOCOL
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._finish: FinishReason | None = None
+        self._provider_finish: str | None = None
+        self._raw: dict[int, dict[str, Any]] = {}
+        self._handlers: dict[str, Callable[[Frame, str], list[Event]]] = {
+            "content_block_delta": self._on_delta,
+            "content_block_start": self._on_block_start,
+            "content_block_stop": self._on_block_stop,
+            "message_start": self._on_message_start,
+            "message_delta": self._on_message_delta,
+            "message_stop": self._on_message_stop,
+            "ping": _nothing,
+            "error": self._on_error,
+        }
+        self._deltas: dict[str, Callable[[int, Delta, str], list[Event]]] = {
+            "text_delta": _text,
+            "input_json_delta": _json,
+            "thinking_delta": _thinking,
+            "signature_delta": _signature,
+            "citations_delta": _citation,
+            "compaction_delta": self._compaction,
+        }
+
+    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
+        data = sse_event.data
+        if not data or data.isspace():
+            return []
+        frame = frame_decoder.decode(data)
+        kind = frame.type or sse_event.event
+        handler = self._handlers.get(kind)
+        if handler is None:
+            return [UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
+        return handler(frame, data)
+
+    # ------------------------------------------------------------------ message level
+
+    def _on_message_start(self, frame: Frame, data: str) -> list[Event]:
+        message = frame.message
+        if not isinstance(message, dict):
+            raise RemoteProtocolError("message_start without a message object", event_type="message_start")
+        extra = {k: v for k, v in message.items() if k not in _MESSAGE_FIELDS}
+        msg_id = message.get("id")
+        model = message.get("model")
+        out: list[Event] = [
+            ResponseStart(
+                protocol=PROTOCOL,
+                id=msg_id if isinstance(msg_id, str) else None,
+                model=model if isinstance(model, str) else None,
+                provider_raw=extra or None,
+            )
+        ]
+        usage = usage_from(message.get("usage"))
+        if usage is not None:
+            out.append(UsageUpdate(usage=usage))
+        out.append(MessageStart(message=0, role="assistant", id=msg_id if isinstance(msg_id, str) else None))
+        content = message.get("content")
+        if isinstance(content, list):
+            # A message_start that already carries blocks (not seen from the API; proxies may).
+            for i, block in enumerate(content):
+                out.extend(self._start(i, block))
+                out.append(PartDone(message=0, part=i))
+        return out
+
+    def _on_message_delta(self, frame: Frame, data: str) -> list[Event]:
+        out: list[Event] = []
+        usage = usage_from(frame.usage)
+        if usage is not None:
+            out.append(UsageUpdate(usage=usage))
+        delta = frame.delta
+        if delta is not None and delta.stop_reason:
+            reason = delta.stop_reason
+            self._finish = FINISH_REASONS.get(reason, "other")
+            self._provider_finish = reason
+            out.append(MessageDone(message=0, finish_reason=self._finish, provider_finish_reason=reason))
+        return out
+
+    def _on_message_stop(self, frame: Frame, data: str) -> list[Event]:
+        return [ResponseDone(finish_reason=self._finish, provider_finish_reason=self._provider_finish)]
+
+    def _on_error(self, frame: Frame, data: str) -> list[Event]:
+        return [StreamErrorEvent(error=error_from(msgspec.json.decode(data)))]
+
+    # ------------------------------------------------------------------ blocks
+
+    def _on_block_start(self, frame: Frame, data: str) -> list[Event]:
+        return self._start(frame.index, frame.content_block)
+
+    def _start(self, index: int, block: Any) -> list[Event]:
+        if not isinstance(block, dict):
+            raise RemoteProtocolError("content_block_start without a content_block object")
+        part = block_to_part(block)
+        if isinstance(part, UnknownPart):
+            if part.provider_type not in KNOWN_RAW_TYPES:
+                return [UnknownEvent(provider_type=part.provider_type, raw=block, message=0, part=index)]
+            if part.provider_type == "compaction":
+                self._raw[index] = dict(block)
+            elif part.provider_type == "fallback":
+                # The model named by the (last) fallback hop is the one that served the response.
+                target = block.get("to")
+                model = target.get("model") if isinstance(target, dict) else None
+                if isinstance(model, str):
+                    start = ResponseStart(protocol=PROTOCOL, model=model)
+                    return [start, PartStart(message=0, part=index, value=part)]
+        return [PartStart(message=0, part=index, value=part)]
+
+    def _on_block_stop(self, frame: Frame, data: str) -> list[Event]:
+        index = frame.index
+        raw = self._raw.pop(index, None)
+        if raw is not None:
+            value = UnknownPart(provider_type=str(raw.get("type")), raw=raw)
+            return [PartDone(message=0, part=index, value=value)]
+        return [PartDone(message=0, part=index)]
+
+    def _on_delta(self, frame: Frame, data: str) -> list[Event]:
+        delta = frame.delta
+        if delta is None:
+            raise RemoteProtocolError("content_block_delta without a delta", event_type="content_block_delta")
+        handler = self._deltas.get(delta.type)
+        if handler is None:
+            return [
+                UnknownEvent(provider_type=delta.type or "delta", raw=msgspec.json.decode(data), message=0)
+            ]
+        return handler(frame.index, delta, data)
+
+    def _compaction(self, index: int, delta: Delta, data: str) -> list[Event]:
+        raw = self._raw.get(index)
+        if raw is None:
+            return [UnknownEvent(provider_type=delta.type, raw=msgspec.json.decode(data), message=0)]
+        # As the SDK's beta accumulator does: the delta sets both fields.
+        raw["content"] = None if delta.content is msgspec.UNSET else delta.content
+        raw["encrypted_content"] = (
+            None if delta.encrypted_content is msgspec.UNSET else delta.encrypted_content
+        )
+        return []
+
+
+def _nothing(frame: Frame, data: str) -> list[Event]:
+    return []
+
+
+def _text(index: int, delta: Delta, data: str) -> list[Event]:
+    return [TextDelta(message=0, part=index, text=delta.text or "")]
+
+
+def _json(index: int, delta: Delta, data: str) -> list[Event]:
+    return [ArgumentsDelta(message=0, part=index, delta=delta.partial_json or "")]
+
+
+def _thinking(index: int, delta: Delta, data: str) -> list[Event]:
+    return [ReasoningDelta(message=0, part=index, text=delta.thinking or "")]
+
+
+def _signature(index: int, delta: Delta, data: str) -> list[Event]:
+    return [SignatureDelta(message=0, part=index, signature=delta.signature or "")]
+
+
+def _citation(index: int, delta: Delta, data: str) -> list[Event]:
+    return [AnnotationAdded(message=0, part=index, citation=citation_from(delta.citation))]
