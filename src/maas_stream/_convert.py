@@ -204,8 +204,9 @@ _CONTINUATION_KEYS: Final = frozenset(
 
 
 def continuation_key(raw: Any, depth: int = 0) -> str | None:
-    """The first key in ``raw`` (searched three levels deep) that the next turn of a
-    conversation needs back unchanged: a signature, encrypted content or a call id.
+    """The first key in ``raw`` that the next turn needs back unchanged, if any.
+
+    That is a signature, encrypted content or a call id, searched three levels deep.
     """
     if depth > 3:
         return None
