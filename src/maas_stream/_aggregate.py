@@ -170,6 +170,10 @@ def _build_refusal(acc: _PartState, base: Any, fields: dict[str, Any]) -> None:
 def _build_call(acc: _PartState, base: Any, fields: dict[str, Any]) -> None:
     if acc.args:
         fields["arguments"] = "".join(acc.args)
+    elif not acc.closed and base.arguments:
+        # A start value (Anthropic's "{}") stands only if no delta follows: until the call
+        # closes, the arguments so far are none, so every snapshot stays a prefix.
+        fields["arguments"] = ""
     if acc.status is not None:
         fields["status"] = acc.status
 
