@@ -164,6 +164,7 @@ class StreamDecoder(SSEStreamDecoder):
         self._started = False
         self._last = -1
         self._saw_call = False
+        self._done_items: set[int] = set()
         self.gaps: list[tuple[int, int]] = []
         self.warnings: list[str] = []
         self.duplicates = 0
@@ -330,6 +331,7 @@ class StreamDecoder(SSEStreamDecoder):
         item = ev.item
         if isinstance(item, dict) and item.get("type") in _CALLS_FOR_FINISH:
             self._saw_call = True
+        self._done_items.add(ev.output_index or 0)
         return _done_events(ev.output_index or 0, item, replay=False)
 
     # ------------------------------------------------------------------ lifecycle
@@ -348,12 +350,14 @@ class StreamDecoder(SSEStreamDecoder):
             out.append(_response_start(response))
         output = response.get("output")
         if isinstance(output, list):
-            # The terminal response's output is authoritative: it settles every item (and fills
-            # in any the stream lost). Already-closed items are only confirmed.
+            # The terminal response's output settles every item the stream did not complete
+            # (one cut short, or lost in a gap). Items completed by output_item.done keep that
+            # value: the server re-encrypts reasoning per event, so the bytes may differ.
             for i, item in enumerate(output):
                 if isinstance(item, dict) and item.get("type") in _CALLS_FOR_FINISH:
                     self._saw_call = True
-                out += _done_events(i, item, replay=True)
+                if i not in self._done_items:
+                    out += _done_events(i, item, replay=True)
         usage = usage_from(response.get("usage"))
         if usage is not None:
             out.append(UsageUpdate(usage=usage))
