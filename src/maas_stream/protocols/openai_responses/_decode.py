@@ -44,8 +44,8 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
-from ..openai_chat._decode import citation_from_annotation
 from .._base import SSEStreamDecoder
+from ..openai_chat._decode import citation_from_annotation
 from ._items import CALL_TYPES, content_part, item_message, item_parts
 from ._wire import Envelope, envelope_decoder
 
@@ -244,7 +244,9 @@ class StreamDecoder(SSEStreamDecoder):
 
     def _summary_delta(self, ev: Envelope, data: str) -> list[Event]:
         return [
-            SummaryDelta(message=ev.output_index or 0, part="reasoning", index=ev.summary_index or 0, text=_delta(ev))
+            SummaryDelta(
+                message=ev.output_index or 0, part="reasoning", index=ev.summary_index or 0, text=_delta(ev)
+            )
         ]
 
     def _summary_part(self, ev: Envelope, data: str) -> list[Event]:
@@ -363,7 +365,9 @@ class StreamDecoder(SSEStreamDecoder):
             out.append(UsageUpdate(usage=usage))
         status = response.get("status")
         if ev.type == "response.failed" or status == "failed":
-            out.append(StreamErrorEvent(error=error_from(response.get("error") or {"type": "response.failed"})))
+            out.append(
+                StreamErrorEvent(error=error_from(response.get("error") or {"type": "response.failed"}))
+            )
             return out
         if ev.type == "response.incomplete" or status in ("incomplete", "cancelled"):
             details = response.get("incomplete_details")

@@ -71,7 +71,11 @@ _DELTA_EVENTS: Final[dict[str, tuple[str, str, str]]] = {
         "response.function_call_arguments.done",
         "arguments",
     ),
-    "custom_tool_call": ("response.custom_tool_call_input.delta", "response.custom_tool_call_input.done", "input"),
+    "custom_tool_call": (
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "input",
+    ),
     "mcp_call": ("response.mcp_call_arguments.delta", "response.mcp_call_arguments.done", "arguments"),
     "code_interpreter_call": (
         "response.code_interpreter_call_code.delta",
@@ -100,7 +104,10 @@ _PROGRESS: Final[dict[str, tuple[str, str]]] = {
     "mcp_list_tools": ("response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed"),
 }
 
-_INCOMPLETE_REASON: Final[dict[FinishReason, str]] = {"length": "max_output_tokens", "content_filter": "content_filter"}
+_INCOMPLETE_REASON: Final[dict[FinishReason, str]] = {
+    "length": "max_output_tokens",
+    "content_filter": "content_filter",
+}
 
 
 class _Item:
@@ -122,7 +129,19 @@ class _Item:
 class _Out:
     """How one canonical part is written: into which item, as what."""
 
-    __slots__ = ("annotations", "content", "item", "kind", "logprobs", "sent", "summary", "text_open")
+    __slots__ = (
+        "annotations",
+        "closed",
+        "content",
+        "item",
+        "kind",
+        "logprobs",
+        "sent",
+        "sent_annotations",
+        "sent_logprobs",
+        "summary",
+        "text_open",
+    )
 
     def __init__(self, kind: str, item: _Item | None, content: int = 0) -> None:
         self.kind = kind
@@ -133,6 +152,9 @@ class _Out:
         self.annotations = 0
         self.summary: list[list[str]] = []
         self.text_open = False
+        self.closed = False
+        self.sent_annotations: list[Any] = []
+        self.sent_logprobs: list[Any] = []
 
 
 class StreamEncoder:
@@ -404,8 +426,24 @@ class StreamEncoder:
         item = self._text_item.get(message)
         if item is None or item.done:
             return b""
+        frames = b""
+        for out in self._parts.values():
+            if out.item is item and not out.closed and out.kind in ("text", "refusal"):
+                # Another protocol's message goes on after its text (a tool call): the text
+                # part ends here, with what was sent, so the message item can end.
+                text = "".join(out.sent)
+                value: TextPart | RefusalPart = (
+                    TextPart(
+                        text=text,
+                        annotations=out.sent_annotations or None,
+                        logprobs=out.sent_logprobs or None,
+                    )
+                    if out.kind == "text"
+                    else RefusalPart(text=text)
+                )
+                frames += self._text_done(out, value)
         meta = self._msg_meta.get(message)
-        return self._item_done(item, self._message_body(item, meta, "completed"))
+        return frames + self._item_done(item, self._message_body(item, meta, "completed"))
 
     def _message_body(self, item: _Item, meta: MessageStart | None, status: str | None) -> dict[str, Any]:
         body = dict(item.body)
@@ -436,6 +474,7 @@ class StreamEncoder:
         logprobs = out.logprobs
         if logprobs:
             out.logprobs = []
+            out.sent_logprobs.extend(logprobs)
         kind = "response.output_text.delta" if out.kind == "text" else "response.refusal.delta"
         body: dict[str, Any] = {
             "item_id": item.id,
@@ -475,6 +514,7 @@ class StreamEncoder:
             return b""
         index = out.annotations
         out.annotations += 1
+        out.sent_annotations.append(ev.citation)
         return self._frame(
             "response.output_text.annotation.added",
             {
@@ -634,6 +674,11 @@ class StreamEncoder:
     def _text_done(self, out: _Out, value: TextPart | RefusalPart) -> bytes:
         item = out.item
         assert item is not None
+        if out.closed:
+            if value.text != "".join(out.sent):
+                self._lose("text that arrived after its message item ended")
+            return b""
+        out.closed = True
         frames = b""
         rest = self._rest(out, value.text)
         if rest or out.logprobs:

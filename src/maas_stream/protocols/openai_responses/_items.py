@@ -24,7 +24,7 @@ It must not know the stream's event grammar.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -45,8 +45,10 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
-from ...events import Key
 from ..openai_chat._decode import citation_from_annotation
+
+if TYPE_CHECKING:
+    from ...events import Key
 
 __all__ = [
     "CALL_TYPES",
@@ -170,7 +172,7 @@ def _call_part(kind: str, item: dict[str, Any]) -> ToolCallPart:
         kind=call_kind,
         item_id=item_id,
         server_name=_str(item.get("server_label")),
-        status=_PART_STATUS.get(item.get("status")) if isinstance(item.get("status"), str) else None,
+        status=_PART_STATUS.get(status) if isinstance(status := item.get("status"), str) else None,
     )
 
 
@@ -190,7 +192,9 @@ def content_part(raw: Any) -> Part:
     if kind == "refusal":
         return RefusalPart(text=_text(raw.get("refusal")))
     if kind == "input_image":
-        return ImagePart(url=_str(raw.get("image_url")), file_id=_str(raw.get("file_id")), detail=_str(raw.get("detail")))
+        return ImagePart(
+            url=_str(raw.get("image_url")), file_id=_str(raw.get("file_id")), detail=_str(raw.get("detail"))
+        )
     if kind == "input_file":
         return FilePart(
             file_id=_str(raw.get("file_id")),
@@ -208,11 +212,15 @@ def _reasoning_part(item: dict[str, Any]) -> ReasoningPart:
     summary = item.get("summary")
     content = item.get("content")
     texts = (
-        [c.get("text") or "" for c in content if isinstance(c, dict)] if isinstance(content, list) and content else None
+        [c.get("text") or "" for c in content if isinstance(c, dict)]
+        if isinstance(content, list) and content
+        else None
     )
     return ReasoningPart(
         id=_str(item.get("id")),
-        summary=[_text(s.get("text")) if isinstance(s, dict) else _text(s) for s in summary] if summary else None,
+        summary=[_text(s.get("text")) if isinstance(s, dict) else _text(s) for s in summary]
+        if summary
+        else None,
         text="".join(texts) if texts else None,
         encrypted_content=_str(item.get("encrypted_content")),
     )
@@ -252,7 +260,9 @@ def item_parts(item: Any) -> list[tuple[Key, Part]]:
             (
                 "reasoning",
                 ReasoningPart(
-                    id=_str(item.get("id")), encrypted_content=_str(item.get("encrypted_content")), format="compaction"
+                    id=_str(item.get("id")),
+                    encrypted_content=_str(item.get("encrypted_content")),
+                    format="compaction",
                 ),
             )
         ]
@@ -274,10 +284,14 @@ def item_parts(item: Any) -> list[tuple[Key, Part]]:
             )
         elif kind == "image_generation_call" and isinstance(item.get("result"), str):
             fmt = _str(item.get("output_format"))
-            parts.append(("image", ImagePart(data=item["result"], media_type=f"image/{fmt}" if fmt else None)))
+            parts.append(
+                ("image", ImagePart(data=item["result"], media_type=f"image/{fmt}" if fmt else None))
+            )
         return parts
     if isinstance(kind, str) and kind in OUTPUT_TYPES:
-        call_id = _str(item.get("call_id")) or _str(item.get("approval_request_id")) or _str(item.get("id")) or ""
+        call_id = (
+            _str(item.get("call_id")) or _str(item.get("approval_request_id")) or _str(item.get("id")) or ""
+        )
         return [("result", ToolResultPart(tool_call_id=call_id, content=_result_content(item)))]
     return [("unknown", UnknownPart(provider_type=str(kind), raw=item))]
 
@@ -286,8 +300,9 @@ def item_message(item: Any, parts: list[Part] | None = None) -> Message:
     """The canonical message of one item (``parts``, when given, is its content)."""
     if not isinstance(item, dict):
         return Message(role="assistant", content=parts or [], provider_raw=item)
-    kind = item.get("type") or ("message" if "role" in item else None)
-    known = _KNOWN_KEYS.get(kind) if isinstance(kind, str) else None
+    kind_raw = item.get("type") or ("message" if "role" in item else None)
+    kind = kind_raw if isinstance(kind_raw, str) else None
+    known = _KNOWN_KEYS.get(kind) if kind is not None else None
     if known is not None:
         extras = {k: v for k, v in item.items() if k not in known}
         raw: Any = extras or None
@@ -312,7 +327,9 @@ def item_message(item: Any, parts: list[Part] | None = None) -> Message:
 
 # ---------------------------------------------------------------------- canonical → items
 
-_ANNOTATION_TYPES: Final = frozenset({"url_citation", "file_citation", "container_file_citation", "file_path"})
+_ANNOTATION_TYPES: Final = frozenset(
+    {"url_citation", "file_citation", "container_file_citation", "file_path"}
+)
 
 
 def annotation_from_citation(citation: CitationPart) -> dict[str, Any] | None:
@@ -332,7 +349,12 @@ def annotation_from_citation(citation: CitationPart) -> dict[str, Any] | None:
             "end_index": citation.end if citation.end is not None else 0,
         }
     if citation.file_id is not None:
-        return {"type": "file_citation", "file_id": citation.file_id, "filename": citation.title or "", "index": 0}
+        return {
+            "type": "file_citation",
+            "file_id": citation.file_id,
+            "filename": citation.title or "",
+            "index": 0,
+        }
     return None
 
 
