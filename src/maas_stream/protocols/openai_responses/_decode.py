@@ -405,7 +405,7 @@ def _response_start(response: Any) -> ResponseStart:
         return ResponseStart(protocol=PROTOCOL)
     rid = response.get("id")
     model = response.get("model")
-    raw = {k: v for k, v in response.items() if k not in ("output", "usage")}
+    raw = {k: v for k, v in response.items() if k not in ("output", "usage", "status")}
     return ResponseStart(
         protocol=PROTOCOL,
         id=rid if isinstance(rid, str) else None,
