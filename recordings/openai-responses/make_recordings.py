@@ -52,13 +52,23 @@ class Stream:
         self.add("response.created", response=response("in_progress", []))
         self.add("response.in_progress", response=response("in_progress", []))
 
-    def text_item(self, index: int, item_id: str, chunks: list[str], phase: str | None = None, **part: Any) -> dict[str, Any]:
-        item: dict[str, Any] = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    def text_item(
+        self, index: int, item_id: str, chunks: list[str], phase: str | None = None, **part: Any
+    ) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "id": item_id,
+            "type": "message",
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        }
         if phase:
             item["phase"] = phase
         self.add("response.output_item.added", output_index=index, item=item)
         empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        self.add("response.content_part.added", item_id=item_id, output_index=index, content_index=0, part=empty)
+        self.add(
+            "response.content_part.added", item_id=item_id, output_index=index, content_index=0, part=empty
+        )
         for chunk in chunks:
             self.add(
                 "response.output_text.delta",
@@ -80,34 +90,70 @@ class Stream:
                 annotation_index=n,
                 annotation=annotation,
             )
-        self.add("response.output_text.done", item_id=item_id, output_index=index, content_index=0, text=text, logprobs=[])
+        self.add(
+            "response.output_text.done",
+            item_id=item_id,
+            output_index=index,
+            content_index=0,
+            text=text,
+            logprobs=[],
+        )
         final = {"type": "output_text", "text": text, "annotations": annotations, "logprobs": []}
-        self.add("response.content_part.done", item_id=item_id, output_index=index, content_index=0, part=final)
+        self.add(
+            "response.content_part.done", item_id=item_id, output_index=index, content_index=0, part=final
+        )
         done = {**item, "status": "completed", "content": [final]}
         self.add("response.output_item.done", output_index=index, item=done)
         return done
 
-    def call_item(self, index: int, item_id: str, call_id: str, name: str, chunks: list[str]) -> dict[str, Any]:
-        item = {"id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}
+    def call_item(
+        self, index: int, item_id: str, call_id: str, name: str, chunks: list[str]
+    ) -> dict[str, Any]:
+        item = {
+            "id": item_id,
+            "type": "function_call",
+            "status": "in_progress",
+            "call_id": call_id,
+            "name": name,
+            "arguments": "",
+        }
         self.add("response.output_item.added", output_index=index, item=item)
         for chunk in chunks:
-            self.add("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=chunk)
+            self.add(
+                "response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=chunk
+            )
         args = "".join(chunks)
-        self.add("response.function_call_arguments.done", item_id=item_id, output_index=index, name=name, arguments=args)
+        self.add(
+            "response.function_call_arguments.done",
+            item_id=item_id,
+            output_index=index,
+            name=name,
+            arguments=args,
+        )
         done = {**item, "status": "completed", "arguments": args}
         self.add("response.output_item.done", output_index=index, item=done)
         return done
 
-    def reasoning_item(self, index: int, item_id: str, summaries: list[list[str]], enc: str) -> dict[str, Any]:
-        self.add("response.output_item.added", output_index=index, item={"id": item_id, "type": "reasoning", "summary": []})
+    def reasoning_item(
+        self, index: int, item_id: str, summaries: list[list[str]], enc: str
+    ) -> dict[str, Any]:
+        self.add(
+            "response.output_item.added",
+            output_index=index,
+            item={"id": item_id, "type": "reasoning", "summary": []},
+        )
         for s, chunks in enumerate(summaries):
             common = {"item_id": item_id, "output_index": index, "summary_index": s}
-            self.add("response.reasoning_summary_part.added", **common, part={"type": "summary_text", "text": ""})
+            self.add(
+                "response.reasoning_summary_part.added", **common, part={"type": "summary_text", "text": ""}
+            )
             for chunk in chunks:
                 self.add("response.reasoning_summary_text.delta", **common, delta=chunk)
             text = "".join(chunks)
             self.add("response.reasoning_summary_text.done", **common, text=text)
-            self.add("response.reasoning_summary_part.done", **common, part={"type": "summary_text", "text": text})
+            self.add(
+                "response.reasoning_summary_part.done", **common, part={"type": "summary_text", "text": text}
+            )
         done = {
             "id": item_id,
             "type": "reasoning",
@@ -118,7 +164,10 @@ class Stream:
         return done
 
     def write(self, name: str) -> None:
-        lines = [f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False, separators=(',', ':'))}\n\n" for e in self.events]
+        lines = [
+            f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False, separators=(',', ':'))}\n\n"
+            for e in self.events
+        ]
         (HERE / f"{name}.sse").write_text("".join(lines), encoding="utf-8")
 
 
@@ -126,7 +175,9 @@ def reasoning_text_tools() -> None:
     s = Stream()
     s.start()
     out = [
-        s.reasoning_item(0, "rs_01", [["Two independent ", "lookups; "], ["call both ", "at once."]], "gAAAAB-opaque+/=="),
+        s.reasoning_item(
+            0, "rs_01", [["Two independent ", "lookups; "], ["call both ", "at once."]], "gAAAAB-opaque+/=="
+        ),
         s.text_item(1, "msg_01", ["Checking both ", "cities now."], phase="commentary"),
         s.call_item(2, "fc_01", "call_P1", "get_weather", ['{"city":', '"Paris"}']),
         s.call_item(3, "fc_02", "call_O2", "get_weather", ['{"city":"Oslo"}']),
@@ -139,16 +190,34 @@ def interleaved_calls() -> None:
     # Two calls whose argument deltas interleave by output_index (legal: events are keyed).
     s = Stream()
     s.start()
-    a = {"id": "fc_a", "type": "function_call", "status": "in_progress", "call_id": "call_A", "name": "f", "arguments": ""}
-    b = {"id": "fc_b", "type": "function_call", "status": "in_progress", "call_id": "call_B", "name": "g", "arguments": ""}
+    a = {
+        "id": "fc_a",
+        "type": "function_call",
+        "status": "in_progress",
+        "call_id": "call_A",
+        "name": "f",
+        "arguments": "",
+    }
+    b = {
+        "id": "fc_b",
+        "type": "function_call",
+        "status": "in_progress",
+        "call_id": "call_B",
+        "name": "g",
+        "arguments": "",
+    }
     s.add("response.output_item.added", output_index=0, item=a)
     s.add("response.output_item.added", output_index=1, item=b)
     s.add("response.function_call_arguments.delta", item_id="fc_a", output_index=0, delta='{"x":')
     s.add("response.function_call_arguments.delta", item_id="fc_b", output_index=1, delta='{"y":')
     s.add("response.function_call_arguments.delta", item_id="fc_a", output_index=0, delta="1}")
     s.add("response.function_call_arguments.delta", item_id="fc_b", output_index=1, delta="2}")
-    s.add("response.function_call_arguments.done", item_id="fc_a", output_index=0, name="f", arguments='{"x":1}')
-    s.add("response.function_call_arguments.done", item_id="fc_b", output_index=1, name="g", arguments='{"y":2}')
+    s.add(
+        "response.function_call_arguments.done", item_id="fc_a", output_index=0, name="f", arguments='{"x":1}'
+    )
+    s.add(
+        "response.function_call_arguments.done", item_id="fc_b", output_index=1, name="g", arguments='{"y":2}'
+    )
     da = {**a, "status": "completed", "arguments": '{"x":1}'}
     db = {**b, "status": "completed", "arguments": '{"y":2}'}
     s.add("response.output_item.done", output_index=0, item=da)
@@ -160,11 +229,23 @@ def interleaved_calls() -> None:
 def refusal_annotations_incomplete() -> None:
     s = Stream()
     s.start()
-    cite = {"type": "url_citation", "url": "https://example.com/a", "title": "A", "start_index": 0, "end_index": 5}
+    cite = {
+        "type": "url_citation",
+        "url": "https://example.com/a",
+        "title": "A",
+        "start_index": 0,
+        "end_index": 5,
+    }
     first = s.text_item(0, "msg_a", ["Hello", " world"], phase="final_answer", annotations=[cite])
     item = {"id": "msg_r", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
     s.add("response.output_item.added", output_index=1, item=item)
-    s.add("response.content_part.added", item_id="msg_r", output_index=1, content_index=0, part={"type": "refusal", "refusal": ""})
+    s.add(
+        "response.content_part.added",
+        item_id="msg_r",
+        output_index=1,
+        content_index=0,
+        part={"type": "refusal", "refusal": ""},
+    )
     s.add("response.refusal.delta", item_id="msg_r", output_index=1, content_index=0, delta="I can't ")
     s.add("response.refusal.delta", item_id="msg_r", output_index=1, content_index=0, delta="help.")
     s.add("response.refusal.done", item_id="msg_r", output_index=1, content_index=0, refusal="I can't help.")
@@ -186,7 +267,14 @@ def hosted_tools() -> None:
         s.add(f"response.web_search_call.{phase}", output_index=0, item_id="ws_1")
     ws_done = {**ws, "status": "completed", "action": {"type": "search", "query": "weather paris"}}
     s.add("response.output_item.done", output_index=0, item=ws_done)
-    ci = {"id": "ci_1", "type": "code_interpreter_call", "status": "in_progress", "code": "", "container_id": "cntr_1", "outputs": None}
+    ci = {
+        "id": "ci_1",
+        "type": "code_interpreter_call",
+        "status": "in_progress",
+        "code": "",
+        "container_id": "cntr_1",
+        "outputs": None,
+    }
     s.add("response.output_item.added", output_index=1, item=ci)
     s.add("response.code_interpreter_call.in_progress", output_index=1, item_id="ci_1")
     for chunk in ["print(", "1+1)"]:
@@ -194,9 +282,21 @@ def hosted_tools() -> None:
     s.add("response.code_interpreter_call_code.done", output_index=1, item_id="ci_1", code="print(1+1)")
     s.add("response.code_interpreter_call.interpreting", output_index=1, item_id="ci_1")
     s.add("response.code_interpreter_call.completed", output_index=1, item_id="ci_1")
-    ci_done = {**ci, "status": "completed", "code": "print(1+1)", "outputs": [{"type": "logs", "logs": "2\n"}]}
+    ci_done = {
+        **ci,
+        "status": "completed",
+        "code": "print(1+1)",
+        "outputs": [{"type": "logs", "logs": "2\n"}],
+    }
     s.add("response.output_item.done", output_index=1, item=ci_done)
-    mcp = {"id": "mcp_1", "type": "mcp_call", "status": "in_progress", "name": "search", "server_label": "docs", "arguments": ""}
+    mcp = {
+        "id": "mcp_1",
+        "type": "mcp_call",
+        "status": "in_progress",
+        "name": "search",
+        "server_label": "docs",
+        "arguments": "",
+    }
     s.add("response.output_item.added", output_index=2, item=mcp)
     s.add("response.mcp_call.in_progress", output_index=2, item_id="mcp_1")
     s.add("response.mcp_call_arguments.delta", output_index=2, item_id="mcp_1", delta='{"q":"x"}')
@@ -219,7 +319,13 @@ def hosted_tools() -> None:
     s.add("response.image_generation_call.completed", output_index=3, item_id="ig_1")
     ig_done = {**ig, "status": "completed", "output_format": "webp", "result": "UklGRgAA"}
     s.add("response.output_item.done", output_index=3, item=ig_done)
-    sh = {"id": "sh_1", "type": "shell_call", "status": "in_progress", "call_id": "call_sh", "action": {"commands": []}}
+    sh = {
+        "id": "sh_1",
+        "type": "shell_call",
+        "status": "in_progress",
+        "call_id": "call_sh",
+        "action": {"commands": []},
+    }
     s.add("response.output_item.added", output_index=4, item=sh)
     s.add("response.shell_call_command.added", output_index=4, command_index=0, command="")
     s.add("response.shell_call_command.delta", output_index=4, command_index=0, delta="ls")
@@ -237,7 +343,14 @@ def hosted_tools() -> None:
 def custom_tool_and_unknown() -> None:
     s = Stream()
     s.start()
-    item = {"id": "ctc_1", "type": "custom_tool_call", "status": "in_progress", "call_id": "call_c", "name": "run", "input": ""}
+    item = {
+        "id": "ctc_1",
+        "type": "custom_tool_call",
+        "status": "in_progress",
+        "call_id": "call_c",
+        "name": "run",
+        "input": "",
+    }
     s.add("response.output_item.added", output_index=0, item=item)
     for chunk in ["echo ", "hi"]:
         s.add("response.custom_tool_call_input.delta", output_index=0, item_id="ctc_1", delta=chunk)
@@ -256,7 +369,15 @@ def error_nested_and_failed() -> None:
     s = Stream()
     s.start()
     s.text_item(0, "msg_e", ["Partial ", "answer"])
-    s.add("error", error={"type": "server_error", "code": "server_error", "message": "The server had an error.", "param": None})
+    s.add(
+        "error",
+        error={
+            "type": "server_error",
+            "code": "server_error",
+            "message": "The server had an error.",
+            "param": None,
+        },
+    )
     failed = response("failed", [], None)
     failed["error"] = {"code": "server_error", "message": "The server had an error."}
     s.add("response.failed", response=failed)
@@ -277,7 +398,14 @@ def cut_mid_text() -> None:
     s.add("response.output_item.added", output_index=0, item=item)
     empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
     s.add("response.content_part.added", item_id="msg_cut", output_index=0, content_index=0, part=empty)
-    s.add("response.output_text.delta", item_id="msg_cut", output_index=0, content_index=0, delta="Cut he", logprobs=[])
+    s.add(
+        "response.output_text.delta",
+        item_id="msg_cut",
+        output_index=0,
+        content_index=0,
+        delta="Cut he",
+        logprobs=[],
+    )
     s.write("cut_mid_text")
 
 
@@ -286,11 +414,21 @@ def queued_background_reasoning_text() -> None:
     s.add("response.created", response=response("queued", [], background=True))
     s.add("response.queued", response=response("queued", [], background=True))
     s.add("response.in_progress", response=response("in_progress", [], background=True))
-    s.add("response.output_item.added", output_index=0, item={"id": "rs_t", "type": "reasoning", "summary": []})
-    s.add("response.content_part.added", item_id="rs_t", output_index=0, content_index=0, part={"type": "reasoning_text", "text": ""})
+    s.add(
+        "response.output_item.added", output_index=0, item={"id": "rs_t", "type": "reasoning", "summary": []}
+    )
+    s.add(
+        "response.content_part.added",
+        item_id="rs_t",
+        output_index=0,
+        content_index=0,
+        part={"type": "reasoning_text", "text": ""},
+    )
     for chunk in ["Let me ", "think."]:
         s.add("response.reasoning_text.delta", item_id="rs_t", output_index=0, content_index=0, delta=chunk)
-    s.add("response.reasoning_text.done", item_id="rs_t", output_index=0, content_index=0, text="Let me think.")
+    s.add(
+        "response.reasoning_text.done", item_id="rs_t", output_index=0, content_index=0, text="Let me think."
+    )
     part = {"type": "reasoning_text", "text": "Let me think."}
     s.add("response.content_part.done", item_id="rs_t", output_index=0, content_index=0, part=part)
     rs = {"id": "rs_t", "type": "reasoning", "summary": [], "content": [part]}

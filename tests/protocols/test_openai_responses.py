@@ -23,7 +23,7 @@ CHAT = recordings("openai-chat")
 
 
 def events_of(data: bytes) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for block in data.decode("utf-8").split("\n\n"):
         for line in block.splitlines():
             if line.startswith("data:"):
@@ -34,7 +34,8 @@ def events_of(data: bytes) -> list[dict[str, Any]]:
 def terminal(data: bytes) -> dict[str, Any] | None:
     for ev in reversed(events_of(data)):
         if ev.get("type") in ("response.completed", "response.incomplete", "response.failed"):
-            return ev
+            found: dict[str, Any] = ev
+            return found
     return None
 
 
@@ -97,7 +98,9 @@ def has_unknown_items(data: bytes) -> bool:
 
 def done_items(data: bytes) -> dict[int, dict[str, Any]]:
     return {
-        ev["output_index"]: ev["item"] for ev in events_of(data) if ev.get("type") == "response.output_item.done"
+        ev["output_index"]: ev["item"]
+        for ev in events_of(data)
+        if ev.get("type") == "response.output_item.done"
     }
 
 
@@ -111,7 +114,10 @@ def test_aggregate_equals_final_snapshot(path: Path) -> None:
         return
     snap = end["response"]
     assert resp.id == snap["id"]
-    assert resp.status == {"completed": "completed", "incomplete": "incomplete", "failed": "failed"}[snap["status"]]
+    assert (
+        resp.status
+        == {"completed": "completed", "incomplete": "incomplete", "failed": "failed"}[snap["status"]]
+    )
     dones = done_items(data)
     output = snap.get("output") or []
     assert len(resp.messages) >= len(output)
@@ -119,7 +125,11 @@ def test_aggregate_equals_final_snapshot(path: Path) -> None:
         msg = resp.messages[i]
         assert msg.type == item["type"], i
         assert msg.id == item.get("id"), i
-        if isinstance(item.get("status"), str) and item["status"] in ("completed", "incomplete", "in_progress"):
+        if isinstance(item.get("status"), str) and item["status"] in (
+            "completed",
+            "incomplete",
+            "in_progress",
+        ):
             assert msg.status == item["status"], i
         assert isinstance(msg.content, list)
         kind = item["type"]
@@ -140,7 +150,10 @@ def test_aggregate_equals_final_snapshot(path: Path) -> None:
             assert call.item_id == item["id"]
             assert call.name == item["name"]
             assert call.arguments == item.get("arguments", item.get("input"))
-            assert call.kind == {"function_call": "function", "custom_tool_call": "custom", "mcp_call": "mcp"}[kind]
+            assert (
+                call.kind
+                == {"function_call": "function", "custom_tool_call": "custom", "mcp_call": "mcp"}[kind]
+            )
         elif kind == "reasoning":
             (part,) = msg.content
             assert isinstance(part, ReasoningPart)
@@ -226,7 +239,9 @@ def test_encoder_output_accepted_by_sdk(path: Path) -> None:
 
 
 def test_chat_message_splits_into_message_and_call_items() -> None:
-    data = (Path(__file__).parents[2] / "recordings/openai-chat/readme_text_then_parallel_tools.sse").read_bytes()
+    data = (
+        Path(__file__).parents[2] / "recordings/openai-chat/readme_text_then_parallel_tools.sse"
+    ).read_bytes()
     out = ms.convert(data, to=PROTO)
     items = [ev["item"] for ev in events_of(out) if ev["type"] == "response.output_item.done"]
     assert [i["type"] for i in items] == ["message", "function_call", "function_call"]
@@ -276,10 +291,14 @@ def test_unknown_events_and_items_are_kept_and_counted() -> None:
     assert resp.unknown == {"response.future_feature.delta": 1, "future_item": 1}
     assert resp.unknown_events is not None
     assert resp.unknown_events[0].raw["delta"] == "?"
-    (part,) = resp.messages[1].content
+    content = resp.messages[1].content
+    assert isinstance(content, list)
+    (part,) = content
     assert isinstance(part, ms.UnknownPart)
     assert part.raw["payload"] == {"k": [1, 2]}
-    (call,) = resp.messages[0].content
+    calls_content = resp.messages[0].content
+    assert isinstance(calls_content, list)
+    (call,) = calls_content
     assert isinstance(call, ToolCallPart)
     assert (call.kind, call.arguments) == ("custom", "echo hi")
 
@@ -351,8 +370,19 @@ def test_detection() -> None:
 BODY: dict[str, Any] = {
     "instructions": "Be brief.",
     "input": [
-        {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}, {"type": "input_image", "image_url": "https://x/y.png", "detail": "auto"}]},
-        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "s"}], "encrypted_content": "ENC+/="},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Weather?"},
+                {"type": "input_image", "image_url": "https://x/y.png", "detail": "auto"},
+            ],
+        },
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "s"}],
+            "encrypted_content": "ENC+/=",
+        },
         {
             "type": "message",
             "id": "msg_1",
@@ -361,7 +391,14 @@ BODY: dict[str, Any] = {
             "phase": "commentary",
             "content": [{"type": "output_text", "text": "Checking.", "annotations": []}],
         },
-        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}', "status": "completed"},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+            "status": "completed",
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
         {"type": "item_reference", "id": "msg_0"},
     ],
@@ -390,12 +427,21 @@ def test_history_from_chat() -> None:
     chat = {
         "messages": [
             {"role": "user", "content": "q"},
-            {"role": "assistant", "content": "t", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {
+                "role": "assistant",
+                "content": "t",
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
             {"role": "tool", "tool_call_id": "c", "content": "r"},
         ]
     }
     body = ms.convert_history(chat, to=PROTO, protocol="openai-chat")
-    assert [i.get("type") for i in body["input"]] == [None, "message", "function_call", "function_call_output"]
+    assert [i.get("type") for i in body["input"]] == [
+        None,
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
     assert body["input"][2]["call_id"] == body["input"][3]["call_id"] == "c"
     assert ms.validate(body, PROTO) == []
     back = ms.convert_history(body, to="openai-chat", protocol=PROTO)
@@ -405,19 +451,35 @@ def test_history_from_chat() -> None:
 @pytest.mark.parametrize(
     ("items", "fault"),
     [
-        pytest.param([{"type": "function_call_output", "call_id": "zz", "output": ""}], "input[0]: function_call_output call_id 'zz' answers no earlier call", id="orphan"),
-        pytest.param([{"role": "robot", "content": "x"}], "input[0]: message with unknown role 'robot'", id="role"),
         pytest.param(
-            [{"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}, {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}],
+            [{"type": "function_call_output", "call_id": "zz", "output": ""}],
+            "input[0]: function_call_output call_id 'zz' answers no earlier call",
+            id="orphan",
+        ),
+        pytest.param(
+            [{"role": "robot", "content": "x"}], "input[0]: message with unknown role 'robot'", id="role"
+        ),
+        pytest.param(
+            [
+                {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+                {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+            ],
             "input[1]: call_id 'a' is used twice",
             id="dup-call",
         ),
         pytest.param(
-            [{"type": "message", "id": "m", "role": "user", "content": "x"}, {"type": "message", "id": "m", "role": "user", "content": "y"}],
+            [
+                {"type": "message", "id": "m", "role": "user", "content": "x"},
+                {"type": "message", "id": "m", "role": "user", "content": "y"},
+            ],
             "input[1]: item id 'm' is used twice",
             id="dup-id",
         ),
-        pytest.param([{"role": "user", "content": [{"type": "output_text", "text": "x"}]}], "input[0].content[0]: part type 'output_text' is not allowed in a user message", id="part"),
+        pytest.param(
+            [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}],
+            "input[0].content[0]: part type 'output_text' is not allowed in a user message",
+            id="part",
+        ),
     ],
 )
 def test_validate_names_the_fault(items: list[Any], fault: str) -> None:
