@@ -672,6 +672,12 @@ class Aggregator:
                     value = msgspec.structs.replace(value, status="completed")
                 if not value.id and current.id:
                     value = msgspec.structs.replace(value, id=current.id)
+            elif part.text and isinstance(value, TextPart | RefusalPart | ReasoningPart):
+                if getattr(current, "text", None) != value.text and value.text is not None:
+                    self.warn(
+                        f"message {msg.index} part {part.index}: final {value.__struct_config__.tag} text "
+                        f"differs from the streamed deltas; the final value wins"
+                    )
             part.final = value
         self._close_part(msg, part, None, out)
 

@@ -175,6 +175,8 @@ class StreamAggregator:
             raise
         if decoder.truncated:
             agg.warn("the stream ended inside a frame; that partial frame was dropped")
+        for warning in decoder.warnings:
+            agg.warn(warning)  # decoder-level findings, e.g. Responses sequence gaps
         return out + agg.finish_events()
 
     def finish(self) -> Response:

@@ -20,6 +20,8 @@ class StreamDecoder(Protocol):
     """The decoder interface: bytes in, events with provider keys out."""
 
     protocol: ClassVar[str]
+    warnings: list[str]
+    """Framing-level findings that did not stop decoding (a sequence gap, say)."""
 
     @property
     def frames(self) -> int:

@@ -6,9 +6,9 @@ Importing this package registers every protocol with the registry.
 from __future__ import annotations
 
 from .._registry import ProtocolSpec, register
-from . import anthropic, openai_chat
+from . import anthropic, openai_chat, openai_responses
 
-__all__ = ["anthropic", "openai_chat"]
+__all__ = ["anthropic", "openai_chat", "openai_responses"]
 
 register(
     ProtocolSpec(
@@ -34,5 +34,18 @@ register(
         from_canonical=anthropic.from_canonical,
         validate=anthropic.validate,
         detect=anthropic.detect,
+    )
+)
+
+register(
+    ProtocolSpec(
+        name=openai_responses.NAME,
+        framing="sse",
+        decoder=openai_responses.StreamDecoder,
+        encoder=openai_responses.StreamEncoder,
+        to_canonical=openai_responses.to_canonical,
+        from_canonical=openai_responses.from_canonical,
+        validate=openai_responses.validate,
+        detect=openai_responses.detect,
     )
 )

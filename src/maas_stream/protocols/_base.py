@@ -49,6 +49,9 @@ class SSEStreamDecoder:
         self._sse = Decoder(max_event_size=max_event_size)
         self._frames = 0
         self._state = _State.OPEN
+        self.warnings: list[str] = []
+        """Findings that did not stop decoding (a sequence gap, say); they end up in
+        ``Response.warnings``."""
 
     @property
     def frames(self) -> int:
@@ -185,6 +188,8 @@ class JSONLinesStreamDecoder:
         self._frames = 0
         self._truncated = False
         self._state = _State.OPEN
+        self.warnings: list[str] = []
+        """Findings that did not stop decoding; they end up in ``Response.warnings``."""
 
     @property
     def frames(self) -> int:

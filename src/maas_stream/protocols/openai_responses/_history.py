@@ -1,0 +1,358 @@
+"""OpenAI Responses history codec and validation: request ``input`` + ``instructions`` ↔ canonical.
+
+Mapping (PROTOCOLS.md §2.7, the spec's "Serialization Rules"):
+
+* ``instructions`` → a leading ``system`` message of type ``instructions`` (and back).
+* ``input`` as a string → one user message. Message items (easy or typed) keep their role
+  (``developer`` / ``system`` / ``user`` / ``assistant``), their ``phase``, id and status; parts
+  ``input_text`` / ``output_text`` → text, ``refusal`` → refusal, ``input_image`` → image,
+  ``input_file`` → file.
+* ``function_call`` / ``custom_tool_call`` / hosted-tool items / ``reasoning`` → the same
+  canonical messages the stream decoder produces (``_items``); reasoning is replayed with its
+  ``encrypted_content`` unchanged.
+* ``function_call_output`` (and the other ``*_output`` items) → a ``tool`` message with
+  ``tool_call_id`` and one tool result, as ``openai_chat`` produces.
+* ``item_reference`` → a message of type ``item_reference`` holding only the id.
+* Back to Responses: an assistant message of another protocol with text and tool calls becomes a
+  ``message`` item and one ``function_call`` item per call, in order; tool results become
+  ``function_call_output`` (``custom_tool_call_output`` when the call was custom). Reasoning of
+  other protocols (thinking text, signatures) is dropped and reported in ``lossy``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from ..._exceptions import ValidationError
+from ..._model import (
+    AudioPart,
+    FilePart,
+    ImagePart,
+    Message,
+    Part,
+    ReasoningPart,
+    RefusalPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    UnknownPart,
+)
+from ._items import CALL_TYPES, OUTPUT_TYPES, call_item, item_message, reasoning_item, text_json
+
+__all__ = ["from_canonical", "to_canonical", "validate"]
+
+PROTOCOL: Final = "openai-responses"
+_ROLES: Final = ("user", "assistant", "system", "developer")
+
+
+def _input_of(body: Any) -> tuple[Any, Any]:
+    if isinstance(body, dict):
+        if "input" not in body and "instructions" not in body:
+            raise ValidationError(PROTOCOL, ["the body has neither 'input' nor 'instructions'"])
+        return body.get("input"), body.get("instructions")
+    if isinstance(body, list | str):
+        return body, None
+    raise ValidationError(PROTOCOL, ["expected a request body object, an input list or a string"])
+
+
+def to_canonical(body: Any) -> list[Message]:
+    """Convert a Responses request body (or its ``input``) to canonical messages.
+
+    Raises:
+        ValidationError: The body is not a Responses request shape at all.
+    """
+    items, instructions = _input_of(body)
+    out: list[Message] = []
+    if isinstance(instructions, str):
+        out.append(Message(role="system", content=instructions, type="instructions"))
+    elif isinstance(instructions, list):
+        out.extend(_item(i, raw) for i, raw in enumerate(instructions))
+    if isinstance(items, str):
+        out.append(Message(role="user", content=items))
+    elif isinstance(items, list):
+        out.extend(_item(i, raw) for i, raw in enumerate(items))
+    elif items is not None:
+        raise ValidationError(PROTOCOL, ["'input' must be a string or a list of items"])
+    return out
+
+
+def _item(i: int, raw: Any) -> Message:
+    if not isinstance(raw, dict):
+        raise ValidationError(PROTOCOL, [f"input[{i}]: not an item object"])
+    kind = raw.get("type")
+    if kind == "item_reference":
+        return Message(role="assistant", type="item_reference", id=str(raw.get("id") or ""))
+    if kind in (None, "message"):
+        role = raw.get("role")
+        if role not in _ROLES:
+            raise ValidationError(PROTOCOL, [f"input[{i}]: message with unknown role {role!r}"])
+        content = raw.get("content")
+        phase = raw.get("phase")
+        msg = item_message({**raw, "type": "message"})
+        parts: list[Part] | str = content if isinstance(content, str) else msg.content
+        extras = msg.provider_raw if isinstance(msg.provider_raw, dict) else None
+        return Message(
+            role=role,
+            content=parts,
+            id=msg.id,
+            type="message" if kind == "message" else None,
+            status=msg.status,
+            phase=phase if phase in ("commentary", "final_answer") else None,
+            provider_raw=extras,
+        )
+    message = item_message(raw)
+    if kind in OUTPUT_TYPES and message.tool_call_id is None:
+        return _with_call_id(message)
+    return message
+
+
+def _with_call_id(message: Message) -> Message:
+    first = message.content[0] if isinstance(message.content, list) and message.content else None
+    if isinstance(first, ToolResultPart):
+        return msgspec.structs.replace(message, tool_call_id=first.tool_call_id)
+    return message
+
+
+# ---------------------------------------------------------------------- canonical → Responses
+
+
+def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -> dict[str, Any]:
+    """Convert canonical messages to a Responses request body ``{"input": [...]}``.
+
+    A leading ``system`` / ``developer`` message of type ``instructions`` becomes
+    ``instructions``.
+
+    Args:
+        messages: The conversation.
+        lossy: If given, a line is appended for everything Responses cannot carry (reasoning of
+            other protocols, server tool calls of other protocols, unknown parts), which is
+            dropped, never turned into text.
+    """
+    sink: list[str] = lossy if lossy is not None else []
+    body: dict[str, Any] = {}
+    custom_calls: set[str] = set()
+    items: list[dict[str, Any]] = []
+    for i, msg in enumerate(messages):
+        if i == 0 and msg.type == "instructions" and isinstance(msg.content, str):
+            body["instructions"] = msg.content
+            continue
+        items.extend(_to_items(i, msg, sink, custom_calls))
+    body["input"] = items
+    return body
+
+
+def _to_items(i: int, msg: Message, lossy: list[str], custom: set[str]) -> list[dict[str, Any]]:
+    if msg.type == "item_reference":
+        return [{"type": "item_reference", "id": msg.id}]
+    raw = msg.provider_raw if isinstance(msg.provider_raw, dict) else None
+    if raw is not None and msg.type is not None and msg.type != "message" and msg.type == raw.get("type"):
+        return [raw]  # a Responses item kept whole (hosted tools, unknown types)
+    role = "assistant" if msg.role == "model" else msg.role
+    content = msg.content
+    if isinstance(content, str):
+        if role == "tool":
+            return [{"type": "function_call_output", "call_id": msg.tool_call_id or "", "output": content}]
+        if role not in _ROLES:
+            lossy.append(f"messages[{i}]: role {role!r} has no Responses equivalent")
+            return []
+        return [{"role": role, "content": content}]
+    out: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, ToolResultPart | ToolCallPart | ReasoningPart):
+            if texts:
+                out.append(_message_item(msg, role, texts))
+                texts = []
+            converted_item = _non_text_item(i, msg, part, raw, lossy, custom)
+            if converted_item is not None:
+                out.append(converted_item)
+        else:
+            converted = _content(i, role, part, lossy)
+            if converted is not None:
+                texts.append(converted)
+    if texts:
+        out.append(_message_item(msg, role, texts))
+    return out
+
+
+def _non_text_item(
+    i: int, msg: Message, part: Part, raw: dict[str, Any] | None, lossy: list[str], custom: set[str]
+) -> dict[str, Any] | None:
+    if isinstance(part, ToolResultPart):
+        return _result_item(i, part, lossy, custom)
+    if isinstance(part, ToolCallPart):
+        if part.kind == "custom":
+            custom.add(part.id)
+        if part.kind in ("server", "mcp"):
+            lossy.append(f"messages[{i}]: {part.kind} tool call {part.id} of another protocol")
+            return None
+        return call_item(part, "completed" if msg.type else None, raw)
+    assert isinstance(part, ReasoningPart)
+    if part.id is None and part.encrypted_content is None:
+        lossy.append(f"messages[{i}]: reasoning of another protocol (Responses replays only its own)")
+        return None
+    if part.signature is not None or part.data is not None:
+        lossy.append(f"messages[{i}]: reasoning signature/data (no Responses field)")
+    return reasoning_item(part, None, raw)
+
+
+def _message_item(msg: Message, role: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    if role not in _ROLES:
+        role = "user"
+    item: dict[str, Any] = {"role": role, "content": parts}
+    if role == "assistant" or msg.type == "message":
+        item["type"] = "message"
+    if role == "assistant":
+        if msg.id is not None:
+            item["id"] = msg.id
+            item["status"] = msg.status or "completed"
+        if msg.phase is not None:
+            item["phase"] = msg.phase
+    return item
+
+
+def _content(i: int, role: str, part: Part, lossy: list[str]) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        if role == "assistant":
+            return text_json(part, lossy)
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, RefusalPart):
+        return {"type": "refusal", "refusal": part.text}
+    if isinstance(part, ImagePart):
+        image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
+        url = part.url
+        if url is None and part.data is not None:
+            url = f"data:{part.media_type or 'image/png'};base64,{part.data}"
+        if url is not None:
+            image["image_url"] = url
+        if part.file_id is not None:
+            image["file_id"] = part.file_id
+        return image
+    if isinstance(part, FilePart):
+        fields = {
+            "file_id": part.file_id,
+            "file_url": part.url,
+            "file_data": part.data,
+            "filename": part.filename,
+        }
+        return {"type": "input_file", **{k: v for k, v in fields.items() if v is not None}}
+    if isinstance(part, AudioPart) and part.data is not None:
+        return {"type": "input_audio", "input_audio": {"data": part.data, "format": part.format or "wav"}}
+    if isinstance(part, UnknownPart) and isinstance(part.raw, dict) and "type" in part.raw:
+        raw: dict[str, Any] = part.raw
+        return raw
+    lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Responses equivalent)")
+    return None
+
+
+def _result_item(i: int, part: ToolResultPart, lossy: list[str], custom: set[str]) -> dict[str, Any]:
+    output: str | list[dict[str, Any]]
+    if isinstance(part.content, str):
+        output = part.content
+    else:
+        converted = [_content(i, "user", p, lossy) for p in part.content]
+        output = [c for c in converted if c is not None]
+    if part.is_error:
+        lossy.append(f"messages[{i}]: is_error of tool result {part.tool_call_id} (no Responses flag)")
+    kind = "custom_tool_call_output" if part.tool_call_id in custom else "function_call_output"
+    return {"type": kind, "call_id": part.tool_call_id, "output": output}
+
+
+# ---------------------------------------------------------------------- validation
+
+_PARTS_BY_ROLE: Final = {
+    "system": {"input_text"},
+    "developer": {"input_text"},
+    "user": {"input_text", "input_image", "input_file", "input_audio"},
+    "assistant": {"output_text", "refusal", "input_text"},
+}
+_CALL_OUTPUTS: Final = {
+    "function_call_output": "function_call",
+    "custom_tool_call_output": "custom_tool_call",
+    "computer_call_output": "computer_call",
+    "local_shell_call_output": "local_shell_call",
+    "shell_call_output": "shell_call",
+    "apply_patch_call_output": "apply_patch_call",
+}
+
+
+def validate(body: Any) -> list[str]:
+    """Check a Responses request body against the protocol's rules; return every fault found.
+
+    Rules: every item is an object of a known shape; message roles are valid and their content
+    part types allowed for the role; item ids are unique; call ids are unique; every
+    ``function_call_output`` (and the other call outputs) answers an earlier call of the
+    matching type by ``call_id``, once. Faults name the item index and the id.
+    """
+    try:
+        items, _ = _input_of(body)
+    except ValidationError as exc:
+        return exc.faults
+    if isinstance(items, str) or items is None:
+        return []
+    if not isinstance(items, list):
+        return ["'input' must be a string or a list of items"]
+    faults: list[str] = []
+    ids: set[str] = set()
+    calls: dict[str, str] = {}
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            faults.append(f"input[{i}]: not an item object")
+            continue
+        kind = item.get("type")
+        item_id = item.get("id")
+        if isinstance(item_id, str) and kind != "item_reference":
+            if item_id in ids:
+                faults.append(f"input[{i}]: item id {item_id!r} is used twice")
+            ids.add(item_id)
+        if kind in (None, "message"):
+            _check_message(i, item, faults)
+        elif isinstance(kind, str) and kind in CALL_TYPES and "call_id" in item:
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                faults.append(f"input[{i}]: {kind} without a call_id")
+            elif call_id in calls:
+                faults.append(f"input[{i}]: call_id {call_id!r} is used twice")
+            else:
+                calls[call_id] = kind
+        elif isinstance(kind, str) and kind in _CALL_OUTPUTS:
+            _check_output(i, kind, item, calls, answered, faults)
+    return faults
+
+
+def _check_message(i: int, item: dict[str, Any], faults: list[str]) -> None:
+    role = item.get("role")
+    if role not in _ROLES:
+        faults.append(f"input[{i}]: message with unknown role {role!r}")
+        return
+    content = item.get("content")
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        faults.append(f"input[{i}]: message content must be a string or a list of parts")
+        return
+    allowed = _PARTS_BY_ROLE[role]
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in allowed:
+            faults.append(f"input[{i}].content[{j}]: part type {kind!r} is not allowed in a {role} message")
+
+
+def _check_output(
+    i: int, kind: str, item: dict[str, Any], calls: dict[str, str], answered: set[str], faults: list[str]
+) -> None:
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str) or not call_id:
+        faults.append(f"input[{i}]: {kind} without a call_id")
+        return
+    made = calls.get(call_id)
+    if made is None:
+        faults.append(f"input[{i}]: {kind} call_id {call_id!r} answers no earlier call")
+    elif made != _CALL_OUTPUTS[kind]:
+        faults.append(f"input[{i}]: {kind} call_id {call_id!r} answers a {made} item")
+    elif call_id in answered:
+        faults.append(f"input[{i}]: call_id {call_id!r} is answered twice")
+    answered.add(call_id)
