@@ -13,7 +13,7 @@ from ._source import check_response
 from ._stream import aaggregate, aconvert, astream
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator, AsyncIterator
 
     from .._model import Response
     from ..events import Event
@@ -35,7 +35,7 @@ class EventSource:
         self.protocol = protocol
         self.idle_timeout = idle_timeout
 
-    def astream(self) -> AsyncIterator[Event]:
+    def astream(self) -> AsyncGenerator[Event, None]:
         """Canonical events as they arrive (see :func:`maas_stream.astream`)."""
         return astream(self.response, protocol=self.protocol, idle_timeout=self.idle_timeout)
 
@@ -43,7 +43,9 @@ class EventSource:
         """The final response (see :func:`maas_stream.aaggregate`)."""
         return await aaggregate(self.response, protocol=self.protocol, idle_timeout=self.idle_timeout)
 
-    def aconvert(self, to: str, *, lossy: list[str] | None = None, **options: Any) -> AsyncIterator[bytes]:
+    def aconvert(
+        self, to: str, *, lossy: list[str] | None = None, **options: Any
+    ) -> AsyncGenerator[bytes, None]:
         """The stream re-encoded as ``to`` (see :func:`maas_stream.aconvert`)."""
         return aconvert(
             self.response,

@@ -29,7 +29,7 @@ from ._exceptions import ProviderHTTPError, StreamIOError
 from ._source import AsyncReader
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+    from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 
 __all__ = [
     "REDACTED",
@@ -298,7 +298,7 @@ async def arecord(
     protocol: str | None = None,
     idle_timeout: float | None = None,
     secrets: tuple[str, ...] = (),
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """Pass a stream's bytes through unchanged while recording them to ``path`` (+ meta file).
 
     Feed the result to :func:`~maas_stream.astream` / ``aaggregate`` / ``aconvert`` to use the
@@ -433,7 +433,9 @@ def _load(recording: str | Path | Recording) -> Recording:
     return recording if isinstance(recording, Recording) else Recording.load(recording)
 
 
-async def areplay(recording: str | Path | Recording, *, speed: float | None = None) -> AsyncIterator[bytes]:
+async def areplay(
+    recording: str | Path | Recording, *, speed: float | None = None
+) -> AsyncGenerator[bytes, None]:
     """Yield a recording's bytes with its original chunk boundaries (and timing, at ``speed``).
 
     Args:
@@ -450,7 +452,7 @@ async def areplay(recording: str | Path | Recording, *, speed: float | None = No
         yield chunk
 
 
-def replay(recording: str | Path | Recording, *, speed: float | None = None) -> Iterator[bytes]:
+def replay(recording: str | Path | Recording, *, speed: float | None = None) -> Generator[bytes, None, None]:
     """The synchronous twin of :func:`areplay` (waits with ``time.sleep``).
 
     Raises:

@@ -17,6 +17,7 @@ It must not contain protocol logic.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, Literal
 
@@ -35,6 +36,7 @@ __all__ = ["AsyncReader", "SyncReader", "check_response", "unwrap"]
 
 MAX_ERROR_BODY = 1024 * 1024
 """How much of an error body is read to put on the exception."""
+_DRAIN_LIMIT = 64
 
 Kind = Literal["bytes", "messages"]
 
@@ -122,14 +124,18 @@ async def check_response(response: Any, *, require_sse: bool = False) -> None:
     if not bad_status and not _bad_content_type(content_type, require_sse):
         return
     body = bytearray()
+    chunks = response.aiter_bytes()
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in chunks:
             body += chunk
             if len(body) >= MAX_ERROR_BODY:
                 break
     finally:
         with anyio.CancelScope(shield=True):
             await response.aclose()
+            # Ends httpx's nested generators if we stopped early (see AsyncReader._close_response).
+            with contextlib.suppress(Exception):
+                await anext(chunks)
     if bad_status:
         raise _status_error(response, bytes(body))
     raise _type_error(response, bytes(body), content_type)
@@ -180,11 +186,14 @@ class AsyncReader:
         self._checked = not _is_response(source)
         self._close = close
         self._closed = False
+        self._exhausted = False
+        self._response_iter = False
         self.kind: Kind
         self._iter: AsyncIterator[Any]
         if hasattr(source, "aiter_bytes") and hasattr(source, "aclose"):
             self.kind = "bytes"
             self._iter = source.aiter_bytes()
+            self._response_iter = True
         elif _is_websocket(source) and isinstance(source, AsyncIterable):
             self.kind = "messages"
             self._iter = aiter(source)
@@ -216,9 +225,14 @@ class AsyncReader:
                 with anyio.move_on_after(timeout) as scope:
                     item = await anext(self._iter)
                 if scope.cancelled_caught:
+                    self._exhausted = True  # the cancellation ended the iterator
                     raise self._timeout_error(timeout)
         except StopAsyncIteration:
+            self._exhausted = True
             return None
+        except BaseException:
+            self._exhausted = True  # an exception out of an async generator ends it
+            raise
         self.received += len(item) if self.kind == "bytes" else 1
         return item  # type: ignore[no-any-return]
 
@@ -239,6 +253,9 @@ class AsyncReader:
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
+            if self._response_iter:
+                await self._close_response()
+                return
             it_close = getattr(self._iter, "aclose", None)
             if it_close is not None and self._iter is not self.source:
                 await it_close()
@@ -248,6 +265,20 @@ class AsyncReader:
                     result = close()
                     if hasattr(result, "__await__"):
                         await result
+
+    async def _close_response(self) -> None:
+        # httpx's ``aiter_bytes`` nests async generators and closing the outer one leaves the
+        # inner ones suspended (trio then warns when they are collected). Closing the response
+        # first and reading once more ends the whole chain with an error from the closed stream.
+        await self.source.aclose()
+        if self._exhausted:
+            return
+        for _ in range(_DRAIN_LIMIT):
+            try:
+                await anext(self._iter)
+            except (StopAsyncIteration, Exception):
+                return
+        await self._iter.aclose()  # type: ignore[attr-defined]
 
 
 class SyncReader:

@@ -20,7 +20,7 @@ from .._registry import detect_protocol, get_protocol
 from ._source import AsyncReader, SyncReader
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncGenerator, Generator
 
     from .._interfaces import StreamEncoder
     from .._model import Response
@@ -113,7 +113,7 @@ def _feed(pipe: StreamAggregator | MessagePipeline, item: bytes | str) -> list[E
 
 async def astream(
     source: Any, *, protocol: str | None = None, idle_timeout: float | None = None
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Yield canonical events as the provider's bytes arrive.
 
     Events carry canonical keys (message index, part index), as from
@@ -183,7 +183,7 @@ async def aconvert(
     idle_timeout: float | None = None,
     lossy: list[str] | None = None,
     **options: Any,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """Yield the stream re-encoded as protocol ``to``, each output as soon as its input arrived.
 
     Args:
@@ -217,7 +217,7 @@ async def aconvert(
         await reader.aclose()
 
 
-def stream(source: Any, *, protocol: str | None = None) -> Iterator[Event]:
+def stream(source: Any, *, protocol: str | None = None) -> Generator[Event, None, None]:
     """The synchronous twin of :func:`astream` (an httpx / httpx2 response, ``Iterable[bytes]``...).
 
     Raises:
@@ -236,7 +236,7 @@ def stream(source: Any, *, protocol: str | None = None) -> Iterator[Event]:
 
 def iter_convert(
     source: Any, *, to: str, protocol: str | None = None, lossy: list[str] | None = None, **options: Any
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The synchronous twin of :func:`aconvert`.
 
     Raises:
