@@ -41,6 +41,24 @@ __all__ = ["ReplayServer", "maas_recordings_dir", "maas_replay", "replay_transpo
 _stream_classes: dict[str, type[Any]] = {}
 
 
+class _AsyncChunks:
+    def __init__(self, chunks: list[bytes], delays: list[float]) -> None:
+        self._items = list(zip(delays, chunks, strict=True))
+        self._pos = 0
+
+    def __aiter__(self) -> _AsyncChunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._pos >= len(self._items):
+            raise StopAsyncIteration
+        delay, chunk = self._items[self._pos]
+        self._pos += 1
+        if delay:
+            await anyio.sleep(delay)
+        return chunk
+
+
 def _stream_class(library: str) -> type[Any]:
     cls = _stream_classes.get(library)
     if cls is not None:
@@ -60,11 +78,10 @@ def _stream_class(library: str) -> type[Any]:
                     time.sleep(delay)
                 yield chunk
 
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            for delay, chunk in zip(self._delays, self._chunks, strict=True):
-                if delay:
-                    await anyio.sleep(delay)
-                yield chunk
+        def __aiter__(self) -> AsyncIterator[bytes]:
+            # An iterator object, not an async generator: a client that abandons the stream
+            # leaves nothing suspended for the event loop to finalize (trio warns about that).
+            return _AsyncChunks(self._chunks, self._delays)
 
     _stream_classes[library] = ReplayStream
     return ReplayStream

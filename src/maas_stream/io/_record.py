@@ -17,6 +17,7 @@ It must not contain protocol logic.
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,7 +61,25 @@ _SECRET_HEADERS = frozenset(
         "x-amz-security-token",
     }
 )
-_SECRET_PARTS = ("auth", "key", "secret", "token", "cookie", "session", "password", "signature", "credential")
+_SECRET_WORDS = frozenset(
+    {
+        "auth",
+        "authorization",
+        "key",
+        "apikey",
+        "secret",
+        "token",
+        "cookie",
+        "session",
+        "password",
+        "passwd",
+        "signature",
+        "sig",
+        "credential",
+        "credentials",
+    }
+)
+_SECRET_ENDINGS = ("key", "token", "secret", "password", "auth")
 _SECRET_FIELDS = frozenset(
     {"api_key", "apikey", "api-key", "access_token", "refresh_token", "client_secret", "password", "secret"}
 )
@@ -70,8 +89,12 @@ _HOP_HEADERS = frozenset(
 
 
 def _secret_name(name: str) -> bool:
+    # By word, so that ``max_tokens`` or ``x-ratelimit-remaining-tokens`` stay readable while
+    # ``x-api-key``, ``access_token`` and ``accessToken`` go.
     low = name.lower()
-    return low in _SECRET_HEADERS or any(part in low for part in _SECRET_PARTS)
+    if low in _SECRET_HEADERS or low.endswith(_SECRET_ENDINGS):
+        return True
+    return any(word in _SECRET_WORDS for word in re.split(r"[^a-z0-9]+", low))
 
 
 def redact_headers(
