@@ -11,6 +11,8 @@ The core is sans-IO and synchronous (``aggregate``, ``convert``, :class:`StreamA
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._aggregate import Aggregator as Aggregator
 from ._aggregate import AggregatorState as AggregatorState
 from ._convert import StreamAggregator as StreamAggregator
@@ -55,7 +57,43 @@ from ._registry import detect_protocol as detect_protocol
 from ._registry import get_protocol as get_protocol
 from ._registry import protocol_names as protocol_names
 
+if TYPE_CHECKING:
+    from . import io as io
+    from .io import IdleTimeoutError as IdleTimeoutError
+    from .io import ProviderHTTPError as ProviderHTTPError
+    from .io import StreamIOError as StreamIOError
+    from .io import UnexpectedContentTypeError as UnexpectedContentTypeError
+    from .io import aaggregate as aaggregate
+    from .io import aconvert as aconvert
+    from .io import astream as astream
+    from .io import stream as stream
+
 __version__ = "0.1.0"
+
+# The IO adapters import httpx (~100 ms); load them on first use so that the sans-IO core and
+# the CLI start fast.
+_LAZY_IO = frozenset(
+    {
+        "IdleTimeoutError",
+        "ProviderHTTPError",
+        "StreamIOError",
+        "UnexpectedContentTypeError",
+        "aaggregate",
+        "aconvert",
+        "astream",
+        "stream",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "io" or name in _LAZY_IO:
+        import importlib
+
+        io = importlib.import_module(".io", __name__)
+        return io if name == "io" else getattr(io, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = (
     "Aggregator",
@@ -67,6 +105,7 @@ __all__ = (
     "EventTooLargeError",
     "FilePart",
     "FinishReason",
+    "IdleTimeoutError",
     "ImagePart",
     "LocalProtocolError",
     "MaasStreamError",
@@ -75,6 +114,7 @@ __all__ = (
     "ProtocolDetectionError",
     "ProtocolError",
     "ProtocolSpec",
+    "ProviderHTTPError",
     "ReasoningPart",
     "RefusalPart",
     "RemoteProtocolError",
@@ -84,14 +124,19 @@ __all__ = (
     "StreamAggregator",
     "StreamConverter",
     "StreamError",
+    "StreamIOError",
     "TextPart",
     "ToolCallKind",
     "ToolCallPart",
     "ToolResultPart",
+    "UnexpectedContentTypeError",
     "UnknownPart",
     "Usage",
     "ValidationError",
+    "aaggregate",
+    "aconvert",
     "aggregate",
+    "astream",
     "convert",
     "convert_history",
     "detect_body_protocol",
@@ -99,6 +144,7 @@ __all__ = (
     "from_canonical",
     "get_protocol",
     "protocol_names",
+    "stream",
     "to_canonical",
     "validate",
 )

@@ -7,6 +7,9 @@
     maas-stream history --to Q [--from P] FILE|-    convert a request body / history JSON
     maas-stream validate --protocol P FILE|-        check a request body; exit 1 naming each fault
     maas-stream protocols                           list the protocols this build knows
+    maas-stream replay [--speed X] FILE             write a recording to stdout with its chunks and timing
+    maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...]
+                                                    call a provider and save the stream (+ .meta.json)
 
 Bad input gives one clear line on stderr (the file, the frame number and what is wrong) and a
 non-zero exit; nothing is printed as if it had worked. It holds no protocol logic.
@@ -15,6 +18,7 @@ non-zero exit; nothing is printed as if it had worked. It holds no protocol logi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
@@ -150,6 +154,88 @@ def _cmd_protocols(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from .io import replay
+
+    out = sys.stdout.buffer
+    try:
+        for chunk in replay(args.file, speed=args.speed or None):
+            out.write(chunk)
+            out.flush()
+    except (MaasStreamError, OSError) as exc:
+        _fail(args.file, exc)
+    return 0
+
+
+_API_KEYS: dict[str, tuple[str, str, str]] = {
+    # protocol: (environment variable, header, value format)
+    "openai-chat": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
+    "openai-responses": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
+    "anthropic": ("ANTHROPIC_API_KEY", "x-api-key", "{}"),
+    "gemini": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
+    "google-interactions": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
+}
+
+
+def _record_headers(args: argparse.Namespace) -> dict[str, str]:
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if args.protocol == "anthropic":
+        headers["anthropic-version"] = "2023-06-01"
+    for item in args.header:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise SystemExit(f"maas-stream: --header {item!r}: expected NAME:VALUE")
+        headers[name.strip().lower()] = value.strip()
+    key = _API_KEYS.get(args.protocol)
+    if key is not None and key[1] not in headers:
+        value = os.environ.get(key[0])
+        if value:
+            headers[key[1]] = key[2].format(value)
+        else:
+            print(
+                f"maas-stream: ${key[0]} is not set; sending the request without an API key", file=sys.stderr
+            )
+    return headers
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    import anyio
+    import httpx
+
+    from .io import ProviderHTTPError, StreamIOError, arecord_request
+
+    body = b"".join(_read_chunks(args.body)) if args.body else None
+    headers = _record_headers(args)
+
+    async def run() -> None:
+        timeout = httpx.Timeout(args.timeout, read=None)
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            meta = await arecord_request(
+                client,
+                args.method,
+                args.url,
+                args.out,
+                protocol=args.protocol,
+                idle_timeout=args.idle_timeout,
+                content=body,
+                headers=headers,
+            )
+        print(
+            f"maas-stream: recorded {sum(meta.chunks)} bytes in {len(meta.chunks)} chunks to {args.out}",
+            file=sys.stderr,
+        )
+
+    try:
+        anyio.run(run)
+    except ProviderHTTPError as exc:
+        print(f"maas-stream: {args.url}: {exc} (recorded to {args.out})".replace("\n", " "), file=sys.stderr)
+        return EXIT_FAULT
+    except (StreamIOError, httpx.HTTPError, OSError) as exc:
+        print(f"maas-stream: {args.url}: {exc or type(exc).__name__}".replace("\n", " "), file=sys.stderr)
+        return EXIT_FAULT
+    return 0
+
+
 def _protocol(value: str) -> str:
     if value not in protocol_names():
         raise argparse.ArgumentTypeError(
@@ -192,6 +278,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("protocols", help="list the protocols this build knows")
     p.set_defaults(run=_cmd_protocols)
+
+    p = sub.add_parser("replay", help="write a recording to stdout with its chunk boundaries and timing")
+    p.add_argument(
+        "--speed", type=float, default=1.0, help="timing factor: 1 original, 2 twice as fast, 0 no waits"
+    )
+    p.add_argument(
+        "file", metavar="FILE", help="recording (.sse/.jsonl; its .meta.json is read when present)"
+    )
+    p.set_defaults(run=_cmd_replay)
+
+    p = sub.add_parser("record", help="call a provider and save its stream (+ .meta.json, secrets redacted)")
+    p.add_argument("--protocol", required=True, type=_protocol, help="the provider's protocol")
+    p.add_argument("--url", required=True, help="the streaming endpoint")
+    p.add_argument("--body", help="JSON request body file, or - for stdin")
+    p.add_argument("--out", required=True, help="the .sse file to write, e.g. recordings/P/case.sse")
+    p.add_argument("--header", action="append", default=[], metavar="K:V", help="extra request header")
+    p.add_argument("--method", default="POST", help="HTTP method (default POST)")
+    p.add_argument("--timeout", type=float, default=30.0, help="connect/write timeout in seconds")
+    p.add_argument("--idle-timeout", type=float, default=120.0, help="seconds allowed between chunks")
+    p.set_defaults(run=_cmd_record)
     return parser
 
 

@@ -1,0 +1,101 @@
+"""``aconnect``: open a provider stream with an httpx / httpx2 client, checked, like httpx-sse's ``aconnect_sse``.
+
+It must not contain protocol logic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from .._registry import get_protocol
+from ._source import check_response
+from ._stream import aaggregate, aconvert, astream
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, AsyncIterator
+
+    from .._model import Response
+    from ..events import Event
+
+__all__ = ["EventSource", "aconnect"]
+
+
+class EventSource:
+    """A checked, open provider stream (2xx, ``text/event-stream``), read once through one of its methods.
+
+    Attributes:
+        response: The transport's response (status, headers).
+        protocol: The source protocol, or ``None`` to detect it.
+        idle_timeout: Seconds allowed between two reads' data.
+    """
+
+    def __init__(self, response: Any, *, protocol: str | None, idle_timeout: float | None) -> None:
+        self.response = response
+        self.protocol = protocol
+        self.idle_timeout = idle_timeout
+
+    def astream(self) -> AsyncGenerator[Event, None]:
+        """Canonical events as they arrive (see :func:`maas_stream.astream`)."""
+        return astream(self.response, protocol=self.protocol, idle_timeout=self.idle_timeout)
+
+    async def aaggregate(self) -> Response:
+        """The final response (see :func:`maas_stream.aaggregate`)."""
+        return await aaggregate(self.response, protocol=self.protocol, idle_timeout=self.idle_timeout)
+
+    def aconvert(
+        self, to: str, *, lossy: list[str] | None = None, **options: Any
+    ) -> AsyncGenerator[bytes, None]:
+        """The stream re-encoded as ``to`` (see :func:`maas_stream.aconvert`)."""
+        return aconvert(
+            self.response,
+            to=to,
+            protocol=self.protocol,
+            idle_timeout=self.idle_timeout,
+            lossy=lossy,
+            **options,
+        )
+
+
+@contextlib.asynccontextmanager
+async def aconnect(
+    client: Any,
+    method: str,
+    url: str,
+    *,
+    protocol: str | None = None,
+    idle_timeout: float | None = None,
+    **kwargs: Any,
+) -> AsyncIterator[EventSource]:
+    """Open a streaming request and check the answer before handing it over.
+
+    Usage::
+
+        async with httpx.AsyncClient() as client:
+            async with ms.io.aconnect(client, "POST", url, protocol="openai-chat", json=body,
+                                      headers=auth) as source:
+                async for event in source.astream():
+                    ...
+
+    Args:
+        client: An ``httpx.AsyncClient`` or ``httpx2.AsyncClient``.
+        method: The HTTP method.
+        url: The URL.
+        protocol: The source protocol; detected when ``None``. For SSE protocols an
+            ``Accept: text/event-stream`` header is sent unless one is given.
+        idle_timeout: Seconds allowed between two reads' data.
+        **kwargs: Passed to ``client.stream`` (``json=``, ``headers=``, ``params=``...).
+
+    Raises:
+        ProviderHTTPError: A non-2xx answer; carries the status and the provider's body
+            (parsed JSON when it is JSON).
+        UnexpectedContentTypeError: A 2xx answer that is not ``text/event-stream``; carries the body.
+    """
+    headers = dict(kwargs.pop("headers", None) or {})
+    if (protocol is None or get_protocol(protocol).framing == "sse") and not any(
+        k.lower() == "accept" for k in headers
+    ):
+        headers["Accept"] = "text/event-stream"
+    async with client.stream(method, url, headers=headers, **kwargs) as response:
+        await check_response(response, require_sse=True)
+        yield EventSource(response, protocol=protocol, idle_timeout=idle_timeout)

@@ -1,0 +1,167 @@
+"""Transport-level errors of the IO adapters.
+
+::
+
+    MaasStreamError
+     └── StreamIOError                      transport-level trouble (abstract)
+          ├── ProviderHTTPError             non-2xx answer; also httpx.HTTPStatusError
+          ├── UnexpectedContentTypeError    2xx but not a stream; also httpx_sse.SSEError
+          └── IdleTimeoutError              no bytes for too long; also httpx.ReadTimeout, TimeoutError
+
+Each error also subclasses the transport library's matching error (STYLE.md, "Errors"): the
+classes here derive from httpx's (a core dependency). When the source was an **httpx2** response
+(the official SDKs' transport), :func:`for_transport` raises a subclass that also derives from
+httpx2's matching class, built on first use, so ``except httpx2.HTTPStatusError`` works too.
+
+It must not import httpx2 at module import time (it is not a core dependency).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import httpx
+import httpx_sse
+import msgspec
+
+from .._exceptions import MaasStreamError
+
+__all__ = [
+    "IdleTimeoutError",
+    "ProviderHTTPError",
+    "StreamIOError",
+    "UnexpectedContentTypeError",
+    "error_summary",
+    "for_transport",
+    "parse_body",
+]
+
+
+class StreamIOError(MaasStreamError):
+    """Transport-level trouble while reading a provider stream (abstract: catch a subclass or this)."""
+
+
+class ProviderHTTPError(StreamIOError, httpx.HTTPStatusError):
+    """The provider answered with a non-2xx status; the error carries its body.
+
+    Attributes:
+        status: The HTTP status code.
+        body: The provider's error body: parsed JSON when it is JSON, else text.
+        headers: The response headers (lower-case names).
+        content: The body's bytes as received (up to 1 MiB).
+        response: The transport's response object (closed), when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        body: Any,
+        headers: dict[str, str] | None = None,
+        content: bytes = b"",
+        request: Any = None,
+        response: Any = None,
+    ) -> None:
+        # Exception.__init__ directly: the transport classes' cooperative __init__ chains do
+        # not agree on their keyword arguments once httpx2's classes are mixed in.
+        Exception.__init__(self, message)
+        self._request = request
+        self.response = response
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+        self.content = content
+
+
+class UnexpectedContentTypeError(StreamIOError, httpx_sse.SSEError):
+    """A 2xx answer that is not a stream (``application/json`` when ``stream`` was forgotten, say).
+
+    Attributes:
+        status: The HTTP status code.
+        content_type: The ``content-type`` the provider sent.
+        body: The body (parsed JSON when it is JSON, else text), so nothing is lost.
+    """
+
+    def __init__(
+        self, message: str, *, status: int, content_type: str, body: Any, request: Any = None
+    ) -> None:
+        Exception.__init__(self, message)
+        self._request = request
+        self.status = status
+        self.content_type = content_type
+        self.body = body
+
+
+class IdleTimeoutError(StreamIOError, httpx.ReadTimeout, TimeoutError):
+    """No bytes (or messages) arrived within ``idle_timeout`` seconds between two reads.
+
+    Attributes:
+        timeout: The idle timeout, in seconds.
+        received: How many bytes (or messages) had arrived before the stall.
+    """
+
+    def __init__(self, message: str, *, timeout: float, received: int, request: Any = None) -> None:
+        Exception.__init__(self, message)
+        self._request = request
+        self.timeout = timeout
+        self.received = received
+
+
+_E = TypeVar("_E", bound=StreamIOError)
+
+_HTTPX2_BASE = {
+    ProviderHTTPError: "HTTPStatusError",
+    UnexpectedContentTypeError: "SSEError",
+    IdleTimeoutError: "ReadTimeout",
+}
+_variants: dict[type[Any], type[Any]] = {}
+
+
+def for_transport(cls: type[_E], obj: Any) -> type[_E]:
+    """The class to raise for an error about ``obj``: ``cls``, or its httpx2-compatible subclass.
+
+    Args:
+        cls: One of this module's concrete error classes.
+        obj: The transport object involved (a response, a request), or anything else.
+    """
+    if obj is None or type(obj).__module__.split(".", 1)[0] != "httpx2" or cls not in _HTTPX2_BASE:
+        return cls
+    variant = _variants.get(cls)
+    if variant is None:
+        import httpx2  # the object came from httpx2, so it is installed
+
+        base = getattr(httpx2, _HTTPX2_BASE[cls])
+        variant = type(cls.__name__, (cls, base), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+        _variants[cls] = variant
+    return variant
+
+
+def parse_body(data: bytes) -> Any:
+    """An error body as JSON when it parses, else as text (undecodable bytes replaced)."""
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return data.decode("utf-8", "replace")
+
+
+def error_summary(body: Any) -> str:
+    """The provider's own error message from an error body, in one line (best effort).
+
+    Knows OpenAI's ``{"error": {"message"}}``, Anthropic's ``{"type": "error", "error": {...}}``
+    and Google's ``{"error": {"code", "message", "status"}}`` (also inside a one-item list).
+    """
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            kind = err.get("type") or err.get("status") or err.get("code")
+            text = err.get("message")
+            if text is not None:
+                return f"{kind}: {text}" if kind else str(text)
+        elif isinstance(err, str):
+            return err
+        return msgspec.json.encode(body).decode()[:300]
+    text = str(body).strip().replace("\n", " ")
+    return text[:300] if text else "(empty body)"

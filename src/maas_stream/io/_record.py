@@ -1,0 +1,521 @@
+"""Recording a live stream to ``recordings/<protocol>/<case>.sse`` + ``<case>.meta.json``, and replaying it.
+
+The ``.sse`` file holds the response bytes exactly as the transport delivered them (after
+content-encoding is undone), so it replays byte for byte. The ``.meta.json`` beside it holds the
+request with secrets redacted, the status, the response headers, and each chunk's size and
+arrival time (seconds after the response headers), so a replay can keep the original chunk
+boundaries and, optionally, the timing.
+
+Secrets never reach a file: credential headers (``authorization``, ``x-api-key``,
+``x-goog-api-key``, ``api-key``, ``cookie``...), credential query parameters (``key=``...) and
+credential body fields are replaced by ``[REDACTED]``, and every redacted value is also scrubbed
+from anywhere else it shows up in what is written.
+
+It must not contain protocol logic.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import anyio
+import msgspec
+
+from ._exceptions import ProviderHTTPError, StreamIOError
+from ._source import AsyncReader
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+
+__all__ = [
+    "REDACTED",
+    "RecordedRequest",
+    "Recorder",
+    "Recording",
+    "RecordingMeta",
+    "areplay",
+    "arecord",
+    "meta_path",
+    "redact_headers",
+    "redact_url",
+    "replay",
+]
+
+REDACTED = "[REDACTED]"
+
+_SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "x-auth-token",
+        "x-amz-security-token",
+    }
+)
+_SECRET_WORDS = frozenset(
+    {
+        "auth",
+        "authorization",
+        "key",
+        "apikey",
+        "secret",
+        "token",
+        "cookie",
+        "session",
+        "password",
+        "passwd",
+        "signature",
+        "sig",
+        "credential",
+        "credentials",
+    }
+)
+_SECRET_ENDINGS = ("key", "token", "secret", "password", "auth")
+_SECRET_FIELDS = frozenset(
+    {"api_key", "apikey", "api-key", "access_token", "refresh_token", "client_secret", "password", "secret"}
+)
+_HOP_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
+)
+
+
+def _secret_name(name: str) -> bool:
+    # By word, so that ``max_tokens`` or ``x-ratelimit-remaining-tokens`` stay readable while
+    # ``x-api-key``, ``access_token`` and ``accessToken`` go.
+    low = name.lower()
+    if low in _SECRET_HEADERS or low.endswith(_SECRET_ENDINGS):
+        return True
+    return any(word in _SECRET_WORDS for word in re.split(r"[^a-z0-9]+", low))
+
+
+def redact_headers(
+    headers: Mapping[str, str] | Any, *, secrets: set[str] | None = None, request: bool = True
+) -> dict[str, str]:
+    """Headers with credential values replaced by ``[REDACTED]`` (names lower-cased).
+
+    Args:
+        headers: A mapping, or an httpx ``Headers`` (repeated names are joined with ``, ``).
+        secrets: If given, receives every value that was redacted.
+        request: Request headers (redact any name that looks like a credential) rather than
+            response headers (redact only the known credential headers, so that rate-limit
+            headers such as ``x-ratelimit-remaining-tokens`` are kept).
+    """
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        low = name.lower()
+        hidden = _secret_name(low) if request else low in _SECRET_HEADERS
+        if hidden:
+            if secrets is not None:
+                secrets.add(value)
+                # "Bearer sk-..." style: the token alone is the secret too.
+                secrets.update(v for v in value.split() if len(v) >= 8)
+            value = REDACTED
+        out[low] = f"{out[low]}, {value}" if low in out else value
+    return out
+
+
+def redact_url(url: str, *, secrets: set[str] | None = None) -> str:
+    """``url`` with credential query parameters (``key=``, ``api_key=``, ``token=``...) and userinfo redacted."""
+    parts = urlsplit(str(url))
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if secrets is not None:
+            secrets.update(p for p in userinfo.split(":") if p)
+        netloc = f"{REDACTED}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        redacted = []
+        for name, value in pairs:
+            if _secret_name(name):
+                if secrets is not None and value:
+                    secrets.add(value)
+                value = REDACTED
+            redacted.append((name, value))
+        query = urlencode(redacted, safe="[]:/")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _redact_body(obj: Any, secrets: set[str]) -> Any:
+    if isinstance(obj, dict):
+        out = {}
+        for key, value in obj.items():
+            if isinstance(key, str) and key.lower() in _SECRET_FIELDS and isinstance(value, str):
+                secrets.add(value)
+                out[key] = REDACTED
+            else:
+                out[key] = _redact_body(value, secrets)
+        return out
+    if isinstance(obj, list):
+        return [_redact_body(v, secrets) for v in obj]
+    return obj
+
+
+class RecordedRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The request that produced a recording, secrets redacted."""
+
+    method: str
+    url: str
+    """With credential query parameters redacted."""
+    headers: dict[str, str] = {}
+    """Lower-case names; credential values redacted."""
+    body: Any = None
+    """The JSON body (parsed), or its text."""
+
+
+class RecordingMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The contents of ``<case>.meta.json``."""
+
+    format: int = 1
+    protocol: str | None = None
+    request: RecordedRequest | None = None
+    status: int | None = None
+    headers: dict[str, str] = {}
+    """Response headers (lower-case names; ``set-cookie`` redacted)."""
+    chunks: list[int] = []
+    """The size of each chunk as it arrived; they add up to the ``.sse`` file's size."""
+    times: list[float] = []
+    """Each chunk's arrival time in seconds after the response headers."""
+    complete: bool = True
+    """False when the recording stopped before the provider ended the stream."""
+    recorded_at: str | None = None
+    scrubbed: bool = False
+    """True when a redacted secret also appeared in the response bytes and was scrubbed there
+    (the ``.sse`` file then differs from the wire at those bytes)."""
+
+
+def meta_path(path: str | Path) -> Path:
+    """``case.sse`` → ``case.meta.json`` (same folder)."""
+    p = Path(path)
+    return p.with_name(p.stem + ".meta.json")
+
+
+def _scrub(data: bytes, secrets: set[str]) -> bytes:
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 6 and secret != REDACTED:
+            data = data.replace(secret.encode(), REDACTED.encode())
+    return data
+
+
+class Recorder:
+    """Collect a stream's chunks with their arrival times and write the recording files.
+
+    Usage::
+
+        rec = Recorder("recordings/openai-chat/case.sse", protocol="openai-chat")
+        rec.set_request("POST", url, headers, body)
+        rec.start(status, response_headers)      # the clock starts here
+        for chunk in chunks:
+            rec.feed(chunk)
+        rec.save()
+
+    Args:
+        path: Where the ``.sse`` (or ``.jsonl``) file goes; the meta file goes beside it.
+        protocol: The protocol, stored in the meta file.
+        clock: Seconds, monotonic (for tests).
+    """
+
+    def __init__(
+        self, path: str | Path, *, protocol: str | None = None, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.path = Path(path)
+        self.protocol = protocol
+        self._clock = clock
+        self._t0 = clock()
+        self._chunks: list[bytes] = []
+        self._times: list[float] = []
+        self._secrets: set[str] = set()
+        self._request: RecordedRequest | None = None
+        self._status: int | None = None
+        self._headers: dict[str, str] = {}
+
+    def set_request(
+        self, method: str, url: str, headers: Mapping[str, str] | Any = (), body: Any = None
+    ) -> None:
+        """Remember the request (redacted right away; secrets are kept only to scrub them)."""
+        secrets = self._secrets
+        hdrs = redact_headers(dict(headers) if not hasattr(headers, "items") else headers, secrets=secrets)
+        if isinstance(body, bytes | bytearray):
+            try:
+                body = msgspec.json.decode(body)
+            except msgspec.DecodeError:
+                body = bytes(body).decode("utf-8", "replace")
+        self._request = RecordedRequest(
+            method=method.upper(),
+            url=redact_url(str(url), secrets=secrets),
+            headers=hdrs,
+            body=_redact_body(body, secrets),
+        )
+
+    def add_secret(self, value: str) -> None:
+        """Scrub ``value`` from everything written (an API key that went out some other way)."""
+        self._secrets.add(value)
+
+    def start(self, status: int | None, headers: Mapping[str, str] | Any = ()) -> None:
+        """The response headers arrived: record them and start the clock."""
+        self._status = status
+        self._headers = redact_headers(headers, secrets=self._secrets, request=False)
+        self._t0 = self._clock()
+
+    def feed(self, chunk: bytes) -> None:
+        """Record one chunk as it arrived."""
+        if chunk:
+            self._chunks.append(bytes(chunk))
+            self._times.append(round(self._clock() - self._t0, 6))
+
+    def meta(self, *, complete: bool = True, scrubbed: bool = False) -> RecordingMeta:
+        """The meta data so far."""
+        return RecordingMeta(
+            protocol=self.protocol,
+            request=self._request,
+            status=self._status,
+            headers=self._headers,
+            chunks=[len(c) for c in self._chunks],
+            times=list(self._times),
+            complete=complete,
+            recorded_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            scrubbed=scrubbed,
+        )
+
+    def save(self, *, complete: bool = True) -> RecordingMeta:
+        """Write ``<case>.sse`` and ``<case>.meta.json`` (folders are created); return the meta."""
+        data = b"".join(self._chunks)
+        clean = _scrub(data, self._secrets)
+        meta = self.meta(complete=complete, scrubbed=clean != data)
+        if clean != data:
+            # Sizes stay right only if the scrub kept lengths; otherwise fall back to one chunk.
+            meta = msgspec.structs.replace(meta, chunks=[len(clean)], times=meta.times[-1:] or [0.0])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(clean)
+        text = msgspec.json.format(msgspec.json.encode(meta), indent=2) + b"\n"
+        meta_path(self.path).write_bytes(_scrub(text, self._secrets))
+        return meta
+
+
+def _request_info(response: Any) -> tuple[str, str, Any, Any] | None:
+    try:
+        request = response.request
+    except (RuntimeError, AttributeError):
+        return None
+    try:
+        body = request.content
+    except Exception:  # a streamed request body was not kept
+        body = None
+    return request.method, str(request.url), request.headers, body
+
+
+async def arecord(
+    source: Any,
+    path: str | Path,
+    *,
+    protocol: str | None = None,
+    idle_timeout: float | None = None,
+    secrets: tuple[str, ...] = (),
+) -> AsyncGenerator[bytes, None]:
+    """Pass a stream's bytes through unchanged while recording them to ``path`` (+ meta file).
+
+    Feed the result to :func:`~maas_stream.astream` / ``aaggregate`` / ``aconvert`` to use the
+    stream live while it is recorded. The files are written when the stream ends, also when it
+    is cut, the consumer stops early (``complete: false``) or the provider answered non-2xx
+    (the error body is recorded, then :class:`ProviderHTTPError` is raised).
+
+    Args:
+        source: An httpx / httpx2 streaming response (its request is recorded, redacted), an
+            SDK raw streaming response, or any ``AsyncIterable[bytes]``.
+        path: The ``.sse`` file to write.
+        protocol: Stored in the meta file.
+        idle_timeout: Seconds allowed between two reads' data.
+        secrets: More values to scrub from the files (API keys sent some other way).
+
+    Raises:
+        ProviderHTTPError: The response's status is not 2xx (after recording it).
+        IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
+        TypeError: ``source`` is a websocket (not supported yet).
+    """
+    reader = AsyncReader(source, idle_timeout=idle_timeout)
+    if reader.kind != "bytes":
+        await reader.aclose()
+        raise TypeError("recording a websocket session is not supported; record an HTTP stream")
+    rec = Recorder(path, protocol=protocol)
+    for secret in secrets:
+        rec.add_secret(secret)
+    resp = reader.source
+    info = _request_info(resp) if hasattr(resp, "status_code") else None
+    if info is not None:
+        rec.set_request(*info)
+    rec.start(getattr(resp, "status_code", None), getattr(resp, "headers", {}))
+    complete = False
+    try:
+        while (chunk := await reader.read()) is not None:
+            assert isinstance(chunk, bytes)
+            rec.feed(chunk)
+            yield chunk
+        complete = True
+    except ProviderHTTPError as exc:
+        rec.feed(exc.content)
+        complete = True
+        raise
+    finally:
+        await reader.aclose()
+        rec.save(complete=complete)
+
+
+class Recording:
+    """A recording loaded from disk: its bytes, its meta data (if any) and its chunks.
+
+    Attributes:
+        path: The ``.sse`` / ``.jsonl`` file.
+        data: Its bytes.
+        meta: The meta file's contents, or ``None`` when there is no meta file.
+    """
+
+    def __init__(self, path: str | Path, data: bytes, meta: RecordingMeta | None) -> None:
+        self.path = Path(path)
+        self.data = data
+        self.meta = meta
+
+    @classmethod
+    def load(cls, path: str | Path) -> Recording:
+        """Read ``path`` and, when present, its ``.meta.json``.
+
+        Raises:
+            OSError: The file cannot be read.
+            StreamIOError: The meta file is not valid.
+        """
+        p = Path(path)
+        data = p.read_bytes()
+        mp = meta_path(p)
+        meta = None
+        if mp.is_file():
+            try:
+                meta = msgspec.json.decode(mp.read_bytes(), type=RecordingMeta)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise StreamIOError(f"{mp}: not a valid recording meta file: {exc}") from exc
+        return cls(p, data, meta)
+
+    @property
+    def protocol(self) -> str | None:
+        """The meta file's protocol, else the folder's name (``recordings/<protocol>/``)."""
+        if self.meta is not None and self.meta.protocol:
+            return self.meta.protocol
+        return self.path.parent.name or None
+
+    @property
+    def status(self) -> int:
+        """The recorded HTTP status (200 without a meta file)."""
+        return self.meta.status if self.meta is not None and self.meta.status is not None else 200
+
+    def response_headers(self) -> dict[str, str]:
+        """The recorded response headers fit for a replay (no length / encoding headers)."""
+        headers = {} if self.meta is None else dict(self.meta.headers)
+        for name in _HOP_HEADERS:
+            headers.pop(name, None)
+        if self.meta is None or self.meta.status in (None, 200):
+            headers.setdefault(
+                "content-type", "application/jsonl" if self.path.suffix == ".jsonl" else "text/event-stream"
+            )
+        return headers
+
+    def chunks(self) -> list[bytes]:
+        """The bytes cut at the recorded chunk boundaries (one chunk without usable meta data)."""
+        sizes = self.meta.chunks if self.meta is not None else []
+        if not sizes or sum(sizes) != len(self.data):
+            return [self.data] if self.data else []
+        out = []
+        pos = 0
+        for size in sizes:
+            out.append(self.data[pos : pos + size])
+            pos += size
+        return out
+
+    def delays(self, speed: float | None) -> list[float]:
+        """Seconds to wait before each chunk to replay at ``speed`` (all 0 when ``speed`` is ``None`` or 0)."""
+        n = len(self.chunks())
+        times = self.meta.times if self.meta is not None else []
+        if not speed or len(times) != n:
+            return [0.0] * n
+        out = []
+        prev = 0.0
+        for t in times:
+            out.append(max(0.0, (t - prev) / speed))
+            prev = t
+        return out
+
+
+def _load(recording: str | Path | Recording) -> Recording:
+    return recording if isinstance(recording, Recording) else Recording.load(recording)
+
+
+async def areplay(
+    recording: str | Path | Recording, *, speed: float | None = None
+) -> AsyncGenerator[bytes, None]:
+    """Yield a recording's bytes with its original chunk boundaries (and timing, at ``speed``).
+
+    Args:
+        recording: A path or a loaded :class:`Recording`.
+        speed: ``None`` or ``0``: no waiting; ``1.0``: the original timing; ``2.0``: twice as fast.
+
+    Raises:
+        OSError: The file cannot be read.
+    """
+    rec = _load(recording)
+    for delay, chunk in zip(rec.delays(speed), rec.chunks(), strict=True):
+        if delay:
+            await anyio.sleep(delay)
+        yield chunk
+
+
+def replay(recording: str | Path | Recording, *, speed: float | None = None) -> Generator[bytes, None, None]:
+    """The synchronous twin of :func:`areplay` (waits with ``time.sleep``).
+
+    Raises:
+        OSError: The file cannot be read.
+    """
+    rec = _load(recording)
+    for delay, chunk in zip(rec.delays(speed), rec.chunks(), strict=True):
+        if delay:
+            time.sleep(delay)
+        yield chunk
+
+
+async def arecord_request(
+    client: Any,
+    method: str,
+    url: str,
+    path: str | Path,
+    *,
+    protocol: str | None = None,
+    idle_timeout: float | None = None,
+    **kwargs: Any,
+) -> RecordingMeta:
+    """Send a request with an httpx / httpx2 async client and record the whole answer to ``path``.
+
+    Args:
+        client: An ``httpx.AsyncClient`` or ``httpx2.AsyncClient``.
+        method: The HTTP method.
+        url: The URL.
+        path: The ``.sse`` file to write (the meta file goes beside it).
+        protocol: Stored in the meta file.
+        idle_timeout: Seconds allowed between two reads' data.
+        **kwargs: Passed to ``client.stream`` (``json=``, ``content=``, ``headers=``...).
+
+    Raises:
+        ProviderHTTPError: The provider answered non-2xx (the answer is recorded first).
+        IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
+    """
+    async with client.stream(method, url, **kwargs) as response:
+        async for _ in arecord(response, path, protocol=protocol, idle_timeout=idle_timeout):
+            pass
+    meta = Recording.load(path).meta
+    assert meta is not None
+    return meta

@@ -1,0 +1,337 @@
+"""Reading from whatever the caller holds: one pull-based reader per kind of source.
+
+Kinds, told apart by duck typing (no import of httpx2 or websockets):
+
+* an httpx / httpx2 streaming response (``aiter_bytes`` + ``aclose``, or ``iter_bytes`` +
+  ``close``), also when wrapped by an official SDK (``.http_response`` of a raw streaming
+  response, ``.response`` of an SDK ``Stream`` not yet iterated);
+* a websocket (``recv`` + ``send``, like the ``websockets`` library's connections): each message
+  is one frame of a JSON-lines protocol;
+* any (async) iterable of ``bytes``.
+
+Readers pull one chunk per call (no queue, no background task), apply the optional idle timeout
+to each read, check the HTTP status before the first read, and close the source exactly once.
+
+It must not contain protocol logic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any, Literal
+
+import anyio
+
+from ._exceptions import (
+    IdleTimeoutError,
+    ProviderHTTPError,
+    UnexpectedContentTypeError,
+    error_summary,
+    for_transport,
+    parse_body,
+)
+
+__all__ = ["AsyncReader", "SyncReader", "check_response", "unwrap"]
+
+MAX_ERROR_BODY = 1024 * 1024
+"""How much of an error body is read to put on the exception."""
+_DRAIN_LIMIT = 64
+
+Kind = Literal["bytes", "messages"]
+
+
+def unwrap(source: Any) -> Any:
+    """The transport response behind an SDK wrapper, or ``source`` itself."""
+    for attr in ("http_response", "response"):
+        inner = getattr(source, attr, None)
+        if inner is not None and (hasattr(inner, "aiter_bytes") or hasattr(inner, "iter_bytes")):
+            return inner
+    return source
+
+
+def _is_response(obj: Any) -> bool:
+    return hasattr(obj, "status_code") and hasattr(obj, "headers")
+
+
+def _is_websocket(obj: Any) -> bool:
+    return hasattr(obj, "recv") and hasattr(obj, "send")
+
+
+def _request_of(response: Any) -> Any:
+    try:
+        return response.request
+    except (RuntimeError, AttributeError):  # httpx raises RuntimeError when no request is set
+        return None
+
+
+def _status_error(response: Any, body: bytes) -> ProviderHTTPError:
+    parsed = parse_body(body)
+    status = int(response.status_code)
+    reason = getattr(response, "reason_phrase", "") or ""
+    url = getattr(_request_of(response), "url", None)
+    where = f" from {url}" if url is not None else ""
+    cls = for_transport(ProviderHTTPError, response)
+    err = cls(
+        f"provider answered {status} {reason}{where}: {error_summary(parsed)}".replace("  ", " "),
+        status=status,
+        body=parsed,
+        headers={k.lower(): v for k, v in response.headers.items()},
+        content=body,
+        request=_request_of(response),
+        response=response,
+    )
+    return err
+
+
+def _type_error(response: Any, body: bytes, content_type: str) -> UnexpectedContentTypeError:
+    parsed = parse_body(body)
+    cls = for_transport(UnexpectedContentTypeError, response)
+    err = cls(
+        f"expected a stream (text/event-stream) but the provider sent {content_type or 'no content-type'}"
+        f" with status {response.status_code}: {error_summary(parsed)}",
+        status=int(response.status_code),
+        content_type=content_type,
+        body=parsed,
+        request=_request_of(response),
+    )
+    return err
+
+
+def _bad_content_type(content_type: str, require_sse: bool) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    if require_sse:
+        return media != "text/event-stream"
+    # Lenient: only what is surely not a stream (a whole JSON document: ``stream`` forgotten).
+    return media == "application/json"
+
+
+async def check_response(response: Any, *, require_sse: bool = False) -> None:
+    """Raise with the provider's body when an async response is not a 2xx stream.
+
+    Args:
+        response: An httpx / httpx2 streaming response.
+        require_sse: Also require ``content-type: text/event-stream``; otherwise only a plain
+            ``application/json`` answer is refused.
+
+    Raises:
+        ProviderHTTPError: A non-2xx status (the response is read, up to 1 MiB, and closed).
+        UnexpectedContentTypeError: A 2xx answer that is not a stream.
+    """
+    status = int(response.status_code)
+    content_type = response.headers.get("content-type", "")
+    bad_status = not 200 <= status < 300
+    if not bad_status and not _bad_content_type(content_type, require_sse):
+        return
+    body = bytearray()
+    chunks = response.aiter_bytes()
+    try:
+        async for chunk in chunks:
+            body += chunk
+            if len(body) >= MAX_ERROR_BODY:
+                break
+    finally:
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+            # Ends httpx's nested generators if we stopped early (see AsyncReader._close_response).
+            with contextlib.suppress(Exception):
+                await anext(chunks)
+    if bad_status:
+        raise _status_error(response, bytes(body))
+    raise _type_error(response, bytes(body), content_type)
+
+
+def check_sync_response(response: Any, *, require_sse: bool = False) -> None:
+    """The synchronous twin of :func:`check_response`.
+
+    Raises:
+        ProviderHTTPError: A non-2xx status.
+        UnexpectedContentTypeError: A 2xx answer that is not a stream.
+    """
+    status = int(response.status_code)
+    content_type = response.headers.get("content-type", "")
+    bad_status = not 200 <= status < 300
+    if not bad_status and not _bad_content_type(content_type, require_sse):
+        return
+    body = bytearray()
+    try:
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) >= MAX_ERROR_BODY:
+                break
+    finally:
+        response.close()
+    if bad_status:
+        raise _status_error(response, bytes(body))
+    raise _type_error(response, bytes(body), content_type)
+
+
+class AsyncReader:
+    """Pull chunks (or websocket messages) from an async source, one read at a time.
+
+    Args:
+        source: See the module docstring.
+        idle_timeout: Seconds allowed between two reads' data; ``None`` waits forever.
+        close: Close the source when done (always true for HTTP responses' own iterators).
+
+    Raises:
+        TypeError: ``source`` is none of the supported kinds.
+    """
+
+    def __init__(self, source: Any, *, idle_timeout: float | None = None, close: bool = True) -> None:
+        source = unwrap(source)
+        self.source = source
+        self.idle_timeout = idle_timeout
+        self.received = 0
+        self._checked = not _is_response(source)
+        self._close = close
+        self._closed = False
+        self._exhausted = False
+        self._response_iter = False
+        self.kind: Kind
+        self._iter: AsyncIterator[Any]
+        if hasattr(source, "aiter_bytes") and hasattr(source, "aclose"):
+            self.kind = "bytes"
+            self._iter = source.aiter_bytes()
+            self._response_iter = True
+        elif _is_websocket(source) and isinstance(source, AsyncIterable):
+            self.kind = "messages"
+            self._iter = aiter(source)
+        elif isinstance(source, AsyncIterable):
+            self.kind = "bytes"
+            self._iter = aiter(source)
+        else:
+            raise TypeError(
+                f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
+                "response, an SDK raw streaming response, a websocket or an AsyncIterable[bytes]"
+            )
+
+    async def read(self) -> bytes | str | None:
+        """The next chunk (``bytes``) or websocket message (``str`` or ``bytes``); ``None`` at the end.
+
+        Raises:
+            ProviderHTTPError: The response's status is not 2xx (checked before the first read).
+            UnexpectedContentTypeError: The response is a whole JSON document, not a stream.
+            IdleTimeoutError: Nothing arrived within ``idle_timeout`` seconds.
+        """
+        if not self._checked:
+            self._checked = True
+            await check_response(self.source)
+        timeout = self.idle_timeout
+        try:
+            if timeout is None:
+                item = await anext(self._iter)
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    item = await anext(self._iter)
+                if scope.cancelled_caught:
+                    self._exhausted = True  # the cancellation ended the iterator
+                    raise self._timeout_error(timeout)
+        except StopAsyncIteration:
+            self._exhausted = True
+            return None
+        except BaseException:
+            self._exhausted = True  # an exception out of an async generator ends it
+            raise
+        self.received += len(item) if self.kind == "bytes" else 1
+        return item  # type: ignore[no-any-return]
+
+    def _timeout_error(self, timeout: float) -> IdleTimeoutError:
+        what = f"{self.received} bytes" if self.kind == "bytes" else f"{self.received} messages"
+        cls = for_transport(IdleTimeoutError, self.source)
+        err = cls(
+            f"no data for {timeout:g}s (idle timeout) after {what}; the provider stalled",
+            timeout=timeout,
+            received=self.received,
+            request=_request_of(self.source) if _is_response(self.source) else None,
+        )
+        return err
+
+    async def aclose(self) -> None:
+        """Close the iterator and the source (once; shielded from cancellation)."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            if self._response_iter:
+                await self._close_response()
+                return
+            it_close = getattr(self._iter, "aclose", None)
+            if it_close is not None and self._iter is not self.source:
+                await it_close()
+            if self._close:
+                close = getattr(self.source, "aclose", None) or getattr(self.source, "close", None)
+                if close is not None:
+                    result = close()
+                    if hasattr(result, "__await__"):
+                        await result
+
+    async def _close_response(self) -> None:
+        # httpx's ``aiter_bytes`` nests async generators and closing the outer one leaves the
+        # inner ones suspended (trio then warns when they are collected). Closing the response
+        # first and reading once more ends the whole chain with an error from the closed stream.
+        await self.source.aclose()
+        if self._exhausted:
+            return
+        for _ in range(_DRAIN_LIMIT):
+            try:
+                await anext(self._iter)
+            except (StopAsyncIteration, Exception):
+                return
+        await self._iter.aclose()  # type: ignore[attr-defined]
+
+
+class SyncReader:
+    """The synchronous twin of :class:`AsyncReader` (no idle timeout: use the client's read timeout).
+
+    Raises:
+        TypeError: ``source`` is none of the supported kinds.
+    """
+
+    def __init__(self, source: Any, *, close: bool = True) -> None:
+        source = unwrap(source)
+        self.source = source
+        self._checked = not _is_response(source)
+        self._close = close
+        self._closed = False
+        self.kind: Kind
+        self._iter: Iterator[Any]
+        if hasattr(source, "iter_bytes") and hasattr(source, "close"):
+            self.kind = "bytes"
+            self._iter = iter(source.iter_bytes())
+        elif _is_websocket(source) and isinstance(source, Iterable):
+            self.kind = "messages"
+            self._iter = iter(source)
+        elif isinstance(source, Iterable) and not isinstance(source, bytes | bytearray | str):
+            self.kind = "bytes"
+            self._iter = iter(source)
+        else:
+            raise TypeError(
+                f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
+                "response, an SDK raw streaming response, a websocket or an Iterable[bytes]"
+            )
+
+    def read(self) -> bytes | str | None:
+        """The next chunk or message; ``None`` at the end.
+
+        Raises:
+            ProviderHTTPError: The response's status is not 2xx.
+            UnexpectedContentTypeError: The response is a whole JSON document, not a stream.
+        """
+        if not self._checked:
+            self._checked = True
+            check_sync_response(self.source)
+        return next(self._iter, None)
+
+    def close(self) -> None:
+        """Close the iterator and the source (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        it_close = getattr(self._iter, "close", None)
+        if it_close is not None and self._iter is not self.source:
+            it_close()
+        if self._close:
+            close = getattr(self.source, "close", None)
+            if close is not None:
+                close()

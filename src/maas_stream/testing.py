@@ -1,0 +1,214 @@
+"""pytest plugin: serve recordings through an httpx / httpx2 mock transport, offline.
+
+Registered as the ``maas_stream`` pytest11 entry point. The ``maas_replay`` fixture hands out
+transports and clients that answer every request with a recording (status, headers, bytes cut
+at the recorded chunk boundaries, optionally with the recorded timing), so a test can run the
+official SDK clients (openai, anthropic, google-genai: all accept an httpx2 client) or its own
+code against a recorded provider::
+
+    def test_chat(maas_replay):
+        client = openai.OpenAI(
+            api_key="test", max_retries=0,
+            http_client=maas_replay.client("openai-chat/readme_text_then_parallel_tools"),
+        )
+        stream = client.chat.completions.create(model="m", messages=[], stream=True)
+        ...
+        assert maas_replay.requests[0].url.path == "/v1/chat/completions"
+
+Recordings are named by path, or relative to the ``maas_recordings_dir`` fixture (default:
+``<rootdir>/recordings``; override the fixture to change it), with or without the suffix.
+
+It must not contain protocol logic.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+
+from .io._record import Recording
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+__all__ = ["ReplayServer", "maas_recordings_dir", "maas_replay", "replay_transport"]
+
+_stream_classes: dict[str, type[Any]] = {}
+
+
+class _AsyncChunks:
+    def __init__(self, chunks: list[bytes], delays: list[float]) -> None:
+        self._items = list(zip(delays, chunks, strict=True))
+        self._pos = 0
+
+    def __aiter__(self) -> _AsyncChunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._pos >= len(self._items):
+            raise StopAsyncIteration
+        delay, chunk = self._items[self._pos]
+        self._pos += 1
+        if delay:
+            await anyio.sleep(delay)
+        return chunk
+
+
+def _stream_class(library: str) -> type[Any]:
+    cls = _stream_classes.get(library)
+    if cls is not None:
+        return cls
+    mod = importlib.import_module(library)
+
+    class ReplayStream(mod.SyncByteStream, mod.AsyncByteStream):  # type: ignore[misc,name-defined]
+        """A recording's chunks, for sync and async clients alike, with the recorded pauses."""
+
+        def __init__(self, chunks: list[bytes], delays: list[float]) -> None:
+            self._chunks = chunks
+            self._delays = delays
+
+        def __iter__(self) -> Iterator[bytes]:
+            for delay, chunk in zip(self._delays, self._chunks, strict=True):
+                if delay:
+                    time.sleep(delay)
+                yield chunk
+
+        def __aiter__(self) -> AsyncIterator[bytes]:
+            # An iterator object, not an async generator: a client that abandons the stream
+            # leaves nothing suspended for the event loop to finalize (trio warns about that).
+            return _AsyncChunks(self._chunks, self._delays)
+
+    _stream_classes[library] = ReplayStream
+    return ReplayStream
+
+
+def replay_transport(
+    recordings: list[Recording],
+    *,
+    library: str = "httpx2",
+    speed: float | None = None,
+    requests: list[Any] | None = None,
+) -> Any:
+    """A ``MockTransport`` of ``library`` answering requests with ``recordings`` in order.
+
+    The last recording answers every request after it (so a client's retry sees it again).
+
+    Args:
+        recordings: What to serve.
+        library: ``"httpx2"`` (the official SDKs' transport) or ``"httpx"``.
+        speed: Replay the recorded timing at this speed (``None``: no waits).
+        requests: If given, receives every request the transport handled.
+
+    Raises:
+        ValueError: ``recordings`` is empty.
+    """
+    if not recordings:
+        raise ValueError("replay_transport needs at least one recording")
+    mod = importlib.import_module(library)
+    stream_cls = _stream_class(library)
+    queue = list(recordings)
+    seen = requests if requests is not None else []
+
+    def handler(request: Any) -> Any:
+        seen.append(request)
+        rec = queue.pop(0) if len(queue) > 1 else queue[0]
+        return mod.Response(
+            rec.status,
+            headers=rec.response_headers(),
+            stream=stream_cls(rec.chunks(), rec.delays(speed)),
+            request=request,
+        )
+
+    return mod.MockTransport(handler)
+
+
+class ReplayServer:
+    """What the ``maas_replay`` fixture gives: transports and clients that serve recordings.
+
+    Attributes:
+        root: Where relative recording names are looked up.
+        requests: Every request served so far (the library's ``Request`` objects), in order.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.requests: list[Any] = []
+        self._clients: list[Any] = []
+
+    def load(self, name: str | Path | Recording) -> Recording:
+        """A recording by path, or by name under :attr:`root` (``"openai-chat/case"``, suffix optional).
+
+        Raises:
+            FileNotFoundError: No such recording.
+        """
+        if isinstance(name, Recording):
+            return name
+        for candidate in (Path(name), self.root / name):
+            for path in (
+                candidate,
+                candidate.with_name(candidate.name + ".sse"),
+                candidate.with_name(candidate.name + ".jsonl"),
+            ):
+                if path.is_file():
+                    return Recording.load(path)
+        raise FileNotFoundError(f"no recording {str(name)!r} (looked in {self.root})")
+
+    def transport(
+        self, *names: str | Path | Recording, library: str = "httpx2", speed: float | None = None
+    ) -> Any:
+        """A mock transport serving the recordings in order (see :func:`replay_transport`)."""
+        return replay_transport(
+            [self.load(n) for n in names], library=library, speed=speed, requests=self.requests
+        )
+
+    def client(
+        self,
+        *names: str | Path | Recording,
+        library: str = "httpx2",
+        speed: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """A sync ``Client`` of ``library`` over :meth:`transport` (closed at teardown)."""
+        mod = importlib.import_module(library)
+        client = mod.Client(transport=self.transport(*names, library=library, speed=speed), **kwargs)
+        self._clients.append(client)
+        return client
+
+    def async_client(
+        self,
+        *names: str | Path | Recording,
+        library: str = "httpx2",
+        speed: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """An ``AsyncClient`` of ``library`` over :meth:`transport`.
+
+        The mock transport holds no connections, so the client needs no closing.
+        """
+        mod = importlib.import_module(library)
+        return mod.AsyncClient(transport=self.transport(*names, library=library, speed=speed), **kwargs)
+
+    def close(self) -> None:
+        """Close the sync clients handed out."""
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
+
+
+@pytest.fixture
+def maas_recordings_dir(request: pytest.FixtureRequest) -> Path:
+    """Where ``maas_replay`` looks up recordings by name: ``<rootdir>/recordings``."""
+    return Path(request.config.rootpath) / "recordings"
+
+
+@pytest.fixture
+def maas_replay(maas_recordings_dir: Path) -> Iterator[ReplayServer]:
+    """Serve recordings to httpx / httpx2 clients (and the official SDKs built on them), offline."""
+    server = ReplayServer(maas_recordings_dir)
+    yield server
+    server.close()
