@@ -6,9 +6,9 @@ Importing this package registers every protocol with the registry.
 from __future__ import annotations
 
 from .._registry import ProtocolSpec, register
-from . import openai_chat
+from . import gemini, openai_chat
 
-__all__ = ["openai_chat"]
+__all__ = ["gemini", "openai_chat"]
 
 register(
     ProtocolSpec(
@@ -20,5 +20,18 @@ register(
         from_canonical=openai_chat.from_canonical,
         validate=openai_chat.validate,
         detect=openai_chat.detect,
+    )
+)
+
+register(
+    ProtocolSpec(
+        name=gemini.NAME,
+        framing="sse",
+        decoder=gemini.StreamDecoder,
+        encoder=gemini.StreamEncoder,
+        to_canonical=gemini.to_canonical,
+        from_canonical=gemini.from_canonical,
+        validate=gemini.validate,
+        detect=gemini.detect,
     )
 )
