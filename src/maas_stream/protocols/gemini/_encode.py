@@ -112,12 +112,17 @@ def media_body(part: Part) -> dict[str, Any] | None:
 
 def usage_body(usage: Usage, *, source: str) -> dict[str, Any]:
     """``usageMetadata`` for canonical usage (the raw object when it came from Gemini)."""
-    if source == PROTOCOL and isinstance(usage.raw, dict):
-        return usage.raw
     body: dict[str, Any] = {}
+    if source == PROTOCOL and isinstance(usage.raw, dict):
+        # The provider's object (as merged over the stream by the aggregator), with its counts
+        # restated from the canonical fields so that they read back the same.
+        body = dict(usage.raw)
     if usage.input_tokens is not None:
         body["promptTokenCount"] = usage.input_tokens
-    if usage.output_tokens is not None:
+    if source == PROTOCOL and usage.output_tokens is not None and usage.reasoning_tokens is not None:
+        if usage.output_tokens == usage.reasoning_tokens:
+            body.pop("candidatesTokenCount", None)  # Gemini leaves it out when only thoughts were counted
+    if usage.output_tokens is not None and usage.output_tokens != (usage.reasoning_tokens or 0):
         body["candidatesTokenCount"] = usage.output_tokens - (usage.reasoning_tokens or 0)
     if usage.total_tokens is not None:
         body["totalTokenCount"] = usage.total_tokens
@@ -203,9 +208,11 @@ class StreamEncoder:
         return result
 
     def finish(self) -> bytes:
-        """End the output. Gemini has no terminator, so nothing is written."""
+        """End the output. Gemini has no terminator; usage not yet written gets a last chunk."""
+        if self._ended:
+            return b""
         self._ended = True
-        return b""
+        return b"" if self._usage_sent else self._frame({})
 
     # ------------------------------------------------------------------ framing
 
