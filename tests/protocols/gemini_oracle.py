@@ -75,7 +75,11 @@ def _apply(args: dict[str, Any], pa: types.PartialArg) -> None:
             node = node.setdefault(seg, [] if isinstance(nxt, int) else {})
     leaf = segs[-1]
     if pa.string_value is not None:
-        old = node[leaf] if isinstance(leaf, int) and leaf < len(node) else (node.get(leaf) if isinstance(leaf, str) else None)
+        old = (
+            node[leaf]
+            if isinstance(leaf, int) and leaf < len(node)
+            else (node.get(leaf) if isinstance(leaf, str) else None)
+        )
         value: Any = (old if isinstance(old, str) else "") + pa.string_value
     elif pa.number_value is not None:
         value = pa.number_value
@@ -107,7 +111,7 @@ def oracle(data: bytes) -> Oracle:
                 if fc is not None:
                     if fc.name:
                         sig = part.thought_signature
-                        call = {
+                        call: dict[str, Any] = {
                             "name": fc.name,
                             "args": dict(fc.args or {}),
                             "signature": base64.b64encode(sig).decode() if sig else None,
@@ -119,7 +123,8 @@ def oracle(data: bytes) -> Oracle:
                             _apply(call["args"], pa)
                     elif c.open_call:
                         for pa in fc.partial_args or ():
-                            _apply(c.calls[-1]["args"], pa)
+                            args: dict[str, Any] = c.calls[-1]["args"]
+                            _apply(args, pa)
                         if not fc.partial_args and not fc.will_continue:
                             c.open_call = False
                     continue

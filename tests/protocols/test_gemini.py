@@ -74,9 +74,16 @@ def test_decode_matches_google_genai(path: Path) -> None:
     open_at_end = any(c.open_call for c in expected.candidates.values())
     if open_at_end:
         assert resp.status == "incomplete"
-        cut = [p for m in resp.messages for p in m.content if isinstance(p, ToolCallPart) and p.status == "incomplete"]
+        cut = [
+            p
+            for m in resp.messages
+            for p in m.content
+            if isinstance(p, ToolCallPart) and p.status == "incomplete"
+        ]
         assert cut, "a call still open at the end must be reported incomplete"
-    elif expected.error is None and all(c.finish for c in expected.candidates.values()) and expected.candidates:
+    elif (
+        expected.error is None and all(c.finish for c in expected.candidates.values()) and expected.candidates
+    ):
         finishes = {c.finish for c in expected.candidates.values()}
         if finishes <= {"STOP", "MALFORMED_FUNCTION_CALL"}:
             assert resp.status == "completed"
@@ -192,7 +199,11 @@ def test_in_stream_error_fails_and_keeps_text() -> None:
     resp = ms.aggregate(_sse(_cand([{"text": "partial"}]), err), protocol="gemini")
     assert resp.status == "failed"
     assert resp.error is not None
-    assert (resp.error.type, resp.error.code, resp.error.message) == ("RESOURCE_EXHAUSTED", "429", "Resource exhausted")
+    assert (resp.error.type, resp.error.code, resp.error.message) == (
+        "RESOURCE_EXHAUSTED",
+        "429",
+        "Resource exhausted",
+    )
     assert resp.messages[0].content == [TextPart(text="partial")]
 
 
@@ -200,7 +211,11 @@ def test_prompt_block_has_no_candidates() -> None:
     body = {"promptFeedback": {"blockReason": "SAFETY"}, "responseId": "r"}
     resp = ms.aggregate(_sse(body), protocol="gemini")
     assert resp.messages == []
-    assert (resp.finish_reason, resp.provider_finish_reason, resp.status) == ("content_filter", "SAFETY", "incomplete")
+    assert (resp.finish_reason, resp.provider_finish_reason, resp.status) == (
+        "content_filter",
+        "SAFETY",
+        "incomplete",
+    )
     assert resp.provider_raw == {"promptFeedback": {"blockReason": "SAFETY"}}
 
 
@@ -263,12 +278,19 @@ def test_snake_case_equals_camel_case() -> None:
 
 def test_media_parts_by_mime_type() -> None:
     resp = ms.aggregate(ms_recording("media_parts.sse").read_bytes(), protocol="gemini")
-    kinds = [type(p).__name__ for p in resp.messages[0].content]
+    content = resp.messages[0].content
+    assert not isinstance(content, str)
+    kinds = [type(p).__name__ for p in content]
     assert kinds == ["TextPart", "UnknownPart", "ImagePart", "AudioPart", "FilePart"]
-    image, audio, file = resp.messages[0].content[2:]
-    assert isinstance(image, ms.ImagePart) and image.media_type == "image/png" and image.data
-    assert isinstance(audio, ms.AudioPart) and audio.format == "audio/L16;codec=pcm;rate=24000"
-    assert isinstance(file, ms.FilePart) and file.url and file.media_type == "application/pdf"
+    image, audio, file = content[2:]
+    assert isinstance(image, ms.ImagePart)
+    assert image.media_type == "image/png"
+    assert image.data
+    assert isinstance(audio, ms.AudioPart)
+    assert audio.format == "audio/L16;codec=pcm;rate=24000"
+    assert isinstance(file, ms.FilePart)
+    assert file.url
+    assert file.media_type == "application/pdf"
 
 
 def test_unknown_part_kept() -> None:
@@ -289,10 +311,14 @@ def test_grounding_and_citations_become_annotations() -> None:
     assert ("citation_source", "https://example.org/azabudai") in urls
     assert ("grounding_chunk", "https://example.com/skyline") in urls
     server = resp.messages[0].content[0]
-    assert isinstance(server, ToolCallPart) and server.kind == "server" and server.id == "st_1"
+    assert isinstance(server, ToolCallPart)
+    assert server.kind == "server"
+    assert server.id == "st_1"
     assert resp.finish_reason == "stop"  # server-side calls are not client tool calls
     raw = resp.messages[0].provider_raw
-    assert isinstance(raw, dict) and "safetyRatings" in raw and "groundingMetadata" in raw
+    assert isinstance(raw, dict)
+    assert "safetyRatings" in raw
+    assert "groundingMetadata" in raw
 
 
 def test_streamed_args_nested_numbers_bools_null() -> None:
@@ -328,8 +354,10 @@ def test_out_of_order_partial_args_use_the_value() -> None:
 
 
 def test_bad_json_path_raises_remote_protocol_error() -> None:
-    data = _sse(_cand([{"functionCall": {"name": "f", "willContinue": True}}]),
-                _cand([{"functionCall": {"partialArgs": [{"jsonPath": "a.b", "stringValue": "x"}]}}]))
+    data = _sse(
+        _cand([{"functionCall": {"name": "f", "willContinue": True}}]),
+        _cand([{"functionCall": {"partialArgs": [{"jsonPath": "a.b", "stringValue": "x"}]}}]),
+    )
     with pytest.raises(ms.RemoteProtocolError, match="jsonPath"):
         ms.aggregate(data, protocol="gemini")
 
@@ -382,7 +410,7 @@ def test_encoder_output_accepted_by_google_genai(path: Path) -> None:
     expected = oracle(out)
     assert (expected.error is not None) == (source.error is not None)
     want = _expected_after_encoding(source)
-    got = {i: c for i, c in expected.candidates.items()}
+    got = dict(expected.candidates.items())
     for index, entry in want.items():
         if not (entry["text"] or entry["thought"] or entry["calls"]):
             continue

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ArgsWriter", "parse_path"]
 
-_SEGMENT: Final = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
+_SEGMENT: Final = re.compile(
+    r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
+)
 _encode: Final = msgspec.json.encode
 
 Segment = str | int
@@ -59,7 +61,17 @@ def parse_path(path: str) -> tuple[Segment, ...]:
 class ArgsWriter:
     """Incremental JSON writer for one streamed call's ``partialArgs``."""
 
-    __slots__ = ("_closed", "_closers", "_counts", "_in_order", "_open_string", "_path", "_started", "chunks", "value")
+    __slots__ = (
+        "_closed",
+        "_closers",
+        "_counts",
+        "_in_order",
+        "_open_string",
+        "_path",
+        "_started",
+        "chunks",
+        "value",
+    )
 
     def __init__(self) -> None:
         self.chunks: list[str] = []

@@ -159,18 +159,18 @@ def citations_from(extras: dict[str, Any]) -> list[CitationPart]:
     meta = extras.get("citationMetadata")
     if isinstance(meta, dict):
         sources = meta.get("citationSources") or meta.get("citations") or []
-        for src in sources if isinstance(sources, list) else ():
-            if isinstance(src, dict):
-                out.append(
-                    CitationPart(
-                        kind="citation_source",
-                        url=_str(src.get("uri")),
-                        title=_str(src.get("title")),
-                        start=_int(src.get("startIndex")),
-                        end=_int(src.get("endIndex")),
-                        raw=src,
-                    )
-                )
+        out.extend(
+            CitationPart(
+                kind="citation_source",
+                url=_str(src.get("uri")),
+                title=_str(src.get("title")),
+                start=_int(src.get("startIndex")),
+                end=_int(src.get("endIndex")),
+                raw=src,
+            )
+            for src in (sources if isinstance(sources, list) else ())
+            if isinstance(src, dict)
+        )
     grounding = extras.get("groundingMetadata")
     if isinstance(grounding, dict):
         out.extend(_grounding(grounding))
@@ -186,7 +186,8 @@ def _grounding(grounding: dict[str, Any]) -> list[CitationPart]:
     for support in supports if isinstance(supports, list) else ():
         if not isinstance(support, dict):
             continue
-        segment = support.get("segment") if isinstance(support.get("segment"), dict) else {}
+        raw_segment = support.get("segment")
+        segment: dict[str, Any] = raw_segment if isinstance(raw_segment, dict) else {}
         indices = support.get("groundingChunkIndices")
         for i in indices if isinstance(indices, list) else ():
             if type(i) is int and 0 <= i < len(chunks):
@@ -224,8 +225,8 @@ class _Candidate:
     """Framing-local state of one candidate."""
 
     __slots__ = (
-        "calls",
         "call",
+        "calls",
         "cut",
         "extras",
         "finish",
@@ -495,10 +496,13 @@ class StreamDecoder(SSEStreamDecoder):
     def _unknown(self, c: _Candidate, raw: Any, out: list[Event]) -> None:
         if c.kind == "stream":
             self._cut(c, out)
-        field = next((k for k in raw if k not in ("thought", "thoughtSignature")), "part") if isinstance(raw, dict) else "part"
+        field = (
+            next((k for k in raw if k not in ("thought", "thoughtSignature")), "part")
+            if isinstance(raw, dict)
+            else "part"
+        )
         key = self._new_key(c, out)
         out.append(UnknownEvent(provider_type=f"part.{field}", raw=raw, message=c.index, part=key))
-
 
     # ------------------------------------------------------------------ function calls
 

@@ -300,7 +300,9 @@ class StreamEncoder:
             kind = "call"
             if value.kind in ("server", "mcp") and not (value.kind == "server" and self._gemini()):
                 kind = "drop"
-                self._lose(f"{value.kind} tool call {value.name!r} ({value.id}): Gemini output has no place for it")
+                self._lose(
+                    f"{value.kind} tool call {value.name!r} ({value.id}): Gemini output has no place for it"
+                )
             self._parts[key] = _Out(kind, cand)
             return b""
         if isinstance(value, UnknownPart):
@@ -471,7 +473,9 @@ class StreamEncoder:
             except msgspec.DecodeError:
                 response = {"output": response}
         if value.tool_call_id in self._server_ids:
-            return {"toolResponse": {"toolType": value.name or "", "response": response, "id": value.tool_call_id}}
+            return {
+                "toolResponse": {"toolType": value.name or "", "response": response, "id": value.tool_call_id}
+            }
         fr: dict[str, Any] = {"name": value.name or "", "response": response}
         if value.tool_call_id:
             fr = {"id": value.tool_call_id, **fr}
@@ -517,7 +521,9 @@ class StreamEncoder:
         for cand in self._announced:
             if cand in self._finished or cut:
                 continue
-            frames.append(self._finish_chunk(cand, ev.finish_reason or "stop", ev.provider_finish_reason, None))
+            frames.append(
+                self._finish_chunk(cand, ev.finish_reason or "stop", ev.provider_finish_reason, None)
+            )
         if not self._announced and (self._feedback is not None or ev.finish_reason == "content_filter"):
             if self._feedback is None:
                 self._feedback = {"blockReason": "OTHER"}

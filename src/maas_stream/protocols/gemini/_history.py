@@ -26,7 +26,7 @@ Mapping (PROTOCOLS.md §4.6, §4.8, §4.9 and the spec's "Google Gemini generate
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -39,7 +39,6 @@ from ..._model import (
     Message,
     Part,
     ReasoningPart,
-    RefusalPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -48,6 +47,9 @@ from ..._model import (
 from ._decode import SIGNATURE_TYPE, SYNTH_PREFIX, media_part
 from ._encode import call_args, media_body
 from ._wire import normalize
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["PLACEHOLDER_SIGNATURE", "from_canonical", "request_extras", "to_canonical", "validate"]
 
@@ -130,7 +132,9 @@ def _user(i: int, raw_parts: Any, calls: list[ToolCallPart]) -> list[Message]:
         name = fr.get("name") if isinstance(fr.get("name"), str) else None
         call_id = fr.get("id") if isinstance(fr.get("id"), str) and fr.get("id") else None
         if call_id is None:
-            match = next((c for c in calls if c.id not in answered and (name is None or c.name == name)), None)
+            match = next(
+                (c for c in calls if c.id not in answered and (name is None or c.name == name)), None
+            )
             call_id = match.id if match is not None else f"{SYNTH_PREFIX}h{i}_{len(answered) + 1}"
         answered.add(call_id)
         content = _json.encode(fr.get("response", {})).decode()
@@ -157,11 +161,15 @@ def _parts(raw_parts: Any, i: int, out: list[Part]) -> list[Part]:
         fc = raw.get("functionCall")
         if isinstance(fc, dict):
             calls += 1
-            call_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else f"{SYNTH_PREFIX}h{i}_{calls}"
+            raw_id = fc.get("id")
+            call_id = raw_id if isinstance(raw_id, str) and raw_id else f"{SYNTH_PREFIX}h{i}_{calls}"
             args = fc.get("args", {})
             out.append(
                 ToolCallPart(
-                    id=call_id, name=str(fc.get("name") or ""), arguments=_json.encode(args).decode(), signature=sig
+                    id=call_id,
+                    name=str(fc.get("name") or ""),
+                    arguments=_json.encode(args).decode(),
+                    signature=sig,
                 )
             )
             continue
@@ -245,15 +253,21 @@ def from_canonical(
     contents: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None
     for i, msg in enumerate(messages):
-        parts = [TextPart(text=msg.content)] if isinstance(msg.content, str) else list(msg.content)
+        parts: list[Part] = (
+            [TextPart(text=msg.content)] if isinstance(msg.content, str) else list(msg.content)
+        )
         if msg.role in ("system", "developer"):
             if contents:
-                sink.append(f"messages[{i}]: {msg.role} message moved to systemInstruction (no position in contents)")
+                sink.append(
+                    f"messages[{i}]: {msg.role} message moved to systemInstruction (no position in contents)"
+                )
             system.extend(_user_parts(i, parts, sink))
             continue
         if msg.role in ("assistant", "model"):
             results = None
-            contents.append({"role": "model", "parts": _model_parts(i, msg, parts, names, sink, signature_placeholder)})
+            contents.append(
+                {"role": "model", "parts": _model_parts(i, msg, parts, names, sink, signature_placeholder)}
+            )
             continue
         tool_results = [p for p in parts if isinstance(p, ToolResultPart)]
         rest = [p for p in parts if not isinstance(p, ToolResultPart)]
@@ -282,14 +296,16 @@ def from_canonical(
     return body
 
 
-def _text_of(parts: list[Part]) -> str:
+def _text_of(parts: Sequence[Part]) -> str:
     return "".join(p.text for p in parts if isinstance(p, TextPart))
 
 
 def _response(i: int, result: ToolResultPart, names: dict[str, str], lossy: list[str]) -> dict[str, Any]:
     name = result.name or names.get(result.tool_call_id)
     if name is None:
-        lossy.append(f"messages[{i}]: tool result {result.tool_call_id} answers no known call; name left empty")
+        lossy.append(
+            f"messages[{i}]: tool result {result.tool_call_id} answers no known call; name left empty"
+        )
         name = ""
     response: Any
     media: list[dict[str, Any]] = []
@@ -303,10 +319,14 @@ def _response(i: int, result: ToolResultPart, names: dict[str, str], lossy: list
             elif (body := media_body(part)) is not None:
                 media.append(body)
             else:
-                lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part in tool result {result.tool_call_id}")
+                lossy.append(
+                    f"messages[{i}]: {part.__struct_config__.tag} part in tool result {result.tool_call_id}"
+                )
         response = _as_object("".join(texts))
     if result.is_error:
-        response = {"error": response.get("output", response)} if "output" in response else {"error": response}
+        response = (
+            {"error": response.get("output", response)} if "output" in response else {"error": response}
+        )
     fr: dict[str, Any] = {"name": name, "response": response}
     if result.tool_call_id and not result.tool_call_id.startswith(SYNTH_PREFIX):
         fr = {"id": result.tool_call_id, **fr}
@@ -323,7 +343,7 @@ def _as_object(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"output": value}
 
 
-def _user_parts(i: int, parts: list[Part], lossy: list[str]) -> list[dict[str, Any]]:
+def _user_parts(i: int, parts: Sequence[Part], lossy: list[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, TextPart):
@@ -332,7 +352,11 @@ def _user_parts(i: int, parts: list[Part], lossy: list[str]) -> list[dict[str, A
             out.append({"text": part.text})
         elif (body := media_body(part)) is not None:
             out.append(body)
-        elif isinstance(part, UnknownPart) and part.provider_type.startswith("part.") and isinstance(part.raw, dict):
+        elif (
+            isinstance(part, UnknownPart)
+            and part.provider_type.startswith("part.")
+            and isinstance(part.raw, dict)
+        ):
             out.append(part.raw)
         else:
             lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Gemini equivalent here)")
@@ -347,54 +371,57 @@ def _model_parts(
     pending: str | None = None
     first_call = True
     for part in parts:
-        body: dict[str, Any] | None = None
-        sig: str | None = None
-        if isinstance(part, TextPart):
-            body, sig = {"text": part.text}, part.signature
-        elif isinstance(part, ReasoningPart):
-            if part.redacted or part.data is not None or part.encrypted_content is not None:
-                lossy.append(f"messages[{i}]: redacted or encrypted reasoning (Gemini cannot replay it)")
-            if not google:
-                lossy.append(f"messages[{i}]: reasoning from another provider (not replayed to Gemini)")
-                continue
-            text = part.text if part.text is not None else "".join(part.summary or ())
-            body, sig = {"text": text, "thought": True}, part.signature
-        elif isinstance(part, ToolCallPart):
-            body, sig = _call_body(i, part, google, names, lossy)
-            if body is not None and part.kind != "server" and first_call:
-                first_call = False
-                if sig is None and not google and placeholder:
-                    sig = PLACEHOLDER_SIGNATURE
-                    pending = None
-        elif isinstance(part, ToolResultPart) and google:
-            tr = _as_object(part.content) if isinstance(part.content, str) else {}
-            body = {"toolResponse": {"toolType": part.name or "", "response": tr, "id": part.tool_call_id}}
-        elif isinstance(part, CodePart):
-            body = _code(part)
-        elif isinstance(part, UnknownPart) and google and isinstance(part.raw, dict):
-            if part.provider_type == SIGNATURE_TYPE:
-                value = part.raw.get("thoughtSignature")
-                pending = value if isinstance(value, str) else None
-                continue
-            if part.provider_type.startswith("part."):
-                body = dict(part.raw)
-        elif isinstance(part, ImagePart | AudioPart | FilePart):
-            body = media_body(part)
-        elif isinstance(part, RefusalPart):
-            lossy.append(f"messages[{i}]: refusal (Gemini has no refusal part)")
+        if isinstance(part, UnknownPart) and google and part.provider_type == SIGNATURE_TYPE:
+            value = part.raw.get("thoughtSignature") if isinstance(part.raw, dict) else None
+            pending = value if isinstance(value, str) else None
             continue
+        body, sig = _model_part(i, part, google, names, lossy)
         if body is None:
-            lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Gemini equivalent)")
             continue
-        if sig is not None and not google and sig != PLACEHOLDER_SIGNATURE:
+        if sig is not None and not google:
             lossy.append(f"messages[{i}]: signature from another provider (dropped)")
             sig = None
         sig = sig if sig is not None else pending
         pending = None
+        if "functionCall" in body and first_call:
+            first_call = False
+            if sig is None and not google and placeholder:
+                sig = PLACEHOLDER_SIGNATURE  # Gemini 3 rejects a rebuilt call turn without one
         if sig is not None:
             body["thoughtSignature"] = sig
         out.append(body)
     return out
+
+
+def _model_part(
+    i: int, part: Part, google: bool, names: dict[str, str], lossy: list[str]
+) -> tuple[dict[str, Any] | None, str | None]:
+    """One model-turn part as a Gemini part and its signature; ``(None, None)`` when dropped."""
+    body: dict[str, Any] | None = None
+    if isinstance(part, TextPart):
+        return {"text": part.text}, part.signature
+    if isinstance(part, ReasoningPart):
+        if part.redacted or part.data is not None or part.encrypted_content is not None:
+            lossy.append(f"messages[{i}]: redacted or encrypted reasoning (Gemini cannot replay it)")
+        if not google:
+            lossy.append(f"messages[{i}]: reasoning from another provider (not replayed to Gemini)")
+            return None, None
+        text = part.text if part.text is not None else "".join(part.summary or ())
+        return {"text": text, "thought": True}, part.signature
+    if isinstance(part, ToolCallPart):
+        return _call_body(i, part, google, names, lossy)
+    if isinstance(part, ToolResultPart) and google:
+        tr = _as_object(part.content) if isinstance(part.content, str) else {}
+        body = {"toolResponse": {"toolType": part.name or "", "response": tr, "id": part.tool_call_id}}
+    elif isinstance(part, CodePart):
+        body = _code(part)
+    elif isinstance(part, UnknownPart) and google and isinstance(part.raw, dict):
+        body = dict(part.raw) if part.provider_type.startswith("part.") else None
+    elif isinstance(part, ImagePart | AudioPart | FilePart):
+        body = media_body(part)
+    if body is None:
+        lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Gemini equivalent)")
+    return body, None
 
 
 def _call_body(
@@ -455,9 +482,15 @@ def validate(body: Any) -> list[str]:
         if not isinstance(parts, list) or not parts:
             faults.append(f"contents[{i}]: no parts")
             continue
-        calls = [p["functionCall"] for p in parts if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)]
+        calls = [
+            p["functionCall"]
+            for p in parts
+            if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)
+        ]
         responses = [
-            p["functionResponse"] for p in parts if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
+            p["functionResponse"]
+            for p in parts
+            if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
         ]
         if role == "user" and calls:
             faults.append(f"contents[{i}]: functionCall in a user content")
@@ -488,11 +521,15 @@ def _answer(i: int, responses: list[dict[str, Any]], open_calls: list[tuple[str 
                 break
         if match is None:
             what = f"id {fid!r}" if fid is not None else f"name {name!r}"
-            faults.append(f"contents[{i}]: functionResponse with {what} answers no functionCall of the previous model turn")
+            faults.append(
+                f"contents[{i}]: functionResponse with {what} answers no functionCall of the previous model turn"
+            )
             continue
         remaining.remove(match)
         if match[1] != name:
-            faults.append(f"contents[{i}]: functionResponse {fid!r} is named {name!r} but its call is {match[1]!r}")
+            faults.append(
+                f"contents[{i}]: functionResponse {fid!r} is named {name!r} but its call is {match[1]!r}"
+            )
     faults.extend(_unanswered(i - 1, remaining))
     return faults
 
