@@ -419,10 +419,13 @@ class StreamEncoder:
         if value.status == "incomplete":
             self._lose(f"tool call {value.name!r} ({value.id}) was cut before it completed")
             return b""
-        args = call_args(value.arguments)
-        if args is None:
+        parsed = call_args(value.arguments)
+        if parsed is None:
             self._lose(f"tool call {value.name!r} ({value.id}): arguments are not a JSON object")
             return b""
+        args: Any = parsed if value.arguments.strip() else {}
+        if args and "\n" not in value.arguments and "\r" not in value.arguments:
+            args = msgspec.Raw(value.arguments.encode())  # byte-exact, as it arrived
         if value.kind == "server":
             self._server_ids.add(value.id)
             body: dict[str, Any] = {"toolCall": {"toolType": value.name, "args": args, "id": value.id}}
