@@ -65,7 +65,8 @@ def test_canonical_shape_links_results_by_order_and_name() -> None:
     calls = [p for p in model if isinstance(p, ToolCallPart)]
     assert [c.signature for c in calls] == [SIG, None]
     assert calls[0].id != calls[1].id
-    assert isinstance(model[0], ReasoningPart) and model[0].text == "**Plan** two lookups"
+    assert isinstance(model[0], ReasoningPart)
+    assert model[0].text == "**Plan** two lookups"
     results = [messages[3], messages[4]]
     assert [r.tool_call_id for r in results] == [calls[0].id, calls[1].id]
     first = results[0].content[0]
@@ -195,8 +196,10 @@ def test_signature_on_code_part_replayed_on_that_part() -> None:
     path = next(p for p in recordings("gemini") if p.name == "code_execution.sse")
     resp = ms.aggregate(path.read_bytes(), protocol="gemini")
     parts = gemini.from_canonical(resp.messages)["contents"][0]["parts"]
-    assert "executableCode" in parts[0] and "thoughtSignature" in parts[0]
-    assert "codeExecutionResult" in parts[1] and "thoughtSignature" not in parts[1]
+    assert "executableCode" in parts[0]
+    assert "thoughtSignature" in parts[0]
+    assert "codeExecutionResult" in parts[1]
+    assert "thoughtSignature" not in parts[1]
 
 
 def test_snake_case_body_accepted() -> None:
