@@ -69,7 +69,7 @@ from ...events import (
 )
 from .._base import SSEStreamDecoder
 from ._args import ArgsWriter
-from ._wire import CANDIDATE_EXTRAS, Candidate, FunctionCall, WirePart, decode_any, decode_chunk, decode_part
+from ._wire import CANDIDATE_EXTRAS, Candidate, FunctionCall, WirePart, decode_any, decode_chunk, raw_part
 
 if TYPE_CHECKING:
     from ...sse import ServerSentEvent
@@ -273,6 +273,10 @@ class StreamDecoder(SSEStreamDecoder):
         self._cands: dict[int, _Candidate] = {}
         self._blocked: str | None = None
         self._error = False
+        self._usage: Any = None
+        """The latest ``usageMetadata``, not yet emitted. Gemini repeats usage on every chunk and
+        the last one is authoritative, so it is emitted once: before a candidate's finish, before
+        an error, and at the end of input."""
 
     # ------------------------------------------------------------------ frames
 
@@ -282,16 +286,19 @@ class StreamDecoder(SSEStreamDecoder):
             return []
         chunk = decode_chunk(data)
         out: list[Event] = []
+        if chunk.usage_metadata:
+            self._usage = chunk.usage_metadata
         if chunk.error is not None:
             self._error = True
+            self._flush_usage(out)
             out.append(StreamErrorEvent(error=error_from(chunk.error)))
             return out
         if not self._started:
             self._started = True
             self._rid = chunk.response_id or ""
             raw: dict[str, Any] = {}
-            if chunk.create_time is not None:
-                raw["createTime"] = chunk.create_time
+            if chunk.create_time:
+                raw["createTime"] = decode_any(chunk.create_time)
             if chunk.model_status is not None:
                 raw["modelStatus"] = chunk.model_status
             if chunk.prompt_feedback is not None:
@@ -307,16 +314,20 @@ class StreamDecoder(SSEStreamDecoder):
         feedback = chunk.prompt_feedback
         if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
             self._blocked = feedback["blockReason"]
-        for cand in chunk.candidates:
-            self._candidate(cand, out)
-        if chunk.usage_metadata is not None:
-            usage = usage_from(chunk.usage_metadata)
+        for position, cand in enumerate(chunk.candidates):
+            self._candidate(cand, position, data, out)
+        return out
+
+    def _flush_usage(self, out: list[Event]) -> None:
+        if self._usage is not None:
+            usage = usage_from(decode_any(self._usage))
+            self._usage = None
             if usage is not None:
                 out.append(UsageUpdate(usage=usage))
-        return out
 
     def on_finish(self) -> list[Event]:
         out: list[Event] = []
+        self._flush_usage(out)
         for c in self._cands.values():
             if c.finish is None:
                 self._close_candidate(c, out, None)
@@ -338,7 +349,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ candidates
 
-    def _candidate(self, cand: Candidate, out: list[Event]) -> None:
+    def _candidate(self, cand: Candidate, position: int, data: str, out: list[Event]) -> None:
         index = cand.index
         c = self._cands.get(index)
         if c is None:
@@ -346,17 +357,25 @@ class StreamDecoder(SSEStreamDecoder):
             out.append(MessageStart(message=index, role="assistant", choice_index=index))
         content = cand.content
         if content is not None:
-            for raw in content.parts:
-                try:
-                    part = decode_part(raw)
-                except msgspec.ValidationError:
-                    self._unknown(c, decode_any(raw), out)
-                    continue
-                self._part(c, part, raw, out)
-        for attr, name in CANDIDATE_EXTRAS:
-            value = getattr(cand, attr)
-            if value is not None and value != {}:
-                c.extras[name] = value
+            for n, part in enumerate(content.parts):
+                if not self._part(c, part, out):
+                    self._unknown(c, raw_part(data, position, n), out)
+        if (
+            cand.safety_ratings
+            or cand.grounding_metadata
+            or cand.citation_metadata
+            or cand.url_context_metadata
+            or cand.finish_message
+            or cand.avg_logprobs
+            or cand.logprobs_result
+            or cand.token_count
+        ):
+            for attr, name in CANDIDATE_EXTRAS:
+                value = getattr(cand, attr)
+                if value:
+                    decoded = decode_any(value)
+                    if decoded is not None and decoded != {}:
+                        c.extras[name] = decoded
         if cand.finish_reason:
             c.finish = cand.finish_reason
             self._close_candidate(c, out, cand.finish_reason)
@@ -380,6 +399,7 @@ class StreamDecoder(SSEStreamDecoder):
             out.extend(AnnotationAdded(message=index, part=key, citation=cite) for cite in citations)
         c.kind = ""
         reason = self._reason(c) if finish is not None else None
+        self._flush_usage(out)
         value = Message(
             role="assistant",
             choice_index=index,
@@ -407,21 +427,24 @@ class StreamDecoder(SSEStreamDecoder):
         c.signed = False
         return c.key
 
-    def _part(self, c: _Candidate, part: WirePart, raw: msgspec.Raw, out: list[Event]) -> None:
+    def _part(self, c: _Candidate, part: WirePart, out: list[Event]) -> bool:
+        """Emit the events of one part; ``False`` when it is of no known kind."""
+        text = part.text
+        if text is not UNSET and c.kind != "stream":
+            self._text(c, text, part, out)
+            return True
         call = part.function_call
         if call is not None:
             self._function_call(c, part, call, out)
-            return
+            return True
         if c.kind == "stream":
             self._cut(c, out)
-        text = part.text
         if text is not UNSET:
             self._text(c, text, part, out)
-            return
+            return True
         value = self._other(c, part)
         if value is None:
-            self._unknown(c, decode_any(raw), out)
-            return
+            return False
         index = c.index
         if part.thought_signature and not isinstance(value, ToolCallPart):
             key = self._new_key(c, out)
@@ -430,6 +453,7 @@ class StreamDecoder(SSEStreamDecoder):
         key = self._new_key(c, out)
         out.append(PartStart(message=index, part=key, value=value))
         out.append(PartDone(message=index, part=key))
+        return True
 
     def _text(self, c: _Candidate, text: str, part: WirePart, out: list[Event]) -> None:
         kind = "thought" if part.thought else "text"

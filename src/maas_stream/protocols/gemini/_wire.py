@@ -29,9 +29,14 @@ __all__ = [
     "PartialArg",
     "WirePart",
     "decode_chunk",
-    "decode_part",
+    "decode_any",
     "normalize",
+    "raw_part",
 ]
+
+
+_NO_RAW: Final = msgspec.Raw()
+"""Default of raw fields: empty (falsy) when the field is absent."""
 
 
 class PartialArg(msgspec.Struct, rename="camel"):
@@ -104,37 +109,40 @@ class WirePart(msgspec.Struct, rename="camel"):
 
 
 class Content(msgspec.Struct, rename="camel"):
-    """``content``: the role and the new parts (each kept raw, decoded one by one)."""
+    """``content``: the role and the new parts."""
 
     role: str | None = None
-    parts: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    parts: list[WirePart] = msgspec.field(default_factory=list)
 
 
 class Candidate(msgspec.Struct, rename="camel"):
-    """One candidate of a chunk."""
+    """One candidate of a chunk. Fields with no canonical home stay raw JSON until kept."""
 
     content: Content | None = None
     finish_reason: str | None = None
     index: int = 0
-    finish_message: Any = None
-    safety_ratings: Any = None
-    citation_metadata: Any = None
-    grounding_metadata: Any = None
-    url_context_metadata: Any = None
-    avg_logprobs: Any = None
-    logprobs_result: Any = None
-    token_count: Any = None
+    finish_message: msgspec.Raw = _NO_RAW
+    safety_ratings: msgspec.Raw = _NO_RAW
+    citation_metadata: msgspec.Raw = _NO_RAW
+    grounding_metadata: msgspec.Raw = _NO_RAW
+    url_context_metadata: msgspec.Raw = _NO_RAW
+    avg_logprobs: msgspec.Raw = _NO_RAW
+    logprobs_result: msgspec.Raw = _NO_RAW
+    token_count: msgspec.Raw = _NO_RAW
 
 
 class Chunk(msgspec.Struct, rename="camel"):
-    """One ``GenerateContentResponse`` chunk (or an in-stream ``{"error": ...}`` body)."""
+    """One ``GenerateContentResponse`` chunk (or an in-stream ``{"error": ...}`` body).
+
+    ``usageMetadata`` stays raw: Gemini repeats it on every chunk and only the last is kept.
+    """
 
     candidates: list[Candidate] = msgspec.field(default_factory=list)
     prompt_feedback: Any = None
-    usage_metadata: Any = None
+    usage_metadata: msgspec.Raw = _NO_RAW
     model_version: str | None = None
     response_id: str | None = None
-    create_time: Any = None
+    create_time: msgspec.Raw = _NO_RAW
     model_status: Any = None
     error: Any = None
 
@@ -152,12 +160,11 @@ CANDIDATE_EXTRAS: Final = (
 """Candidate fields with no canonical home: (attribute, wire name), kept raw per candidate."""
 
 _chunk: Final = msgspec.json.Decoder(Chunk)
-_part: Final = msgspec.json.Decoder(WirePart)
 _any: Final = msgspec.json.Decoder()
 _json: Final = msgspec.json.Encoder()
 
 # A JSON object key with an underscore between lowercase letters: maybe a snake_case field.
-_SNAKE_KEY: Final = re.compile(rb'"[a-z][a-z0-9]*_[a-z0-9_]*"\s*:')
+_SNAKE_KEY: Final = re.compile(r'"[a-z][a-z0-9]*_[a-z0-9_]*"\s*:')
 
 _OPAQUE: Final = frozenset({"args", "response", "partMetadata", "searchEntryPoint", "customMetadata"})
 """Keys whose values are free-form (user data): never renamed."""
@@ -183,26 +190,29 @@ def normalize(value: Any) -> Any:
     return value
 
 
-def decode_chunk(data: bytes | str) -> Chunk:
+def _snake(data: str) -> bool:
+    # "_" not in data is a C-speed scan that clears almost every chunk; the regex runs rarely.
+    return "_" in data and _SNAKE_KEY.search(data) is not None
+
+
+def decode_chunk(data: str) -> Chunk:
     """Decode one chunk, accepting camelCase and snake_case field names.
 
     Raises:
         msgspec.DecodeError: Not JSON.
         msgspec.ValidationError: JSON of the wrong shape.
     """
-    raw = data.encode() if isinstance(data, str) else data
-    if _SNAKE_KEY.search(raw) is None:
-        return _chunk.decode(raw)
-    return _chunk.decode(_json.encode(normalize(_any.decode(raw))))
+    if not _snake(data):
+        return _chunk.decode(data)
+    return _chunk.decode(_json.encode(normalize(_any.decode(data))))
 
 
-def decode_part(raw: msgspec.Raw) -> WirePart:
-    """Decode one part (already normalised with its chunk).
-
-    Raises:
-        msgspec.ValidationError: The part is not an object of the known shape.
-    """
-    return _part.decode(raw)
+def raw_part(data: str, candidate: int, part: int) -> Any:
+    """The JSON value of one part of a chunk (for parts of an unknown kind, kept whole)."""
+    value = _any.decode(data)
+    if _snake(data):
+        value = normalize(value)
+    return value["candidates"][candidate]["content"]["parts"][part]
 
 
 def decode_any(raw: msgspec.Raw | bytes) -> Any:
