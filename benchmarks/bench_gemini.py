@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import httpx2
 import msgspec
@@ -20,6 +20,9 @@ from google.genai import types
 
 import maas_stream as ms
 from maas_stream.sse import Decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SIG = base64.b64encode(bytes(range(96))).decode()
 
