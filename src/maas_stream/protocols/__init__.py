@@ -6,9 +6,9 @@ Importing this package registers every protocol with the registry.
 from __future__ import annotations
 
 from .._registry import ProtocolSpec, register
-from . import anthropic, openai_chat, openai_responses
+from . import anthropic, gemini, openai_chat, openai_responses
 
-__all__ = ["anthropic", "openai_chat", "openai_responses"]
+__all__ = ["anthropic", "gemini", "openai_chat", "openai_responses"]
 
 register(
     ProtocolSpec(
@@ -47,5 +47,18 @@ register(
         from_canonical=openai_responses.from_canonical,
         validate=openai_responses.validate,
         detect=openai_responses.detect,
+    )
+)
+
+register(
+    ProtocolSpec(
+        name=gemini.NAME,
+        framing="sse",
+        decoder=gemini.StreamDecoder,
+        encoder=gemini.StreamEncoder,
+        to_canonical=gemini.to_canonical,
+        from_canonical=gemini.from_canonical,
+        validate=gemini.validate,
+        detect=gemini.detect,
     )
 )

@@ -1,0 +1,220 @@
+"""Private wire Structs for Gemini ``GenerateContentResponse`` stream chunks (PROTOCOLS.md §4).
+
+Gemini is a key-presence wire: a part holds exactly one data field, and a field that is absent
+means "not this kind". The Structs below declare only the fields the decoder reads, with
+``rename="camel"`` (what servers send). Proto3 JSON parsers also accept the original snake_case
+names, so :func:`decode_chunk` falls back to a schema-aware key normaliser when a payload uses
+them (free-form objects such as ``functionCall.args`` are never rewritten).
+
+It must not hold state or build events.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+__all__ = [
+    "Blob",
+    "Candidate",
+    "Chunk",
+    "CodeResult",
+    "Content",
+    "ExecutableCode",
+    "FileData",
+    "FunctionCall",
+    "PartialArg",
+    "WirePart",
+    "decode_chunk",
+    "decode_any",
+    "normalize",
+    "raw_part",
+]
+
+
+_NO_RAW: Final = msgspec.Raw()
+"""Default of raw fields: empty (falsy) when the field is absent."""
+
+
+class PartialArg(msgspec.Struct, rename="camel"):
+    """One Vertex streamed-argument fragment: a JSONPath and a value."""
+
+    json_path: str = ""
+    string_value: str | UnsetType = UNSET
+    number_value: int | float | UnsetType = UNSET
+    bool_value: bool | UnsetType = UNSET
+    null_value: Any = UNSET
+    will_continue: bool | None = None
+
+
+class FunctionCall(msgspec.Struct, rename="camel"):
+    """``functionCall``: whole (Gemini API) or one piece of a streamed call (Vertex)."""
+
+    id: str | None = None
+    name: str | None = None
+    args: msgspec.Raw | UnsetType = UNSET
+    partial_args: list[PartialArg] | None = None
+    will_continue: bool | None = None
+
+
+class Blob(msgspec.Struct, rename="camel"):
+    """``inlineData``."""
+
+    mime_type: str | None = None
+    data: str | None = None
+    display_name: str | None = None
+
+
+class FileData(msgspec.Struct, rename="camel"):
+    """``fileData``."""
+
+    file_uri: str | None = None
+    mime_type: str | None = None
+    display_name: str | None = None
+
+
+class ExecutableCode(msgspec.Struct, rename="camel"):
+    """``executableCode``."""
+
+    code: str | None = None
+    language: str | None = None
+    id: str | None = None
+
+
+class CodeResult(msgspec.Struct, rename="camel"):
+    """``codeExecutionResult``."""
+
+    outcome: str | None = None
+    output: str | None = None
+    id: str | None = None
+
+
+class WirePart(msgspec.Struct, rename="camel"):
+    """One ``Part``: exactly one data field plus optional metadata."""
+
+    text: str | UnsetType = UNSET
+    thought: bool | None = None
+    thought_signature: str | None = None
+    inline_data: Blob | None = None
+    file_data: FileData | None = None
+    function_call: FunctionCall | None = None
+    function_response: Any = None
+    executable_code: ExecutableCode | None = None
+    code_execution_result: CodeResult | None = None
+    tool_call: Any = None
+    tool_response: Any = None
+
+
+class Content(msgspec.Struct, rename="camel"):
+    """``content``: the role and the new parts."""
+
+    role: str | None = None
+    parts: list[WirePart] = msgspec.field(default_factory=list)
+
+
+class Candidate(msgspec.Struct, rename="camel"):
+    """One candidate of a chunk. Fields with no canonical home stay raw JSON until kept."""
+
+    content: Content | None = None
+    finish_reason: str | None = None
+    index: int = 0
+    finish_message: msgspec.Raw = _NO_RAW
+    safety_ratings: msgspec.Raw = _NO_RAW
+    citation_metadata: msgspec.Raw = _NO_RAW
+    grounding_metadata: msgspec.Raw = _NO_RAW
+    url_context_metadata: msgspec.Raw = _NO_RAW
+    avg_logprobs: msgspec.Raw = _NO_RAW
+    logprobs_result: msgspec.Raw = _NO_RAW
+    token_count: msgspec.Raw = _NO_RAW
+
+
+class Chunk(msgspec.Struct, rename="camel"):
+    """One ``GenerateContentResponse`` chunk (or an in-stream ``{"error": ...}`` body).
+
+    ``usageMetadata`` stays raw: Gemini repeats it on every chunk and only the last is kept.
+    """
+
+    candidates: list[Candidate] = msgspec.field(default_factory=list)
+    prompt_feedback: Any = None
+    usage_metadata: msgspec.Raw = _NO_RAW
+    model_version: str | None = None
+    response_id: str | None = None
+    create_time: msgspec.Raw = _NO_RAW
+    model_status: Any = None
+    error: Any = None
+
+
+CANDIDATE_EXTRAS: Final = (
+    ("finish_message", "finishMessage"),
+    ("safety_ratings", "safetyRatings"),
+    ("citation_metadata", "citationMetadata"),
+    ("grounding_metadata", "groundingMetadata"),
+    ("url_context_metadata", "urlContextMetadata"),
+    ("avg_logprobs", "avgLogprobs"),
+    ("logprobs_result", "logprobsResult"),
+    ("token_count", "tokenCount"),
+)
+"""Candidate fields with no canonical home: (attribute, wire name), kept raw per candidate."""
+
+_chunk: Final = msgspec.json.Decoder(Chunk)
+_any: Final = msgspec.json.Decoder()
+_json: Final = msgspec.json.Encoder()
+
+# A JSON object key with an underscore between lowercase letters: maybe a snake_case field.
+_SNAKE_KEY: Final = re.compile(r'"[a-z][a-z0-9]*_[a-z0-9_]*"\s*:')
+
+_OPAQUE: Final = frozenset({"args", "response", "partMetadata", "searchEntryPoint", "customMetadata"})
+"""Keys whose values are free-form (user data): never renamed."""
+
+
+def _camel(key: str) -> str:
+    if "_" not in key:
+        return key
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def normalize(value: Any) -> Any:
+    """Rename snake_case keys to lowerCamelCase, leaving free-form objects untouched."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = _camel(key) if isinstance(key, str) else key
+            out[name] = item if name in _OPAQUE else normalize(item)
+        return out
+    if isinstance(value, list):
+        return [normalize(v) for v in value]
+    return value
+
+
+def _snake(data: str) -> bool:
+    # "_" not in data is a C-speed scan that clears almost every chunk; the regex runs rarely.
+    return "_" in data and _SNAKE_KEY.search(data) is not None
+
+
+def decode_chunk(data: str) -> Chunk:
+    """Decode one chunk, accepting camelCase and snake_case field names.
+
+    Raises:
+        msgspec.DecodeError: Not JSON.
+        msgspec.ValidationError: JSON of the wrong shape.
+    """
+    if not _snake(data):
+        return _chunk.decode(data)
+    return _chunk.decode(_json.encode(normalize(_any.decode(data))))
+
+
+def raw_part(data: str, candidate: int, part: int) -> Any:
+    """The JSON value of one part of a chunk (for parts of an unknown kind, kept whole)."""
+    value = _any.decode(data)
+    if _snake(data):
+        value = normalize(value)
+    return value["candidates"][candidate]["content"]["parts"][part]
+
+
+def decode_any(raw: msgspec.Raw | bytes) -> Any:
+    """Decode raw JSON untyped."""
+    return _any.decode(raw)
