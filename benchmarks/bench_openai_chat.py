@@ -173,14 +173,14 @@ def sse_httpx(chunks: list[bytes]) -> int:
 def best_of(
     fns: dict[str, Callable[[list[bytes]], int]], chunks: list[bytes], repeat: int
 ) -> dict[str, float]:
-    """Best time of each function, runs interleaved so that load on the machine hits all alike."""
+    """Best CPU time (process_time) of each function, runs interleaved so load hits all alike."""
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, fn in fns.items():
             gc.collect()
-            start = time.perf_counter()
+            start = time.process_time()
             fn(chunks)
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], time.process_time() - start)
     return best
 
 

@@ -531,7 +531,10 @@ class Aggregator:
     def _on_text(self, ev: TextDelta, out: list[Event]) -> None:
         if not ev.text:
             return
-        part = self._part(ev.message, ev.part, _empty_text, out)
+        msg = self._by_key.get(ev.message)
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        if part is None:
+            part = self._part(ev.message, ev.part, _empty_text, out)
         part.text.append(ev.text)
         if self.emit:
             out.append(TextDelta(message=self._by_key[ev.message].index, part=part.index, text=ev.text))
@@ -539,7 +542,10 @@ class Aggregator:
     def _on_args(self, ev: ArgumentsDelta, out: list[Event]) -> None:
         if not ev.delta:
             return
-        part = self._part(ev.message, ev.part, self._empty_call, out)
+        msg = self._by_key.get(ev.message)
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        if part is None:
+            part = self._part(ev.message, ev.part, self._empty_call, out)
         part.args.append(ev.delta)
         if self.emit:
             out.append(

@@ -140,28 +140,59 @@ class Decoder:
             chunk = b"".join(self._pending)
             self._pending = []
             self._pending_size = 0
-        lines = chunk.split(b"\n")
-        rest = lines.pop()
-        if rest:
-            self._pending.append(rest)
-            self._pending_size = len(rest)
         out: list[tuple[str, bytes, str, int | None]] = []
-        for line in lines:
-            if not line:
-                if self._data:
-                    out.append(self._dispatch())
-                else:
-                    self._event = ""
-                    self._retry = None
-            elif line.startswith(b"data:"):
-                value = line[6:] if line[5:6] == b" " else line[5:]
-                self._data.append(value)
-                self._data_size += len(value) + 1
-            elif line[0] != 0x3A:  # ':' starts a comment
-                self._field(line)
+        # Fast path: whole events are blocks ended by a blank line. A block that is one
+        # "data: ..." line, or "event: ..." then one "data: ..." line, needs no line-by-line
+        # work; anything else (comments, ids, multi-line data, an event begun in an earlier
+        # chunk) goes through the general line machine, which is exact.
+        blocks = chunk.split(b"\n\n")
+        rest = blocks.pop()
+        for block in blocks:
+            if not self._data and not self._event and self._retry is None:
+                if block[:6] == b"data: " and b"\n" not in block:
+                    self.events += 1
+                    out.append(("message", block[6:], self._last_id, None))
+                    continue
+                if block[:7] == b"event: ":
+                    nl = block.find(b"\n")
+                    if nl > 0 and block[nl + 1 : nl + 7] == b"data: " and b"\n" not in block[nl + 1 :]:
+                        self.events += 1
+                        out.append(
+                            (block[7:nl].decode("utf-8", "replace"), block[nl + 7 :], self._last_id, None)
+                        )
+                        continue
+            self._lines(block.split(b"\n"), out)
+            self._line(b"", out)
+        if rest:
+            lines = rest.split(b"\n")
+            tail = lines.pop()
+            if tail:
+                self._pending.append(tail)
+                self._pending_size = len(tail)
+            self._lines(lines, out)
         if self._pending_size + self._data_size > self._max:
             self._fail(f"an SSE event grew past {self._max} bytes")
         return out
+
+    def _lines(self, lines: list[bytes], out: list[tuple[str, bytes, str, int | None]]) -> None:
+        for line in lines:
+            self._line(line, out)
+
+    def _line(self, line: bytes, out: list[tuple[str, bytes, str, int | None]]) -> None:
+        if not line:
+            if self._data:
+                out.append(self._dispatch())
+            else:
+                self._event = ""
+                self._retry = None
+        elif line.startswith(b"data:"):
+            value = line[6:] if line[5:6] == b" " else line[5:]
+            self._data.append(value)
+            self._data_size += len(value) + 1
+            if self._data_size > self._max:
+                self._fail(f"an SSE event's data grew past {self._max} bytes")
+        elif line[0] != 0x3A:  # ':' starts a comment
+            self._field(line)
 
     def _normalize(self, chunk: bytes) -> bytes:
         """Handle the rare cases: a CR that ended the last chunk, the BOM, CR and CRLF endings."""

@@ -144,16 +144,14 @@ class StreamDecoder(SSEStreamDecoder):
         self._done = False
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
-        if data[:6] in _DONE:
-            self._done = True
-            return [ResponseDone()]
+        try:
+            chunk = chunk_decoder.decode(data)
+        except msgspec.DecodeError:
+            return self._odd_frame(event, data)
         if self._done:
             raise RemoteProtocolError("data after [DONE]", event_type=event)
-        if not data.strip():
-            return []  # an empty data line carries nothing (some proxies send one as keep-alive)
-        chunk = decode_chunk(data)
         out: list[Event] = []
-        if not self._started or (not self._have_id and chunk.id):
+        if not self._have_id and (chunk.id or not self._started):
             # Azure sends a first chunk with an empty id (prompt filter results): announce the
             # response at once and again when the real id arrives.
             self._started = True
@@ -182,6 +180,25 @@ class StreamDecoder(SSEStreamDecoder):
             out.append(StreamErrorEvent(error=error_from(msgspec.json.decode(data))))
         return out
 
+    def _odd_frame(self, event: str, data: bytes | str) -> list[Event]:
+        """A frame that is not a JSON chunk: ``[DONE]``, an empty keep-alive, or bad bytes."""
+        if data[:6] in _DONE:
+            if self._done:
+                raise RemoteProtocolError("data after [DONE]", event_type=event)
+            self._done = True
+            return [ResponseDone()]
+        if not data.strip():
+            return []  # an empty data line carries nothing (some proxies send one as keep-alive)
+        if self._done:
+            raise RemoteProtocolError("data after [DONE]", event_type=event)
+        if isinstance(data, bytes):
+            # Not valid UTF-8: decode with replacement, as the SSE standard does, and retry.
+            text = data.decode("utf-8", "replace")
+            if text.encode() != data:
+                return self.on_frame(event, text)
+        chunk_decoder.decode(data)  # raises the DecodeError with its message
+        raise AssertionError("unreachable: the frame failed to decode above")
+
     def _choice(self, choice: Choice, out: list[Event]) -> None:
         index = choice.index
         delta = choice.delta
@@ -190,7 +207,21 @@ class StreamDecoder(SSEStreamDecoder):
             role = delta.role if delta is not None and delta.role else "assistant"
             out.append(MessageStart(message=index, role=_role(role), choice_index=index))
         if delta is not None:
-            self._delta(index, delta, out)
+            content = delta.content
+            if (
+                content
+                and delta.tool_calls is None
+                and delta.reasoning_details is None
+                and delta.reasoning_content is None
+                and delta.reasoning is None
+                and delta.annotations is None
+                and delta.refusal is None
+                and delta.audio is None
+                and delta.function_call is None
+            ):
+                out.append(TextDelta(message=index, part="content", text=content))  # the common case
+            else:
+                self._delta(index, delta, out)
         logprobs = choice.logprobs
         if logprobs is not None:
             if logprobs.content:
@@ -296,22 +327,6 @@ class StreamDecoder(SSEStreamDecoder):
 
 
 _DONE: Final = (b"[DONE]", "[DONE]")
-
-
-def decode_chunk(data: bytes | str) -> Chunk:
-    """Decode one chunk.
-
-    Bytes that are not valid UTF-8 are decoded with replacement first (as the SSE standard
-    does) instead of failing.
-    """
-    try:
-        return chunk_decoder.decode(data)
-    except msgspec.DecodeError:
-        if isinstance(data, bytes):
-            text = data.decode("utf-8", "replace")
-            if text.encode() != data:
-                return chunk_decoder.decode(text)
-        raise
 
 
 def _response_raw(chunk: Chunk) -> dict[str, Any]:
