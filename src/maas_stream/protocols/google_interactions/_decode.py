@@ -115,7 +115,6 @@ class StreamDecoder(SSEStreamDecoder):
         super().__init__(**kwargs)
         self._steps: dict[int, _Step] = {}
         self._started = False
-        self._completed = False
         self._handlers: dict[str, Any] = {
             "step.delta": self._on_delta,
             "content.delta": self._on_delta,
@@ -167,6 +166,7 @@ class StreamDecoder(SSEStreamDecoder):
         )
 
     def _on_created(self, env: Envelope, data: str, out: list[Event]) -> None:
+        self._steps.clear()
         self._start(env.interaction, out)
 
     def _on_status(self, env: Envelope, data: str, out: list[Event]) -> None:
@@ -186,7 +186,8 @@ class StreamDecoder(SSEStreamDecoder):
             errors = inter.get("errors")
             first = errors[0] if isinstance(errors, list) and errors else {"message": "interaction failed"}
             out.append(StreamErrorEvent(error=error_from(first)))
-        self._completed = True
+        # A later interaction.created on the same stream starts the next response.
+        self._started = False
         out.append(ResponseDone(status=mapped[0], finish_reason=mapped[1], provider_finish_reason=status))
 
     def _on_error(self, env: Envelope, data: str, out: list[Event]) -> None:
@@ -234,7 +235,9 @@ class StreamDecoder(SSEStreamDecoder):
                     step.last = str(item.get("type")) if isinstance(item, dict) else ""
                     out.append(PartStart(message=index, part=step.pos, value=part_from_content(item)))
         elif kind in ("call", "mcp_call"):
-            out.append(PartStart(message=index, part="call", value=call_from_step(raw)))
+            if raw.get("id") or raw.get("name"):
+                # (A legacy function_call block may start empty; its delta then starts the call.)
+                out.append(PartStart(message=index, part="call", value=call_from_step(raw)))
         else:
             step.buffer = dict(raw)
 

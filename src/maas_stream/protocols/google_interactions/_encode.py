@@ -153,7 +153,9 @@ class StreamEncoder:
         if self._started:
             return b""
         self._started = True
-        inter = {"id": self._id or "v1_maas", "status": "in_progress", "object": "interaction"}
+        inter: dict[str, Any] = {"status": "in_progress", "object": "interaction"}
+        if self._id:
+            inter["id"] = self._id
         if self._model:
             inter["model"] = self._model
         return self._frame("interaction.created", {"interaction": inter})
@@ -189,9 +191,9 @@ class StreamEncoder:
 
     def _on_response_start(self, ev: ResponseStart) -> bytes:
         self._source = ev.protocol
-        self._id = self._id or ev.id
-        self._model = self._model or ev.model
-        return self._start()
+        self._id = ev.id or self._id
+        self._model = ev.model or self._model
+        return b""
 
     def _on_message_start(self, ev: MessageStart) -> bytes:
         if ev.role in ("user", "system", "developer"):
@@ -350,7 +352,7 @@ class StreamEncoder:
             step["result"] = result_wire(value.content)
             if value.is_error is not None:
                 step["is_error"] = value.is_error
-        elif isinstance(value, UnknownPart) and self._source == PROTOCOL and is_step(value.raw):
+        elif isinstance(value, UnknownPart) and self._source == PROTOCOL and _kept_step(value):
             step = dict(value.raw)
         if step is None:
             self._lose(f"a {value.__struct_config__.tag} part has no Interactions step; dropped")
@@ -360,6 +362,11 @@ class StreamEncoder:
 
     def _on_message_done(self, ev: MessageDone) -> bytes:
         if self._output is not None and self._output[0] == ev.message:
+            if ev.status == "incomplete":
+                # A cut source stays cut: the step is left without its step.stop.
+                self._open.pop(self._output[1], None)
+                self._output = None
+                return b""
             return self._close_output()
         return b""
 
@@ -377,11 +384,18 @@ class StreamEncoder:
             status = "incomplete"
         else:
             status = _STATUS.get(ev.finish_reason, "completed")
-        inter: dict[str, Any] = {"id": self._id or "v1_maas", "status": status, "object": "interaction"}
+        inter: dict[str, Any] = {"status": status, "object": "interaction"}
+        if self._id:
+            inter["id"] = self._id
         if self._model:
             inter["model"] = self._model
         if self._usage is not None:
             inter["usage"] = _usage_wire(self._usage, self._source)
+        # A session source (Live, Realtime) may start another response: a new interaction.
+        self._started = False
+        self._next = 0
+        self._output = None
+        self._parts = {}
         return out + self._frame("interaction.completed", {"interaction": inter})
 
     def _on_error(self, ev: StreamErrorEvent) -> bytes:
@@ -395,7 +409,7 @@ class StreamEncoder:
         if self._source == PROTOCOL and isinstance(raw, dict) and isinstance(raw.get("event_type"), str):
             body = dict(raw)
             return self._frame(str(body.pop("event_type")), body)
-        self._lose(f"unknown {ev.provider_type!r} frames of {self._source or 'the source'} dropped")
+        self._lose(f"unknown {ev.provider_type!r} frames of another protocol dropped")
         return b""
 
 
@@ -411,3 +425,9 @@ def _usage_wire(usage: Usage, source: str) -> dict[str, Any]:
     )
     out: dict[str, Any] = {name: value for name, value in pairs if value is not None}
     return out
+
+
+def _kept_step(part: UnknownPart) -> bool:
+    """An unknown part our decoder made from a whole step (of any type, known or not)."""
+    raw = part.raw
+    return is_step(raw) or (isinstance(raw, dict) and raw.get("type") == part.provider_type)

@@ -454,7 +454,7 @@ class StreamEncoder:
     def _on_unknown(self, ev: UnknownEvent) -> bytes:
         raw = ev.raw
         if self._source != PROTOCOL or not isinstance(raw, dict):
-            self._lose(f"unknown {ev.provider_type!r} frames of {self._source or 'the source'} dropped")
+            self._lose(f"unknown {ev.provider_type!r} frames of another protocol dropped")
             return b""
         line = _json.encode(raw)
         return (_CLIENT if ev.provider_type.startswith("client.") else _SERVER) + line + b"}\n"
