@@ -111,6 +111,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
         super().__init__(**kwargs)
         self._model: str | None = None
         self._session: str | None = None
+        self._started = False
         self._open = False
         self._ours = False
         self._turn = 0
@@ -132,6 +133,10 @@ class StreamDecoder(JSONLinesStreamDecoder):
             self._client(msg, out)
             return out
         message: ServerMessage = server_decoder.decode(msg)
+        if not self._started:
+            # The session starts: say which protocol this is before any session message.
+            self._started = True
+            self._ensure_open(out, ours=True)
         content = message.server_content
         if not isinstance(content, msgspec.UnsetType):
             self._content(content, msg, out)
@@ -353,7 +358,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
             cancelled = msgspec.structs.replace(value, status="incomplete")
             out.append(PartDone(message=turn, part=key, value=cancelled))
         if ours:
-            self._close_response(out, finish_reason="other", provider_finish_reason="tool_call_cancellation")
+            self._close_response(out)
 
     # ------------------------------------------------------------------ client messages
 
@@ -366,6 +371,9 @@ class StreamDecoder(JSONLinesStreamDecoder):
         if name == "setup" and isinstance(raw[key], dict):
             model = raw[key].get("model")
             self._model = model if isinstance(model, str) else None
+        if not self._started:
+            self._started = True
+            self._ensure_open(out, ours=True)
         if name == "toolResponse":
             self._tool_response(raw[key], out)
             return

@@ -95,6 +95,8 @@ class StreamEncoder:
         self._calls: list[dict[str, Any]] = []
         self._results: dict[Any, list[dict[str, Any]]] = {}
         self._usage: Usage | None = None
+        self._active = False
+        """Whether model output went out in the current response (else no turn to complete)."""
         self._handlers: dict[type[Any], Any] = {
             ResponseStart: self._on_response_start,
             MessageStart: self._on_message_start,
@@ -137,9 +139,18 @@ class StreamEncoder:
     def _flush(self) -> bytes:
         if not self._calls:
             return b""
+        self._active = True
         calls = self._calls
         self._calls = []
         return _line({"toolCall": {"functionCalls": calls}})
+
+    def _mt(self, part: dict[str, Any]) -> bytes:
+        self._active = True
+        return _turn(part)
+
+    def _ml(self, msg: dict[str, Any]) -> bytes:
+        self._active = True
+        return _line(msg)
 
     def _kind(self, message: Any, part: Any) -> str | None:
         return self._kinds.get((message, part))
@@ -183,20 +194,20 @@ class StreamEncoder:
         if isinstance(value, TextPart):
             self._kinds[key] = "text"
             if value.text:
-                out += _turn({"text": value.text})
+                out += self._mt({"text": value.text})
         elif isinstance(value, ReasoningPart):
             self._kinds[key] = "thought"
             if value.encrypted_content or value.data:
                 self._lose("encrypted or redacted reasoning has no Live form; dropped")
             for text in value.summary or ([value.text] if value.text else []):
-                out += _turn({"text": text, "thought": True})
+                out += self._mt({"text": text, "thought": True})
         elif isinstance(value, AudioPart):
             self._kinds[key] = "audio"
             self._formats[key] = value.format if value.format and "/" in value.format else self.audio_mime
             if value.data:
-                out += _turn({"inlineData": {"mimeType": self._formats[key], "data": value.data}})
+                out += self._mt({"inlineData": {"mimeType": self._formats[key], "data": value.data}})
             if value.transcript:
-                out += _line({"serverContent": {"outputTranscription": {"text": value.transcript}}})
+                out += self._ml({"serverContent": {"outputTranscription": {"text": value.transcript}}})
         elif isinstance(value, ImagePart | CodePart | UnknownPart):
             self._kinds[key] = "whole"
         else:
@@ -207,17 +218,17 @@ class StreamEncoder:
     def _on_text(self, ev: TextDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "text":
             return b""
-        return self._flush() + _turn({"text": ev.text})
+        return self._flush() + self._mt({"text": ev.text})
 
     def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "thought":
             return b""
-        return self._flush() + _turn({"text": ev.text, "thought": True})
+        return self._flush() + self._mt({"text": ev.text, "thought": True})
 
     def _on_summary(self, ev: SummaryDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "thought" or not ev.text:
             return b""
-        return self._flush() + _turn({"text": ev.text, "thought": True})
+        return self._flush() + self._mt({"text": ev.text, "thought": True})
 
     def _on_signature(self, ev: SignatureDelta) -> bytes:
         kind = self._kind(ev.message, ev.part)
@@ -231,7 +242,7 @@ class StreamEncoder:
         part: dict[str, Any] = {"text": "", "thoughtSignature": ev.signature}
         if kind == "thought":
             part["thought"] = True
-        return self._flush() + _turn(part)
+        return self._flush() + self._mt(part)
 
     def _on_audio(self, ev: AudioDelta) -> bytes:
         key = (ev.message, ev.part)
@@ -245,11 +256,11 @@ class StreamEncoder:
             return b""
         out = self._flush()
         if ev.data:
-            out += _turn(
+            out += self._mt(
                 {"inlineData": {"mimeType": self._formats.get(key, self.audio_mime), "data": ev.data}}
             )
         if ev.transcript:
-            out += _line({"serverContent": {"outputTranscription": {"text": ev.transcript}}})
+            out += self._ml({"serverContent": {"outputTranscription": {"text": ev.transcript}}})
         return out
 
     def _on_refusal(self, ev: RefusalDelta) -> bytes:
@@ -288,23 +299,23 @@ class StreamEncoder:
 
     def _whole(self, value: Any) -> bytes:
         if isinstance(value, ImagePart) and value.data:
-            return self._flush() + _turn(
+            return self._flush() + self._mt(
                 {"inlineData": {"mimeType": value.media_type or "image/png", "data": value.data}}
             )
         if isinstance(value, CodePart):
             out = self._flush()
             if value.code is not None:
-                out += _turn({"executableCode": {"language": value.language or "PYTHON", "code": value.code}})
+                out += self._mt({"executableCode": {"language": value.language or "PYTHON", "code": value.code}})
             if value.outcome is not None or value.output is not None:
                 result = {
                     k: v for k, v in (("outcome", value.outcome), ("output", value.output)) if v is not None
                 }
-                out += _turn({"codeExecutionResult": result})
+                out += self._mt({"codeExecutionResult": result})
             return out
         if isinstance(value, UnknownPart) and self._source == PROTOCOL and isinstance(value.raw, dict):
             if value.provider_type == "part":
-                return self._flush() + _turn(value.raw)
-            return self._flush() + _line({"serverContent": {value.provider_type: value.raw}})
+                return self._flush() + self._mt(value.raw)
+            return self._flush() + self._ml({"serverContent": {value.provider_type: value.raw}})
         self._lose(f"a {value.__struct_config__.tag} part has no Live form; dropped")
         return b""
 
@@ -321,16 +332,21 @@ class StreamEncoder:
         return b""
 
     def _on_response_done(self, ev: ResponseDone) -> bytes:
-        out = self._flush()
-        if ev.finish_reason == "tool_calls":
+        active = self._active or bool(self._calls)
+        out = self._flush() if self._calls else b""
+        self._active = False
+        if ev.finish_reason == "tool_calls" or not (active or self._usage is not None):
+            # Live sends no turnComplete before tool results; a response that carried only
+            # client-side messages (tool results) had no model turn to complete.
             return out
         content: dict[str, Any] = {"turnComplete": True}
         if ev.provider_finish_reason == "interrupted":
             out += _line({"serverContent": {"interrupted": True}})
         else:
             out += _line({"serverContent": {"generationComplete": True}})
-            if self._source == PROTOCOL and ev.finish_reason == "other" and ev.provider_finish_reason:
-                content["turnCompleteReason"] = ev.provider_finish_reason
+            reason = ev.provider_finish_reason
+            if self._source == PROTOCOL and ev.finish_reason == "other" and reason and reason.isupper():
+                content["turnCompleteReason"] = reason
         msg: dict[str, Any] = {"serverContent": content}
         if self._usage is not None:
             msg["usageMetadata"] = _usage_wire(self._usage)

@@ -125,11 +125,13 @@ class StreamDecoder(JSONLinesStreamDecoder):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._model: str | None = None
+        self._started = False
         self._open = False
         self._ours = False
         self._items: set[str] = set()
         self._names: dict[str, str] = {}
         self._inputs: set[str] = set()
+        self._inputs_done: set[str] = set()
         self._tools = 0
         self._handlers: dict[str, Any] = {
             **dict.fromkeys(_TEXT, self._on_text),
@@ -153,6 +155,14 @@ class StreamDecoder(JSONLinesStreamDecoder):
 
     def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
         out: list[Event] = []
+        if not self._started:
+            # The session starts: say which protocol this is before any session event.
+            self._started = True
+            if direction == "server" and b'"session.created"' in (msg if isinstance(msg, bytes) else msg.encode()):
+                session = msgspec.json.decode(msg).get("session")
+                model = session.get("model") if isinstance(session, dict) else None
+                self._model = model if isinstance(model, str) else None
+            self._ensure_open(out)
         if direction == "client":
             self._client(msg, out)
             return out
@@ -181,6 +191,15 @@ class StreamDecoder(JSONLinesStreamDecoder):
             self._open = False
             self._ours = False
             out.append(ResponseDone())
+
+    def on_finish(self) -> list[Event]:
+        out: list[Event] = []
+        if self._open and self._ours and not self._pending_input():
+            self._close_ours(out)
+        return out
+
+    def _pending_input(self) -> bool:
+        return bool(self._inputs - self._inputs_done)
 
     def _on_session(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
         session = ev.session or {}
@@ -369,6 +388,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
                 PartDone(message=key, part=ev.content_index, value=AudioPart(transcript=ev.transcript))
             )
         out.append(MessageDone(message=key))
+        self._inputs_done.add(item_id)
         self._close_ours(out)
 
     # ------------------------------------------------------------------ client events
