@@ -317,7 +317,7 @@ def realtime() -> None:
                 ("server", {"type": "response.output_text.delta", "event_id": "e22", "response_id": "resp_maas2", "item_id": "item_m2", "output_index": 0, "content_index": 0, "delta": "Paris 18C, Oslo 9C."}),
                 ("server", {"type": "response.content_part.done", "event_id": "e23", "response_id": "resp_maas2", "item_id": "item_m2", "output_index": 0, "content_index": 0, "part": {"type": "text", "text": "Paris 18C, Oslo 9C."}}),
                 ("server", {"type": "response.output_item.done", "event_id": "e24", "response_id": "resp_maas2", "output_index": 0, "item": {"id": "item_m2", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "Paris 18C, Oslo 9C."}]}}),
-                ("server", {"type": "response.done", "event_id": "e25", "response": {"object": "realtime.response", "id": "resp_maas2", "status": "completed", "output": [{"id": "item_m2", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "Paris 18C, Oslo 9C."}]}], "usage": {"total_tokens": 120, "input_tokens": 110, "output_tokens": 10}}}),
+                ("server", {"type": "response.done", "event_id": "e25", "response": {"object": "realtime.response", "id": "resp_maas2", "status": "completed", "output": [{"id": "item_m2", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "Paris 18C, Oslo 9C."}]}], "usage": {"total_tokens": 120, "input_tokens": 110, "output_tokens": 10, "input_token_details": {"cached_tokens": 64}}}}),
             ]
         ),
     )

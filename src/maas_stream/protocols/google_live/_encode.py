@@ -178,6 +178,8 @@ class StreamEncoder:
             return b""
         if role == "user":
             self._kinds[key] = "input" if isinstance(value, AudioPart) else "skip"
+            if isinstance(value, AudioPart) and value.transcript:
+                return _line({"serverContent": {"inputTranscription": {"text": value.transcript}}})
             return b""
         if role != "assistant" and role != "model":
             self._kinds[key] = "skip"

@@ -111,7 +111,7 @@ def part_from_content(content: Any) -> Part | None:
         transcript = content.get("transcript")
         audio = content.get("audio")
         return AudioPart(
-            transcript=transcript if isinstance(transcript, str) else None,
+            transcript=transcript if isinstance(transcript, str) and transcript else None,
             data=audio if isinstance(audio, str) else None,
         )
     return None
@@ -130,8 +130,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
         self._ours = False
         self._items: set[str] = set()
         self._names: dict[str, str] = {}
-        self._inputs: set[str] = set()
-        self._inputs_done: set[str] = set()
+        self._inputs: dict[str, list[str]] = {}
         self._tools = 0
         self._handlers: dict[str, Any] = {
             **dict.fromkeys(_TEXT, self._on_text),
@@ -194,12 +193,12 @@ class StreamDecoder(JSONLinesStreamDecoder):
 
     def on_finish(self) -> list[Event]:
         out: list[Event] = []
-        if self._open and self._ours and not self._pending_input():
+        for item_id, held in self._inputs.items():
+            # Cut before .completed: keep what was transcribed, left open (incomplete).
+            self._input_message(item_id, "".join(held), False, out)
+        if self._open and self._ours and not self._inputs:
             self._close_ours(out)
         return out
-
-    def _pending_input(self) -> bool:
-        return bool(self._inputs - self._inputs_done)
 
     def _on_session(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
         session = ev.session or {}
@@ -365,31 +364,25 @@ class StreamDecoder(JSONLinesStreamDecoder):
     # ------------------------------------------------------------------ input transcription
 
     def _on_input_delta(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
-        item_id = ev.item_id or ""
-        self._ensure_open(out)
-        self._input_start(item_id, ev.content_index, out)
+        # Held until .completed: the transcription often outlives the response it started in,
+        # and a message must not straddle two responses.
         if ev.delta:
-            out.append(AudioDelta(message=("input", item_id), part=ev.content_index, transcript=ev.delta))
-
-    def _input_start(self, item_id: str, index: int, out: list[Event]) -> None:
-        if item_id not in self._inputs:
-            self._inputs.add(item_id)
-            key = ("input", item_id)
-            out.append(MessageStart(message=key, role="user", type="input_transcription", id=item_id or None))
-            out.append(PartStart(message=key, part=index, value=AudioPart()))
+            self._inputs.setdefault(ev.item_id or "", []).append(ev.delta)
 
     def _on_input_done(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
         item_id = ev.item_id or ""
+        held = self._inputs.pop(item_id, [])
+        transcript = ev.transcript if ev.transcript is not None else "".join(held)
+        self._input_message(item_id, transcript, True, out)
+
+    def _input_message(self, item_id: str, transcript: str, done: bool, out: list[Event]) -> None:
         self._ensure_open(out)
-        self._input_start(item_id, ev.content_index, out)
         key = ("input", item_id)
-        if ev.transcript is not None:
-            out.append(
-                PartDone(message=key, part=ev.content_index, value=AudioPart(transcript=ev.transcript))
-            )
-        out.append(MessageDone(message=key))
-        self._inputs_done.add(item_id)
-        self._close_ours(out)
+        out.append(MessageStart(message=key, role="user", type="input_transcription", id=item_id or None))
+        out.append(PartStart(message=key, part=0, value=AudioPart(transcript=transcript)))
+        if done:
+            out += [PartDone(message=key, part=0), MessageDone(message=key)]
+            self._close_ours(out)
 
     # ------------------------------------------------------------------ client events
 

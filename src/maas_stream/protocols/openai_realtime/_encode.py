@@ -369,6 +369,8 @@ class StreamEncoder:
         return out + self._event({"type": "response.content_part.done", **base, "part": part})
 
     def _call_done(self, item: _Item, value: Any) -> bytes:
+        if isinstance(value, ToolCallPart) and value.status == "incomplete":
+            return b""  # a cut (or cancelled) call is never reported as done
         if isinstance(value, ToolCallPart):
             item.args = [value.arguments]
             item.name = value.name or item.name
