@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
@@ -13,6 +12,9 @@ import maas_stream as ms
 from maas_stream import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
 from maas_stream.protocols import google_interactions as gi
 from tests.conftest import RECORDINGS, need_corpus, params, recordings
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROTO = "google-interactions"
 
@@ -57,7 +59,7 @@ def expected_steps(payloads: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 
 def strip(resp: ms.Response) -> dict[str, Any]:
-    out = msgspec.to_builtins(resp)
+    out: dict[str, Any] = msgspec.to_builtins(resp)
     for key in ("unknown", "unknown_events", "warnings"):
         out.pop(key, None)
     return out
@@ -100,7 +102,9 @@ def test_corpus_status_usage_and_steps(path: Path) -> None:
         elif exp["type"] == "function_call":
             assert isinstance(part, ToolCallPart)
             assert (part.id, part.name, part.kind) == (exp["id"], exp["name"], "function")
-            assert part.arguments == (exp["args"] if exp["args"] is not None else json.dumps(exp["start_args"]))
+            assert part.arguments == (
+                exp["args"] if exp["args"] is not None else json.dumps(exp["start_args"])
+            )
             assert part.signature == exp["signature"]
         elif exp["type"].endswith("_call"):
             assert isinstance(part, ToolCallPart)
@@ -117,20 +121,23 @@ def test_corpus_item_shapes_match_final_json(path: Path) -> None:
     final = json.loads(path.with_suffix("").with_suffix(".final.json").read_text())
     resp = ms.aggregate(path.read_bytes(), protocol=PROTO)
     assert [m.type for m in resp.messages] == [s["type"] for s in final["steps"]]
-    assert resp.usage is not None and isinstance(resp.usage.raw, dict)
+    assert resp.usage is not None
+    assert isinstance(resp.usage.raw, dict)
     assert set(resp.usage.raw) <= set(final["usage"]) | {"tool_use_tokens_by_modality"}
     for message, step in zip(resp.messages, final["steps"], strict=True):
         assert isinstance(message.content, list)
         part = message.content[0]
         if step["type"] == "thought":
-            assert isinstance(part, ReasoningPart) and isinstance(part.signature, str)
+            assert isinstance(part, ReasoningPart)
+            assert isinstance(part.signature, str)
         elif step["type"] == "function_call":
             assert isinstance(part, ToolCallPart)
             assert set(json.loads(part.arguments)) == set(step["arguments"])
         elif step["type"] == "model_output":
             annotated = any(c.get("annotations") for c in step["content"])
             ours = [p for p in message.content if isinstance(p, TextPart)]
-            assert ours and all(isinstance(p.text, str) for p in ours)
+            assert ours
+            assert all(isinstance(p.text, str) for p in ours)
             assert annotated == any(p.annotations for p in ours)
 
 
@@ -183,10 +190,13 @@ def _rec(name: str) -> ms.Response:
 
 def test_parallel_calls_both_argument_forms() -> None:
     resp = _rec("parallel_calls_thought_summary.sse")
-    thought, text, call1, call2 = (m.content[0] for m in resp.messages)  # type: ignore[index]
-    assert thought == ReasoningPart(summary=["Two lookups; run them together."], signature="EpQBCkQopaque+/==")
+    thought, text, call1, call2 = (m.content[0] for m in resp.messages)
+    assert thought == ReasoningPart(
+        summary=["Two lookups; run them together."], signature="EpQBCkQopaque+/=="
+    )
     assert text == TextPart(text="Checking both cities now. é✓")
-    assert isinstance(call1, ToolCallPart) and isinstance(call2, ToolCallPart)
+    assert isinstance(call1, ToolCallPart)
+    assert isinstance(call2, ToolCallPart)
     assert (call1.id, call1.arguments) == ("call_p1", '{"city":"Paris"}')  # streamed fragments
     assert (call2.id, call2.arguments) == ("call_o2", '{"city":"Oslo"}')  # complete at start
     assert (resp.finish_reason, resp.provider_finish_reason) == ("tool_calls", "requires_action")
@@ -201,7 +211,9 @@ def test_legacy_schema_is_detected_and_mapped_to_steps() -> None:
     assert call == ToolCallPart(
         id="fc_9", name="save_poem", arguments='{"title":"Wind"}', signature="FcSig==", status="completed"
     )
-    assert resp.messages[0].content[0] == ReasoningPart(summary=["User wants a haiku."], signature="Cq0BLegacySig==")
+    assert resp.messages[0].content[0] == ReasoningPart(
+        summary=["User wants a haiku."], signature="Cq0BLegacySig=="
+    )
     assert resp.messages[1].content == [TextPart(text="Autumn wind rises — leaves answer.")]
 
 
@@ -217,16 +229,21 @@ def test_builtin_steps_annotations_and_media() -> None:
         "brand_new_step",
     ]
     call = resp.messages[0].content[0]
-    assert isinstance(call, ToolCallPart) and call.kind == "server" and call.name == "code_execution"
+    assert isinstance(call, ToolCallPart)
+    assert call.kind == "server"
+    assert call.name == "code_execution"
     assert json.loads(call.arguments) == {"code": "print(2**10)", "language": "python"}
     result = resp.messages[1].content[0]
-    assert isinstance(result, UnknownPart) and result.raw["result"] == "1024\n" and result.raw["call_id"] == "ce_1"
+    assert isinstance(result, UnknownPart)
+    assert result.raw["result"] == "1024\n"
+    assert result.raw["call_id"] == "ce_1"
     output = resp.messages[4].content
     assert isinstance(output, list)
     kinds = [type(p).__name__ for p in output]
     assert kinds == ["TextPart", "ImagePart", "TextPart"]
     first = output[0]
-    assert isinstance(first, TextPart) and first.annotations is not None
+    assert isinstance(first, TextPart)
+    assert first.annotations is not None
     assert [(c.kind, c.url or c.title, c.start, c.end) for c in first.annotations] == [
         ("url_citation", "https://example.com/a", 0, 12),
         ("file_citation", "files/abc", 13, 30),
@@ -236,14 +253,20 @@ def test_builtin_steps_annotations_and_media() -> None:
 
 def test_error_and_cut_streams() -> None:
     err = _rec("error_midstream.sse")
-    assert err.status == "failed" and err.error is not None and err.error.message == "quota exceeded"
+    assert err.status == "failed"
+    assert err.error is not None
+    assert err.error.message == "quota exceeded"
     assert err.messages[0].content == [TextPart(text="Partial answer")]
     cut = _rec("cut_mid_arguments.sse")
     assert cut.status == "incomplete"
     call = cut.messages[0].content[0]
-    assert isinstance(call, ToolCallPart) and call.status == "incomplete" and call.arguments == '{"term": "hal'
+    assert isinstance(call, ToolCallPart)
+    assert call.status == "incomplete"
+    assert call.arguments == '{"term": "hal'
     failed = _rec("failed_status.sse")
-    assert failed.status == "failed" and failed.error is not None and failed.error.code == "INTERNAL"
+    assert failed.status == "failed"
+    assert failed.error is not None
+    assert failed.error.code == "INTERNAL"
     assert failed.messages[0].content == [ReasoningPart(signature="StartSig==")]
 
 
@@ -260,19 +283,17 @@ def test_random_frame_gives_clear_protocol_error() -> None:
 
 
 def test_encoder_keeps_foreign_signatures_out_and_reports() -> None:
-    from maas_stream.events import PartDone, PartStart, ResponseDone, ResponseStart, SignatureDelta
+    from maas_stream.events import Event, PartDone, PartStart, ResponseDone, ResponseStart, SignatureDelta
 
     enc = gi.StreamEncoder()
-    out = b"".join(
-        enc.encode(e)
-        for e in [
-            ResponseStart(protocol="anthropic", id="msg_1"),
-            PartStart(message=0, part=0, value=ReasoningPart(text="thinking")),
-            SignatureDelta(message=0, part=0, signature="anthropic-sig"),
-            PartDone(message=0, part=0),
-            ResponseDone(finish_reason="stop"),
-        ]
-    )
+    events: list[Event] = [
+        ResponseStart(protocol="anthropic", id="msg_1"),
+        PartStart(message=0, part=0, value=ReasoningPart(text="thinking")),
+        SignatureDelta(message=0, part=0, signature="anthropic-sig"),
+        PartDone(message=0, part=0),
+        ResponseDone(finish_reason="stop"),
+    ]
+    out = b"".join(enc.encode(e) for e in events)
     assert b"anthropic-sig" not in out
     assert any("signatures from anthropic" in line for line in enc.lossy)
     resp = ms.aggregate(out, protocol=PROTO)
@@ -288,12 +309,27 @@ STATELESS = {
     "system_instruction": "Be brief.",
     "input": [
         {"type": "user_input", "content": [{"type": "text", "text": "Weather in Paris and Oslo?"}]},
-        {"type": "thought", "signature": "EpQBCkQopaque+/==", "summary": [{"type": "text", "text": "Two lookups."}]},
+        {
+            "type": "thought",
+            "signature": "EpQBCkQopaque+/==",
+            "summary": [{"type": "text", "text": "Two lookups."}],
+        },
         {"type": "model_output", "content": [{"type": "text", "text": "Checking both cities now."}]},
         {"type": "function_call", "id": "call_p1", "name": "get_weather", "arguments": {"city": "Paris"}},
-        {"type": "function_call", "id": "call_o2", "name": "get_weather", "arguments": {"city": "Oslo"}, "signature": ""},
+        {
+            "type": "function_call",
+            "id": "call_o2",
+            "name": "get_weather",
+            "arguments": {"city": "Oslo"},
+            "signature": "",
+        },
         {"type": "thought", "signature": "U2Vjb25kU2ln"},
-        {"type": "function_result", "call_id": "call_p1", "name": "get_weather", "result": [{"type": "text", "text": "18C"}]},
+        {
+            "type": "function_result",
+            "call_id": "call_p1",
+            "name": "get_weather",
+            "result": [{"type": "text", "text": "18C"}],
+        },
         {"type": "function_result", "call_id": "call_o2", "name": "get_weather", "result": "9C"},
         {"type": "google_search_result", "call_id": "gs_1", "result": [{"search_suggestions": "<div/>"}]},
     ],
@@ -306,9 +342,9 @@ def test_stateless_history_round_trip_is_byte_exact() -> None:
     body = gi.from_canonical(messages)
     assert body["system_instruction"] == "Be brief."
     assert json.dumps(body["input"], sort_keys=True) == json.dumps(STATELESS["input"], sort_keys=True)
-    thoughts = [p for m in messages for p in m.content if isinstance(p, ReasoningPart)]  # type: ignore[union-attr]
+    thoughts = [p for m in messages for p in m.content if isinstance(p, ReasoningPart)]
     assert [t.signature for t in thoughts] == ["EpQBCkQopaque+/==", "U2Vjb25kU2ln"]
-    results = [p for m in messages for p in m.content if isinstance(p, ToolResultPart)]  # type: ignore[union-attr]
+    results = [p for m in messages for p in m.content if isinstance(p, ToolResultPart)]
     assert [r.tool_call_id for r in results] == ["call_p1", "call_o2"]
     assert gi.validate(STATELESS) == []
 
@@ -322,7 +358,9 @@ def test_previous_interaction_id_is_kept_for_stateful_use() -> None:
     messages = gi.to_canonical(body)
     assert gi.from_canonical(messages)["previous_interaction_id"] == "v1_abc"
     assert gi.validate(body) == []  # a stored interaction made the call
-    assert gi.from_canonical(messages, previous_interaction_id="v1_new")["previous_interaction_id"] == "v1_new"
+    assert (
+        gi.from_canonical(messages, previous_interaction_id="v1_new")["previous_interaction_id"] == "v1_new"
+    )
 
 
 def test_validate_names_faults() -> None:
@@ -335,11 +373,23 @@ def test_validate_names_faults() -> None:
     assert any("store: false" in f for f in faults)
     assert any("messages[0]" in f and "no id" in f for f in faults)
     orphan = {"input": [{"type": "function_result", "call_id": "call_zz", "result": "x"}]}
-    assert gi.validate(orphan) == ["messages[0]: function_result call_id call_zz answers no earlier function_call"]
+    assert gi.validate(orphan) == [
+        "messages[0]: function_result call_id call_zz answers no earlier function_call"
+    ]
     assert gi.validate({"no": "input"}) == ["the body has no 'input'"]
 
 
 def test_history_accepts_string_content_and_turns() -> None:
     assert gi.to_canonical({"input": "hi"}) == [Message(role="user", content=[TextPart(text="hi")])]
-    turns = gi.to_canonical({"input": [{"role": "user", "content": "a"}, {"role": "model", "content": [{"type": "text", "text": "b"}]}]})
-    assert [(m.role, m.content) for m in turns] == [("user", [TextPart(text="a")]), ("assistant", [TextPart(text="b")])]
+    turns = gi.to_canonical(
+        {
+            "input": [
+                {"role": "user", "content": "a"},
+                {"role": "model", "content": [{"type": "text", "text": "b"}]},
+            ]
+        }
+    )
+    assert [(m.role, m.content) for m in turns] == [
+        ("user", [TextPart(text="a")]),
+        ("assistant", [TextPart(text="b")]),
+    ]

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
 from google.genai import types as genai_types
 
 import maas_stream as ms
-from maas_stream import AudioPart, CodePart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
+from maas_stream import (
+    AudioPart,
+    CodePart,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    UnknownPart,
+)
 from maas_stream.protocols import google_live as gl
 from tests.conftest import RECORDINGS, corpus, need_corpus, params, recordings
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROTO = "google-live"
 
@@ -24,7 +34,7 @@ def frames(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def strip(resp: ms.Response) -> dict[str, Any]:
-    out = msgspec.to_builtins(resp)
+    out: dict[str, Any] = msgspec.to_builtins(resp)
     for key in ("unknown", "unknown_events", "warnings"):
         out.pop(key, None)
     return out
@@ -88,18 +98,25 @@ def test_corpus_turns_audio_transcript_and_usage(path: Path) -> None:
         content = msg.get("serverContent", {})
         for part in content.get("modelTurn", {}).get("parts", []):
             if "inlineData" in part:
-                current = current if current is not None else turns.append({"data": "", "t": ""}) or turns[-1]
+                if current is None:
+                    current = {"data": "", "t": ""}
+                    turns.append(current)
                 current["data"] += part["inlineData"]["data"]
         if "outputTranscription" in content:
-            current = current if current is not None else turns.append({"data": "", "t": ""}) or turns[-1]
+            if current is None:
+                current = {"data": "", "t": ""}
+                turns.append(current)
             current["t"] += content["outputTranscription"]["text"]
         if "toolCall" in msg or content.get("turnComplete"):
             current = None
         usage = msg.get("usageMetadata", usage)
     resp = ms.aggregate(path.read_bytes(), protocol=PROTO)
-    audio = [p for m in resp.messages for p in m.content if isinstance(p, AudioPart) and m.role == "assistant"]  # type: ignore[union-attr]
+    audio = [
+        p for m in resp.messages for p in m.content if isinstance(p, AudioPart) and m.role == "assistant"
+    ]
     assert [(a.data or "", a.transcript or "") for a in audio] == [(t["data"], t["t"]) for t in turns]
-    assert resp.usage is not None and resp.usage.raw == usage
+    assert resp.usage is not None
+    assert resp.usage.raw == usage
     assert resp.usage.input_tokens == usage["promptTokenCount"]
     assert resp.usage.output_tokens == usage["responseTokenCount"]
     assert resp.status == "completed"
@@ -142,13 +159,13 @@ def test_encoder_from_realtime_validates_and_keeps_content(path: Path) -> None:
             (p.data, p.transcript)
             for m in resp.messages
             if m.role == "assistant"
-            for p in m.content  # type: ignore[union-attr]
+            for p in m.content
             if isinstance(p, AudioPart)
         ]
 
     assert audio(back) == audio(source)
-    texts = [p.text for m in source.messages for p in m.content if isinstance(p, TextPart)]  # type: ignore[union-attr]
-    assert [p.text for m in back.messages for p in m.content if isinstance(p, TextPart)] == texts  # type: ignore[union-attr]
+    texts = [p.text for m in source.messages for p in m.content if isinstance(p, TextPart)]
+    assert [p.text for m in back.messages for p in m.content if isinstance(p, TextPart)] == texts
 
 
 # ---------------------------------------------------------------- recordings
@@ -172,35 +189,49 @@ def test_thought_text_parallel_calls_results_then_answer() -> None:
     resp = _rec("text_thought_parallel_tools.jsonl")
     assert [m.role for m in resp.messages] == ["assistant", "tool", "assistant"]
     first = resp.messages[0].content
-    assert first[:2] == [  # type: ignore[index]
+    assert first[:2] == [
         ReasoningPart(text="Two lookups; ask for both at once.", signature="TGl2ZVNpZw=="),
         TextPart(text="Checking both cities now."),
     ]
     calls, results = calls_and_results(resp)
-    assert [c for _, c in calls] == [("fc-1", "get_weather", {"city": "Paris"}), ("fc-2", "get_weather", {"city": "Oslo"})]
+    assert [c for _, c in calls] == [
+        ("fc-1", "get_weather", {"city": "Paris"}),
+        ("fc-2", "get_weather", {"city": "Oslo"}),
+    ]
     assert [r for _, r in results] == [
         ("fc-1", "get_weather", {"output": {"temp_c": 18}}),
         ("fc-2", "get_weather", {"output": {"temp_c": 9}}),
     ]
     assert resp.messages[2].content == [TextPart(text="Paris 18°C, Oslo 9°C.")]
-    assert resp.usage is not None and (resp.usage.input_tokens, resp.usage.reasoning_tokens) == (61, 40)
-    assert resp.unknown == {"client.setup": 1, "setupComplete": 1, "client.clientContent": 1, "sessionResumptionUpdate": 1}
+    assert resp.usage is not None
+    assert (resp.usage.input_tokens, resp.usage.reasoning_tokens) == (61, 40)
+    assert resp.unknown == {
+        "client.setup": 1,
+        "setupComplete": 1,
+        "client.clientContent": 1,
+        "sessionResumptionUpdate": 1,
+    }
     assert resp.model == "models/gemini-live-2.5-flash-preview"
 
 
 def test_cancelled_call_and_interrupted_turn_are_marked() -> None:
     resp = _rec("interrupted_cancelled_call.jsonl")
-    call = resp.messages[0].content[1]  # type: ignore[index]
-    assert isinstance(call, ToolCallPart) and call.id == "fc-slow"
+    call = resp.messages[0].content[1]
+    assert isinstance(call, ToolCallPart)
+    assert call.id == "fc-slow"
     assert call.status == "incomplete"  # cancelled by toolCallCancellation
     kept = [u for u in resp.unknown_events or [] if u.provider_type == "toolCallCancellation"]
-    assert kept and kept[0].raw == {"toolCallCancellation": {"ids": ["fc-slow"]}}
+    assert kept
+    assert kept[0].raw == {"toolCallCancellation": {"ids": ["fc-slow"]}}
     assert resp.messages[1].status == "incomplete"  # the interrupted turn
     assert (resp.status, resp.provider_finish_reason) == ("incomplete", "interrupted")
     assert resp.id == "sess-live-7"
-    assert resp.unknown["goAway"] == 1 and resp.unknown["client.realtimeInput"] == 2
-    audio = resp.messages[0].content[0]  # type: ignore[index]
-    assert audio == AudioPart(data="AAAAAP//AQD+/w==", format="audio/pcm;rate=24000", transcript="Let me look")
+    assert resp.unknown["goAway"] == 1
+    assert resp.unknown["client.realtimeInput"] == 2
+    audio = resp.messages[0].content[0]
+    assert audio == AudioPart(
+        data="AAAAAP//AQD+/w==", format="audio/pcm;rate=24000", transcript="Let me look"
+    )
 
 
 def test_input_transcription_code_unknown_parts_and_second_turn() -> None:
@@ -208,15 +239,16 @@ def test_input_transcription_code_unknown_parts_and_second_turn() -> None:
     user, turn1, turn2 = resp.messages
     assert (user.role, user.type) == ("user", "input_transcription")
     assert user.content == [AudioPart(transcript="What is two to the tenth?")]
-    assert turn1.content[:2] == [  # type: ignore[index]
+    assert turn1.content[:2] == [
         CodePart(language="PYTHON", code="print(2**10)"),
         CodePart(outcome="OUTCOME_OK", output="1024\n"),
     ]
-    unknown = [p for p in turn1.content if isinstance(p, UnknownPart)]  # type: ignore[union-attr]
+    unknown = [p for p in turn1.content if isinstance(p, UnknownPart)]
     assert [u.provider_type for u in unknown] == ["part", "groundingMetadata"]
     assert turn2.content == [TextPart(text="You're welcome.")]
     assert resp.provider_finish_reason == "NEED_MORE_INPUT"
-    assert resp.usage is not None and resp.usage.total_tokens == 24  # the last turn's report
+    assert resp.usage is not None
+    assert resp.usage.total_tokens == 24
 
 
 def test_cut_mid_turn_is_incomplete() -> None:
@@ -245,8 +277,17 @@ def test_history_round_trip_of_client_content() -> None:
             "client_content": {
                 "turns": [
                     {"role": "user", "parts": [{"text": "Hi"}]},
-                    {"role": "model", "parts": [{"text": "plan", "thought": True, "thoughtSignature": "c2ln"}, {"functionCall": {"id": "f1", "name": "go", "args": {"a": 1}}}]},
-                    {"role": "user", "parts": [{"functionResponse": {"id": "f1", "name": "go", "response": {"ok": True}}}]},
+                    {
+                        "role": "model",
+                        "parts": [
+                            {"text": "plan", "thought": True, "thoughtSignature": "c2ln"},
+                            {"functionCall": {"id": "f1", "name": "go", "args": {"a": 1}}},
+                        ],
+                    },
+                    {
+                        "role": "user",
+                        "parts": [{"functionResponse": {"id": "f1", "name": "go", "response": {"ok": True}}}],
+                    },
                 ],
                 "turnComplete": True,
             }

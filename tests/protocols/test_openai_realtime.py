@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
@@ -13,9 +12,12 @@ from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 import maas_stream as ms
-from maas_stream import AudioPart, Message, TextPart, ToolCallPart, ToolResultPart, UnknownPart
+from maas_stream import AudioPart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
 from maas_stream.protocols import openai_realtime as rt
 from tests.conftest import RECORDINGS, corpus, need_corpus, params, recordings
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROTO = "openai-realtime"
 SERVER_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
@@ -28,7 +30,7 @@ def frames(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def strip(resp: ms.Response) -> dict[str, Any]:
-    out = msgspec.to_builtins(resp)
+    out: dict[str, Any] = msgspec.to_builtins(resp)
     for key in ("unknown", "unknown_events", "warnings"):
         out.pop(key, None)
     return out
@@ -53,7 +55,8 @@ def assert_item_matches(message: Message, item: dict[str, Any], audio: dict[tupl
         ]
         return
     if item["type"] != "message":
-        assert isinstance(content[0], UnknownPart) and content[0].raw == item
+        assert isinstance(content[0], UnknownPart)
+        assert content[0].raw == item
         return
     assert message.role == item["role"]
     assert len(content) == len(item["content"])
@@ -75,7 +78,10 @@ def test_each_response_matches_its_response_done(path: Path) -> None:
     outputs: list[dict[str, Any]] = []
     for direction, msg in frames(path):
         if direction != "server":
-            if msg.get("type") == "conversation.item.create" and msg["item"]["type"] == "function_call_output":
+            if (
+                msg.get("type") == "conversation.item.create"
+                and msg["item"]["type"] == "function_call_output"
+            ):
                 outputs.append(msg["item"])
             continue
         if msg["type"] in ("response.output_audio.delta", "response.audio.delta"):
@@ -91,18 +97,19 @@ def test_each_response_matches_its_response_done(path: Path) -> None:
             assert_item_matches(by_id[item["id"]], item, audio)
     assert resp.id == dones[-1]["id"]
     last_usage = dones[-1].get("usage")
-    assert resp.usage is not None and resp.usage.raw == last_usage
+    assert resp.usage is not None
+    assert resp.usage.raw == last_usage
     assert (resp.usage.input_tokens, resp.usage.output_tokens, resp.usage.total_tokens) == (
         last_usage["input_tokens"],
         last_usage["output_tokens"],
         last_usage["total_tokens"],
     )
     # client function outputs: one tool message each, after the call it answers
-    results = [(i, p) for i, m in enumerate(resp.messages) for p in m.content if isinstance(p, ToolResultPart)]  # type: ignore[union-attr]
+    results = [
+        (i, p) for i, m in enumerate(resp.messages) for p in m.content if isinstance(p, ToolResultPart)
+    ]
     assert [(p.tool_call_id, p.content) for _, p in results] == [(o["call_id"], o["output"]) for o in outputs]
-    call_at = {
-        p.id: i for i, m in enumerate(resp.messages) for p in m.content if isinstance(p, ToolCallPart)  # type: ignore[union-attr]
-    }
+    call_at = {p.id: i for i, m in enumerate(resp.messages) for p in m.content if isinstance(p, ToolCallPart)}
     assert all(i > call_at[p.tool_call_id] for i, p in results)
 
 
@@ -139,7 +146,7 @@ def test_same_protocol_reencode_is_lossless_and_valid(path: Path) -> None:
     assert assert_valid_realtime(out) > 0
 
 
-def _content(resp: ms.Response) -> list[tuple[str, Any]]:
+def _content(resp: ms.Response) -> list[tuple[Any, Any]]:
     """(role, part) for every part, flattened: Realtime splits a message's calls into items."""
     out = []
     for m in resp.messages:
@@ -159,7 +166,9 @@ def _content(resp: ms.Response) -> list[tuple[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("path", params(corpus("google-live") + recordings("google-live")) or need_corpus("google-live"))
+@pytest.mark.parametrize(
+    "path", params(corpus("google-live") + recordings("google-live")) or need_corpus("google-live")
+)
 def test_encoder_from_live_validates_and_keeps_content(path: Path) -> None:
     data = path.read_bytes()
     source = ms.aggregate(data, protocol="google-live")
@@ -169,21 +178,24 @@ def test_encoder_from_live_validates_and_keeps_content(path: Path) -> None:
     back = ms.aggregate(out, protocol=PROTO)
     # Input transcriptions arrive whole at .completed, so their place among messages may move.
     assert [c for c in _content(back) if c[0] != "user"] == [c for c in _content(source) if c[0] != "user"]
-    assert sorted(c for c in _content(back) if c[0] == "user") == sorted(c for c in _content(source) if c[0] == "user")
+    assert sorted(c for c in _content(back) if c[0] == "user") == sorted(
+        c for c in _content(source) if c[0] == "user"
+    )
     if any(m.role == "assistant" and m.content for m in source.messages):
         assert any("reasoning" in line.lower() for line in conv.lossy) == any(
-            p.__struct_config__.tag == "reasoning" for m in source.messages for p in m.content  # type: ignore[union-attr]
+            isinstance(p, ReasoningPart) for m in source.messages for p in m.content
         )
 
 
 def test_parallel_interleaved_calls_and_two_responses() -> None:
     resp = ms.aggregate((RECORDINGS / PROTO / "ga_text_then_parallel_calls.jsonl").read_bytes())
-    calls = [p for m in resp.messages for p in m.content if isinstance(p, ToolCallPart)]  # type: ignore[union-attr]
+    calls = [p for m in resp.messages for p in m.content if isinstance(p, ToolCallPart)]
     assert [(c.id, c.item_id, c.arguments) for c in calls] == [
         ("call_A", "item_f1", '{"city":"Paris"}'),
         ("call_B", "item_f2", '{"city":"Oslo"}'),
     ]
-    assert resp.id == "resp_maas2" and resp.model == "gpt-realtime"
+    assert resp.id == "resp_maas2"
+    assert resp.model == "gpt-realtime"
     assert resp.messages[-1].content == [TextPart(text="Paris 18C, Oslo 9C.")]
     assert resp.unknown["client.response.create"] == 2
 
@@ -197,7 +209,9 @@ def test_beta_names_input_transcription_cancel_and_error() -> None:
     assert (user.role, user.type, user.id) == ("user", "input_transcription", "item_u")
     assert user.content == [AudioPart(transcript="Tell me a story.")]  # deltas spanned response.done
     assert answer.status == "incomplete"
-    assert resp.status == "failed" and resp.error is not None and resp.error.code == "item_truncate_invalid"
+    assert resp.status == "failed"
+    assert resp.error is not None
+    assert resp.error.code == "item_truncate_invalid"
     done_only = ms.aggregate((RECORDINGS / PROTO / "done_only_items_incomplete.jsonl").read_bytes())
     assert (done_only.status, done_only.finish_reason) == ("incomplete", "length")
 
@@ -205,8 +219,10 @@ def test_beta_names_input_transcription_cancel_and_error() -> None:
 def test_cut_mid_arguments() -> None:
     resp = ms.aggregate((RECORDINGS / PROTO / "cut_mid_arguments.jsonl").read_bytes())
     assert resp.status == "incomplete"
-    call = resp.messages[0].content[0]  # type: ignore[index]
-    assert isinstance(call, ToolCallPart) and call.status == "incomplete" and call.arguments == '{"q": "par'
+    call = resp.messages[0].content[0]
+    assert isinstance(call, ToolCallPart)
+    assert call.status == "incomplete"
+    assert call.arguments == '{"q": "par'
 
 
 def test_bad_events_give_clear_protocol_errors() -> None:
@@ -214,7 +230,9 @@ def test_bad_events_give_clear_protocol_errors() -> None:
         ms.aggregate(b'{"dir":"server","msg":{"event_id":"x"}}\n', protocol=PROTO)
     assert info.value.frame == 1
     with pytest.raises(ms.RemoteProtocolError, match="invalid openai-realtime message"):
-        ms.aggregate(b'{"dir":"server","msg":{"type":"response.output_text.delta","delta":5}}\n', protocol=PROTO)
+        ms.aggregate(
+            b'{"dir":"server","msg":{"type":"response.output_text.delta","delta":5}}\n', protocol=PROTO
+        )
     with pytest.raises(ms.RemoteProtocolError, match="object with a type"):
         ms.aggregate(b'{"dir":"client","msg":"hello"}\n', protocol=PROTO)
 
@@ -224,7 +242,12 @@ def test_history_items_round_trip_and_validate() -> None:
         "items": [
             {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "Be brief."}]},
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
-            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "get_weather",
+                "arguments": '{"city":"Paris"}',
+            },
             {"type": "function_call_output", "call_id": "c1", "output": "18C"},
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "18C."}]},
         ]

@@ -275,6 +275,8 @@ class StreamDecoder(JSONLinesStreamDecoder):
                 out.append(delta)
             if part.thought_signature is not None:
                 out.append(SignatureDelta(message=turn, part=self._pos, signature=part.thought_signature))
+                if part.thought:
+                    self._last = ""  # a signature closes its thought block; more thought is a new one
             return
         blob = part.inline_data
         if blob is not None and (blob.mime_type or "").startswith("audio/"):

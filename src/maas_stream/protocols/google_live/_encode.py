@@ -97,6 +97,8 @@ class StreamEncoder:
         self._usage: Usage | None = None
         self._active = False
         """Whether model output went out in the current response (else no turn to complete)."""
+        self._after_call = False
+        """Whether model output went out after the last ``toolCall``."""
         self._handlers: dict[type[Any], Any] = {
             ResponseStart: self._on_response_start,
             MessageStart: self._on_message_start,
@@ -140,16 +142,17 @@ class StreamEncoder:
         if not self._calls:
             return b""
         self._active = True
+        self._after_call = False
         calls = self._calls
         self._calls = []
         return _line({"toolCall": {"functionCalls": calls}})
 
     def _mt(self, part: dict[str, Any]) -> bytes:
-        self._active = True
+        self._active = self._after_call = True
         return _turn(part)
 
     def _ml(self, msg: dict[str, Any]) -> bytes:
-        self._active = True
+        self._active = self._after_call = True
         return _line(msg)
 
     def _kind(self, message: Any, part: Any) -> str | None:
@@ -173,17 +176,8 @@ class StreamEncoder:
         key = (ev.message, ev.part)
         role = self._roles.get(ev.message, "assistant")
         value = ev.value
-        if role == "tool":
-            self._kinds[key] = "result" if isinstance(value, ToolResultPart) else "skip"
-            return b""
-        if role == "user":
-            self._kinds[key] = "input" if isinstance(value, AudioPart) else "skip"
-            if isinstance(value, AudioPart) and value.transcript:
-                return _line({"serverContent": {"inputTranscription": {"text": value.transcript}}})
-            return b""
-        if role != "assistant" and role != "model":
-            self._kinds[key] = "skip"
-            return b""
+        if role not in ("assistant", "model"):
+            return self._input_part(key, role, value)
         out = b""
         if isinstance(value, ToolCallPart):
             if value.kind in ("function", "custom"):
@@ -216,6 +210,17 @@ class StreamEncoder:
             self._kinds[key] = "skip"
             self._lose(f"a {value.__struct_config__.tag} part has no Live form; dropped")
         return out
+
+    def _input_part(self, key: tuple[Any, Any], role: str, value: Any) -> bytes:
+        if role == "tool":
+            self._kinds[key] = "result" if isinstance(value, ToolResultPart) else "skip"
+        elif role == "user" and isinstance(value, AudioPart):
+            self._kinds[key] = "input"
+            if value.transcript:
+                return _line({"serverContent": {"inputTranscription": {"text": value.transcript}}})
+        else:
+            self._kinds[key] = "skip"
+        return b""
 
     def _on_text(self, ev: TextDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "text":
@@ -307,7 +312,9 @@ class StreamEncoder:
         if isinstance(value, CodePart):
             out = self._flush()
             if value.code is not None:
-                out += self._mt({"executableCode": {"language": value.language or "PYTHON", "code": value.code}})
+                out += self._mt(
+                    {"executableCode": {"language": value.language or "PYTHON", "code": value.code}}
+                )
             if value.outcome is not None or value.output is not None:
                 result = {
                     k: v for k, v in (("outcome", value.outcome), ("output", value.output)) if v is not None
@@ -336,8 +343,9 @@ class StreamEncoder:
     def _on_response_done(self, ev: ResponseDone) -> bytes:
         active = self._active or bool(self._calls)
         out = self._flush() if self._calls else b""
-        self._active = False
-        if ev.finish_reason == "tool_calls" or not (active or self._usage is not None):
+        waiting = ev.finish_reason == "tool_calls" and not self._after_call
+        self._active = self._after_call = False
+        if waiting or not (active or self._usage is not None):
             # Live sends no turnComplete before tool results; a response that carried only
             # client-side messages (tool results) had no model turn to complete.
             return out

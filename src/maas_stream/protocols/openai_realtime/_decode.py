@@ -157,7 +157,9 @@ class StreamDecoder(JSONLinesStreamDecoder):
         if not self._started:
             # The session starts: say which protocol this is before any session event.
             self._started = True
-            if direction == "server" and b'"session.created"' in (msg if isinstance(msg, bytes) else msg.encode()):
+            if direction == "server" and b'"session.created"' in (
+                msg if isinstance(msg, bytes) else msg.encode()
+            ):
                 session = msgspec.json.decode(msg).get("session")
                 model = session.get("model") if isinstance(session, dict) else None
                 self._model = model if isinstance(model, str) else None

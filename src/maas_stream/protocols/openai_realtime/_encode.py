@@ -91,6 +91,8 @@ class StreamEncoder:
         self._inputs: dict[tuple[Any, Any], list[str]] = {}
         self._whole: set[tuple[Any, Any]] = set()
         self._usage: Usage | None = None
+        self._assistant = False
+        """Whether the current response has a model message (even one whose content is dropped)."""
         self._handlers: dict[type[Any], Any] = {
             ResponseStart: self._on_response_start,
             MessageStart: self._on_message_start,
@@ -193,6 +195,8 @@ class StreamEncoder:
 
     def _on_message_start(self, ev: MessageStart) -> bytes:
         self._roles[ev.message] = ev.role
+        if ev.role in ("assistant", "model"):
+            self._assistant = True
         if ev.id and self._source == PROTOCOL:
             self._message_ids[ev.message] = ev.id
         if ev.role in ("user", "system", "developer") and ev.type != "input_transcription":
@@ -217,8 +221,12 @@ class StreamEncoder:
             if value.kind not in ("function", "custom"):
                 self._lose(f"{value.kind} tool call {value.name!r} has no Realtime form; dropped")
                 return b""
+            # A call is an item of its own; text after it belongs to a new message item, so
+            # the order of the output is kept.
+            closing = self._on_message_done(MessageDone(message=ev.message))
             item_id = value.item_id if self._source == PROTOCOL and value.item_id else self._synth("item")
             item, out = self._add_item("function_call", item_id)
+            out = closing + out
             item.call_id = value.id
             item.name = value.name
             self._calls[key] = item
@@ -426,9 +434,10 @@ class StreamEncoder:
 
     def _on_response_done(self, ev: ResponseDone) -> bytes:
         pending = self._pending
-        if self._response is None and not (
-            pending is not None and pending.protocol == PROTOCOL and pending.id
-        ):
+        real = self._assistant or (pending is not None and pending.protocol == PROTOCOL and bool(pending.id))
+        self._assistant = False
+        if self._response is None and not real:
+            # Only client-side messages (tool results, input transcripts): no model response.
             self._pending = None
             return b""
         out = self._open()
