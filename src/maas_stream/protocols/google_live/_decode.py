@@ -28,7 +28,7 @@ ids of calls already made (for cancellations) and whether a response is open.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import msgspec
 
@@ -59,8 +59,8 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
-from .._base import JSONLinesStreamDecoder
-from ._wire import LivePart, ServerContent, ServerMessage, server_decoder
+from .._base import JSONLinesStreamDecoder, _State
+from ._wire import LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
 __all__ = ["CLIENT_KEYS", "StreamDecoder", "usage_from"]
 
@@ -102,6 +102,25 @@ def usage_from(raw: Any) -> Usage | None:
     )
 
 
+class _Wrapped:
+    """A whole recorded line whose ``msg`` is the message (the fast path's raw form)."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
+
+
+Msg: TypeAlias = "bytes | str | _Wrapped"
+
+
+def _raw(msg: Msg) -> Any:
+    """The message as plain JSON values (decoded again only for kept-whole messages)."""
+    if isinstance(msg, _Wrapped):
+        return msgspec.json.decode(msg.line)["msg"]
+    return msgspec.json.decode(msg)
+
+
 class StreamDecoder(JSONLinesStreamDecoder):
     """Decode a Google Live session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
@@ -127,43 +146,65 @@ class StreamDecoder(JSONLinesStreamDecoder):
 
     # ------------------------------------------------------------------ entry
 
+    def _line(self, line: bytes) -> list[Event]:
+        # Fast path (the hot one): a server message line decoded typed in one pass, envelope
+        # included. Anything else (client lines, odd frames) takes the base path.
+        try:
+            frame = frame_decoder.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return super()._line(line)
+        if frame.dir != "server" or frame.msg is None:
+            return super()._line(line)
+        self._frames += 1
+        try:
+            return self._server(frame.msg, _Wrapped(line))
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = exc.protocol or self.protocol
+            exc.frame = exc.frame or self._frames
+            raise
+
     def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
-        out: list[Event] = []
         if direction == "client":
+            out: list[Event] = []
             self._client(msg, out)
             return out
-        message: ServerMessage = server_decoder.decode(msg)
+        return self._server(server_decoder.decode(msg), msg)
+
+    def _server(self, message: ServerMessage, msg: Msg) -> list[Event]:
+        out: list[Event] = []
         if not self._started:
             # The session starts: say which protocol this is before any session message.
             self._started = True
             self._ensure_open(out, ours=True)
         content = message.server_content
-        if not isinstance(content, msgspec.UnsetType):
+        session = (
+            message.setup_complete is not None
+            or message.tool_call_cancellation is not None
+            or message.go_away is not None
+            or message.session_resumption_update is not None
+        )
+        if content is not None:
             self._content(content, msg, out)
-        if not isinstance(message.tool_call, msgspec.UnsetType):
+            if not (content.turn_complete or session or message.tool_call or message.usage_metadata):
+                return out  # the common case: a piece of a model turn
+        if message.tool_call is not None:
             self._tool_call(message.tool_call.function_calls, out)
-        if not isinstance(message.tool_call_cancellation, msgspec.UnsetType):
+        if message.tool_call_cancellation is not None:
             self._cancel(message.tool_call_cancellation, out)
-        if not isinstance(message.usage_metadata, msgspec.UnsetType):
+        if message.usage_metadata is not None:
             usage = usage_from(message.usage_metadata)
             if usage is not None:
                 out.append(UsageUpdate(usage=usage))
-        if not isinstance(content, msgspec.UnsetType) and content.turn_complete:
+        if content is not None and content.turn_complete:
             self._turn_complete(content, out)
-        unset = msgspec.UNSET
-        main = content is not unset or message.tool_call is not unset or message.usage_metadata is not unset
-        session = (
-            message.setup_complete is not unset
-            or message.tool_call_cancellation is not unset
-            or message.go_away is not unset
-            or message.session_resumption_update is not unset
-        )
+        main = content is not None or message.tool_call is not None or message.usage_metadata is not None
         if session or not main:
             self._session_message(msg, out)
         return out
 
-    def _session_message(self, msg: bytes | str, out: list[Event]) -> None:
-        raw = msgspec.json.decode(msg)
+    def _session_message(self, msg: Msg, out: list[Event]) -> None:
+        raw = _raw(msg)
         if not isinstance(raw, dict):
             raise RemoteProtocolError("a Live server message must be a JSON object")
         setup = raw.get("setupComplete")
@@ -211,7 +252,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
 
     # ------------------------------------------------------------------ server content
 
-    def _content(self, content: ServerContent, msg: bytes | str, out: list[Event]) -> None:
+    def _content(self, content: ServerContent, msg: Msg, out: list[Event]) -> None:
         if content.input_transcription is not None:
             self._input(content.input_transcription.text, bool(content.input_transcription.finished), out)
         turn = content.model_turn
@@ -226,13 +267,17 @@ class StreamDecoder(JSONLinesStreamDecoder):
             out.append(AudioDelta(message=self._turn, part="audio", transcript=transcript.text))
         if content.interrupted:
             self._interrupted = True
-        for name, value in (
-            ("groundingMetadata", content.grounding_metadata),
-            ("urlContextMetadata", content.url_context_metadata),
-        ):
-            if value is not None:
-                self._ensure_turn(out)
-                out.append(UnknownEvent(provider_type=name, raw=value, message=self._turn))
+        if content.grounding_metadata is not None:
+            self._ensure_turn(out)
+            out.append(
+                UnknownEvent(
+                    provider_type="groundingMetadata", raw=content.grounding_metadata, message=self._turn
+                )
+            )
+        if content.url_context_metadata is not None:
+            self._ensure_turn(out)
+            raw = content.url_context_metadata
+            out.append(UnknownEvent(provider_type="urlContextMetadata", raw=raw, message=self._turn))
 
     def _input(self, text: str | None, finished: bool, out: list[Event]) -> None:
         key = ("input", self._inputs)
@@ -257,7 +302,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
             self._audio = True
             out.append(PartStart(message=self._turn, part="audio", value=AudioPart(format=fmt)))
 
-    def _part(self, part: LivePart, i: int, msg: bytes | str, out: list[Event]) -> None:
+    def _part(self, part: LivePart, i: int, msg: Msg, out: list[Event]) -> None:
         turn = self._turn
         if part.text is not None:
             kind = "thought" if part.thought else "text"
@@ -307,7 +352,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
         elif part.function_call is not None:
             self._call(part.function_call, out)
         else:
-            raw = msgspec.json.decode(msg)["serverContent"]["modelTurn"]["parts"][i]
+            raw = _raw(msg)["serverContent"]["modelTurn"]["parts"][i]
             out.append(UnknownEvent(provider_type="part", raw=raw, message=turn, part=self._pos))
 
     def _turn_complete(self, content: ServerContent, out: list[Event]) -> None:

@@ -1,5 +1,7 @@
 """Google Live wire Structs (private): server messages, lowerCamelCase, key-presence envelope.
 
+An absent key decodes as ``None`` (Live never sends ``null`` for a message key).
+
 Only the fields the decoder reads are declared; unknown fields are ignored, never forbidden.
 Client messages are read as plain objects (they are rare next to server audio).
 """
@@ -9,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, UnsetType
 
-__all__ = ["Blob", "LivePart", "ServerContent", "ServerMessage", "server_decoder"]
+__all__ = ["Blob", "Frame", "LivePart", "ServerContent", "ServerMessage", "frame_decoder", "server_decoder"]
 
 
 class Blob(msgspec.Struct, rename="camel"):
@@ -70,13 +71,23 @@ class ToolCall(msgspec.Struct, rename="camel"):
 class ServerMessage(msgspec.Struct, rename="camel"):
     """Every server → client message: one main key, plus ``usageMetadata`` beside it."""
 
-    setup_complete: Any = UNSET
-    server_content: ServerContent | UnsetType = UNSET
-    tool_call: ToolCall | UnsetType = UNSET
-    tool_call_cancellation: Any = UNSET
-    usage_metadata: dict[str, Any] | UnsetType = UNSET
-    go_away: Any = UNSET
-    session_resumption_update: Any = UNSET
+    setup_complete: Any = None
+    server_content: ServerContent | None = None
+    tool_call: ToolCall | None = None
+    tool_call_cancellation: Any = None
+    usage_metadata: dict[str, Any] | None = None
+    go_away: Any = None
+    session_resumption_update: Any = None
 
 
 server_decoder = msgspec.json.Decoder(ServerMessage)
+
+
+class Frame(msgspec.Struct):
+    """A recorded ``{"dir", "msg"}`` line whose message is a server message (one-pass decode)."""
+
+    dir: str = ""
+    msg: ServerMessage | None = None
+
+
+frame_decoder = msgspec.json.Decoder(Frame)

@@ -26,7 +26,7 @@ Session-local state only: whether a response is open, the items and call names s
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import msgspec
 
@@ -57,9 +57,9 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
-from .._base import JSONLinesStreamDecoder
+from .._base import JSONLinesStreamDecoder, _State
 from ..openai_chat._decode import error_from
-from ._wire import ServerEvent, server_decoder
+from ._wire import ServerEvent, frame_decoder, server_decoder
 
 __all__ = ["StreamDecoder", "part_from_content", "usage_from"]
 
@@ -117,6 +117,25 @@ def part_from_content(content: Any) -> Part | None:
     return None
 
 
+class _Wrapped:
+    """A whole recorded line whose ``msg`` is the message (the fast path's raw form)."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
+
+
+Msg: TypeAlias = "bytes | str | _Wrapped"
+
+
+def _raw(msg: Msg) -> Any:
+    """The message as plain JSON values (decoded again only for kept-whole events)."""
+    if isinstance(msg, _Wrapped):
+        return msgspec.json.decode(msg.line)["msg"]
+    return msgspec.json.decode(msg)
+
+
 class StreamDecoder(JSONLinesStreamDecoder):
     """Decode an OpenAI Realtime session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
@@ -152,6 +171,29 @@ class StreamDecoder(JSONLinesStreamDecoder):
             "error": self._on_error,
         }
 
+    def _line(self, line: bytes) -> list[Event]:
+        # Fast path (the hot one): a server event line decoded typed in one pass, envelope
+        # included, instead of envelope → raw message → event. Anything else takes the base path.
+        if not self._started:
+            return super()._line(line)
+        try:
+            frame = frame_decoder.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return super()._line(line)
+        ev = frame.msg
+        if frame.dir != "server" or ev is None:
+            return super()._line(line)
+        self._frames += 1
+        out: list[Event] = []
+        try:
+            self._server(ev, _Wrapped(line), out)
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = exc.protocol or self.protocol
+            exc.frame = exc.frame or self._frames
+            raise
+        return out
+
     def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
         out: list[Event] = []
         if not self._started:
@@ -167,15 +209,17 @@ class StreamDecoder(JSONLinesStreamDecoder):
         if direction == "client":
             self._client(msg, out)
             return out
-        ev = server_decoder.decode(msg)
+        self._server(server_decoder.decode(msg), msg, out)
+        return out
+
+    def _server(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         if not ev.type:
             raise RemoteProtocolError("a Realtime server event without a type")
         handler = self._handlers.get(ev.type)
         if handler is None:
-            out.append(UnknownEvent(provider_type=ev.type, raw=msgspec.json.decode(msg)))
+            out.append(UnknownEvent(provider_type=ev.type, raw=_raw(msg)))
         else:
             handler(ev, msg, out)
-        return out
 
     # ------------------------------------------------------------------ responses
 
@@ -202,14 +246,14 @@ class StreamDecoder(JSONLinesStreamDecoder):
             self._close_ours(out)
         return out
 
-    def _on_session(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_session(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         session = ev.session or {}
         model = session.get("model")
         if isinstance(model, str):
             self._model = model
-        out.append(UnknownEvent(provider_type=ev.type, raw=msgspec.json.decode(msg)))
+        out.append(UnknownEvent(provider_type=ev.type, raw=_raw(msg)))
 
-    def _on_created(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_created(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         response = ev.response or {}
         raw = {
             k: v
@@ -223,7 +267,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
             ResponseStart(protocol=PROTOCOL, id=response.get("id"), model=self._model, provider_raw=raw)
         )
 
-    def _on_done(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         response = ev.response or {}
         self._ensure_open(out)
         output = response.get("output")
@@ -265,12 +309,12 @@ class StreamDecoder(JSONLinesStreamDecoder):
             )
         )
 
-    def _on_error(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_error(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         out.append(StreamErrorEvent(error=error_from(ev.error)))
 
     # ------------------------------------------------------------------ items
 
-    def _on_item_added(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_item_added(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         if ev.item is None:
             raise RemoteProtocolError("response.output_item.added without an item")
         self._ensure_open(out)
@@ -299,7 +343,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
                 if part is not None:
                     out.append(PartStart(message=item_id, part=i, value=part))
 
-    def _on_item_done(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_item_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         if ev.item is None:
             raise RemoteProtocolError("response.output_item.done without an item")
         self._ensure_open(out)
@@ -323,37 +367,37 @@ class StreamDecoder(JSONLinesStreamDecoder):
         status = item.get("status")
         out.append(MessageDone(message=item_id, status="incomplete" if status == "incomplete" else None))
 
-    def _on_part_added(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_part_added(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         part = part_from_content(ev.part)
         if part is None:
             out.append(UnknownEvent(provider_type="content_part", raw=ev.part, message=ev.item_id or ""))
             return
         out.append(PartStart(message=ev.item_id or "", part=ev.content_index, value=part))
 
-    def _on_part_done(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_part_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         out.append(PartDone(message=ev.item_id or "", part=ev.content_index))
 
-    def _on_text(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_text(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         if ev.delta:
             out.append(TextDelta(message=ev.item_id or "", part=ev.content_index, text=ev.delta))
 
-    def _on_audio(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_audio(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         if ev.delta:
             out.append(AudioDelta(message=ev.item_id or "", part=ev.content_index, data=ev.delta))
 
-    def _on_transcript(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_transcript(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         if ev.delta:
             out.append(AudioDelta(message=ev.item_id or "", part=ev.content_index, transcript=ev.delta))
 
-    def _on_quiet(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_quiet(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         # The full text / transcript is repeated in content_part.done and response.done.
         return
 
-    def _on_arguments(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_arguments(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         if ev.delta:
             out.append(ArgumentsDelta(message=ev.item_id or "", part="call", delta=ev.delta))
 
-    def _on_arguments_done(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_arguments_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         item_id = ev.item_id or ""
         value = ToolCallPart(
             id=ev.call_id or "",
@@ -365,13 +409,13 @@ class StreamDecoder(JSONLinesStreamDecoder):
 
     # ------------------------------------------------------------------ input transcription
 
-    def _on_input_delta(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_input_delta(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         # Held until .completed: the transcription often outlives the response it started in,
         # and a message must not straddle two responses.
         if ev.delta:
             self._inputs.setdefault(ev.item_id or "", []).append(ev.delta)
 
-    def _on_input_done(self, ev: ServerEvent, msg: bytes | str, out: list[Event]) -> None:
+    def _on_input_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         item_id = ev.item_id or ""
         held = self._inputs.pop(item_id, [])
         transcript = ev.transcript if ev.transcript is not None else "".join(held)

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["ServerEvent", "server_decoder"]
+__all__ = ["Frame", "ServerEvent", "frame_decoder", "server_decoder"]
 
 
 class ServerEvent(msgspec.Struct):
@@ -31,3 +31,13 @@ class ServerEvent(msgspec.Struct):
 
 
 server_decoder = msgspec.json.Decoder(ServerEvent)
+
+
+class Frame(msgspec.Struct):
+    """A recorded ``{"dir", "msg"}`` line whose message is a server event (decoded in one pass)."""
+
+    dir: str = ""
+    msg: ServerEvent | None = None
+
+
+frame_decoder = msgspec.json.Decoder(Frame)
