@@ -38,9 +38,5 @@ def need_corpus(protocol: str) -> list[object]:
     """Parameters over the corpus of ``protocol``, or one skipped parameter saying why."""
     found = corpus(protocol)
     if not found:
-        return [
-            pytest.param(
-                None, marks=pytest.mark.skip(reason=f"corpus not found at {CORPUS} (set MAAS_CORPUS)")
-            )
-        ]
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"corpus not found at {CORPUS} (set MAAS_CORPUS)"))]
     return params(found)
