@@ -18,6 +18,8 @@ Rules enforced here (and only here):
 * A stream that ends while a part is open (no ``ResponseDone``) leaves that part and the
   response ``incomplete``; a finish reason of ``length`` leaves open tool calls ``incomplete``;
   an in-band error makes the response ``failed`` and keeps everything received before it.
+* A ``ResponseStart`` after ``ResponseDone`` opens the next response of a session (Live and
+  Realtime connections carry several); the final status is the last response's.
 * Unknown types are kept (unknown parts, or ``Response.unknown_events``) and counted by type,
   and by (protocol, model, type) in :attr:`Aggregator.unknown_counts`.
 
@@ -725,6 +727,11 @@ class Aggregator:
     def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
         if self._start is None or ev.provider_raw is not None:
             self._start = ev
+        if self._state is AggregatorState.DONE:
+            # A session protocol (Live, Realtime) carries several responses on one connection:
+            # a start after the provider ended a response opens the next one.
+            self._state = AggregatorState.STREAMING
+            self._done = None
         if ev.id:
             self._id = ev.id
         if ev.model:

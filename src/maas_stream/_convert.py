@@ -288,6 +288,8 @@ class StreamConverter:
 
     def _check_unknown(self, event: Event) -> None:
         if isinstance(event, UnknownEvent):
+            if event.passthrough:
+                return
             ptype, raw = event.provider_type, event.raw
         elif isinstance(event, PartStart) and isinstance(event.value, UnknownPart):
             ptype, raw = event.value.provider_type, event.value.raw

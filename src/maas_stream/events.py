@@ -239,6 +239,10 @@ class UnknownEvent(_Event, tag="unknown", frozen=True):
     raw: Any
     message: Key | None = None
     part: Key | None = None
+    passthrough: bool = False
+    """The type is known, but has no canonical meaning (a session or client frame of a websocket
+    protocol): it is kept only so a same-protocol re-encode passes it through, and it never makes
+    a cross-protocol conversion fail closed."""
 
 
 Event: TypeAlias = (

@@ -121,25 +121,9 @@ class Decoder:
             EventTooLargeError: An event or line grew past ``max_event_size``.
             LocalProtocolError: Called after :meth:`finish` or after an error.
         """
-        if self._state is not _State.OPEN:
-            raise LocalProtocolError(f"SSE decoder fed in state {self._state.value}", state=self._state.value)
+        chunk = self._prepare(chunk)
         if not chunk:
             return []
-        if self._pending_cr or self._bom_pending or b"\r" in chunk:
-            chunk = self._normalize(chunk)
-            if not chunk:
-                return []
-        if b"\n" not in chunk:
-            self._pending.append(chunk)
-            self._pending_size += len(chunk)
-            if self._pending_size + self._data_size > self._max:
-                self._fail(f"an SSE line grew past {self._max} bytes without ending")
-            return []
-        if self._pending:
-            self._pending.append(chunk)
-            chunk = b"".join(self._pending)
-            self._pending = []
-            self._pending_size = 0
         out: list[tuple[str, bytes, str, int | None]] = []
         # Fast path: whole events are blocks ended by a blank line. A block that is one
         # "data: ..." line, or "event: ..." then one "data: ..." line, needs no line-by-line
@@ -148,6 +132,8 @@ class Decoder:
         blocks = chunk.split(b"\n\n")
         rest = blocks.pop()
         for block in blocks:
+            if len(block) > self._max:
+                self._fail(f"an SSE event grew past {self._max} bytes")
             if not self._data and not self._event and self._retry is None:
                 if block[:6] == b"data: " and b"\n" not in block:
                     self.events += 1
@@ -155,7 +141,7 @@ class Decoder:
                     continue
                 if block[:7] == b"event: ":
                     nl = block.find(b"\n")
-                    if nl > 0 and block[nl + 1 : nl + 7] == b"data: " and b"\n" not in block[nl + 1 :]:
+                    if nl > 0 and block[nl + 1 : nl + 7] == b"data: " and block.find(b"\n", nl + 1) < 0:
                         self.events += 1
                         out.append(
                             (block[7:nl].decode("utf-8", "replace"), block[nl + 7 :], self._last_id, None)
@@ -173,6 +159,32 @@ class Decoder:
         if self._pending_size + self._data_size > self._max:
             self._fail(f"an SSE event grew past {self._max} bytes")
         return out
+
+    def _prepare(self, chunk: bytes) -> bytes:
+        """Check the state, normalize line endings, and join what an earlier chunk left.
+
+        Returns the bytes to split, or ``b""`` when they hold no line ending yet.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(f"SSE decoder fed in state {self._state.value}", state=self._state.value)
+        if not chunk:
+            return b""
+        if self._pending_cr or self._bom_pending or b"\r" in chunk:
+            chunk = self._normalize(chunk)
+            if not chunk:
+                return b""
+        if b"\n" not in chunk:
+            self._pending.append(chunk)
+            self._pending_size += len(chunk)
+            if self._pending_size + self._data_size > self._max:
+                self._fail(f"an SSE line grew past {self._max} bytes without ending")
+            return b""
+        if self._pending:
+            self._pending.append(chunk)
+            chunk = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        return chunk
 
     def _lines(self, lines: list[bytes], out: list[tuple[str, bytes, str, int | None]]) -> None:
         for line in lines:

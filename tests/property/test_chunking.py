@@ -58,10 +58,8 @@ def test_any_chunking_gives_the_same_result(path: Path, cuts: list[int]) -> None
     assert canonical(chunked(data, cuts), protocol) == canonical(data, protocol)
 
 
-@pytest.mark.parametrize("path", params(FILES))
+@pytest.mark.parametrize("path", params([p for p in FILES if p.suffix == ".sse"]))
 def test_crlf_framing_gives_the_same_result(path: Path) -> None:
-    if path.suffix != ".sse":
-        pytest.skip("JSON-lines recordings have no SSE framing")
     data = path.read_bytes()
     protocol = path.parent.name
     crlf = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")

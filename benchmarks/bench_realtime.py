@@ -1,0 +1,454 @@
+"""Benchmark google-interactions, google-live and openai-realtime decoding, aggregation and re-encoding.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_realtime.py``. For each protocol, on synthesized
+~2k-event and ~30k-event streams (the same bytes for every measurement, one process) it reports
+events/s of:
+
+(a) bare framing + ``msgspec.json.decode`` (untyped) of every payload: JSON lines split on
+    ``\\n`` (each line decoded, as a websocket reader would), or SSE split and each ``data``
+    decoded;
+(b) ``ms.aggregate`` (our decode + aggregate);
+(c) the official SDK's own per-event handling: openai's realtime ``construct_type_unchecked``
+    into ``RealtimeServerEvent`` (what ``connection.recv()`` does), google-genai's
+    ``LiveServerMessage.model_validate`` per server message, google-genai's Interactions stream
+    event model (``construct_unvalidated`` into ``InteractionSSEStreamEvent``). None of these
+    SDKs accumulates a response, so this is parse-only and flatters the SDK;
+(d) ``ms.convert`` to the same protocol (re-encode cost = (d) time - (b) time).
+
+Budgets (DESIGN.md): (b) >= 0.5x (a); (b) >= 10x (c); re-encode <= 2x decode.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+import maas_stream as ms
+from maas_stream.sse import Decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+AUDIO = "AAAAAP//AQD+/wIA/f8DAPz/BAD7/wUA+v8GAPn/BwD4/wgA9/8JAPb/"
+
+
+def _line(direction: str, msg: dict[str, Any]) -> str:
+    return json.dumps({"dir": direction, "msg": msg}, separators=(",", ":"))
+
+
+def realtime_stream(events: int) -> bytes:
+    """One session: responses of text, audio + transcript and function-call argument deltas."""
+    lines = [
+        _line("server", {"type": "session.created", "event_id": "e0", "session": {"model": "gpt-realtime"}})
+    ]
+    r = 0
+    while len(lines) < events:
+        r += 1
+        rid, mid, fid = f"resp_{r}", f"item_m{r}", f"item_f{r}"
+        base = {"response_id": rid, "output_index": 0}
+        lines.append(
+            _line(
+                "server",
+                {
+                    "type": "response.created",
+                    "event_id": "x",
+                    "response": {
+                        "id": rid,
+                        "object": "realtime.response",
+                        "status": "in_progress",
+                        "output": [],
+                    },
+                },
+            )
+        )
+        lines.append(
+            _line(
+                "server",
+                {
+                    "type": "response.output_item.added",
+                    "event_id": "x",
+                    **base,
+                    "item": {
+                        "id": mid,
+                        "type": "message",
+                        "role": "assistant",
+                        "status": "in_progress",
+                        "content": [],
+                    },
+                },
+            )
+        )
+        for ci, kind in ((0, "text"), (1, "audio")):
+            lines.append(
+                _line(
+                    "server",
+                    {
+                        "type": "response.content_part.added",
+                        "event_id": "x",
+                        **base,
+                        "item_id": mid,
+                        "content_index": ci,
+                        "part": {"type": kind},
+                    },
+                )
+            )
+        for i in range(60):
+            lines.append(
+                _line(
+                    "server",
+                    {
+                        "type": "response.output_text.delta",
+                        "event_id": f"t{i}",
+                        **base,
+                        "item_id": mid,
+                        "content_index": 0,
+                        "delta": f"word{i} ",
+                    },
+                )
+            )
+            lines.append(
+                _line(
+                    "server",
+                    {
+                        "type": "response.output_audio.delta",
+                        "event_id": f"a{i}",
+                        **base,
+                        "item_id": mid,
+                        "content_index": 1,
+                        "delta": AUDIO,
+                    },
+                )
+            )
+            lines.append(
+                _line(
+                    "server",
+                    {
+                        "type": "response.output_audio_transcript.delta",
+                        "event_id": f"s{i}",
+                        **base,
+                        "item_id": mid,
+                        "content_index": 1,
+                        "delta": f"word{i} ",
+                    },
+                )
+            )
+        for ci in (0, 1):
+            lines.append(
+                _line(
+                    "server",
+                    {
+                        "type": "response.content_part.done",
+                        "event_id": "x",
+                        **base,
+                        "item_id": mid,
+                        "content_index": ci,
+                        "part": {},
+                    },
+                )
+            )
+        lines.append(
+            _line(
+                "server",
+                {
+                    "type": "response.output_item.done",
+                    "event_id": "x",
+                    **base,
+                    "item": {
+                        "id": mid,
+                        "type": "message",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [],
+                    },
+                },
+            )
+        )
+        lines.append(
+            _line(
+                "server",
+                {
+                    "type": "response.output_item.added",
+                    "event_id": "x",
+                    **base,
+                    "output_index": 1,
+                    "item": {
+                        "id": fid,
+                        "type": "function_call",
+                        "name": "f",
+                        "call_id": f"call_{r}",
+                        "arguments": "",
+                        "status": "in_progress",
+                    },
+                },
+            )
+        )
+        args = [f'"k{i}":1,' for i in range(20)]
+        for piece in args:
+            lines.append(
+                _line(
+                    "server",
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "event_id": "x",
+                        **base,
+                        "item_id": fid,
+                        "call_id": f"call_{r}",
+                        "delta": piece,
+                    },
+                )
+            )
+        lines.append(
+            _line(
+                "server",
+                {
+                    "type": "response.output_item.done",
+                    "event_id": "x",
+                    **base,
+                    "item": {
+                        "id": fid,
+                        "type": "function_call",
+                        "name": "f",
+                        "call_id": f"call_{r}",
+                        "arguments": "".join(args),
+                        "status": "completed",
+                    },
+                },
+            )
+        )
+        lines.append(
+            _line(
+                "server",
+                {
+                    "type": "response.done",
+                    "event_id": "x",
+                    "response": {
+                        "id": rid,
+                        "object": "realtime.response",
+                        "status": "completed",
+                        "output": [],
+                        "usage": {"total_tokens": 10, "input_tokens": 4, "output_tokens": 6},
+                    },
+                },
+            )
+        )
+    return ("\n".join(lines) + "\n").encode()
+
+
+def live_stream(events: int) -> bytes:
+    """One session: turns of thought text, text, audio with transcription, a tool call round."""
+    lines = [
+        _line("client", {"setup": {"model": "models/gemini-live"}}),
+        _line("server", {"setupComplete": {}}),
+    ]
+    t = 0
+    while len(lines) < events:
+        t += 1
+        lines.append(
+            _line(
+                "server",
+                {"serverContent": {"modelTurn": {"parts": [{"text": "planning ", "thought": True}]}}},
+            )
+        )
+        for i in range(60):
+            lines.append(
+                _line("server", {"serverContent": {"modelTurn": {"parts": [{"text": f"word{i} "}]}}})
+            )
+        lines.append(
+            _line(
+                "server", {"toolCall": {"functionCalls": [{"id": f"fc-{t}", "name": "f", "args": {"a": t}}]}}
+            )
+        )
+        lines.append(
+            _line(
+                "client",
+                {
+                    "toolResponse": {
+                        "functionResponses": [{"id": f"fc-{t}", "name": "f", "response": {"output": "ok"}}]
+                    }
+                },
+            )
+        )
+        for i in range(60):
+            lines.append(
+                _line(
+                    "server",
+                    {
+                        "serverContent": {
+                            "modelTurn": {
+                                "parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": AUDIO}}]
+                            }
+                        }
+                    },
+                )
+            )
+            lines.append(_line("server", {"serverContent": {"outputTranscription": {"text": f"word{i} "}}}))
+        lines.append(_line("server", {"serverContent": {"generationComplete": True}}))
+        lines.append(
+            _line(
+                "server",
+                {
+                    "serverContent": {"turnComplete": True},
+                    "usageMetadata": {"promptTokenCount": 5, "responseTokenCount": 7, "totalTokenCount": 12},
+                },
+            )
+        )
+    return ("\n".join(lines) + "\n").encode()
+
+
+def interactions_stream(events: int) -> bytes:
+    """One interaction: a thought with summary deltas, long text, streamed call arguments."""
+
+    def ev(name: str, body: dict[str, Any]) -> str:
+        body["event_type"] = name
+        return f"event: {name}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
+
+    out = [
+        ev("interaction.created", {"interaction": {"id": "v1_b", "status": "in_progress", "model": "gemini"}})
+    ]
+    out.append(ev("step.start", {"index": 0, "step": {"type": "thought"}}))
+    out += [
+        ev(
+            "step.delta",
+            {"index": 0, "delta": {"type": "thought_summary", "content": {"type": "text", "text": f"t{i} "}}},
+        )
+        for i in range(events // 10)
+    ]
+    out.append(
+        ev("step.delta", {"index": 0, "delta": {"type": "thought_signature", "signature": "c2lnbmF0dXJl"}})
+    )
+    out.append(ev("step.stop", {"index": 0}))
+    out.append(ev("step.start", {"index": 1, "step": {"type": "model_output"}}))
+    n = events - len(out) - 2 - events // 10 - 4
+    out += [ev("step.delta", {"index": 1, "delta": {"type": "text", "text": f"word{i} "}}) for i in range(n)]
+    out.append(ev("step.stop", {"index": 1}))
+    out.append(
+        ev(
+            "step.start",
+            {"index": 2, "step": {"type": "function_call", "id": "c1", "name": "f", "arguments": {}}},
+        )
+    )
+    out += [
+        ev("step.delta", {"index": 2, "delta": {"type": "arguments_delta", "arguments": f'"k{i}":1,'}})
+        for i in range(events // 10)
+    ]
+    out.append(ev("step.stop", {"index": 2}))
+    out.append(
+        ev(
+            "interaction.completed",
+            {"interaction": {"id": "v1_b", "status": "requires_action", "usage": {"total_tokens": 9}}},
+        )
+    )
+    return "".join(out).encode()
+
+
+# ---------------------------------------------------------------- measurements
+
+
+def bare_jsonl(data: bytes) -> int:
+    """(a) split lines; decode each whole frame untyped (the websocket message is the ``msg``)."""
+    decode = msgspec.json.decode
+    n = 0
+    for line in data.split(b"\n"):
+        if line:
+            decode(line)
+            n += 1
+    return n
+
+
+def bare_sse(data: bytes) -> int:
+    """(a) split SSE; decode each payload untyped."""
+    decode = msgspec.json.decode
+    events = Decoder().feed(data)
+    for e in events:
+        decode(e.data)
+    return len(events)
+
+
+def sdk_realtime(data: bytes) -> int:
+    """(c) openai: each server event through construct_type_unchecked(RealtimeServerEvent)."""
+    from openai._models import construct_type_unchecked
+    from openai.types.realtime import RealtimeServerEvent
+
+    n = 0
+    for line in data.split(b"\n"):
+        if line:
+            frame = json.loads(line)
+            if frame["dir"] == "server":
+                construct_type_unchecked(value=frame["msg"], type_=RealtimeServerEvent)  # type: ignore[arg-type]
+            n += 1
+    return n
+
+
+def sdk_live(data: bytes) -> int:
+    """(c) google-genai: each server message through LiveServerMessage.model_validate."""
+    from google.genai import types
+
+    n = 0
+    for line in data.split(b"\n"):
+        if line:
+            frame = json.loads(line)
+            if frame["dir"] == "server":
+                types.LiveServerMessage.model_validate(frame["msg"])
+            n += 1
+    return n
+
+
+def sdk_interactions(data: bytes) -> int:
+    """(c) google-genai Interactions: each SSE payload into InteractionSSEStreamEvent (unvalidated)."""
+    from google.genai._gaos.types import interactions
+    from google.genai._gaos.utils.serializers import construct_unvalidated
+
+    events = Decoder().feed(data)
+    for e in events:
+        construct_unvalidated(json.loads(e.data), interactions.InteractionSSEStreamEvent)
+    return len(events)
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+CASES: list[tuple[str, Callable[[int], bytes], Callable[[bytes], int], Callable[[bytes], int]]] = [
+    ("openai-realtime", realtime_stream, bare_jsonl, sdk_realtime),
+    ("google-live", live_stream, bare_jsonl, sdk_live),
+    ("google-interactions", interactions_stream, bare_sse, sdk_interactions),
+]
+
+
+def run(
+    name: str, data: bytes, bare: Callable[[bytes], int], sdk: Callable[[bytes], int], repeat: int
+) -> None:
+    """Measure one stream and print its line."""
+    n = bare(data)
+    ta = timed(lambda: bare(data), repeat)
+    tb = timed(lambda: ms.aggregate(data, protocol=name), repeat)
+    tc = timed(lambda: sdk(data), 1)
+    td = timed(lambda: ms.convert(data, to=name, protocol=name), repeat)
+    reenc = (td - tb) / tb
+    print(
+        f"{name:22} {n:7d} {n / ta:11,.0f} {n / tb:11,.0f} {n / tc:11,.0f} "
+        f"{ta / tb:6.2f} {tc / tb:7.1f} {reenc:9.2f}"
+    )
+
+
+def main() -> None:
+    """Run every case and print events/s and the budget ratios."""
+    print(
+        f"{'protocol':22} {'events':>7} {'(a) bare':>11} {'(b) ours':>11} {'(c) sdk':>11} "
+        f"{'b/a':>6} {'b/c':>7} {'reenc/dec':>9}"
+    )
+    for name, make, bare, sdk in CASES:
+        for size in (2_000, 30_000):
+            run(name, make(size), bare, sdk, 5 if size <= 2_000 else 2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Google Interactions (``POST /v1beta/interactions`` with ``stream: true``), both stream schemas.
+
+Public: :class:`StreamDecoder` (current ``step.*`` and legacy ``content.*`` events, told apart
+automatically), :class:`StreamEncoder` (current schema), the stateless history codec
+(:func:`to_canonical`, :func:`from_canonical`) and :func:`validate`. Wire Structs are private.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._decode import StreamDecoder as StreamDecoder
+from ._encode import StreamEncoder as StreamEncoder
+from ._history import from_canonical as from_canonical
+from ._history import to_canonical as to_canonical
+from ._history import validate as validate
+
+__all__ = ("NAME", "StreamDecoder", "StreamEncoder", "detect", "from_canonical", "to_canonical", "validate")
+
+NAME = "google-interactions"
+
+_EVENTS = frozenset(
+    {
+        "interaction.created",
+        "interaction.start",
+        "interaction.status_update",
+        "step.start",
+        "content.start",
+        "interaction.completed",
+        "interaction.complete",
+    }
+)
+
+
+def detect(event: str, payload: Any) -> bool:
+    """Whether a first SSE frame (its event name and parsed JSON) looks like an Interactions stream."""
+    if isinstance(payload, dict) and isinstance(payload.get("event_type"), str):
+        return payload["event_type"] in _EVENTS or str(payload["event_type"]).startswith("step.")
+    return event in _EVENTS
