@@ -1,6 +1,8 @@
 """pytest plugin: serve recordings through an httpx / httpx2 mock transport, offline.
 
-Registered as the ``maas_stream`` pytest11 entry point. The ``maas_replay`` fixture hands out
+Its fixtures are registered through the ``maas_stream`` pytest11 entry point, the tiny module
+``maas_stream_pytest`` (which imports this one only when a fixture is used, so that coverage of
+the library starts before the library is imported). The ``maas_replay`` fixture hands out
 transports and clients that answer every request with a recording (status, headers, bytes cut
 at the recorded chunk boundaries, optionally with the recorded timing), so a test can run the
 official SDK clients (openai, anthropic, google-genai: all accept an httpx2 client) or its own
@@ -29,14 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import pytest
 
 from .io._record import Recording
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
-__all__ = ["ReplayServer", "maas_recordings_dir", "maas_replay", "replay_transport"]
+__all__ = ["ReplayServer", "replay_transport"]
 
 _stream_classes: dict[str, type[Any]] = {}
 
@@ -198,17 +199,3 @@ class ReplayServer:
         for client in self._clients:
             client.close()
         self._clients.clear()
-
-
-@pytest.fixture
-def maas_recordings_dir(request: pytest.FixtureRequest) -> Path:
-    """Where ``maas_replay`` looks up recordings by name: ``<rootdir>/recordings``."""
-    return Path(request.config.rootpath) / "recordings"
-
-
-@pytest.fixture
-def maas_replay(maas_recordings_dir: Path) -> Iterator[ReplayServer]:
-    """Serve recordings to httpx / httpx2 clients (and the official SDKs built on them), offline."""
-    server = ReplayServer(maas_recordings_dir)
-    yield server
-    server.close()

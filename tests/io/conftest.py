@@ -7,8 +7,8 @@ import pytest
 # The pytest11 entry point registers this plugin once the package is installed; importing the
 # fixtures here makes them available from a source checkout too (a conftest fixture of the same
 # name simply takes precedence).
-from maas_stream.testing import maas_recordings_dir as maas_recordings_dir
-from maas_stream.testing import maas_replay as maas_replay
+from maas_stream_pytest import maas_recordings_dir as maas_recordings_dir
+from maas_stream_pytest import maas_replay as maas_replay
 
 
 @pytest.fixture(params=[pytest.param("asyncio", id="asyncio"), pytest.param("trio", id="trio")])
