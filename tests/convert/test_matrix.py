@@ -26,6 +26,7 @@ import pydantic
 import pytest
 
 import maas_stream as ms
+from maas_stream._convert import continuation_key
 from maas_stream._registry import get_protocol
 from tests.conftest import corpus, recordings
 from tests.oracles import ORACLES, Seen
@@ -84,6 +85,20 @@ def expected_calls(parts: list[ms.Part], target: str) -> list[ms.ToolCallPart]:
     ]
 
 
+def stateful_unknown(resp: ms.Response, source: str) -> str | None:
+    """The first unknown part type that carries continuation state (a signature, a call id...)."""
+    for m in resp.messages:
+        for p in m.content if isinstance(m.content, list) else ():
+            if (
+                isinstance(p, ms.UnknownPart)
+                and p.provider_type in resp.unknown
+                and p.provider_type not in get_protocol(source).replay_only
+                and continuation_key(p.raw) is not None
+            ):
+                return p.provider_type
+    return None
+
+
 def bad_media(parts: list[ms.Part]) -> bool:
     """A media part whose base64 the corpus recorder truncated (``...`` in the middle)."""
     return any(isinstance(p, ms.ImagePart | ms.AudioPart) and "..." in (p.data or "") for p in parts)
@@ -116,7 +131,12 @@ def assert_lossy_reported(parts: list[ms.Part], source: str, target: str, lossy:
 def test_converted_stream_is_accepted_by_the_target_sdk(source: str, path: Path, target: str) -> None:
     data = path.read_bytes()
     resp = ms.aggregate(data, protocol=source)
-    conv = ms.StreamConverter(target, protocol=source)
+    stateful = stateful_unknown(resp, source)
+    if stateful is not None:
+        # Fail closed: an unknown type the next turn needs back cannot cross protocols.
+        with pytest.raises(ms.ConversionError, match=repr(stateful)):
+            ms.convert(data, to=target, protocol=source)
+    conv = ms.StreamConverter(target, protocol=source, fail_closed=stateful is None)
     out = conv.feed(data) + conv.finish()
     parts = choice0(resp)
     assert_lossy_reported(parts, source, target, conv.lossy)
