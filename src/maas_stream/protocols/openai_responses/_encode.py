@@ -359,7 +359,9 @@ class StreamEncoder:
             item, frame = self._new_item(added["type"], value.item_id or self._synth_id("fc"), added)
             self._parts[key] = out = _Out("call", item)
             out.sent = []
-            return frames + frame + self._args(out, value.arguments) if value.arguments else frames + frame
+            # A start value (Anthropic's "{}") counts only if no delta follows: it is sent, if
+            # still needed, when the call closes.
+            return frames + frame
         if isinstance(value, AudioPart):
             self._parts[key] = _Out("audio", None)
             return self._audio(value.data, value.transcript)
@@ -727,7 +729,8 @@ class StreamEncoder:
             frames += self._frame(spec[1], body)
         if item.type in ("function_call", "custom_tool_call") and not item.whole:
             # An item of its own (a call split out of another protocol's message): it ends here.
-            frames += self._item_done(item, call_item(value, "completed", item.body))
+            status = "incomplete" if value.status == "incomplete" else "completed"
+            frames += self._item_done(item, call_item(value, status, item.body))
         return frames
 
     def _reasoning_done(self, out: _Out, value: ReasoningPart) -> bytes:
