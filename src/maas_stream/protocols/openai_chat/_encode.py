@@ -26,6 +26,7 @@ from ..._model import (
     StreamError,
     TextPart,
     ToolCallPart,
+    UnknownPart,
     Usage,
 )
 from ...events import (
@@ -290,7 +291,8 @@ class StreamEncoder:
             self._parts[key] = _Out("audio", choice)
             return head + self._audio(choice, value.id, value.data, value.transcript, value.expires_at)
         self._parts[key] = _Out("drop", choice)
-        self._lose(f"{value.__struct_config__.tag} part (no Chat Completions equivalent)")
+        kind = value.provider_type if isinstance(value, UnknownPart) else value.__struct_config__.tag
+        self._lose(f"{kind} part (no Chat Completions equivalent)")
         return head
 
     def _detail(self, out: _Out) -> dict[str, Any]:

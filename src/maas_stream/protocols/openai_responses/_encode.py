@@ -370,7 +370,8 @@ class StreamEncoder:
             self._lose("reasoning of another protocol (Responses replays only its own encrypted_content)")
             return b""
         self._parts[key] = _Out("drop", None)
-        self._lose(f"{value.__struct_config__.tag} part (no Responses output equivalent)")
+        kind = value.provider_type if isinstance(value, UnknownPart) else value.__struct_config__.tag
+        self._lose(f"{kind} part (no Responses output equivalent)")
         return b""
 
     def _whole_part(self, key: tuple[int, int], item: _Item, value: Any) -> bytes:
