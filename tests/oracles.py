@@ -146,7 +146,11 @@ def responses(data: bytes) -> Seen:
     if final is None:
         return seen
     seen.text = "".join(
-        c.text for item in final.output if item.type == "message" for c in item.content if c.type == "output_text"
+        c.text
+        for item in final.output
+        if item.type == "message"
+        for c in item.content
+        if c.type == "output_text"
     )
     seen.finish = final.status
     for item in final.output:

@@ -132,7 +132,9 @@ def test_unknown_counts_by_protocol_model_and_type() -> None:
     counts = agg.aggregator.unknown_counts
     # Independent count: the event and block/delta types our own generator wrote that no
     # Anthropic SDK type knows.
-    expected = {("anthropic", "claude-opus-4-8", t): 1 for t in ("message_metadata", "hologram", "hologram_delta")}
+    expected = {
+        ("anthropic", "claude-opus-4-8", t): 1 for t in ("message_metadata", "hologram", "hologram_delta")
+    }
     expected[("anthropic", "claude-opus-4-8", "sparkle_delta")] = 1
     assert counts == expected
 
@@ -194,7 +196,7 @@ def test_finish_reason_and_usage_cross(source: str, name: str, finish: str, targ
 @pytest.mark.parametrize("target", PROTOCOLS)
 @pytest.mark.parametrize("source", PROTOCOLS)
 def test_errors_cross_as_errors(source: str, target: str) -> None:
-    failing = [p for p in corpus(source) + sorted((RECORDINGS / source).glob("*error*.sse"))]
+    failing = list(corpus(source) + sorted((RECORDINGS / source).glob("*error*.sse")))
     assert failing
     data = failing[-1].read_bytes()
     original = ms.aggregate(data)

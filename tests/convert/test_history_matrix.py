@@ -38,8 +38,16 @@ BODIES: dict[str, dict[str, Any]] = {
                 "role": "assistant",
                 "content": "Checking both.",
                 "tool_calls": [
-                    {"id": "call_A", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(ARGS_A)}},
-                    {"id": "call_B", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(ARGS_B)}},
+                    {
+                        "id": "call_A",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": json.dumps(ARGS_A)},
+                    },
+                    {
+                        "id": "call_B",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": json.dumps(ARGS_B)},
+                    },
                 ],
             },
             {"role": "tool", "tool_call_id": "call_A", "content": RESULT_A},
@@ -67,7 +75,11 @@ BODIES: dict[str, dict[str, Any]] = {
                 "role": "user",
                 "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_A", "content": RESULT_A},
-                    {"type": "tool_result", "tool_use_id": "toolu_B", "content": [{"type": "text", "text": RESULT_B}]},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_B",
+                        "content": [{"type": "text", "text": RESULT_B}],
+                    },
                     {"type": "text", "text": THEN},
                 ],
             },
@@ -92,8 +104,20 @@ BODIES: dict[str, dict[str, Any]] = {
                 "status": "completed",
                 "content": [{"type": "output_text", "text": "Checking both.", "annotations": []}],
             },
-            {"type": "function_call", "id": "fc_1", "call_id": "call_A", "name": "get_weather", "arguments": json.dumps(ARGS_A)},
-            {"type": "function_call", "id": "fc_2", "call_id": "call_B", "name": "get_weather", "arguments": json.dumps(ARGS_B)},
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_A",
+                "name": "get_weather",
+                "arguments": json.dumps(ARGS_A),
+            },
+            {
+                "type": "function_call",
+                "id": "fc_2",
+                "call_id": "call_B",
+                "name": "get_weather",
+                "arguments": json.dumps(ARGS_B),
+            },
             {"type": "function_call_output", "call_id": "call_A", "output": RESULT_A},
             {"type": "function_call_output", "call_id": "call_B", "output": RESULT_B},
             {"role": "user", "content": THEN},
@@ -109,15 +133,30 @@ BODIES: dict[str, dict[str, Any]] = {
                 "parts": [
                     {"text": "Two lookups.", "thought": True},
                     {"text": "Checking both."},
-                    {"functionCall": {"id": "fc_A", "name": "get_weather", "args": ARGS_A}, "thoughtSignature": "R2VtaW5pU2ln"},
+                    {
+                        "functionCall": {"id": "fc_A", "name": "get_weather", "args": ARGS_A},
+                        "thoughtSignature": "R2VtaW5pU2ln",
+                    },
                     {"functionCall": {"id": "fc_B", "name": "get_weather", "args": ARGS_B}},
                 ],
             },
             {
                 "role": "user",
                 "parts": [
-                    {"functionResponse": {"id": "fc_A", "name": "get_weather", "response": {"result": RESULT_A}}},
-                    {"functionResponse": {"id": "fc_B", "name": "get_weather", "response": {"result": RESULT_B}}},
+                    {
+                        "functionResponse": {
+                            "id": "fc_A",
+                            "name": "get_weather",
+                            "response": {"result": RESULT_A},
+                        }
+                    },
+                    {
+                        "functionResponse": {
+                            "id": "fc_B",
+                            "name": "get_weather",
+                            "response": {"result": RESULT_B},
+                        }
+                    },
                     {"text": THEN},
                 ],
             },
@@ -170,22 +209,26 @@ def test_history_converts_and_validates(source: str, target: str) -> None:
     assert SYSTEM in (first.content if isinstance(first.content, str) else _texts(first.content))
 
     parts = _all_parts(back)
-    user_text = [
-        p.text for role, p in parts if role == "user" and isinstance(p, ms.TextPart)
-    ] + [m.content for m in back if m.role == "user" and isinstance(m.content, str)]
+    user_text = [p.text for role, p in parts if role == "user" and isinstance(p, ms.TextPart)] + [
+        m.content for m in back if m.role == "user" and isinstance(m.content, str)
+    ]
     assert ASK in user_text
     assert THEN in user_text
     # Results are tool results, never plain user text.
     assert not any(RESULT_A in t or RESULT_B in t for t in user_text)
 
     calls = [p for _, p in parts if isinstance(p, ms.ToolCallPart)]
-    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", ARGS_A), ("get_weather", ARGS_B)]
-    src_ids = [
-        p.id for _, p in _all_parts(ms.to_canonical(body, source)) if isinstance(p, ms.ToolCallPart)
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", ARGS_A),
+        ("get_weather", ARGS_B),
     ]
+    src_ids = [p.id for _, p in _all_parts(ms.to_canonical(body, source)) if isinstance(p, ms.ToolCallPart)]
     assert [c.id for c in calls] == src_ids  # ids carried across (Gemini has optional ids)
     results = [p for _, p in parts if isinstance(p, ms.ToolResultPart)]
-    assert [(r.tool_call_id, _result_text(r)) for r in results] == [(src_ids[0], RESULT_A), (src_ids[1], RESULT_B)]
+    assert [(r.tool_call_id, _result_text(r)) for r in results] == [
+        (src_ids[0], RESULT_A),
+        (src_ids[1], RESULT_B),
+    ]
     answers = [p.text for role, p in parts if role == "assistant" and isinstance(p, ms.TextPart)] + [
         m.content for m in back if m.role == "assistant" and isinstance(m.content, str)
     ]
@@ -231,7 +274,9 @@ def test_anthropic_multi_result_message_splits_into_chat_tool_messages_then_user
 
 def test_responses_items_become_chat_tool_calls_and_tool_messages() -> None:
     lossy: list[str] = []
-    out = ms.convert_history(BODIES["openai-responses"], to="openai-chat", protocol="openai-responses", lossy=lossy)
+    out = ms.convert_history(
+        BODIES["openai-responses"], to="openai-chat", protocol="openai-responses", lossy=lossy
+    )
     messages = out["messages"]
     calls = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
     assert len(calls) == 1  # text and both calls in one assistant message
@@ -267,15 +312,27 @@ GEMINI_NO_IDS: dict[str, Any] = {
 def test_gemini_parallel_responses_to_anthropic_and_back(body: dict[str, Any]) -> None:
     anthropic = ms.convert_history(body, to="anthropic", protocol="gemini")
     assert ms.validate(anthropic, "anthropic") == []
-    calls = [b for m in anthropic["messages"] for b in m["content"] if isinstance(b, dict) and b["type"] == "tool_use"]
+    calls = [
+        b
+        for m in anthropic["messages"]
+        for b in m["content"]
+        if isinstance(b, dict) and b["type"] == "tool_use"
+    ]
     results = [
-        b for m in anthropic["messages"] for b in m["content"] if isinstance(b, dict) and b["type"] == "tool_result"
+        b
+        for m in anthropic["messages"]
+        for b in m["content"]
+        if isinstance(b, dict) and b["type"] == "tool_result"
     ]
     assert [c["input"] for c in calls] == [ARGS_A, ARGS_B]
     assert [r["tool_use_id"] for r in results] == [c["id"] for c in calls]
     assert len({c["id"] for c in calls}) == 2
     # Both results in ONE user message, as Anthropic requires.
-    holders = [m for m in anthropic["messages"] if any(isinstance(b, dict) and b["type"] == "tool_result" for b in m["content"])]
+    holders = [
+        m
+        for m in anthropic["messages"]
+        if any(isinstance(b, dict) and b["type"] == "tool_result" for b in m["content"])
+    ]
     assert len(holders) == 1
 
     again = ms.convert_history(anthropic, to="gemini", protocol="anthropic")
@@ -285,5 +342,6 @@ def test_gemini_parallel_responses_to_anthropic_and_back(body: dict[str, Any]) -
     assert len(holders_g) == 1  # parallel results in one Content
     assert [p["functionResponse"]["name"] for p in responses] == ["get_weather", "get_weather"]
     texts = [json.dumps(p["functionResponse"]["response"]) for p in responses]
-    assert RESULT_A in texts[0] and RESULT_B in texts[1]
+    assert RESULT_A in texts[0]
+    assert RESULT_B in texts[1]
     assert "R2VtaW5pU2ln" not in json.dumps(again)  # Gemini's own signature did not survive Anthropic

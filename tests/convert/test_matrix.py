@@ -154,7 +154,9 @@ def test_converted_stream_is_accepted_by_the_target_sdk(source: str, path: Path,
         assert seen.error is None
         cut = resp.status == "incomplete" and resp.finish_reason is None
         assert (seen.finish is None) == cut  # a cut source stays cut, no stop is invented
-    kinds: tuple[type[Any], ...] = (ms.TextPart, ms.RefusalPart) if target in REFUSAL_AS_TEXT else (ms.TextPart,)
+    kinds: tuple[type[Any], ...] = (
+        (ms.TextPart, ms.RefusalPart) if target in REFUSAL_AS_TEXT else (ms.TextPart,)
+    )
     assert seen.text == "".join(p.text for p in parts if isinstance(p, kinds))
     assert_same_calls(seen, expected_calls(parts, target))
     if target in REASONING_TEXT:

@@ -43,7 +43,9 @@ def _args(text: str) -> Any:
         return text
 
 
-def summary(resp: ms.Response, *, whole_calls: bool, refusals: bool) -> tuple[str, list[tuple[str, str, Any]]]:
+def summary(
+    resp: ms.Response, *, whole_calls: bool, refusals: bool
+) -> tuple[str, list[tuple[str, str, Any]]]:
     parts = choice0(resp)
     kinds: tuple[type[Any], ...] = (ms.TextPart, ms.RefusalPart) if refusals else (ms.TextPart,)
     text = "".join(p.text for p in parts if isinstance(p, kinds))
@@ -89,7 +91,9 @@ def test_same_protocol_keeps_everything(path: Path) -> None:
     ):
         # Gemini sends calls whole: a call the source cut cannot be re-sent; reported, the rest kept.
         assert any("cut" in line for line in conv.lossy)
-        assert summary(again, whole_calls=True, refusals=True) == summary(original, whole_calls=True, refusals=True)
+        assert summary(again, whole_calls=True, refusals=True) == summary(
+            original, whole_calls=True, refusals=True
+        )
         return
     assert conv.lossy == []
     assert msgspec.to_builtins(again) == msgspec.to_builtins(original)

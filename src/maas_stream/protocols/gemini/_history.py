@@ -44,11 +44,10 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
+from .._turns import join_items
 from ._decode import SIGNATURE_TYPE, SYNTH_PREFIX, media_part
 from ._encode import call_args, media_body
 from ._wire import normalize
-
-from .._turns import join_items
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

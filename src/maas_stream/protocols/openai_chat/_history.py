@@ -32,7 +32,6 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
-
 from .._turns import join_items
 
 if TYPE_CHECKING:

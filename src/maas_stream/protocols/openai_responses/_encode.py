@@ -185,7 +185,7 @@ class StreamEncoder:
         self._usage: Usage | None = None
         self._synth = 0
         self._other_choices: set[int] = set()
-        self._message_finish: str | None = None
+        self._message_finish: FinishReason | None = None
         self._handlers: dict[type[Any], Any] = {
             ResponseStart: self._on_response_start,
             MessageStart: self._on_message_start,
@@ -836,7 +836,9 @@ class StreamEncoder:
     def _on_response_done(self, ev: ResponseDone) -> bytes:
         frames = self._close_all()
         finish = ev.finish_reason or self._message_finish
-        incomplete = ev.status == "incomplete" or (ev.status is None and finish in ("length", "content_filter"))
+        incomplete = ev.status == "incomplete" or (
+            ev.status is None and finish in ("length", "content_filter")
+        )
         if ev.status == "failed":
             response = self._response("failed", self._output())
             response["usage"] = self._usage_body()
