@@ -336,6 +336,18 @@ CASES: dict[str, list[Any]] = {
         stop(3),
         *end("end_turn", {"output_tokens": 12}),
     ],
+    # A block type we do not know that carries a signature: the next turn needs it back, so
+    # converting to another protocol must fail closed (it passes through to Anthropic).
+    "unknown_stateful_block": [
+        start("msg_maas_ust01"),
+        block(0, {"type": "dream_thinking", "dream": "", "signature": ""}),
+        delta(0, type="dream_delta", dream="Weighing the two cities."),
+        delta(0, type="signature_delta", signature="EqQBCkYIBRgCKkDreamSig=="),
+        stop(0),
+        *text(1, "Checking the weather."),
+        *tool(2, "toolu_maas_U1", "get_weather", '{"city": ', '"Oslo"}'),
+        *end("tool_use", {"output_tokens": 31}),
+    ],
     "usage_cumulative_stop_sequence": [
         start(
             "msg_maas_use01",

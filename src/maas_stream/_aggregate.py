@@ -590,6 +590,9 @@ class Aggregator:
 
     def _on_signature(self, ev: SignatureDelta, out: list[Event]) -> None:
         part = self._part(ev.message, ev.part, ReasoningPart, out)
+        if "signature" not in type(part.base).__struct_fields__:
+            self.warn(f"a signature for a {part.base.__struct_config__.tag} part, which has none; dropped")
+            return
         part.set("signature", ev.signature)
         if self.emit:
             out.append(

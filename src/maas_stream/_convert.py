@@ -11,6 +11,7 @@ It must not do IO.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from ._aggregate import Aggregator
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 _DETECT_LIMIT = 1024 * 1024
+
+log = logging.getLogger("maas_stream")
 
 
 class StreamAggregator:
@@ -252,6 +255,7 @@ class StreamConverter:
     ) -> None:
         self._source = StreamAggregator(protocol, emit=True)
         self._encoder: StreamEncoder = get_protocol(to).encoder(**options)
+        self._logged = 0
         self.target = to
         self.fail_closed = fail_closed
         self.response: Response | None = None
@@ -284,7 +288,16 @@ class StreamConverter:
         if self.fail_closed and self.target != self._source.protocol:
             for event in events:
                 self._check_unknown(event)
-        return b"".join([encode(e) for e in events])
+        out = b"".join([encode(e) for e in events])
+        if len(self._encoder.lossy) > self._logged:
+            self._log_lossy()
+        return out
+
+    def _log_lossy(self) -> None:
+        lossy = self._encoder.lossy
+        for what in lossy[self._logged :]:
+            log.warning("%s -> %s: dropped %s", self._source.protocol, self.target, what)
+        self._logged = len(lossy)
 
     def _check_unknown(self, event: Event) -> None:
         if isinstance(event, UnknownEvent):
@@ -295,6 +308,9 @@ class StreamConverter:
             ptype, raw = event.value.provider_type, event.value.raw
         else:
             return
+        source = self._source.protocol
+        if source is not None and ptype in get_protocol(source).replay_only:
+            return  # understood state only the source can replay: dropped and reported
         key = continuation_key(raw)
         if key is not None:
             raise ConversionError(
@@ -368,8 +384,18 @@ def from_canonical(
 
 
 def convert_history(body: Any, *, to: str, protocol: str, lossy: list[str] | None = None) -> dict[str, Any]:
-    """Convert a request body from ``protocol`` to ``to`` through the canonical model."""
-    return from_canonical(to_canonical(body, protocol), to, lossy=lossy)
+    """Convert a request body from ``protocol`` to ``to`` through the canonical model.
+
+    What ``to`` cannot carry is dropped, appended to ``lossy`` when given, and logged as a
+    warning on the ``maas_stream`` logger.
+    """
+    found: list[str] = []
+    out = from_canonical(to_canonical(body, protocol), to, lossy=found)
+    for what in found:
+        log.warning("%s -> %s history: dropped %s", protocol, to, what)
+    if lossy is not None:
+        lossy.extend(found)
+    return out
 
 
 def validate(body: Any, protocol: str) -> list[str]:

@@ -58,7 +58,7 @@ def texts(resp: ms.Response) -> str:
     return "".join(
         p.text
         for m in resp.messages
-        if m.type in (None, "message")
+        if m.type in (None, "message") and not m.choice_index  # one choice reaches Responses
         for p in m.content
         if isinstance(p, TextPart)
     )
@@ -68,6 +68,7 @@ def calls(resp: ms.Response) -> list[tuple[str, str, str]]:
     return [
         (p.id, p.name, p.arguments)
         for m in resp.messages
+        if not m.choice_index
         for p in m.content
         if isinstance(p, ToolCallPart) and p.kind in ("function", "custom")
     ]

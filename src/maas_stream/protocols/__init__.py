@@ -76,6 +76,7 @@ register(
         from_canonical=gemini.from_canonical,
         validate=gemini.validate,
         detect=gemini.detect,
+        replay_only=frozenset({gemini.SIGNATURE_TYPE}),
     )
 )
 

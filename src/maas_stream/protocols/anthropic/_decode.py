@@ -82,6 +82,9 @@ class StreamDecoder(SSEStreamDecoder):
         self._finish: FinishReason | None = None
         self._provider_finish: str | None = None
         self._raw: dict[int, dict[str, Any]] = {}
+        self._unknown: set[int] = set()
+        """Indices of this message's blocks of an unknown type: their deltas stay unknown too (block
+        indices are unique in a message; a re-encoded unknown block may be stopped before its deltas)."""
         self._handlers: dict[str, Callable[[Frame, str], list[Event]]] = {
             "content_block_delta": self._on_delta,
             "content_block_start": self._on_block_start,
@@ -116,6 +119,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     def _on_message_start(self, frame: Frame, data: str) -> list[Event]:
         message = frame.message
+        self._unknown.clear()
         if not isinstance(message, dict):
             raise RemoteProtocolError("message_start without a message object", event_type="message_start")
         extra = {k: v for k, v in message.items() if k not in _MESSAGE_FIELDS}
@@ -171,6 +175,7 @@ class StreamDecoder(SSEStreamDecoder):
         part = block_to_part(block)
         if isinstance(part, UnknownPart):
             if part.provider_type not in KNOWN_RAW_TYPES:
+                self._unknown.add(index)
                 return [UnknownEvent(provider_type=part.provider_type, raw=block, message=0, part=index)]
             if part.provider_type == "compaction":
                 self._raw[index] = dict(block)
@@ -196,7 +201,9 @@ class StreamDecoder(SSEStreamDecoder):
         if delta is None:
             raise RemoteProtocolError("content_block_delta without a delta", event_type="content_block_delta")
         handler = self._deltas.get(delta.type)
-        if handler is None:
+        if handler is None or frame.index in self._unknown:
+            # An unknown delta, or a known one (e.g. a signature) on a block we do not know:
+            # kept raw, never applied to a part it was not meant for.
             return [
                 UnknownEvent(provider_type=delta.type or "delta", raw=msgspec.json.decode(data), message=0)
             ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._decode import SIGNATURE_TYPE as SIGNATURE_TYPE
 from ._decode import StreamDecoder as StreamDecoder
 from ._encode import StreamEncoder as StreamEncoder
 from ._history import PLACEHOLDER_SIGNATURE as PLACEHOLDER_SIGNATURE
@@ -20,6 +21,7 @@ from ._history import validate as validate
 __all__ = (
     "NAME",
     "PLACEHOLDER_SIGNATURE",
+    "SIGNATURE_TYPE",
     "StreamDecoder",
     "StreamEncoder",
     "detect",

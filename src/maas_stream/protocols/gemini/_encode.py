@@ -504,12 +504,14 @@ class StreamEncoder:
         if cand in self._finished:
             return b""
         reason = ev.finish_reason
+        if reason is None:
+            # An item of a multi-item turn (an item of an incomplete Responses output, too):
+            # the response's end finishes the candidate, or leaves it cut.
+            return b""
         if ev.status == "incomplete" and reason not in _KEEP_FINISH:
             # The source was cut here: no finishReason, so the output reads as cut too.
             self._finished.add(cand)
             return b""
-        if reason is None:
-            return b""  # an item of a multi-item turn: the response's end finishes the candidate
         extras = ev.value.provider_raw if ev.value is not None else None
         return self._finish_chunk(cand, reason, ev.provider_finish_reason, extras)
 

@@ -44,6 +44,7 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
+from .._turns import join_items
 from ._decode import SIGNATURE_TYPE, SYNTH_PREFIX, media_part
 from ._encode import call_args, media_body
 from ._wire import normalize
@@ -252,7 +253,7 @@ def from_canonical(
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None
-    for i, msg in enumerate(messages):
+    for i, msg in enumerate(join_items(messages)):
         parts: list[Part] = (
             [TextPart(text=msg.content)] if isinstance(msg.content, str) else list(msg.content)
         )
@@ -265,9 +266,9 @@ def from_canonical(
             continue
         if msg.role in ("assistant", "model"):
             results = None
-            contents.append(
-                {"role": "model", "parts": _model_parts(i, msg, parts, names, sink, signature_placeholder)}
-            )
+            model = _model_parts(i, msg, parts, names, sink, signature_placeholder)
+            if model:  # a turn of only what Gemini cannot carry (reported) is left out
+                contents.append({"role": "model", "parts": model})
             continue
         tool_results = [p for p in parts if isinstance(p, ToolResultPart)]
         rest = [p for p in parts if not isinstance(p, ToolResultPart)]

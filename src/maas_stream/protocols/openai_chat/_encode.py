@@ -26,6 +26,7 @@ from ..._model import (
     StreamError,
     TextPart,
     ToolCallPart,
+    UnknownPart,
     Usage,
 )
 from ...events import (
@@ -131,6 +132,7 @@ class StreamEncoder:
         self._explicit: set[int] = set()
         self._usage: Usage | None = None
         self._details: dict[int, int] = {}
+        self._held: dict[int, list[dict[str, Any]]] = {}
         self._ended = False
         self._handlers: dict[type[Any], Any] = {
             ResponseStart: self._on_response_start,
@@ -164,8 +166,10 @@ class StreamEncoder:
 
     def finish(self) -> bytes:
         """End the output. A source that was cut stays cut: no ``[DONE]`` is invented."""
+        if self._ended:
+            return b""
         self._ended = True
-        return b""
+        return b"".join([self._flush_annotations(choice) for choice in list(self._held)])
 
     # ------------------------------------------------------------------ framing
 
@@ -287,7 +291,8 @@ class StreamEncoder:
             self._parts[key] = _Out("audio", choice)
             return head + self._audio(choice, value.id, value.data, value.transcript, value.expires_at)
         self._parts[key] = _Out("drop", choice)
-        self._lose(f"{value.__struct_config__.tag} part (no Chat Completions equivalent)")
+        kind = value.provider_type if isinstance(value, UnknownPart) else value.__struct_config__.tag
+        self._lose(f"{kind} part (no Chat Completions equivalent)")
         return head
 
     def _detail(self, out: _Out) -> dict[str, Any]:
@@ -393,7 +398,15 @@ class StreamEncoder:
         if annotation is None:
             self._lose(f"citation of kind {ev.citation.kind!r} (Chat annotations carry URL citations only)")
             return b""
-        return self._chunk(out.choice, {"annotations": [annotation]})
+        # The openai SDK merges `annotations` only when they come in one delta (a second
+        # index-less list breaks its accumulator), as OpenAI sends them: hold them until the
+        # choice finishes.
+        self._held.setdefault(out.choice, []).append(annotation)
+        return b""
+
+    def _flush_annotations(self, choice: int) -> bytes:
+        held = self._held.pop(choice, None)
+        return self._chunk(choice, {"annotations": held}) if held else b""
 
     def _on_logprobs(self, ev: LogprobsDelta) -> bytes:
         out = self._get(ev)
@@ -446,12 +459,13 @@ class StreamEncoder:
         return b""
 
     def _finish_chunk(self, choice: int, reason: str) -> bytes:
+        head = self._flush_annotations(choice) if self._held else b""
         self._finished.add(choice)
         if reason == "stop" and self._tools.get(choice):
             reason = "tool_calls"
         elif reason == "tool_calls" and choice in self._legacy and not self._tools.get(choice):
             reason = LEGACY
-        return self._chunk(choice, {}, finish_reason=reason)
+        return head + self._chunk(choice, {}, finish_reason=reason)
 
     def _on_usage(self, ev: UsageUpdate) -> bytes:
         self._usage = ev.usage
@@ -467,9 +481,11 @@ class StreamEncoder:
             if ev.finish_reason is not None and (reason is None or choice not in self._explicit):
                 reason = _FINISH[ev.finish_reason]
             if reason is None and self._source == PROTOCOL:
+                frames.append(self._flush_annotations(choice))
                 continue  # a Chat source that sent no finish reason (audio streams): none invented
             frames.append(self._announce(choice))
             frames.append(self._finish_chunk(choice, reason or "stop"))
+        frames += [self._flush_annotations(choice) for choice in list(self._held)]  # any late ones
         if self.include_usage and self._usage is not None:
             frames.append(self._usage_chunk(self._usage))
         frames.append(b"data: [DONE]\n\n")
@@ -514,11 +530,12 @@ class StreamEncoder:
     def _on_error(self, ev: StreamErrorEvent) -> bytes:
         # The error chunk ends the output (the openai SDK raises on it), so it carries the
         # usage known so far, as OpenAI-compatible servers do.
+        frames = b"".join([self._flush_annotations(choice) for choice in list(self._held)])
         self._ended = True
         body: dict[str, Any] = {"error": _error(ev.error)}
         if self._usage is not None:
             body["usage"] = self._usage_body(self._usage)
-        return b"data: " + _json.encode(body) + b"\n\n"
+        return frames + b"data: " + _json.encode(body) + b"\n\n"
 
     def _on_unknown(self, ev: UnknownEvent) -> bytes:
         if self._source == PROTOCOL and ev.message is None and isinstance(ev.raw, dict):

@@ -32,6 +32,7 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
+from .._turns import join_items
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -165,9 +166,16 @@ def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -
     """
     sink: list[str] = lossy if lossy is not None else []
     out: list[dict[str, Any]] = []
-    for i, msg in enumerate(messages):
-        out.extend(_to_chat(i, msg, sink))
+    for i, msg in enumerate(join_items(messages)):
+        out.extend(m for m in _to_chat(i, msg, sink) if not _empty_assistant(m))
     return {"messages": out}
+
+
+def _empty_assistant(item: dict[str, Any]) -> bool:
+    """An assistant message left with nothing Chat can carry (e.g. only foreign reasoning)."""
+    return item["role"] == "assistant" and not any(
+        item.get(k) for k in ("content", "tool_calls", "refusal", "function_call", "audio")
+    )
 
 
 def _to_chat(i: int, msg: Message, lossy: list[str]) -> list[dict[str, Any]]:

@@ -184,6 +184,8 @@ class StreamEncoder:
         self._parts: dict[tuple[int, int], _Out] = {}
         self._usage: Usage | None = None
         self._synth = 0
+        self._other_choices: set[int] = set()
+        self._message_finish: FinishReason | None = None
         self._handlers: dict[type[Any], Any] = {
             ResponseStart: self._on_response_start,
             MessageStart: self._on_message_start,
@@ -211,6 +213,8 @@ class StreamEncoder:
         """Encode one canonical event; return the frames it completes (maybe ``b""``)."""
         if self._ended:
             return b""
+        if self._other_choices and getattr(event, "message", None) in self._other_choices:
+            return b""  # a second choice / candidate: a response has one output list
         head = b"" if self._started or isinstance(event, ResponseStart) else self._start()
         result: bytes = self._handlers[type(event)](event)
         return head + result if head else result
@@ -261,7 +265,9 @@ class StreamEncoder:
 
     def _start(self) -> bytes:
         self._started = True
-        return self._frame("response.created", {"response": self._response("in_progress", [])}) + self._frame(
+        created = self._response("in_progress", [])
+        self._id = created["id"]  # the SDK rejects a response whose id changes mid-stream
+        return self._frame("response.created", {"response": created}) + self._frame(
             "response.in_progress", {"response": self._response("in_progress", [])}
         )
 
@@ -291,6 +297,10 @@ class StreamEncoder:
 
     def _on_message_start(self, ev: MessageStart) -> bytes:
         assert isinstance(ev.message, int)
+        if ev.choice_index:
+            self._other_choices.add(ev.message)
+            self._lose(f"choice {ev.choice_index} (a Responses stream carries one choice)")
+            return b""
         self._msg_meta[ev.message] = ev
         same = self._source == PROTOCOL and ev.type is not None
         if same and ev.type == "message":
@@ -349,7 +359,9 @@ class StreamEncoder:
             item, frame = self._new_item(added["type"], value.item_id or self._synth_id("fc"), added)
             self._parts[key] = out = _Out("call", item)
             out.sent = []
-            return frames + frame + self._args(out, value.arguments) if value.arguments else frames + frame
+            # A start value (Anthropic's "{}") counts only if no delta follows: it is sent, if
+            # still needed, when the call closes.
+            return frames + frame
         if isinstance(value, AudioPart):
             self._parts[key] = _Out("audio", None)
             return self._audio(value.data, value.transcript)
@@ -358,7 +370,8 @@ class StreamEncoder:
             self._lose("reasoning of another protocol (Responses replays only its own encrypted_content)")
             return b""
         self._parts[key] = _Out("drop", None)
-        self._lose(f"{value.__struct_config__.tag} part (no Responses output equivalent)")
+        kind = value.provider_type if isinstance(value, UnknownPart) else value.__struct_config__.tag
+        self._lose(f"{kind} part (no Responses output equivalent)")
         return b""
 
     def _whole_part(self, key: tuple[int, int], item: _Item, value: Any) -> bytes:
@@ -717,7 +730,8 @@ class StreamEncoder:
             frames += self._frame(spec[1], body)
         if item.type in ("function_call", "custom_tool_call") and not item.whole:
             # An item of its own (a call split out of another protocol's message): it ends here.
-            frames += self._item_done(item, call_item(value, "completed", item.body))
+            status = "incomplete" if value.status == "incomplete" else "completed"
+            frames += self._item_done(item, call_item(value, status, item.body))
         return frames
 
     def _reasoning_done(self, out: _Out, value: ReasoningPart) -> bytes:
@@ -746,6 +760,8 @@ class StreamEncoder:
         assert isinstance(ev.message, int)
         meta = self._msg_meta.get(ev.message)
         whole = self._whole.get(ev.message)
+        if ev.finish_reason is not None:
+            self._message_finish = ev.finish_reason  # a per-choice finish (Chat, Gemini)
         value = ev.value
         status = ev.status or (value.status if value is not None else None)
         if whole is not None:
@@ -819,8 +835,9 @@ class StreamEncoder:
 
     def _on_response_done(self, ev: ResponseDone) -> bytes:
         frames = self._close_all()
+        finish = ev.finish_reason or self._message_finish
         incomplete = ev.status == "incomplete" or (
-            ev.status is None and ev.finish_reason in ("length", "content_filter")
+            ev.status is None and finish in ("length", "content_filter")
         )
         if ev.status == "failed":
             response = self._response("failed", self._output())
@@ -828,7 +845,7 @@ class StreamEncoder:
             frames += self._frame("response.failed", {"response": response})
         elif incomplete:
             response = self._response("incomplete", self._output())
-            reason = _INCOMPLETE_REASON.get(ev.finish_reason) if ev.finish_reason is not None else None
+            reason = _INCOMPLETE_REASON.get(finish) if finish is not None else None
             response["incomplete_details"] = {"reason": reason or ev.provider_finish_reason or "other"}
             response["usage"] = self._usage_body()
             frames += self._frame("response.incomplete", {"response": response})
