@@ -553,3 +553,14 @@ def test_to_canonical_rejects_what_is_not_a_chat_body() -> None:
         ms.to_canonical({"input": "hi"}, PROTOCOL)
     with pytest.raises(ms.ValidationError):
         ms.to_canonical([{"role": "robot"}], PROTOCOL)
+
+
+def test_encoder_from_a_session_keeps_user_content_out_and_reports_later_responses() -> None:
+    """A Live session: the user's transcript is not the model's audio; a second turn is reported lost."""
+    data = (RECORDINGS / "google-live" / "transcripts_code_grounding_two_turns.jsonl").read_bytes()
+    conv = ms.StreamConverter("openai-chat", protocol="google-live")
+    out = conv.feed(data) + conv.finish()
+    assert b"two to the tenth" not in out
+    assert b"It is 1024." in out
+    assert "user message in the output" in conv.lossy
+    assert any("further response" in line for line in conv.lossy)

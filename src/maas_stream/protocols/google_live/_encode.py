@@ -128,7 +128,7 @@ class StreamEncoder:
         return result
 
     def finish(self) -> bytes:
-        """End the output; calls still held are sent (a cut source is not completed)."""
+        """End the output; complete calls still held are sent (a cut source is not completed)."""
         self._ended = True
         return self._flush()
 
@@ -290,6 +290,10 @@ class StreamEncoder:
         kind = self._kinds.get(key)
         value = ev.value
         if kind == "call" and isinstance(value, ToolCallPart):
+            if value.status == "incomplete":
+                # A cut call would run with half its arguments: never handed to the client.
+                self._lose(f"tool call {value.id} was cut before it ended; not sent")
+                return b""
             try:
                 args = msgspec.json.decode(value.arguments) if value.arguments else {}
             except msgspec.DecodeError:

@@ -134,6 +134,8 @@ class StreamEncoder:
         self._details: dict[int, int] = {}
         self._held: dict[int, list[dict[str, Any]]] = {}
         self._ended = False
+        self._dropped: set[Any] = set()
+        """Source messages that are not the model's (user, tool...): their parts are not written."""
         self._handlers: dict[type[Any], Any] = {
             ResponseStart: self._on_response_start,
             MessageStart: self._on_message_start,
@@ -160,6 +162,8 @@ class StreamEncoder:
     def encode(self, event: Event) -> bytes:
         """Encode one canonical event; return the chunks it completes (maybe ``b""``)."""
         if self._ended:
+            if type(event) is ResponseStart:
+                self._lose("a further response (Chat carries one response per stream); dropped")
             return b""
         result: bytes = self._handlers[type(event)](event)
         return result
@@ -217,6 +221,8 @@ class StreamEncoder:
     def _on_message_start(self, ev: MessageStart) -> bytes:
         if ev.role not in ("assistant", "model"):
             self._lose(f"{ev.role} message in the output")
+            self._dropped.add(ev.message)
+            return b""
         choice = ev.choice_index if ev.choice_index is not None else 0
         if ev.choice_index is not None:
             self._explicit.add(choice)
@@ -237,6 +243,9 @@ class StreamEncoder:
         assert isinstance(ev.part, int)
         choice = self._choice(ev.message)
         key = (ev.message, ev.part)
+        if ev.message in self._dropped:
+            self._parts[key] = _Out("drop", choice)
+            return b""
         value = ev.value
         head = self._announce(choice)
         if isinstance(value, TextPart):

@@ -90,6 +90,7 @@ class StreamEncoder:
         self._calls: dict[tuple[Any, Any], _Item] = {}
         self._inputs: dict[tuple[Any, Any], list[str]] = {}
         self._whole: set[tuple[Any, Any]] = set()
+        self._reopen: dict[tuple[Any, Any], str] = {}
         self._usage: Usage | None = None
         self._assistant = False
         """Whether the current response has a model message (even one whose content is dropped)."""
@@ -289,11 +290,23 @@ class StreamEncoder:
             )
         return out
 
+    def _reopened(self, key: tuple[Any, Any]) -> tuple[bytes, tuple[_Item, int, str] | None]:
+        """A part closed early (its item ended at a call) that goes on: a new message item."""
+        kind = self._reopen.pop(key, None)
+        if kind is None:
+            return b"", None
+        out = self._content_start(key, TextPart(text="") if kind == "text" else AudioPart())
+        return out, self._parts.get(key)
+
     def _on_text(self, ev: TextDelta) -> bytes:
-        found = self._parts.get((ev.message, ev.part))
+        key = (ev.message, ev.part)
+        head = b""
+        found = self._parts.get(key)
+        if found is None:
+            head, found = self._reopened(key)
         if found is None or found[2] != "text":
-            return b""
-        return self._text(found[0], found[1], ev.text)
+            return head
+        return head + self._text(found[0], found[1], ev.text)
 
     def _on_audio(self, ev: AudioDelta) -> bytes:
         key = (ev.message, ev.part)
@@ -309,10 +322,13 @@ class StreamEncoder:
                 "delta": ev.transcript,
             }
             return self._event(body)
+        head = b""
         found = self._parts.get(key)
+        if found is None:
+            head, found = self._reopened(key)
         if found is None or found[2] != "audio":
-            return b""
-        return self._audio(found[0], found[1], ev.data, ev.transcript)
+            return head
+        return head + self._audio(found[0], found[1], ev.data, ev.transcript)
 
     def _input_id(self, message: Any) -> str:
         found = self._message_ids.get(message)
@@ -355,9 +371,13 @@ class StreamEncoder:
         call = self._calls.pop(key, None)
         if call is not None:
             return self._call_done(call, value)
+        self._reopen.pop(key, None)
         found = self._parts.pop(key, None)
         if found is None:
             return b""
+        return self._close_part(found, value)
+
+    def _close_part(self, found: tuple[_Item, int, str], value: Any) -> bytes:
         item, index, kind = found
         base = {**self._base(item), "content_index": index}
         if kind == "text":
@@ -424,9 +444,17 @@ class StreamEncoder:
         if item is None or item.done:
             return b""
         item.done = True
+        # Content parts still open (a call started before the source closed them) end first:
+        # Realtime closes a part before its item. Later deltas for them start a new item.
+        out = b""
+        for key, found in list(self._parts.items()):
+            if found[0] is item:
+                del self._parts[key]
+                self._reopen[key] = found[2]
+                out += self._close_part(found, None)
         status = "incomplete" if ev.status == "incomplete" else "completed"
         wire = self._item_wire(item, status)
-        return self._event({"type": "response.output_item.done", **self._base(item), "item": wire})
+        return out + self._event({"type": "response.output_item.done", **self._base(item), "item": wire})
 
     def _on_usage(self, ev: UsageUpdate) -> bytes:
         self._usage = ev.usage
