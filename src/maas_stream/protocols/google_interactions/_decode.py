@@ -299,7 +299,9 @@ class StreamDecoder(SSEStreamDecoder):
             return
         self._other_delta(index, step, delta, data, out)
 
-    def _other_delta(self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[Event]) -> None:
+    def _other_delta(
+        self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[Event]
+    ) -> None:
         dtype = delta.type
         main: int | str = "call" if step.kind in ("call", "mcp_call") else 0
         if dtype == "thought_signature":
