@@ -1,6 +1,6 @@
 """Anthropic Messages throughput: our decode + aggregate against bare parsing and the SDK.
 
-Run: ``PYTHONPATH=src /work/venv/bin/python benchmarks/bench_anthropic.py``
+Run: ``PYTHONPATH=src /work/venv/bin/python benchmarks/bench_anthropic.py`` (``--quick``: fewer runs)
 
 On the same synthesized bytes (a ~2k-event stream of thinking, text and tool calls, and a
 ~30k-event stream dominated by one long tool input), it reports events/s of
@@ -9,23 +9,26 @@ On the same synthesized bytes (a ~2k-event stream of thinking, text and tool cal
 (b) ``ms.aggregate`` (our decoder and the aggregator),
 (c) the anthropic SDK's own stream accumulator (``client.messages.stream()`` over a mock
     transport, which parses the SSE and runs ``accumulate_event``),
-(d) our encoder alone on the canonical events (and the whole ``ms.convert`` pipeline),
+(d) ``ms.convert`` to the same protocol (re-encode cost = its CPU time minus (b)'s),
 
-and the budget ratios of DESIGN.md: (b) >= 0.5x (a), (b) >= 10x (c), (d) <= 2x (b)'s cost.
+measured as CPU time, interleaved, best of several runs (``_harness.py``), and the budget
+ratios of DESIGN.md: (b) >= 0.5x (a), (b) >= 10x (c), (d) <= 2x (b)'s cost.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import httpx2
 import msgspec
 
-import maas_stream as ms
-from maas_stream.sse import Decoder
+from _harness import bare_sse, measure
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def _frame(body: dict[str, Any]) -> str:
@@ -143,40 +146,8 @@ def synth(text_deltas: int, json_deltas: int) -> tuple[bytes, int]:
     return "".join(frames).encode(), len(frames)
 
 
-def bare(data: bytes) -> None:
-    """(a) split SSE and decode every payload untyped."""
-    dec = Decoder()
-    for event in dec.feed(data):
-        msgspec.json.decode(event.data)
-    dec.finish()
-
-
-def ours(data: bytes) -> None:
-    """(b) decode + aggregate."""
-    ms.aggregate(data, protocol="anthropic")
-
-
-def canonical_events(data: bytes) -> list[Any]:
-    """The canonical events an encoder receives for ``data``."""
-    agg = ms.StreamAggregator("anthropic", emit=True)
-    return agg.feed(data) + agg.finish_events()
-
-
-def encode_only(events: list[Any]) -> None:
-    """(d) our encoder alone, on canonical events."""
-    enc = ms.get_protocol("anthropic").encoder()
-    for event in events:
-        enc.encode(event)
-    enc.finish()
-
-
-def reencode(data: bytes) -> None:
-    """(b) + (d) as one pipeline: ``ms.convert`` to the same protocol."""
-    ms.convert(data, to="anthropic", protocol="anthropic")
-
-
-def sdk(data: bytes) -> None:
-    """(c) the SDK's stream parser and accumulator."""
+def sdk(data: bytes) -> Callable[[list[bytes]], object]:
+    """The SDK's stream parser and accumulator (``messages.stream()`` over a mock transport)."""
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=data)
@@ -184,39 +155,28 @@ def sdk(data: bytes) -> None:
     client = anthropic.Anthropic(
         api_key="x", http_client=httpx2.Client(transport=httpx2.MockTransport(handler))
     )
-    with client.messages.stream(
-        model="m", max_tokens=1, messages=[{"role": "user", "content": "x"}]
-    ) as stream:
-        stream.get_final_message()
 
+    def run(chunks: list[bytes]) -> object:
+        with client.messages.stream(
+            model="m", max_tokens=1, messages=[{"role": "user", "content": "x"}]
+        ) as stream:
+            return stream.get_final_message()
 
-def best(fn: Any, data: Any, repeat: int) -> float:
-    """Best wall time of ``repeat`` runs."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn(data)
-        times.append(time.perf_counter() - t)
-    return min(times)
+    return run
 
 
 def main() -> None:
     """Run every measurement and print the ratios."""
-    for label, (data, n), repeat, sdk_repeat in (
-        ("~2k events", synth(1500, 400), 7, 2),
-        ("~30k events, long tool input", synth(4000, 26000), 3, 1),
+    print(
+        f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, anthropic {anthropic.__version__}"
+    )
+    for label, (data, _) in (
+        ("~2k events", synth(1500, 400)),
+        ("~30k events, long tool input", synth(4000, 26000)),
     ):
-        a = best(bare, data, repeat)
-        b = best(ours, data, repeat)
-        c = best(sdk, data, sdk_repeat)
-        d = best(encode_only, canonical_events(data), repeat)
-        cd = best(reencode, data, repeat)
-        print(f"{label}: {n} events, {len(data) / 1e6:.1f} MB")
-        print(f"  (a) bare split+decode   {n / a:12,.0f} ev/s")
-        print(f"  (b) ours decode+agg     {n / b:12,.0f} ev/s   (b)/(a) = {a / b:.2f}  (budget >= 0.5)")
-        print(f"  (c) anthropic SDK       {n / c:12,.0f} ev/s   (b)/(c) = {c / b:.1f}x (budget >= 10x)")
-        print(f"  (d) re-encode only      {n / d:12,.0f} ev/s   cost (d)/(b) = {d / b:.2f} (budget <= 2)")
-        print(f"      ms.convert pipeline {n / cd:12,.0f} ev/s   = {cd / b:.2f}x the cost of (b)")
+        measure(
+            "anthropic", data, bare=bare_sse, sdk=sdk(data), sdk_label="anthropic SDK stream()", label=label
+        )
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 """Gemini decode/aggregate/re-encode throughput against bare JSON decoding and google-genai.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_gemini.py``. Reports chunks (SSE events) per second
+Run: ``PYTHONPATH=src python benchmarks/bench_gemini.py`` (``--quick``: fewer runs). Reports chunks (SSE events) per second
 for (a) splitting SSE and ``msgspec.json.decode``-ing every payload untyped, (b) ``ms.aggregate``,
 (c) google-genai's streaming client parsing every chunk into ``GenerateContentResponse``, and
 (d) re-encoding to Gemini (``ms.convert``), on a ~2k-chunk and a ~30k-chunk synthesized stream.
+CPU time, contenders interleaved, best of several runs (``_harness.py``).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import time
+import sys
 from typing import TYPE_CHECKING
 
 import httpx2
@@ -18,8 +19,7 @@ import msgspec
 from google import genai
 from google.genai import types
 
-import maas_stream as ms
-from maas_stream.sse import Decoder
+from _harness import bare_sse, measure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -57,31 +57,12 @@ def synth(n: int) -> bytes:
     return b"".join(frames)
 
 
-def bare(data: bytes) -> int:
-    decode = msgspec.json.decode
-    n = 0
-    for frame in data.split(b"\r\n\r\n"):
-        if frame.startswith(b"data: "):
-            decode(frame[6:])
-            n += 1
-    return n
+def sdk(data: bytes) -> Callable[[list[bytes]], object]:
+    """google-genai's streaming client parsing every chunk into ``GenerateContentResponse``.
 
+    google-genai does not accumulate a response, so this is parse-only and flatters the SDK.
+    """
 
-def ours(data: bytes) -> int:
-    resp = ms.aggregate(data, protocol="gemini")
-    assert resp.status == "completed"
-    return 0
-
-
-def sse_only(data: bytes) -> int:
-    return len(Decoder().feed(data))
-
-
-def reencode(data: bytes) -> int:
-    return len(ms.convert(data, to="gemini", protocol="gemini"))
-
-
-def sdk(data: bytes) -> int:
     def handler(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, content=data, headers={"content-type": "text/event-stream"})
 
@@ -89,35 +70,18 @@ def sdk(data: bytes) -> int:
         api_key="dummy",
         http_options=types.HttpOptions(httpx_client=httpx2.Client(transport=httpx2.MockTransport(handler))),
     )
-    return sum(1 for _ in client.models.generate_content_stream(model="gemini-bench", contents="hi"))
 
+    def run(chunks: list[bytes]) -> object:
+        return sum(1 for _ in client.models.generate_content_stream(model="gemini-bench", contents="hi"))
 
-def best(fn: Callable[[bytes], int], data: bytes, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(data)
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return run
 
 
 def main() -> None:
-    for n, repeat, sdk_repeat in ((2_000, 7, 3), (30_000, 3, 1)):
+    print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, google-genai {genai.__version__}")
+    for n in (2_000, 30_000):
         data = synth(n)
-        t_bare = best(bare, data, repeat)
-        t_ours = best(ours, data, repeat)
-        t_conv = best(reencode, data, repeat)
-        t_sse = best(sse_only, data, repeat)
-        t_sdk = best(sdk, data, sdk_repeat)
-        print(f"--- {n} chunks, {len(data) / 1e6:.1f} MB")
-        print(f"(a) bare split + json.decode : {n / t_bare:12,.0f} chunks/s")
-        print(f"(b) ms.aggregate             : {n / t_ours:12,.0f} chunks/s")
-        print(f"    of which core SSE framing : {n / t_sse:12,.0f} chunks/s ({t_sse / t_ours:.0%} of (b))")
-        print(f"(c) google-genai stream      : {n / t_sdk:12,.0f} chunks/s")
-        print(f"(d) ms.convert -> gemini     : {n / t_conv:12,.0f} chunks/s")
-        print(f"    (b)/(a) = {t_bare / t_ours:.2f}x   (budget >= 0.5)")
-        print(f"    (b)/(c) = {t_sdk / t_ours:.1f}x   (budget >= 10)")
-        print(f"    re-encode cost / decode cost = {(t_conv - t_ours) / t_ours:.2f}   (budget <= 2)")
+        measure("gemini", data, bare=bare_sse, sdk=sdk(data), sdk_label="google-genai stream (parse)")
 
 
 if __name__ == "__main__":

@@ -3,26 +3,28 @@
 Reports events/s on the same bytes, in one process, for: (a) bare SSE split + untyped
 ``msgspec.json.decode`` of every payload, (b) ``ms.aggregate``, (c) the openai SDK's own
 accumulator (its SSE decoder, ``construct_type`` and ``ResponseStreamState``), (d) re-encode
-(``ms.convert`` to the same protocol). Run: ``PYTHONPATH=src python benchmarks/bench_openai_responses.py``.
+(``ms.convert`` to the same protocol). Run: ``PYTHONPATH=src python benchmarks/bench_openai_responses.py`` (``--quick``: fewer
+runs). CPU time, contenders interleaved, best of several runs (``_harness.py``).
 """
 
 from __future__ import annotations
 
 import json
-import time
+import sys
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import openai
 from openai._models import construct_type
 from openai._streaming import SSEDecoder
 from openai._types import omit
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
-import maas_stream as ms
+from _harness import bare_sse, measure
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
 
 
 def synthesize(n_events: int) -> bytes:
@@ -133,61 +135,24 @@ def synthesize(n_events: int) -> bytes:
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
 
 
-def bare(data: bytes) -> int:
-    decode = msgspec.json.decode
-    n = 0
-    for block in data.split(b"\n\n"):
-        for line in block.split(b"\n"):
-            if line.startswith(b"data: "):
-                decode(line[6:])
-                n += 1
-    return n
+def sdk(data: bytes) -> Callable[[list[bytes]], object]:
+    """The openai SDK's accumulator: its SSE decoder, ``construct_type``, ``ResponseStreamState``."""
 
+    def run(chunks: list[bytes]) -> object:
+        state: ResponseStreamState[Any] = ResponseStreamState(input_tools=omit, text_format=omit)
+        for sse in SSEDecoder().iter_bytes(iter(chunks)):
+            event = construct_type(type_=ResponseStreamEvent, value=json.loads(sse.data))
+            state.handle_event(event)  # type: ignore[arg-type]
+        return state._completed_response
 
-def ours(data: bytes) -> ms.Response:
-    return ms.aggregate(data, protocol="openai-responses")
-
-
-def sdk(data: bytes) -> Any:
-    state: ResponseStreamState[Any] = ResponseStreamState(input_tools=omit, text_format=omit)
-    for sse in SSEDecoder().iter_bytes(iter([data])):
-        event = construct_type(type_=ResponseStreamEvent, value=json.loads(sse.data))
-        state.handle_event(event)  # type: ignore[arg-type]
-    return state._completed_response
-
-
-def reencode(data: bytes) -> bytes:
-    return ms.convert(data, to="openai-responses", protocol="openai-responses")
-
-
-def measure(fns: Mapping[str, Callable[[bytes], Any]], data: bytes, repeat: int) -> dict[str, float]:
-    """Best time of each function; runs are interleaved so machine load hits all alike."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn(data)
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+    return run
 
 
 def main() -> None:
+    print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, openai {openai.__version__}")
     for size in (2_000, 30_000):
         data = synthesize(size)
-        n = bare(data)
-        fast = {"a": bare, "b": ours, "d": reencode}
-        t = measure(fast, data, 9 if size < 10_000 else 5)
-        t.update(measure({"c": sdk}, data, 3 if size < 10_000 else 1))
-        a, b, c, d = t["a"], t["b"], t["c"], t["d"]
-        print(f"{n} events ({len(data) / 1e6:.1f} MB)")
-        print(f"  (a) split + msgspec untyped : {n / a:12,.0f} ev/s")
-        print(
-            f"  (b) ms.aggregate            : {n / b:12,.0f} ev/s   (b)/(a) = {a / b:.2f}x  (budget >= 0.5)"
-        )
-        print(f"  (c) openai SDK accumulator  : {n / c:12,.0f} ev/s   (b)/(c) = {c / b:.1f}x  (budget >= 10)")
-        print(
-            f"  (d) re-encode (convert)     : {n / d:12,.0f} ev/s   cost (d-b)/b = {(d - b) / b:.2f}x  (budget <= 2)"
-        )
+        measure("openai-responses", data, bare=bare_sse, sdk=sdk(data), sdk_label="openai SDK accumulator")
 
 
 if __name__ == "__main__":

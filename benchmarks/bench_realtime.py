@@ -1,12 +1,12 @@
 """Benchmark google-interactions, google-live and openai-realtime decoding, aggregation and re-encoding.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_realtime.py``. For each protocol, on synthesized
+Run: ``PYTHONPATH=src python benchmarks/bench_realtime.py [--quick] [protocol ...]``. For each protocol, on synthesized
 ~2k-event and ~30k-event streams (the same bytes for every measurement, one process) it reports
 events/s of:
 
 (a) bare framing + ``msgspec.json.decode`` (untyped) of every payload: JSON lines split on
-    ``\\n`` (each line decoded, as a websocket reader would), or SSE split and each ``data``
-    decoded;
+    ``\\n`` (each line decoded, as a websocket reader would), or SSE split with
+    ``Decoder.feed_raw`` and each ``data`` decoded from bytes;
 (b) ``ms.aggregate`` (our decode + aggregate);
 (c) the official SDK's own per-event handling: openai's realtime ``construct_type_unchecked``
     into ``RealtimeServerEvent`` (what ``connection.recv()`` does), google-genai's
@@ -15,18 +15,18 @@ events/s of:
     SDKs accumulates a response, so this is parse-only and flatters the SDK;
 (d) ``ms.convert`` to the same protocol (re-encode cost = (d) time - (b) time).
 
-Budgets (DESIGN.md): (b) >= 0.5x (a); (b) >= 10x (c); re-encode <= 2x decode.
+CPU time, contenders interleaved, best of several runs (``_harness.py``). Budgets (DESIGN.md): (b) >= 0.5x (a); (b) >= 10x (c); re-encode <= 2x decode.
 """
 
 from __future__ import annotations
 
 import json
-import time
+import sys
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-import maas_stream as ms
+from _harness import bare_jsonl, bare_sse, measure
 from maas_stream.sse import Decoder
 
 if TYPE_CHECKING:
@@ -347,33 +347,13 @@ def interactions_stream(events: int) -> bytes:
 # ---------------------------------------------------------------- measurements
 
 
-def bare_jsonl(data: bytes) -> int:
-    """(a) split lines; decode each whole frame untyped (the websocket message is the ``msg``)."""
-    decode = msgspec.json.decode
-    n = 0
-    for line in data.split(b"\n"):
-        if line:
-            decode(line)
-            n += 1
-    return n
-
-
-def bare_sse(data: bytes) -> int:
-    """(a) split SSE; decode each payload untyped."""
-    decode = msgspec.json.decode
-    events = Decoder().feed(data)
-    for e in events:
-        decode(e.data)
-    return len(events)
-
-
-def sdk_realtime(data: bytes) -> int:
+def sdk_realtime(chunks: list[bytes]) -> int:
     """(c) openai: each server event through construct_type_unchecked(RealtimeServerEvent)."""
     from openai._models import construct_type_unchecked
     from openai.types.realtime import RealtimeServerEvent
 
     n = 0
-    for line in data.split(b"\n"):
+    for line in b"".join(chunks).split(b"\n"):
         if line:
             frame = json.loads(line)
             if frame["dir"] == "server":
@@ -382,12 +362,12 @@ def sdk_realtime(data: bytes) -> int:
     return n
 
 
-def sdk_live(data: bytes) -> int:
+def sdk_live(chunks: list[bytes]) -> int:
     """(c) google-genai: each server message through LiveServerMessage.model_validate."""
     from google.genai import types
 
     n = 0
-    for line in data.split(b"\n"):
+    for line in b"".join(chunks).split(b"\n"):
         if line:
             frame = json.loads(line)
             if frame["dir"] == "server":
@@ -396,58 +376,38 @@ def sdk_live(data: bytes) -> int:
     return n
 
 
-def sdk_interactions(data: bytes) -> int:
+def sdk_interactions(chunks: list[bytes]) -> int:
     """(c) google-genai Interactions: each SSE payload into InteractionSSEStreamEvent (unvalidated)."""
     from google.genai._gaos.types import interactions
     from google.genai._gaos.utils.serializers import construct_unvalidated
 
-    events = Decoder().feed(data)
-    for e in events:
-        construct_unvalidated(json.loads(e.data), interactions.InteractionSSEStreamEvent)
-    return len(events)
+    decoder = Decoder()
+    n = 0
+    for chunk in chunks:
+        for e in decoder.feed(chunk):
+            construct_unvalidated(json.loads(e.data), interactions.InteractionSSEStreamEvent)
+            n += 1
+    return n
 
 
-def timed(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-CASES: list[tuple[str, Callable[[int], bytes], Callable[[bytes], int], Callable[[bytes], int]]] = [
-    ("openai-realtime", realtime_stream, bare_jsonl, sdk_realtime),
-    ("google-live", live_stream, bare_jsonl, sdk_live),
-    ("google-interactions", interactions_stream, bare_sse, sdk_interactions),
+CASES: list[
+    tuple[str, Callable[[int], bytes], Callable[[list[bytes]], int], Callable[[list[bytes]], int], str]
+] = [
+    ("openai-realtime", realtime_stream, bare_jsonl, sdk_realtime, "openai construct (parse)"),
+    ("google-live", live_stream, bare_jsonl, sdk_live, "genai model_validate"),
+    ("google-interactions", interactions_stream, bare_sse, sdk_interactions, "genai construct (parse)"),
 ]
 
 
-def run(
-    name: str, data: bytes, bare: Callable[[bytes], int], sdk: Callable[[bytes], int], repeat: int
-) -> None:
-    """Measure one stream and print its line."""
-    n = bare(data)
-    ta = timed(lambda: bare(data), repeat)
-    tb = timed(lambda: ms.aggregate(data, protocol=name), repeat)
-    tc = timed(lambda: sdk(data), 1)
-    td = timed(lambda: ms.convert(data, to=name, protocol=name), repeat)
-    reenc = (td - tb) / tb
-    print(
-        f"{name:22} {n:7d} {n / ta:11,.0f} {n / tb:11,.0f} {n / tc:11,.0f} "
-        f"{ta / tb:6.2f} {tc / tb:7.1f} {reenc:9.2f}"
-    )
-
-
 def main() -> None:
-    """Run every case and print events/s and the budget ratios."""
-    print(
-        f"{'protocol':22} {'events':>7} {'(a) bare':>11} {'(b) ours':>11} {'(c) sdk':>11} "
-        f"{'b/a':>6} {'b/c':>7} {'reenc/dec':>9}"
-    )
-    for name, make, bare, sdk in CASES:
+    """Run every case (or those named on the command line) and print events/s and the ratios."""
+    print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}")
+    names = [a for a in sys.argv[1:] if not a.startswith("-")]
+    for name, make, bare, sdk, sdk_label in CASES:
+        if names and name not in names:
+            continue
         for size in (2_000, 30_000):
-            run(name, make(size), bare, sdk, 5 if size <= 2_000 else 2)
+            measure(name, make(size), bare=bare, sdk=sdk, sdk_label=sdk_label)
 
 
 if __name__ == "__main__":

@@ -276,6 +276,8 @@ class Aggregator:
         self.emit = emit
         self._state = AggregatorState.STREAMING
         self._messages: list[_MessageState] = []
+        self._first_open = 0
+        """No message before this index is open (messages never reopen)."""
         self._by_key: dict[Key, _MessageState] = {}
         self._start: ResponseStart | None = None
         self._id: str | None = None
@@ -747,7 +749,14 @@ class Aggregator:
             self._done = ev
         if self._state is AggregatorState.STREAMING:
             self._state = AggregatorState.DONE
-        for msg in self._messages:
+        # Messages close for good, so the closed ones before the first open one are skipped
+        # for ever: a long session of many responses stays linear, not quadratic.
+        messages = self._messages
+        first = self._first_open
+        while first < len(messages) and messages[first].closed:
+            first += 1
+        self._first_open = first
+        for msg in messages[first:]:
             if not msg.closed:
                 self._close_message(msg, None, out)
         if self.emit:

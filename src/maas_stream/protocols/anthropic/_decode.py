@@ -42,8 +42,6 @@ from ._wire import Delta, Frame, frame_decoder
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ...sse import ServerSentEvent
-
 __all__ = ["StreamDecoder", "error_from"]
 
 PROTOCOL: Final = "anthropic"
@@ -85,7 +83,7 @@ class StreamDecoder(SSEStreamDecoder):
         self._unknown: set[int] = set()
         """Indices of this message's blocks of an unknown type: their deltas stay unknown too (block
         indices are unique in a message; a re-encoded unknown block may be stopped before its deltas)."""
-        self._handlers: dict[str, Callable[[Frame, str], list[Event]]] = {
+        self._handlers: dict[str, Callable[[Frame, bytes | str], list[Event]]] = {
             "content_block_delta": self._on_delta,
             "content_block_start": self._on_block_start,
             "content_block_stop": self._on_block_stop,
@@ -95,7 +93,7 @@ class StreamDecoder(SSEStreamDecoder):
             "ping": _nothing,
             "error": self._on_error,
         }
-        self._deltas: dict[str, Callable[[int, Delta, str], list[Event]]] = {
+        self._deltas: dict[str, Callable[[int, Delta, bytes | str], list[Event]]] = {
             "text_delta": _text,
             "input_json_delta": _json,
             "thinking_delta": _thinking,
@@ -104,12 +102,26 @@ class StreamDecoder(SSEStreamDecoder):
             "compaction_delta": self._compaction,
         }
 
-    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
-        data = sse_event.data
-        if not data or data.isspace():
-            return []
-        frame = frame_decoder.decode(data)
-        kind = frame.type or sse_event.event
+    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
+        # keep-alive (or bad bytes) is told apart only when the decode fails.
+        try:
+            frame = frame_decoder.decode(data)
+        except msgspec.DecodeError:
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            if not text or text.isspace():
+                return []
+            raise
+        kind = frame.type or event
+        if kind == "content_block_delta":
+            # The common case: a text or tool-input delta is one event.
+            delta = frame.delta
+            if delta is not None and frame.index not in self._unknown:
+                dtype = delta.type
+                if dtype == "text_delta":
+                    return [TextDelta(message=0, part=frame.index, text=delta.text or "")]
+                if dtype == "input_json_delta":
+                    return [ArgumentsDelta(message=0, part=frame.index, delta=delta.partial_json or "")]
         handler = self._handlers.get(kind)
         if handler is None:
             return [UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
@@ -117,7 +129,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ message level
 
-    def _on_message_start(self, frame: Frame, data: str) -> list[Event]:
+    def _on_message_start(self, frame: Frame, data: bytes | str) -> list[Event]:
         message = frame.message
         self._unknown.clear()
         if not isinstance(message, dict):
@@ -145,7 +157,7 @@ class StreamDecoder(SSEStreamDecoder):
                 out.append(PartDone(message=0, part=i))
         return out
 
-    def _on_message_delta(self, frame: Frame, data: str) -> list[Event]:
+    def _on_message_delta(self, frame: Frame, data: bytes | str) -> list[Event]:
         out: list[Event] = []
         usage = usage_from(frame.usage)
         if usage is not None:
@@ -158,15 +170,15 @@ class StreamDecoder(SSEStreamDecoder):
             out.append(MessageDone(message=0, finish_reason=self._finish, provider_finish_reason=reason))
         return out
 
-    def _on_message_stop(self, frame: Frame, data: str) -> list[Event]:
+    def _on_message_stop(self, frame: Frame, data: bytes | str) -> list[Event]:
         return [ResponseDone(finish_reason=self._finish, provider_finish_reason=self._provider_finish)]
 
-    def _on_error(self, frame: Frame, data: str) -> list[Event]:
+    def _on_error(self, frame: Frame, data: bytes | str) -> list[Event]:
         return [StreamErrorEvent(error=error_from(msgspec.json.decode(data)))]
 
     # ------------------------------------------------------------------ blocks
 
-    def _on_block_start(self, frame: Frame, data: str) -> list[Event]:
+    def _on_block_start(self, frame: Frame, data: bytes | str) -> list[Event]:
         return self._start(frame.index, frame.content_block)
 
     def _start(self, index: int, block: Any) -> list[Event]:
@@ -188,7 +200,7 @@ class StreamDecoder(SSEStreamDecoder):
                     return [start, PartStart(message=0, part=index, value=part)]
         return [PartStart(message=0, part=index, value=part)]
 
-    def _on_block_stop(self, frame: Frame, data: str) -> list[Event]:
+    def _on_block_stop(self, frame: Frame, data: bytes | str) -> list[Event]:
         index = frame.index
         raw = self._raw.pop(index, None)
         if raw is not None:
@@ -196,7 +208,7 @@ class StreamDecoder(SSEStreamDecoder):
             return [PartDone(message=0, part=index, value=value)]
         return [PartDone(message=0, part=index)]
 
-    def _on_delta(self, frame: Frame, data: str) -> list[Event]:
+    def _on_delta(self, frame: Frame, data: bytes | str) -> list[Event]:
         delta = frame.delta
         if delta is None:
             raise RemoteProtocolError("content_block_delta without a delta", event_type="content_block_delta")
@@ -209,7 +221,7 @@ class StreamDecoder(SSEStreamDecoder):
             ]
         return handler(frame.index, delta, data)
 
-    def _compaction(self, index: int, delta: Delta, data: str) -> list[Event]:
+    def _compaction(self, index: int, delta: Delta, data: bytes | str) -> list[Event]:
         raw = self._raw.get(index)
         if raw is None:
             return [UnknownEvent(provider_type=delta.type, raw=msgspec.json.decode(data), message=0)]
@@ -221,25 +233,25 @@ class StreamDecoder(SSEStreamDecoder):
         return []
 
 
-def _nothing(frame: Frame, data: str) -> list[Event]:
+def _nothing(frame: Frame, data: bytes | str) -> list[Event]:
     return []
 
 
-def _text(index: int, delta: Delta, data: str) -> list[Event]:
+def _text(index: int, delta: Delta, data: bytes | str) -> list[Event]:
     return [TextDelta(message=0, part=index, text=delta.text or "")]
 
 
-def _json(index: int, delta: Delta, data: str) -> list[Event]:
+def _json(index: int, delta: Delta, data: bytes | str) -> list[Event]:
     return [ArgumentsDelta(message=0, part=index, delta=delta.partial_json or "")]
 
 
-def _thinking(index: int, delta: Delta, data: str) -> list[Event]:
+def _thinking(index: int, delta: Delta, data: bytes | str) -> list[Event]:
     return [ReasoningDelta(message=0, part=index, text=delta.thinking or "")]
 
 
-def _signature(index: int, delta: Delta, data: str) -> list[Event]:
+def _signature(index: int, delta: Delta, data: bytes | str) -> list[Event]:
     return [SignatureDelta(message=0, part=index, signature=delta.signature or "")]
 
 
-def _citation(index: int, delta: Delta, data: str) -> list[Event]:
+def _citation(index: int, delta: Delta, data: bytes | str) -> list[Event]:
     return [AnnotationAdded(message=0, part=index, citation=citation_from(delta.citation))]

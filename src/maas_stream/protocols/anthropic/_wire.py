@@ -4,6 +4,10 @@ Source: PROTOCOLS.md §3 (anthropic-sdk-python ``types/raw_*_event.py``, ``types
 envelope Struct covers every stream event, so each frame is decoded once and the hot frames
 (``content_block_delta`` with ``text_delta`` / ``input_json_delta``) build no dict. Blocks,
 messages, usage and errors stay untyped (``Any``): they are kept raw for a lossless re-encode.
+
+They are ``gc=False``: decoded fresh per frame, they hold only strings, numbers and plain JSON
+values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
+in ``benchmarks/bench_anthropic.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 import msgspec
 
 
-class Delta(msgspec.Struct):
+class Delta(msgspec.Struct, gc=False):
     """A ``content_block_delta.delta`` or a ``message_delta.delta`` (they share the name)."""
 
     type: str = ""
@@ -28,7 +32,7 @@ class Delta(msgspec.Struct):
     stop_sequence: str | None = None
 
 
-class Frame(msgspec.Struct):
+class Frame(msgspec.Struct, gc=False):
     """Any Anthropic stream event's JSON payload."""
 
     type: str = ""

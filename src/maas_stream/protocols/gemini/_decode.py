@@ -28,7 +28,7 @@ It keeps only framing-local state per candidate (the current run and the open st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET
@@ -70,9 +70,6 @@ from ...events import (
 from .._base import SSEStreamDecoder
 from ._args import ArgsWriter
 from ._wire import CANDIDATE_EXTRAS, Candidate, FunctionCall, WirePart, decode_any, decode_chunk, raw_part
-
-if TYPE_CHECKING:
-    from ...sse import ServerSentEvent
 
 __all__ = [
     "FINISH_REASONS",
@@ -280,11 +277,16 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ frames
 
-    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
-        data = sse_event.data
-        if not data.strip():
-            return []
-        chunk = decode_chunk(data)
+    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
+        # keep-alive (or bad bytes) is told apart only when the decode fails.
+        try:
+            chunk = decode_chunk(data)
+        except msgspec.DecodeError:
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            if not text.strip():
+                return []
+            raise
         out: list[Event] = []
         if chunk.usage_metadata:
             self._usage = chunk.usage_metadata
@@ -349,7 +351,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ candidates
 
-    def _candidate(self, cand: Candidate, position: int, data: str, out: list[Event]) -> None:
+    def _candidate(self, cand: Candidate, position: int, data: bytes | str, out: list[Event]) -> None:
         index = cand.index
         c = self._cands.get(index)
         if c is None:

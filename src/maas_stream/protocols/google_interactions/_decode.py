@@ -15,7 +15,7 @@ only state is per open step: its kind, its content position, and that buffer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
@@ -49,9 +49,6 @@ from ._steps import (
 )
 from ._steps import usage_from as usage_from
 from ._wire import Delta, Envelope, envelope_decoder
-
-if TYPE_CHECKING:
-    from ...sse import ServerSentEvent
 
 __all__ = ["StreamDecoder", "error_from"]
 
@@ -130,14 +127,17 @@ class StreamDecoder(SSEStreamDecoder):
             "error": self._on_error,
         }
 
-    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
-        data = sse_event.data
-        if data.startswith("[DONE]"):
-            return []
-        if not data.strip():
-            return []
-        env = envelope_decoder.decode(data)
-        kind = env.event_type or sse_event.event
+    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        # The raw-bytes fast path: the typed decode reads the payload as it came; a frame that
+        # is not JSON (``[DONE]``, a blank keep-alive, bad bytes) is told apart only then.
+        try:
+            env = envelope_decoder.decode(data)
+        except msgspec.DecodeError:
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            if text.startswith("[DONE]") or not text.strip():
+                return []
+            raise
+        kind = env.event_type or event
         handler = self._handlers.get(kind)
         out: list[Event] = []
         if handler is None:
@@ -165,15 +165,15 @@ class StreamDecoder(SSEStreamDecoder):
             )
         )
 
-    def _on_created(self, env: Envelope, data: str, out: list[Event]) -> None:
+    def _on_created(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         self._steps.clear()
         self._start(env.interaction, out)
 
-    def _on_status(self, env: Envelope, data: str, out: list[Event]) -> None:
+    def _on_status(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         # The final status is repeated in interaction.completed; nothing to keep here.
         return
 
-    def _on_completed(self, env: Envelope, data: str, out: list[Event]) -> None:
+    def _on_completed(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         inter = env.interaction or {}
         self._start(inter, out)
         self._close_all(out)
@@ -190,7 +190,7 @@ class StreamDecoder(SSEStreamDecoder):
         self._started = False
         out.append(ResponseDone(status=mapped[0], finish_reason=mapped[1], provider_finish_reason=status))
 
-    def _on_error(self, env: Envelope, data: str, out: list[Event]) -> None:
+    def _on_error(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         out.append(StreamErrorEvent(error=error_from(env.error)))
 
     def _close_all(self, out: list[Event]) -> None:
@@ -207,7 +207,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ steps
 
-    def _on_start(self, env: Envelope, data: str, out: list[Event]) -> None:
+    def _on_start(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         index = _index(env)
         raw = env.step if env.step is not None else env.content
         if raw is None:
@@ -241,7 +241,7 @@ class StreamDecoder(SSEStreamDecoder):
         else:
             step.buffer = dict(raw)
 
-    def _on_stop(self, env: Envelope, data: str, out: list[Event]) -> None:
+    def _on_stop(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         self._stop(_index(env), out)
 
     def _stop(self, index: int, out: list[Event]) -> None:
@@ -271,7 +271,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ deltas
 
-    def _on_delta(self, env: Envelope, data: str, out: list[Event]) -> None:
+    def _on_delta(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         index = _index(env)
         delta = env.delta
         if delta is None:
@@ -299,7 +299,9 @@ class StreamDecoder(SSEStreamDecoder):
             return
         self._other_delta(index, step, delta, data, out)
 
-    def _other_delta(self, index: int, step: _Step, delta: Delta, data: str, out: list[Event]) -> None:
+    def _other_delta(
+        self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[Event]
+    ) -> None:
         dtype = delta.type
         main: int | str = "call" if step.kind in ("call", "mcp_call") else 0
         if dtype == "thought_signature":

@@ -3,6 +3,10 @@
 Both schemas share one envelope: the current one (``interaction.created``, ``step.*``,
 ``interaction.completed``) and the legacy one (``interaction.start``, ``content.*``,
 ``interaction.complete``). The wire is snake_case. Unknown fields are ignored, never forbidden.
+
+They are ``gc=False``: decoded fresh per frame, they hold only strings, numbers and plain JSON
+values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
+in ``benchmarks/bench_realtime.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import msgspec
 __all__ = ["Delta", "Envelope", "envelope_decoder"]
 
 
-class Delta(msgspec.Struct):
+class Delta(msgspec.Struct, gc=False):
     """A ``step.delta`` / ``content.delta`` payload (one struct for every delta type)."""
 
     type: str = ""
@@ -27,7 +31,7 @@ class Delta(msgspec.Struct):
     name: str | None = None
 
 
-class Envelope(msgspec.Struct):
+class Envelope(msgspec.Struct, gc=False):
     """Every Interactions stream event, current or legacy."""
 
     event_type: str = ""

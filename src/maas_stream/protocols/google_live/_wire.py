@@ -4,6 +4,10 @@ An absent key decodes as ``None`` (Live never sends ``null`` for a message key).
 
 Only the fields the decoder reads are declared; unknown fields are ignored, never forbidden.
 Client messages are read as plain objects (they are rare next to server audio).
+
+They are ``gc=False``: decoded fresh per message, they hold only strings, numbers and plain JSON
+values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
+in ``benchmarks/bench_realtime.py``.
 """
 
 from __future__ import annotations
@@ -15,14 +19,14 @@ import msgspec
 __all__ = ["Blob", "Frame", "LivePart", "ServerContent", "ServerMessage", "frame_decoder", "server_decoder"]
 
 
-class Blob(msgspec.Struct, rename="camel"):
+class Blob(msgspec.Struct, rename="camel", gc=False):
     """``inlineData``: base64 ``data`` and its ``mimeType``."""
 
     mime_type: str | None = None
     data: str | None = None
 
 
-class LivePart(msgspec.Struct, rename="camel"):
+class LivePart(msgspec.Struct, rename="camel", gc=False):
     """One part of a ``modelTurn`` (the Gemini ``Part`` shape)."""
 
     text: str | None = None
@@ -34,21 +38,21 @@ class LivePart(msgspec.Struct, rename="camel"):
     code_execution_result: dict[str, Any] | None = None
 
 
-class Content(msgspec.Struct, rename="camel"):
+class Content(msgspec.Struct, rename="camel", gc=False):
     """A ``modelTurn`` Content."""
 
     parts: list[LivePart] = msgspec.field(default_factory=list)
     role: str | None = None
 
 
-class Transcription(msgspec.Struct, rename="camel"):
+class Transcription(msgspec.Struct, rename="camel", gc=False):
     """An input or output transcription fragment."""
 
     text: str | None = None
     finished: bool | None = None
 
 
-class ServerContent(msgspec.Struct, rename="camel"):
+class ServerContent(msgspec.Struct, rename="camel", gc=False):
     """``serverContent``."""
 
     model_turn: Content | None = None
@@ -62,13 +66,13 @@ class ServerContent(msgspec.Struct, rename="camel"):
     url_context_metadata: Any = None
 
 
-class ToolCall(msgspec.Struct, rename="camel"):
+class ToolCall(msgspec.Struct, rename="camel", gc=False):
     """``toolCall``: parallel calls arrive together."""
 
     function_calls: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
-class ServerMessage(msgspec.Struct, rename="camel"):
+class ServerMessage(msgspec.Struct, rename="camel", gc=False):
     """Every server → client message: one main key, plus ``usageMetadata`` beside it."""
 
     setup_complete: Any = None
@@ -83,7 +87,7 @@ class ServerMessage(msgspec.Struct, rename="camel"):
 server_decoder = msgspec.json.Decoder(ServerMessage)
 
 
-class Frame(msgspec.Struct):
+class Frame(msgspec.Struct, gc=False):
     """A recorded ``{"dir", "msg"}`` line whose message is a server message (one-pass decode)."""
 
     dir: str = ""

@@ -1,6 +1,10 @@
 """OpenAI Realtime wire Struct (private): one envelope for every server event, typed by ``type``.
 
 Only the fields the decoder reads are declared; unknown fields are ignored, never forbidden.
+
+They are ``gc=False``: decoded fresh per message, they hold only strings, numbers and plain JSON
+values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
+in ``benchmarks/bench_realtime.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import msgspec
 __all__ = ["Frame", "ServerEvent", "frame_decoder", "server_decoder"]
 
 
-class ServerEvent(msgspec.Struct):
+class ServerEvent(msgspec.Struct, gc=False):
     """Any Realtime server event (GA and beta names share these fields)."""
 
     type: str = ""
@@ -33,7 +37,7 @@ class ServerEvent(msgspec.Struct):
 server_decoder = msgspec.json.Decoder(ServerEvent)
 
 
-class Frame(msgspec.Struct):
+class Frame(msgspec.Struct, gc=False):
     """A recorded ``{"dir", "msg"}`` line whose message is a server event (decoded in one pass)."""
 
     dir: str = ""

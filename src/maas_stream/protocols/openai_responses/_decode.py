@@ -52,8 +52,6 @@ from ._wire import Envelope, envelope_decoder
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ...sse import ServerSentEvent
-
 __all__ = ["StreamDecoder", "usage_from"]
 
 PROTOCOL: Final = "openai-responses"
@@ -168,7 +166,7 @@ class StreamDecoder(SSEStreamDecoder):
         self.gaps: list[tuple[int, int]] = []
         self.warnings: list[str] = []
         self.duplicates = 0
-        self._handlers: dict[str, Callable[[Envelope, str], list[Event]]] = {
+        self._handlers: dict[str, Callable[[Envelope, bytes | str], list[Event]]] = {
             "response.output_text.delta": self._text_delta,
             "response.function_call_arguments.delta": self._args_delta,
             "response.custom_tool_call_input.delta": self._args_delta,
@@ -199,11 +197,16 @@ class StreamDecoder(SSEStreamDecoder):
             "error": self._error,
         }
 
-    def on_event(self, sse_event: ServerSentEvent) -> list[Event]:
-        data = sse_event.data
-        if data.startswith("[DONE]") or not data.strip():
-            return []  # not documented for Responses, but the SDK stops on it: nothing to keep
-        ev = envelope_decoder.decode(data)
+    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        # The raw-bytes fast path: the typed decode reads the payload as it came; a frame that
+        # is not JSON (``[DONE]``, a blank keep-alive, bad bytes) is told apart only then.
+        try:
+            ev = envelope_decoder.decode(data)
+        except msgspec.DecodeError:
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            if text.startswith("[DONE]") or not text.strip():
+                return []  # not documented for Responses, but the SDK stops on it: nothing to keep
+            raise
         seq = ev.sequence_number
         if seq is not None:
             if seq <= self._last:
@@ -215,7 +218,17 @@ class StreamDecoder(SSEStreamDecoder):
                     f"sequence_number jumped from {self._last} to {seq}: events {self._last + 1}..{seq - 1} are missing"
                 )
             self._last = seq
-        kind = ev.type or sse_event.event
+        kind = ev.type or event
+        if kind == "response.output_text.delta" and not ev.logprobs:
+            # The common case: a plain text delta is one event.
+            delta = ev.delta
+            return [
+                TextDelta(
+                    message=ev.output_index or 0,
+                    part=ev.content_index or 0,
+                    text=delta if isinstance(delta, str) else "",
+                )
+            ]
         handler = self._handlers.get(kind)
         if handler is not None:
             return handler(ev, data)
@@ -225,7 +238,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ deltas
 
-    def _text_delta(self, ev: Envelope, data: str) -> list[Event]:
+    def _text_delta(self, ev: Envelope, data: bytes | str) -> list[Event]:
         message = ev.output_index or 0
         part = ev.content_index or 0
         text = TextDelta(message=message, part=part, text=_delta(ev))
@@ -234,22 +247,22 @@ class StreamDecoder(SSEStreamDecoder):
             return [LogprobsDelta(message=message, part=part, logprobs=ev.logprobs), text]
         return [text]
 
-    def _args_delta(self, ev: Envelope, data: str) -> list[Event]:
+    def _args_delta(self, ev: Envelope, data: bytes | str) -> list[Event]:
         return [ArgumentsDelta(message=ev.output_index or 0, part="call", delta=_delta(ev))]
 
-    def _shell_added(self, ev: Envelope, data: str) -> list[Event]:
+    def _shell_added(self, ev: Envelope, data: bytes | str) -> list[Event]:
         # Shell commands stream one after another; canonical arguments are the commands, one a line.
         text = ("\n" if ev.command_index else "") + (ev.command or "")
         return [ArgumentsDelta(message=ev.output_index or 0, part="call", delta=text)] if text else []
 
-    def _summary_delta(self, ev: Envelope, data: str) -> list[Event]:
+    def _summary_delta(self, ev: Envelope, data: bytes | str) -> list[Event]:
         return [
             SummaryDelta(
                 message=ev.output_index or 0, part="reasoning", index=ev.summary_index or 0, text=_delta(ev)
             )
         ]
 
-    def _summary_part(self, ev: Envelope, data: str) -> list[Event]:
+    def _summary_part(self, ev: Envelope, data: bytes | str) -> list[Event]:
         part = ev.part
         text = part.get("text") if isinstance(part, dict) else None
         return [
@@ -261,23 +274,23 @@ class StreamDecoder(SSEStreamDecoder):
             )
         ]
 
-    def _reasoning_delta(self, ev: Envelope, data: str) -> list[Event]:
+    def _reasoning_delta(self, ev: Envelope, data: bytes | str) -> list[Event]:
         return [ReasoningDelta(message=ev.output_index or 0, part="reasoning", text=_delta(ev))]
 
-    def _refusal_delta(self, ev: Envelope, data: str) -> list[Event]:
+    def _refusal_delta(self, ev: Envelope, data: bytes | str) -> list[Event]:
         return [RefusalDelta(message=ev.output_index or 0, part=ev.content_index or 0, text=_delta(ev))]
 
-    def _annotation(self, ev: Envelope, data: str) -> list[Event]:
+    def _annotation(self, ev: Envelope, data: bytes | str) -> list[Event]:
         citation = citation_from_annotation(ev.annotation)
         return [AnnotationAdded(message=ev.output_index or 0, part=ev.content_index or 0, citation=citation)]
 
-    def _partial_image(self, ev: Envelope, data: str) -> list[Event]:
+    def _partial_image(self, ev: Envelope, data: bytes | str) -> list[Event]:
         # A preview: kept as the image until the item's final result replaces it.
         fmt = ev.output_format
         value = ImagePart(data=ev.partial_image_b64 or "", media_type=f"image/{fmt}" if fmt else None)
         return [PartDone(message=ev.output_index or 0, part="image", value=value)]
 
-    def _audio(self, ev: Envelope, data: str) -> list[Event]:
+    def _audio(self, ev: Envelope, data: bytes | str) -> list[Event]:
         delta = _delta(ev)
         if ev.type == "response.audio.delta":
             return [AudioDelta(message="audio", part="audio", data=delta)]
@@ -285,7 +298,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ parts and items
 
-    def _part_added(self, ev: Envelope, data: str) -> list[Event]:
+    def _part_added(self, ev: Envelope, data: bytes | str) -> list[Event]:
         part = ev.part
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in ("output_text", "refusal"):
@@ -293,14 +306,14 @@ class StreamDecoder(SSEStreamDecoder):
         value = content_part(part)
         return [PartStart(message=ev.output_index or 0, part=ev.content_index or 0, value=value)]
 
-    def _part_done(self, ev: Envelope, data: str) -> list[Event]:
+    def _part_done(self, ev: Envelope, data: bytes | str) -> list[Event]:
         part = ev.part
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in ("output_text", "refusal"):
             return []
         return [PartDone(message=ev.output_index or 0, part=ev.content_index or 0, value=content_part(part))]
 
-    def _item_added(self, ev: Envelope, data: str) -> list[Event]:
+    def _item_added(self, ev: Envelope, data: bytes | str) -> list[Event]:
         item = ev.item
         index = ev.output_index or 0
         out: list[Event] = []
@@ -329,7 +342,7 @@ class StreamDecoder(SSEStreamDecoder):
             out.extend(PartStart(message=index, part=key, value=p) for key, p in item_parts(item)[:1])
         return out
 
-    def _item_done(self, ev: Envelope, data: str) -> list[Event]:
+    def _item_done(self, ev: Envelope, data: bytes | str) -> list[Event]:
         item = ev.item
         if isinstance(item, dict) and item.get("type") in _CALLS_FOR_FINISH:
             self._saw_call = True
@@ -338,13 +351,13 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _lifecycle(self, ev: Envelope, data: str) -> list[Event]:
+    def _lifecycle(self, ev: Envelope, data: bytes | str) -> list[Event]:
         if self._started:
             return []
         self._started = True
         return [_response_start(ev.response)]
 
-    def _terminal(self, ev: Envelope, data: str) -> list[Event]:
+    def _terminal(self, ev: Envelope, data: bytes | str) -> list[Event]:
         response = ev.response if isinstance(ev.response, dict) else {}
         out: list[Event] = []
         if not self._started:
@@ -389,7 +402,7 @@ class StreamDecoder(SSEStreamDecoder):
         )
         return out
 
-    def _error(self, ev: Envelope, data: str) -> list[Event]:
+    def _error(self, ev: Envelope, data: bytes | str) -> list[Event]:
         raw = msgspec.json.decode(data)
         body = ev.error if isinstance(ev.error, dict) else raw  # nested (observed) or flat (documented)
         return [StreamErrorEvent(error=error_from(body, raw))]

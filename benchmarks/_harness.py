@@ -1,0 +1,132 @@
+"""Shared measuring code for ``benchmarks/bench_*.py`` (imported from the script's own folder).
+
+Measures the way ``bench_openai_chat.py`` does: CPU time (``time.process_time``, the machine is
+shared), contenders interleaved per repetition so load hits all alike, best of several runs. The
+"bare" floor is the project's fastest framing plus an untyped ``msgspec.json.decode`` of every
+payload: ``maas_stream.sse.Decoder.feed_raw`` for SSE, a newline split for JSON lines.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import msgspec
+
+import maas_stream as ms
+from maas_stream.sse import Decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+
+def quick() -> bool:
+    """True when the script was run with ``--quick`` (fewer repetitions, for a smoke run)."""
+    return "--quick" in sys.argv
+
+
+def chunks_of(data: bytes, size: int = 4096) -> list[bytes]:
+    """``data`` cut into network-sized chunks, as a client would receive it."""
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def bare_sse(chunks: list[bytes]) -> int:
+    """The SSE floor: our fastest SSE split, then an untyped decode of every payload."""
+    decoder = Decoder()
+    decode = msgspec.json.decode
+    n = 0
+    for chunk in chunks:
+        for _, data, _, _ in decoder.feed_raw(chunk):
+            if data and data != b"[DONE]":
+                decode(data)
+            n += 1
+    return n
+
+
+def bare_jsonl(chunks: list[bytes]) -> int:
+    """The JSON-lines floor: split lines across chunks, untyped decode of every line."""
+    decode = msgspec.json.decode
+    pending = b""
+    n = 0
+    for chunk in chunks:
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line:
+                decode(line)
+                n += 1
+    if pending:
+        decode(pending)
+        n += 1
+    return n
+
+
+def aggregate(protocol: str) -> Callable[[list[bytes]], object]:
+    """``ms.aggregate`` of the chunks (decode + aggregate)."""
+
+    def run(chunks: list[bytes]) -> object:
+        return ms.aggregate(chunks, protocol=protocol)
+
+    return run
+
+
+def reencode(protocol: str) -> Callable[[list[bytes]], object]:
+    """``ms.convert`` of the chunks to the same protocol (decode + aggregate + encode)."""
+
+    def run(chunks: list[bytes]) -> object:
+        return ms.convert(chunks, to=protocol, protocol=protocol)
+
+    return run
+
+
+def best_of(
+    fns: Mapping[str, Callable[[list[bytes]], object]], chunks: list[bytes], repeat: int
+) -> dict[str, float]:
+    """Best CPU time (process_time) of each function, runs interleaved so load hits all alike."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            gc.collect()
+            start = time.process_time()
+            fn(chunks)
+            best[name] = min(best[name], time.process_time() - start)
+    return best
+
+
+def measure(
+    protocol: str,
+    data: bytes,
+    *,
+    bare: Callable[[list[bytes]], int],
+    sdk: Callable[[list[bytes]], object],
+    sdk_label: str,
+    label: str = "",
+) -> dict[str, float]:
+    """Measure bare, ms.aggregate, ms.convert and the SDK on ``data``; print rates and ratios.
+
+    Returns the ratios (``decode_vs_bare``, ``vs_sdk``, ``reencode``) for a summary table.
+    """
+    chunks = chunks_of(data)
+    events = bare(chunks)
+    big = events > 10_000
+    repeat = (2 if big else 3) if quick() else (5 if big else 9)
+    t = best_of({"bare": bare, "ours": aggregate(protocol), "enc": reencode(protocol)}, chunks, repeat)
+    t_sdk = best_of({"sdk": sdk}, chunks, 1 if big or quick() else 2)["sdk"]
+    t_bare, t_ours, t_enc = t["bare"], t["ours"], t["enc"]
+    ratios = {
+        "decode_vs_bare": t_bare / t_ours,
+        "vs_sdk": t_sdk / t_ours,
+        "reencode": (t_enc - t_ours) / t_ours,
+    }
+    print(f"\n{protocol} {label}".rstrip() + f": {events:,} events ({len(data) / 1e6:.2f} MB)")
+    print(f"  bare split+msgspec.decode  {events / t_bare:12,.0f} ev/s")
+    print(
+        f"  ms.aggregate               {events / t_ours:12,.0f} ev/s   {ratios['decode_vs_bare']:5.2f}x bare (>= 0.5)"
+    )
+    print(f"  {sdk_label:26} {events / t_sdk:12,.0f} ev/s   ours is {ratios['vs_sdk']:5.1f}x faster (>= 10)")
+    print(
+        f"  ms.convert (re-encode)     {events / t_enc:12,.0f} ev/s   re-encode adds {ratios['reencode']:4.2f}x decode (<= 2)"
+    )
+    return ratios
