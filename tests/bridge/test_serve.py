@@ -539,3 +539,92 @@ async def test_request_fields_not_forwarded_are_counted() -> None:
     recorded = app.upstream.requests[-1]  # type: ignore[attr-defined]
     assert "seed" not in recorded
     assert "tools" not in recorded
+
+
+# ---------------------------------------------------------------------- a real server on loopback
+
+
+async def test_uvicorn_loopback_streams_to_openai_sdk_as_it_arrives() -> None:
+    uvicorn = pytest.importorskip("uvicorn")
+    recording = RECORDINGS / "anthropic/thinking_parallel_tools.sse"
+    frames = sse_frames(recording.read_bytes())
+    first_text = next(i for i, f in enumerate(frames) if b'"text_delta"' in f)
+    gate = anyio.Event()
+
+    async def body() -> AsyncIterator[bytes]:
+        for frame in frames[: first_text + 1]:
+            yield frame
+        await gate.wait()
+        for frame in frames[first_text + 1 :]:
+            yield frame
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+    app = create_app(upstream=fake_upstream("anthropic", handler))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    text: list[str] = []
+    calls: dict[int, list[str]] = {}
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            while not server.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
+                await anyio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            client = openai.AsyncOpenAI(
+                api_key="k",
+                base_url=f"http://127.0.0.1:{port}/v1",
+                http_client=httpx2.AsyncClient(trust_env=False),
+                max_retries=0,
+            )
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            async for chunk in stream:
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        text.append(choice.delta.content)
+                        gate.set()  # only the first frames were sent upstream when the text arrived
+                    for call in choice.delta.tool_calls or []:
+                        entry = calls.setdefault(call.index, ["", ""])
+                        if call.function and call.function.name:
+                            entry[0] = call.function.name
+                        if call.function and call.function.arguments:
+                            entry[1] += call.function.arguments
+            await client.close()
+            server.should_exit = True
+    assert gate.is_set()
+    got = [(name, json.loads(args or "{}")) for name, args in calls.values()]
+    assert ("".join(text), got) == expected(recording)
+
+
+def test_cli_serve_builds_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    uvicorn = pytest.importorskip("uvicorn")
+    from maas_stream._cli import main
+
+    ran: list[tuple[Any, dict[str, Any]]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.append((app, kw)))
+    path = RECORDINGS / "gemini/thoughts_text_parallel_calls.sse"
+    assert main(["serve", "--recording", str(path), "--port", "8123", "--speed", "2"]) == 0
+    app, kw = ran[0]
+    assert isinstance(app, BridgeApp)
+    assert isinstance(app.upstream, RecordingUpstream)
+    assert app.upstream.protocol == "gemini"
+    assert app.upstream.speed == 2.0
+    assert kw["host"] == "127.0.0.1"
+    assert kw["port"] == 8123
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
+    assert main(["serve", "--upstream-protocol", "anthropic", "--upstream-model", "claude-x"]) == 0
+    upstream = ran[1][0].upstream
+    assert isinstance(upstream, HTTPUpstream)
+    assert upstream.url == "https://api.anthropic.com/v1/messages"
+    assert upstream.model == "claude-x"
+
+
+def test_cli_serve_needs_one_source() -> None:
+    from maas_stream._cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["serve"])
+    assert info.value.code == 2
