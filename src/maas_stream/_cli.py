@@ -10,6 +10,9 @@
     maas-stream replay [--speed X] FILE             write a recording to stdout with its chunks and timing
     maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...]
                                                     call a provider and save the stream (+ .meta.json)
+    maas-stream serve [--host H] [--port N] (--recording FILE [--speed X]
+                      | --upstream-protocol P [--upstream-url URL] [--upstream-model M])
+                                                    the bridge: provider endpoints from any upstream
 
 Bad input gives one clear line on stderr (the file, the frame number and what is wrong) and a
 non-zero exit; nothing is printed as if it had worked. It holds no protocol logic.
@@ -167,17 +170,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-_API_KEYS: dict[str, tuple[str, str, str]] = {
-    # protocol: (environment variable, header, value format)
-    "openai-chat": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
-    "openai-responses": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
-    "anthropic": ("ANTHROPIC_API_KEY", "x-api-key", "{}"),
-    "gemini": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
-    "google-interactions": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
-}
-
-
 def _record_headers(args: argparse.Namespace) -> dict[str, str]:
+    from .bridge import API_KEYS
+
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if args.protocol == "anthropic":
         headers["anthropic-version"] = "2023-06-01"
@@ -186,7 +181,7 @@ def _record_headers(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not name.strip():
             raise SystemExit(f"maas-stream: --header {item!r}: expected NAME:VALUE")
         headers[name.strip().lower()] = value.strip()
-    key = _API_KEYS.get(args.protocol)
+    key = API_KEYS.get(args.protocol)
     if key is not None and key[1] not in headers:
         value = os.environ.get(key[0])
         if value:
@@ -233,6 +228,36 @@ def _cmd_record(args: argparse.Namespace) -> int:
     except (StreamIOError, httpx.HTTPError, OSError) as exc:
         print(f"maas-stream: {args.url}: {exc or type(exc).__name__}".replace("\n", " "), file=sys.stderr)
         return EXIT_FAULT
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        print(
+            "maas-stream: serve needs uvicorn, which comes with the 'serve' extra: "
+            "pip install 'maas-stream[serve]'",
+            file=sys.stderr,
+        )
+        return EXIT_FAULT
+    from .bridge import HTTPUpstream, RecordingUpstream, Upstream, create_app
+
+    upstream: Upstream
+    if args.recording is not None:
+        try:
+            upstream = RecordingUpstream(args.recording, speed=args.speed or None)
+        except (MaasStreamError, OSError) as exc:
+            _fail(args.recording, exc)
+        where = f"{args.recording} ({upstream.protocol})"
+    else:
+        try:
+            upstream = HTTPUpstream(args.upstream_protocol, args.upstream_url, model=args.upstream_model)
+        except ValueError as exc:
+            raise SystemExit(f"maas-stream: {exc} (--upstream-url)") from None
+        where = f"{args.upstream_protocol} at {upstream.url}"
+    print(f"maas-stream: serving {where} on http://{args.host}:{args.port}", file=sys.stderr)
+    uvicorn.run(create_app(upstream=upstream), host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 
@@ -298,6 +323,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="connect/write timeout in seconds")
     p.add_argument("--idle-timeout", type=float, default=120.0, help="seconds allowed between chunks")
     p.set_defaults(run=_cmd_record)
+
+    p = sub.add_parser("serve", help="the bridge: serve provider endpoints from an upstream or a recording")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--recording", metavar="FILE", help="replay this recording for every request")
+    src.add_argument("--upstream-protocol", type=_protocol, help="the real upstream provider's protocol")
+    p.add_argument("--upstream-url", help="the upstream's streaming endpoint ({model} is filled in)")
+    p.add_argument("--upstream-model", help="send this model upstream instead of the client's")
+    p.add_argument("--speed", type=float, default=0.0, help="recording timing factor (default 0: no waits)")
+    p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    p.set_defaults(run=_cmd_serve)
     return parser
 
 

@@ -1,0 +1,229 @@
+"""Where the bridge's streams come from: a real provider over HTTP, or a recording replayed.
+
+An upstream opens one stream per client request (:meth:`Upstream.open`, an async context
+manager giving an httpx response or an async iterable of bytes for :func:`maas_stream.aconvert`)
+and raises :class:`~maas_stream.ProviderHTTPError` before any byte when the provider refused.
+
+It must not contain protocol logic beyond the provider's URL and credential header.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from .._registry import detect_protocol, get_protocol
+from ..io import ProviderHTTPError, Recording, aconnect, areplay
+from ..io._exceptions import error_summary, parse_body
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    import httpx
+
+__all__ = [
+    "API_KEYS",
+    "DEFAULT_URLS",
+    "HTTPUpstream",
+    "RecordingUpstream",
+    "Upstream",
+    "auth_headers",
+]
+
+API_KEYS: Final[dict[str, tuple[str, str, str]]] = {
+    # protocol: (environment variable, header, value format)
+    "openai-chat": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
+    "openai-responses": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
+    "anthropic": ("ANTHROPIC_API_KEY", "x-api-key", "{}"),
+    "gemini": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
+    "google-interactions": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
+}
+"""Per protocol: the environment variable holding the API key, the header and its format."""
+
+DEFAULT_URLS: Final[dict[str, str]] = {
+    "openai-chat": "https://api.openai.com/v1/chat/completions",
+    "openai-responses": "https://api.openai.com/v1/responses",
+    "anthropic": "https://api.anthropic.com/v1/messages",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent?alt=sse",
+}
+"""The streaming endpoint of each provider (``{model}`` is filled in per request)."""
+
+
+def auth_headers(protocol: str, api_key: str | None) -> dict[str, str]:
+    """The headers that authenticate a request to ``protocol``'s provider (plus Anthropic's version)."""
+    headers: dict[str, str] = {}
+    if protocol == "anthropic":
+        headers["anthropic-version"] = "2023-06-01"
+    spec = API_KEYS.get(protocol)
+    if spec is not None and api_key:
+        headers[spec[1]] = spec[2].format(api_key)
+    return headers
+
+
+@runtime_checkable
+class Upstream(Protocol):
+    """A source of provider streams for the bridge."""
+
+    @property
+    def protocol(self) -> str:
+        """The protocol the upstream speaks."""
+        ...
+
+    def open(self, body: dict[str, Any], *, model: str | None) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Send ``body`` (already in :attr:`protocol`'s terms); give the stream to read.
+
+        Raises:
+            ProviderHTTPError: The provider answered non-2xx (before any stream byte).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the upstream holds (an HTTP client it created)."""
+        ...
+
+
+class RecordingUpstream:
+    """Replay one recording for every request, whatever was asked, with its recorded chunking.
+
+    Args:
+        path: The ``.sse`` / ``.jsonl`` recording (its ``.meta.json`` is used when present).
+        speed: ``None`` / ``0``: no waiting; ``1.0``: the recorded timing; ``2.0``: twice as fast.
+        protocol: The recording's protocol; read from its meta file or detected from its first frames.
+
+    Raises:
+        OSError: The recording cannot be read.
+        ProtocolDetectionError: Its protocol cannot be told.
+    """
+
+    def __init__(self, path: str | Path, *, speed: float | None = None, protocol: str | None = None) -> None:
+        self.recording = Recording.load(path)
+        meta = self.recording.meta
+        name = protocol or (meta.protocol if meta is not None else None)
+        if name is None:
+            name = detect_protocol(self.recording.data, final=True)
+            assert name is not None
+        get_protocol(name)  # fail now on an unknown name
+        self._protocol = name
+        self.speed = speed
+        self.requests: list[dict[str, Any]] = []
+        """Every (converted) request body received, for inspection."""
+
+    @property
+    def protocol(self) -> str:
+        """The recording's protocol."""
+        return self._protocol
+
+    @contextlib.asynccontextmanager
+    async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
+        """Replay the recording (the request is only kept in :attr:`requests`).
+
+        Raises:
+            ProviderHTTPError: The recording holds a non-2xx answer.
+        """
+        self.requests.append(body)
+        rec = self.recording
+        if not 200 <= rec.status < 300:
+            parsed = parse_body(rec.data)
+            raise ProviderHTTPError(
+                f"recording answered {rec.status}: {error_summary(parsed)}",
+                status=rec.status,
+                body=parsed,
+                headers=rec.response_headers(),
+                content=rec.data,
+            )
+        yield areplay(rec, speed=self.speed)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class HTTPUpstream:
+    """A real provider endpoint, called with an ``httpx.AsyncClient``.
+
+    Args:
+        protocol: The provider's protocol.
+        url: The streaming endpoint (``{model}`` is replaced by the request's model); the
+            provider's public endpoint when ``None``.
+        api_key: The API key; read from the protocol's environment variable when ``None``.
+        model: Send this model instead of the one the client named.
+        headers: More request headers.
+        client: The HTTP client (its transport is used as is); one is created (and closed by
+            :meth:`aclose`) when ``None``.
+        idle_timeout: Seconds allowed between two reads of the upstream stream.
+
+    Raises:
+        LocalProtocolError: ``protocol`` is unknown.
+        ValueError: No ``url`` was given and the protocol has no default endpoint.
+    """
+
+    def __init__(
+        self,
+        protocol: str,
+        url: str | None = None,
+        *,
+        api_key: str | None = None,
+        model: str | None = None,
+        headers: dict[str, str] | None = None,
+        client: httpx.AsyncClient | Any | None = None,
+        idle_timeout: float | None = 300.0,
+    ) -> None:
+        get_protocol(protocol)
+        if url is None:
+            if protocol not in DEFAULT_URLS:
+                raise ValueError(f"give the upstream URL of a {protocol} provider")
+            url = DEFAULT_URLS[protocol]
+        if api_key is None and protocol in API_KEYS:
+            api_key = os.environ.get(API_KEYS[protocol][0])
+        self._protocol = protocol
+        self.url = url
+        self.model = model
+        self.idle_timeout = idle_timeout
+        self._headers = {
+            "content-type": "application/json",
+            **auth_headers(protocol, api_key),
+            **(headers or {}),
+        }
+        self._client = client
+        self._owns_client = client is None
+
+    @property
+    def protocol(self) -> str:
+        """The provider's protocol."""
+        return self._protocol
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+        return self._client
+
+    @contextlib.asynccontextmanager
+    async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
+        """POST ``body`` and give the checked streaming response.
+
+        Raises:
+            ProviderHTTPError: The provider answered non-2xx (it carries the provider's body).
+            UnexpectedContentTypeError: A 2xx answer that is not a stream.
+        """
+        if self.model is not None and "model" in body:
+            body = {**body, "model": self.model}
+        url = self.url.replace("{model}", self.model or model or "")
+        async with aconnect(
+            self._get_client(),
+            "POST",
+            url,
+            protocol=self._protocol,
+            idle_timeout=self.idle_timeout,
+            json=body,
+            headers=self._headers,
+        ) as source:
+            yield source.response
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this upstream created it."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
