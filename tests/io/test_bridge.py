@@ -330,12 +330,12 @@ BAD = {
 
 @pytest.mark.parametrize("bad", BAD[LIVE])
 async def test_bad_live_frames(bad: str | bytes) -> None:
-    await bad_frame_closes(LIVE, bad)
+    await expect_bad_frame_to_raise_and_close(LIVE, bad)
 
 
 @pytest.mark.parametrize("bad", BAD[REALTIME])
 async def test_bad_realtime_frames(bad: str | bytes) -> None:
-    await bad_frame_closes(REALTIME, bad)
+    await expect_bad_frame_to_raise_and_close(REALTIME, bad)
 
 
 async def drain(frames: AsyncGenerator[bytes, None]) -> None:
@@ -344,7 +344,7 @@ async def drain(frames: AsyncGenerator[bytes, None]) -> None:
             pass
 
 
-async def bad_frame_closes(protocol: str, bad: str | bytes) -> None:
+async def expect_bad_frame_to_raise_and_close(protocol: str, bad: str | bytes) -> None:
     """A bad second message: a RemoteProtocolError naming frame 2, and the connection closed."""
     good = server_messages(recordings(protocol)[0])[0]
     closed = anyio.Event()

@@ -74,7 +74,7 @@ def test_one_byte_chunks(proto: str, path: Path) -> None:
     assert _dump(ms.aggregate([raw[i : i + 1] for i in range(len(raw))], protocol=proto)) == _dump(whole)
 
 
-def _ends_ok(data: bytes, proto: str) -> None:
+def _check_ends_ok(data: bytes, proto: str) -> None:
     try:
         resp = ms.aggregate(data, protocol=proto)
     except ms.ProtocolError:
@@ -86,7 +86,7 @@ def _ends_ok(data: bytes, proto: str) -> None:
 @SETTINGS
 @given(raw=st.binary(max_size=300))
 def test_random_bytes_raise_only_protocol_errors(proto: str, raw: bytes) -> None:
-    _ends_ok(raw, proto)
+    _check_ends_ok(raw, proto)
 
 
 JSON = st.recursive(
@@ -229,7 +229,7 @@ def test_random_frames_raise_only_protocol_errors(proto: str, data: st.DataObjec
         raw = b"".join(
             json.dumps({"dir": d, "msg": f}).encode() + b"\n" for d, f in zip(dirs, frames, strict=True)
         )
-    _ends_ok(raw, proto)
+    _check_ends_ok(raw, proto)
 
 
 # ---------------------------------------------------------------- decode(encode(x)) == x
