@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 import msgspec
 
@@ -21,12 +21,81 @@ from .._interfaces import Framing as Framing
 from .._interfaces import StreamDecoder as StreamDecoder
 from .._interfaces import StreamEncoder as StreamEncoder
 from .._model import Message
+from ..events import (
+    AnnotationAdded,
+    ArgumentsDelta,
+    AudioDelta,
+    LogprobsDelta,
+    MessageDone,
+    MessageStart,
+    PartDone,
+    PartStart,
+    ReasoningDelta,
+    RefusalDelta,
+    ResponseDone,
+    ResponseStart,
+    SignatureDelta,
+    StreamErrorEvent,
+    SummaryDelta,
+    TextDelta,
+    UnknownEvent,
+    UsageUpdate,
+)
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
     from ..events import Event
 
-__all__ = ["Framing", "JSONLinesStreamDecoder", "SSEStreamDecoder", "StreamDecoder", "StreamEncoder"]
+__all__ = [
+    "EventEncoder",
+    "Framing",
+    "JSONLinesStreamDecoder",
+    "SSEStreamDecoder",
+    "StreamDecoder",
+    "StreamEncoder",
+]
+
+
+HANDLER_NAMES: Final[dict[type[Any], str]] = {
+    ResponseStart: "_on_response_start",
+    MessageStart: "_on_message_start",
+    PartStart: "_on_part_start",
+    TextDelta: "_on_text",
+    RefusalDelta: "_on_refusal",
+    ReasoningDelta: "_on_reasoning",
+    SummaryDelta: "_on_summary",
+    SignatureDelta: "_on_signature",
+    ArgumentsDelta: "_on_arguments",
+    AudioDelta: "_on_audio",
+    AnnotationAdded: "_on_annotation",
+    LogprobsDelta: "_on_logprobs",
+    PartDone: "_on_part_done",
+    MessageDone: "_on_message_done",
+    UsageUpdate: "_on_usage",
+    ResponseDone: "_on_response_done",
+    StreamErrorEvent: "_on_error",
+    UnknownEvent: "_on_unknown",
+}
+"""The method of an :class:`EventEncoder` subclass that handles each event type."""
+
+
+class EventEncoder:
+    """Base of the stream encoders: routes each canonical event to the subclass's ``_on_*`` method.
+
+    The routing table is built once per class (not per stream, which keeps an idle encoder
+    small); ``_ROUTES`` lets a subclass send some event types to another method.
+    """
+
+    _ROUTES: ClassVar[dict[type[Any], str]] = {}
+    _TABLE: ClassVar[dict[type[Any], Callable[[Any, Any], bytes]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = {**HANDLER_NAMES, **cls._ROUTES}
+        cls._TABLE = {kind: getattr(cls, name) for kind, name in names.items()}
+
+    def _route(self, event: Event) -> bytes:
+        return self._TABLE[type(event)](self, event)
 
 
 class _State(enum.Enum):
@@ -143,7 +212,11 @@ class SSEStreamDecoder:
             )
         self._sse.finish()
         self._state = _State.CLOSED
-        return self.on_finish()
+        try:
+            return self.on_finish()
+        except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            # Lazily decoded pieces (kept raw until the end) can fail only now.
+            raise self._wrap(exc, "message", b"", []) from exc
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
         """Turn one SSE event (its type and data) into stream events.

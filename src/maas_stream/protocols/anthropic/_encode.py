@@ -55,6 +55,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
+from .._base import EventEncoder
 from ._blocks import FINISH_REASONS
 
 __all__ = ["StreamEncoder"]
@@ -110,7 +111,7 @@ class _Block:
 _DROP: Final = _Block("drop", {})
 
 
-class StreamEncoder:
+class StreamEncoder(EventEncoder):
     """Encode canonical events as an Anthropic Messages SSE stream.
 
     The output is accepted by the anthropic SDK's ``client.messages.stream()``: it always starts
@@ -124,6 +125,7 @@ class StreamEncoder:
         model: The ``message.model``; defaults to the source response's model.
     """
 
+    _ROUTES: ClassVar[dict[type[Any], str]] = {AudioDelta: "_on_ignored"}
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, message_id: str | None = None, model: str | None = None) -> None:
@@ -147,26 +149,6 @@ class StreamEncoder:
         self._provider_finish: str | None = None
         self._client_tools = False
         self._early: list[bytes] = []
-        self._handlers: dict[type[Any], Any] = {
-            TextDelta: self._on_text,
-            ArgumentsDelta: self._on_arguments,
-            ReasoningDelta: self._on_reasoning,
-            RefusalDelta: self._on_refusal,
-            SummaryDelta: self._on_summary,
-            SignatureDelta: self._on_signature,
-            AnnotationAdded: self._on_annotation,
-            PartStart: self._on_part_start,
-            PartDone: self._on_part_done,
-            MessageStart: self._on_message_start,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseStart: self._on_response_start,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-            AudioDelta: self._on_ignored,
-            LogprobsDelta: self._on_logprobs,
-        }
 
     # ------------------------------------------------------------------ API
 
@@ -176,7 +158,7 @@ class StreamEncoder:
             return b""
         if self._done and not isinstance(event, UnknownEvent):
             return b""
-        result: bytes = self._handlers[type(event)](event)
+        result: bytes = self._route(event)
         return result
 
     def finish(self) -> bytes:

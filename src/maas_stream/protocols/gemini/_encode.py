@@ -61,6 +61,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
+from .._base import EventEncoder
 from ._decode import SIGNATURE_TYPE, SYNTH_PREFIX
 
 __all__ = ["StreamEncoder", "call_args", "media_body", "usage_body"]
@@ -149,7 +150,7 @@ class _Out:
         """A signature waiting for the next part written for this part."""
 
 
-class StreamEncoder:
+class StreamEncoder(EventEncoder):
     """Encode canonical events as a Gemini ``streamGenerateContent?alt=sse`` stream.
 
     Args:
@@ -157,6 +158,11 @@ class StreamEncoder:
         model: The ``modelVersion`` of every chunk; defaults to the source response's model.
     """
 
+    _ROUTES: ClassVar[dict[type[Any], str]] = {
+        RefusalDelta: "_nothing",
+        ArgumentsDelta: "_nothing",
+        AudioDelta: "_nothing",
+    }
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, response_id: str | None = None, model: str | None = None) -> None:
@@ -177,26 +183,6 @@ class StreamEncoder:
         self._usage: Usage | None = None
         self._usage_sent = True
         self._ended = False
-        self._handlers: dict[type[Any], Any] = {
-            ResponseStart: self._on_response_start,
-            MessageStart: self._on_message_start,
-            PartStart: self._on_part_start,
-            TextDelta: self._on_text,
-            ReasoningDelta: self._on_reasoning,
-            SummaryDelta: self._on_summary,
-            RefusalDelta: self._nothing,
-            SignatureDelta: self._on_signature,
-            ArgumentsDelta: self._nothing,
-            AudioDelta: self._nothing,
-            AnnotationAdded: self._on_annotation,
-            LogprobsDelta: self._on_logprobs,
-            PartDone: self._on_part_done,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-        }
 
     # ------------------------------------------------------------------ API
 
@@ -204,7 +190,7 @@ class StreamEncoder:
         """Encode one canonical event; return the chunks it completes (maybe ``b""``)."""
         if self._ended:
             return b""
-        result: bytes = self._handlers[type(event)](event)
+        result: bytes = self._route(event)
         return result
 
     def finish(self) -> bytes:

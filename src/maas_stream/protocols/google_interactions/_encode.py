@@ -15,7 +15,7 @@ frames of other protocols.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import msgspec
 
@@ -31,28 +31,31 @@ from ..._model import (
     UnknownPart,
     Usage,
 )
-from ...events import (
-    AnnotationAdded,
-    ArgumentsDelta,
-    AudioDelta,
-    Event,
-    LogprobsDelta,
-    MessageDone,
-    MessageStart,
-    PartDone,
-    PartStart,
-    ReasoningDelta,
-    RefusalDelta,
-    ResponseDone,
-    ResponseStart,
-    SignatureDelta,
-    StreamErrorEvent,
-    SummaryDelta,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
+from .._base import EventEncoder
 from ._steps import annotation_from, content_from_part, is_step, result_wire, step_from_call
+
+if TYPE_CHECKING:
+    from ...events import (
+        AnnotationAdded,
+        ArgumentsDelta,
+        AudioDelta,
+        Event,
+        LogprobsDelta,
+        MessageDone,
+        MessageStart,
+        PartDone,
+        PartStart,
+        ReasoningDelta,
+        RefusalDelta,
+        ResponseDone,
+        ResponseStart,
+        SignatureDelta,
+        StreamErrorEvent,
+        SummaryDelta,
+        TextDelta,
+        UnknownEvent,
+        UsageUpdate,
+    )
 
 __all__ = ["StreamEncoder"]
 
@@ -79,7 +82,7 @@ class _Out:
         self.audio: list[str] = []
 
 
-class StreamEncoder:
+class StreamEncoder(EventEncoder):
     """Encode canonical events as a Google Interactions SSE stream (current ``step.*`` schema).
 
     Args:
@@ -103,26 +106,6 @@ class StreamEncoder:
         self._parts: dict[tuple[Any, Any], _Out] = {}
         self._open: dict[int, bool] = {}
         self._usage: Usage | None = None
-        self._handlers: dict[type[Any], Any] = {
-            ResponseStart: self._on_response_start,
-            MessageStart: self._on_message_start,
-            PartStart: self._on_part_start,
-            TextDelta: self._on_text,
-            RefusalDelta: self._on_refusal,
-            ReasoningDelta: self._on_reasoning,
-            SummaryDelta: self._on_summary,
-            SignatureDelta: self._on_signature,
-            ArgumentsDelta: self._on_arguments,
-            AudioDelta: self._on_audio,
-            AnnotationAdded: self._on_annotation,
-            LogprobsDelta: self._on_logprobs,
-            PartDone: self._on_part_done,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-        }
 
     # ------------------------------------------------------------------ API
 
@@ -130,7 +113,7 @@ class StreamEncoder:
         """Encode one canonical event; return the SSE frames it completes (maybe ``b""``)."""
         if self._ended:
             return b""
-        result: bytes = self._handlers[type(event)](event)
+        result: bytes = self._route(event)
         return result
 
     def finish(self) -> bytes:

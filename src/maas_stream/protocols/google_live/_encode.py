@@ -53,6 +53,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
+from .._base import EventEncoder
 
 __all__ = ["DEFAULT_AUDIO_MIME", "StreamEncoder"]
 
@@ -74,13 +75,14 @@ def _turn(part: dict[str, Any]) -> bytes:
     return _line({"serverContent": {"modelTurn": {"parts": [part]}}})
 
 
-class StreamEncoder:
+class StreamEncoder(EventEncoder):
     """Encode canonical events as a Google Live session (server messages, JSON lines).
 
     Args:
         audio_mime: The ``mimeType`` of audio whose source gave no format.
     """
 
+    _ROUTES: ClassVar[dict[type[Any], str]] = {ArgumentsDelta: "_on_nothing"}
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, audio_mime: str = DEFAULT_AUDIO_MIME) -> None:
@@ -99,32 +101,12 @@ class StreamEncoder:
         """Whether model output went out in the current response (else no turn to complete)."""
         self._after_call = False
         """Whether model output went out after the last ``toolCall``."""
-        self._handlers: dict[type[Any], Any] = {
-            ResponseStart: self._on_response_start,
-            MessageStart: self._on_message_start,
-            PartStart: self._on_part_start,
-            TextDelta: self._on_text,
-            RefusalDelta: self._on_refusal,
-            ReasoningDelta: self._on_reasoning,
-            SummaryDelta: self._on_summary,
-            SignatureDelta: self._on_signature,
-            ArgumentsDelta: self._on_nothing,
-            AudioDelta: self._on_audio,
-            AnnotationAdded: self._on_annotation,
-            LogprobsDelta: self._on_logprobs,
-            PartDone: self._on_part_done,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-        }
 
     def encode(self, event: Event) -> bytes:
         """Encode one canonical event; return the JSON lines it completes (maybe ``b""``)."""
         if self._ended:
             return b""
-        result: bytes = self._handlers[type(event)](event)
+        result: bytes = self._route(event)
         return result
 
     def finish(self) -> bytes:

@@ -50,6 +50,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
+from .._base import EventEncoder
 
 __all__ = ["ReasoningMode", "StreamEncoder"]
 
@@ -87,7 +88,7 @@ class _Out:
         """Fields repeated on every ``reasoning_details`` entry of this part (index, format, id)."""
 
 
-class StreamEncoder:
+class StreamEncoder(EventEncoder):
     """Encode canonical events as an OpenAI Chat Completions SSE stream.
 
     Args:
@@ -136,26 +137,6 @@ class StreamEncoder:
         self._ended = False
         self._dropped: set[Any] = set()
         """Source messages that are not the model's (user, tool...): their parts are not written."""
-        self._handlers: dict[type[Any], Any] = {
-            ResponseStart: self._on_response_start,
-            MessageStart: self._on_message_start,
-            PartStart: self._on_part_start,
-            TextDelta: self._on_text,
-            RefusalDelta: self._on_refusal,
-            ReasoningDelta: self._on_reasoning,
-            SummaryDelta: self._on_summary,
-            SignatureDelta: self._on_signature,
-            ArgumentsDelta: self._on_arguments,
-            AudioDelta: self._on_audio,
-            AnnotationAdded: self._on_annotation,
-            LogprobsDelta: self._on_logprobs,
-            PartDone: self._on_part_done,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-        }
 
     # ------------------------------------------------------------------ API
 
@@ -165,7 +146,7 @@ class StreamEncoder:
             if type(event) is ResponseStart:
                 self._lose("a further response (Chat carries one response per stream); dropped")
             return b""
-        result: bytes = self._handlers[type(event)](event)
+        result: bytes = self._route(event)
         return result
 
     def finish(self) -> bytes:

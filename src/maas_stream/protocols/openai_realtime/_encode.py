@@ -43,6 +43,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
+from .._base import EventEncoder
 
 __all__ = ["StreamEncoder"]
 
@@ -68,9 +69,17 @@ class _Item:
         self.done = False
 
 
-class StreamEncoder:
+class StreamEncoder(EventEncoder):
     """Encode canonical events as an OpenAI Realtime session (server events, JSON lines)."""
 
+    _ROUTES: ClassVar[dict[type[Any], str]] = {
+        RefusalDelta: "_on_lost",
+        ReasoningDelta: "_on_lost",
+        SummaryDelta: "_on_lost",
+        SignatureDelta: "_on_lost",
+        AnnotationAdded: "_on_lost",
+        LogprobsDelta: "_on_lost",
+    }
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self) -> None:
@@ -94,32 +103,12 @@ class StreamEncoder:
         self._usage: Usage | None = None
         self._assistant = False
         """Whether the current response has a model message (even one whose content is dropped)."""
-        self._handlers: dict[type[Any], Any] = {
-            ResponseStart: self._on_response_start,
-            MessageStart: self._on_message_start,
-            PartStart: self._on_part_start,
-            TextDelta: self._on_text,
-            RefusalDelta: self._on_lost,
-            ReasoningDelta: self._on_lost,
-            SummaryDelta: self._on_lost,
-            SignatureDelta: self._on_lost,
-            ArgumentsDelta: self._on_arguments,
-            AudioDelta: self._on_audio,
-            AnnotationAdded: self._on_lost,
-            LogprobsDelta: self._on_lost,
-            PartDone: self._on_part_done,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-        }
 
     def encode(self, event: Event) -> bytes:
         """Encode one canonical event; return the JSON lines it completes (maybe ``b""``)."""
         if self._ended:
             return b""
-        result: bytes = self._handlers[type(event)](event)
+        result: bytes = self._route(event)
         return result
 
     def finish(self) -> bytes:

@@ -56,6 +56,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
+from .._base import EventEncoder
 from ._items import REBUILT_TYPES, annotation_from_citation, call_item, reasoning_item, text_json
 
 __all__ = ["StreamEncoder"]
@@ -157,7 +158,7 @@ class _Out:
         self.sent_logprobs: list[Any] = []
 
 
-class StreamEncoder:
+class StreamEncoder(EventEncoder):
     """Encode canonical events as an OpenAI Responses SSE stream.
 
     Args:
@@ -186,26 +187,6 @@ class StreamEncoder:
         self._synth = 0
         self._other_choices: set[int] = set()
         self._message_finish: FinishReason | None = None
-        self._handlers: dict[type[Any], Any] = {
-            ResponseStart: self._on_response_start,
-            MessageStart: self._on_message_start,
-            PartStart: self._on_part_start,
-            TextDelta: self._on_text,
-            RefusalDelta: self._on_refusal,
-            ReasoningDelta: self._on_reasoning,
-            SummaryDelta: self._on_summary,
-            SignatureDelta: self._on_signature,
-            ArgumentsDelta: self._on_arguments,
-            AudioDelta: self._on_audio,
-            AnnotationAdded: self._on_annotation,
-            LogprobsDelta: self._on_logprobs,
-            PartDone: self._on_part_done,
-            MessageDone: self._on_message_done,
-            UsageUpdate: self._on_usage,
-            ResponseDone: self._on_response_done,
-            StreamErrorEvent: self._on_error,
-            UnknownEvent: self._on_unknown,
-        }
 
     # ------------------------------------------------------------------ API
 
@@ -216,7 +197,7 @@ class StreamEncoder:
         if self._other_choices and getattr(event, "message", None) in self._other_choices:
             return b""  # a second choice / candidate: a response has one output list
         head = b"" if self._started or isinstance(event, ResponseStart) else self._start()
-        result: bytes = self._handlers[type(event)](event)
+        result: bytes = self._route(event)
         return head + result if head else result
 
     def finish(self) -> bytes:
