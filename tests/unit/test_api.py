@@ -57,3 +57,44 @@ def test_continuation_keys_are_found_nested_and_ignored_when_empty() -> None:
     assert continuation_key({"type": "future_call", "call_id": "c1"}) == "call_id"
     assert continuation_key({"type": "x", "signature": ""}) is None
     assert continuation_key({"type": "x", "id": "plain ids are not continuation state"}) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "protocol"),
+    [
+        pytest.param({"messages": [{"role": "user", "content": "hi"}]}, "openai-chat", id="plain-chat"),
+        pytest.param(
+            {"messages": [{"role": "tool", "tool_call_id": "c", "content": "x"}]},
+            "openai-chat",
+            id="chat-tool",
+        ),
+        pytest.param(
+            {"system": "s", "messages": [{"role": "user", "content": "hi"}]}, "anthropic", id="anthropic"
+        ),
+        pytest.param(
+            {
+                "messages": [
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}
+                ]
+            },
+            "anthropic",
+            id="anthropic-result",
+        ),
+        pytest.param(
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]},
+            "openai-responses",
+            id="responses",
+        ),
+        pytest.param({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, "gemini", id="gemini"),
+        pytest.param(
+            {"input": [{"type": "user_input", "content": "hi"}]}, "google-interactions", id="interactions"
+        ),
+    ],
+)
+def test_body_detection(body: object, protocol: str) -> None:
+    assert ms.detect_body_protocol(body) == protocol
+
+
+def test_ambiguous_or_unknown_bodies_name_the_fix() -> None:
+    with pytest.raises(ms.ProtocolDetectionError, match="--from"):
+        ms.detect_body_protocol({"prompt": "hi"})

@@ -50,6 +50,7 @@ register(
         from_canonical=anthropic.from_canonical,
         validate=anthropic.validate,
         detect=anthropic.detect,
+        detect_body=anthropic.detect_body,
     )
 )
 
@@ -63,6 +64,7 @@ register(
         from_canonical=openai_responses.from_canonical,
         validate=openai_responses.validate,
         detect=openai_responses.detect,
+        detect_body=openai_responses.detect_body,
     )
 )
 
@@ -76,6 +78,7 @@ register(
         from_canonical=gemini.from_canonical,
         validate=gemini.validate,
         detect=gemini.detect,
+        detect_body=gemini.detect_body,
         replay_only=frozenset({gemini.SIGNATURE_TYPE}),
     )
 )
@@ -90,6 +93,7 @@ register(
         from_canonical=google_interactions.from_canonical,
         validate=google_interactions.validate,
         detect=google_interactions.detect,
+        detect_body=google_interactions.detect_body,
     )
 )
 

@@ -25,6 +25,7 @@ __all__ = (
     "StreamDecoder",
     "StreamEncoder",
     "detect",
+    "detect_body",
     "from_canonical",
     "request_extras",
     "to_canonical",
@@ -44,3 +45,8 @@ def detect(event: str, payload: Any) -> bool:
     if isinstance(error, dict) and "status" in error and type(error.get("code")) is int:
         return True  # a Google RPC error body {code, message, status}
     return "usageMetadata" in payload or "modelVersion" in payload or "responseId" in payload
+
+
+def detect_body(body: Any) -> int:
+    """How sure is it that a request body is a Gemini ``generateContent`` one (0 no, 2 surely)."""
+    return 2 if isinstance(body, dict) and isinstance(body.get("contents"), list) else 0

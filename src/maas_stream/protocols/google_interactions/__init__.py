@@ -15,7 +15,16 @@ from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 
-__all__ = ("NAME", "StreamDecoder", "StreamEncoder", "detect", "from_canonical", "to_canonical", "validate")
+__all__ = (
+    "NAME",
+    "StreamDecoder",
+    "StreamEncoder",
+    "detect",
+    "detect_body",
+    "from_canonical",
+    "to_canonical",
+    "validate",
+)
 
 NAME = "google-interactions"
 
@@ -37,3 +46,22 @@ def detect(event: str, payload: Any) -> bool:
     if isinstance(payload, dict) and isinstance(payload.get("event_type"), str):
         return payload["event_type"] in _EVENTS or str(payload["event_type"]).startswith("step.")
     return event in _EVENTS
+
+
+_INTERACTION_STEPS = frozenset(
+    {"user_input", "thought", "function_result", "function_response", "model_output"}
+)
+
+
+def detect_body(body: Any) -> int:
+    """How sure is it that a request body is an Interactions one (0 no, 2 surely)."""
+    if not isinstance(body, dict) or "contents" in body:
+        return 0
+    if "previous_interaction_id" in body or "agent" in body:
+        return 2
+    items = body.get("input")
+    if isinstance(items, list) and any(
+        isinstance(i, dict) and i.get("type") in _INTERACTION_STEPS for i in items
+    ):
+        return 2
+    return 0
