@@ -3,11 +3,13 @@ if any of these ``assert_type`` lines stops holding. Nothing here runs under pyt
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, assert_type
+from typing import TYPE_CHECKING, Any, assert_type
 
 import maas_stream as ms
 from maas_stream import events
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 def check_sync_api(data: bytes, chunks: list[bytes], body: dict[str, Any]) -> None:
