@@ -5,6 +5,8 @@ Importing this package registers every protocol with the registry.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .._registry import ProtocolSpec, register
 from . import (
     anthropic,
@@ -16,6 +18,11 @@ from . import (
     openai_responses,
 )
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from .._interfaces import Framing
+
 __all__ = [
     "anthropic",
     "gemini",
@@ -26,101 +33,29 @@ __all__ = [
     "openai_responses",
 ]
 
-register(
-    ProtocolSpec(
-        name=openai_chat.NAME,
-        framing="sse",
-        decoder=openai_chat.StreamDecoder,
-        encoder=openai_chat.StreamEncoder,
-        to_canonical=openai_chat.to_canonical,
-        from_canonical=openai_chat.from_canonical,
-        validate=openai_chat.validate,
-        detect=openai_chat.detect,
-        detect_body=openai_chat.detect_body,
-    )
-)
 
-register(
-    ProtocolSpec(
-        name=anthropic.NAME,
-        framing="sse",
-        decoder=anthropic.StreamDecoder,
-        encoder=anthropic.StreamEncoder,
-        to_canonical=anthropic.to_canonical,
-        from_canonical=anthropic.from_canonical,
-        validate=anthropic.validate,
-        detect=anthropic.detect,
-        detect_body=anthropic.detect_body,
+def _register(module: ModuleType, framing: Framing, **extra: Any) -> None:
+    """Register a protocol module by its conventional names (NAME, StreamDecoder, ...)."""
+    register(
+        ProtocolSpec(
+            name=module.NAME,
+            framing=framing,
+            decoder=module.StreamDecoder,
+            encoder=module.StreamEncoder,
+            to_canonical=module.to_canonical,
+            from_canonical=module.from_canonical,
+            validate=module.validate,
+            detect=module.detect,
+            detect_body=getattr(module, "detect_body", None),
+            **extra,
+        )
     )
-)
 
-register(
-    ProtocolSpec(
-        name=openai_responses.NAME,
-        framing="sse",
-        decoder=openai_responses.StreamDecoder,
-        encoder=openai_responses.StreamEncoder,
-        to_canonical=openai_responses.to_canonical,
-        from_canonical=openai_responses.from_canonical,
-        validate=openai_responses.validate,
-        detect=openai_responses.detect,
-        detect_body=openai_responses.detect_body,
-    )
-)
 
-register(
-    ProtocolSpec(
-        name=gemini.NAME,
-        framing="sse",
-        decoder=gemini.StreamDecoder,
-        encoder=gemini.StreamEncoder,
-        to_canonical=gemini.to_canonical,
-        from_canonical=gemini.from_canonical,
-        validate=gemini.validate,
-        detect=gemini.detect,
-        detect_body=gemini.detect_body,
-        replay_only=frozenset({gemini.SIGNATURE_TYPE}),
-    )
-)
-
-register(
-    ProtocolSpec(
-        name=google_interactions.NAME,
-        framing="sse",
-        decoder=google_interactions.StreamDecoder,
-        encoder=google_interactions.StreamEncoder,
-        to_canonical=google_interactions.to_canonical,
-        from_canonical=google_interactions.from_canonical,
-        validate=google_interactions.validate,
-        detect=google_interactions.detect,
-        detect_body=google_interactions.detect_body,
-    )
-)
-
-register(
-    ProtocolSpec(
-        name=google_live.NAME,
-        framing="jsonl",
-        decoder=google_live.StreamDecoder,
-        encoder=google_live.StreamEncoder,
-        to_canonical=google_live.to_canonical,
-        from_canonical=google_live.from_canonical,
-        validate=google_live.validate,
-        detect=google_live.detect,
-        media_type="application/jsonl",
-    )
-)
-
-register(
-    ProtocolSpec(
-        name=openai_realtime.NAME,
-        framing="jsonl",
-        decoder=openai_realtime.StreamDecoder,
-        encoder=openai_realtime.StreamEncoder,
-        to_canonical=openai_realtime.to_canonical,
-        from_canonical=openai_realtime.from_canonical,
-        validate=openai_realtime.validate,
-        detect=openai_realtime.detect,
-        media_type="application/jsonl",
-    )
-)
+_register(openai_chat, "sse")
+_register(anthropic, "sse")
+_register(openai_responses, "sse")
+_register(gemini, "sse", replay_only=frozenset({gemini.SIGNATURE_TYPE}))
+_register(google_interactions, "sse")
+_register(google_live, "jsonl", media_type="application/jsonl")
+_register(openai_realtime, "jsonl", media_type="application/jsonl")
