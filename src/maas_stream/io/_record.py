@@ -365,12 +365,11 @@ async def arecord(
         IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
         TypeError: ``source`` is none of the supported kinds.
     """
-    reader = AsyncReader(source, idle_timeout=idle_timeout, close=False)
-    if reader.kind != "bytes":
+    reader = AsyncReader(source, idle_timeout=idle_timeout)
+    if reader.kind != "bytes":  # a websocket: the recording wrapper reads it
         async for line in _arecord_websocket(reader.source, path, protocol, idle_timeout, secrets):
             yield line
         return
-    reader = AsyncReader(source, idle_timeout=idle_timeout)
     rec = Recorder(path, protocol=protocol)
     for secret in secrets:
         rec.add_secret(secret)
