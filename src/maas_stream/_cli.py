@@ -9,7 +9,9 @@
     maas-stream protocols                           list the protocols this build knows
     maas-stream replay [--speed X] FILE             write a recording to stdout with its chunks and timing
     maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...]
-                                                    call a provider and save the stream (+ .meta.json)
+                                                    call a provider and save the stream (+ .meta.json);
+                                                    websocket protocols: --body holds the client
+                                                    messages, one JSON per line; one response is recorded
     maas-stream serve [--host H] [--port N] (--recording FILE [--speed X]
                       | --upstream-protocol P [--upstream-url URL] [--upstream-model M])
                                                     the bridge: provider endpoints from any upstream
@@ -170,10 +172,17 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record_headers(args: argparse.Namespace) -> dict[str, str]:
+_WS_API_KEYS = {
+    "google-live": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
+    "openai-realtime": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
+}
+"""Websocket protocols: the environment variable holding the API key, the header and its format."""
+
+
+def _record_headers(args: argparse.Namespace, *, websocket: bool = False) -> dict[str, str]:
     from .bridge import API_KEYS
 
-    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    headers = {} if websocket else {"content-type": "application/json", "accept": "text/event-stream"}
     if args.protocol == "anthropic":
         headers["anthropic-version"] = "2023-06-01"
     for item in args.header:
@@ -181,7 +190,7 @@ def _record_headers(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not name.strip():
             raise SystemExit(f"maas-stream: --header {item!r}: expected NAME:VALUE")
         headers[name.strip().lower()] = value.strip()
-    key = API_KEYS.get(args.protocol)
+    key = (_WS_API_KEYS if websocket else API_KEYS).get(args.protocol)
     if key is not None and key[1] not in headers:
         value = os.environ.get(key[0])
         if value:
@@ -193,9 +202,84 @@ def _record_headers(args: argparse.Namespace) -> dict[str, str]:
     return headers
 
 
+def _client_messages(path: str | None) -> list[bytes]:
+    if not path:
+        return []
+    lines = [line.strip() for line in b"".join(_read_chunks(path)).splitlines()]
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line:
+            continue
+        try:
+            msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            raise SystemExit(f"maas-stream: {path}: line {n} is not JSON: {exc}") from None
+        out.append(line)
+    return out
+
+
+def _record_websocket(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .events import ResponseDone
+    from .io import StreamIOError, arecord_websocket
+
+    try:
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import WebSocketException
+    except ImportError:
+        print(
+            "maas-stream: recording a websocket needs the 'ws' extra: pip install 'maas-stream[ws]'",
+            file=sys.stderr,
+        )
+        return EXIT_FAULT
+    pending = _client_messages(args.body)
+    headers = _record_headers(args, websocket=True)
+    done = False
+    count = 0
+
+    async def run() -> None:
+        # Each client message after the first waits for a server message (Live wants its
+        # setupComplete first); the recording ends at the end of a response once all were sent.
+        nonlocal done, count
+        async with connect(args.url, additional_headers=headers, open_timeout=args.timeout) as ws:
+            rec = arecord_websocket(ws, args.out, protocol=args.protocol, idle_timeout=args.idle_timeout)
+            agg = StreamAggregator(args.protocol, emit=True)
+            try:
+                if pending:
+                    await rec.send(pending.pop(0).decode())
+                async for line in rec.lines():
+                    ended = any(isinstance(e, ResponseDone) for e in agg.feed(line))
+                    if not line.startswith(b'{"dir":"server"'):
+                        continue
+                    if pending:
+                        await rec.send(pending.pop(0).decode())
+                    elif ended:
+                        done = True
+                        break
+            finally:
+                count = len(rec.recorded)
+                rec.save(complete=True if done else None)
+
+    try:
+        anyio.run(run)
+    except (StreamIOError, WebSocketException, OSError, ProtocolError) as exc:
+        print(
+            f"maas-stream: {args.url.split('?', 1)[0]}: {exc or type(exc).__name__} "
+            f"({count} messages recorded to {args.out})".replace("\n", " "),
+            file=sys.stderr,
+        )
+        return EXIT_FAULT
+    print(f"maas-stream: recorded {count} messages to {args.out}", file=sys.stderr)
+    return 0
+
+
 def _cmd_record(args: argparse.Namespace) -> int:
     import anyio
     import httpx
+
+    if get_protocol(args.protocol).framing == "jsonl":
+        return _record_websocket(args)
 
     from .io import ProviderHTTPError, StreamIOError, arecord_request
 
@@ -316,8 +400,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("record", help="call a provider and save its stream (+ .meta.json, secrets redacted)")
     p.add_argument("--protocol", required=True, type=_protocol, help="the provider's protocol")
     p.add_argument("--url", required=True, help="the streaming endpoint")
-    p.add_argument("--body", help="JSON request body file, or - for stdin")
-    p.add_argument("--out", required=True, help="the .sse file to write, e.g. recordings/P/case.sse")
+    p.add_argument(
+        "--body",
+        help="JSON request body file, or - for stdin (websocket protocols: client messages, one JSON per line)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the .sse (.jsonl for websocket protocols) file to write, e.g. recordings/P/case.sse",
+    )
     p.add_argument("--header", action="append", default=[], metavar="K:V", help="extra request header")
     p.add_argument("--method", default="POST", help="HTTP method (default POST)")
     p.add_argument("--timeout", type=float, default=30.0, help="connect/write timeout in seconds")

@@ -20,11 +20,20 @@ code against a recorded provider::
 Recordings are named by path, or relative to the ``maas_recordings_dir`` fixture (default:
 ``<rootdir>/recordings``; override the fixture to change it), with or without the suffix.
 
+Websocket sessions (``.jsonl`` recordings of Realtime / Live) are served by a real loopback
+``websockets`` server: :func:`serve_websocket_recording` (asyncio only, needs the ``ws`` extra)::
+
+    async with serve_websocket_recording("recordings/google-live/case.jsonl") as server:
+        async with websockets.connect(server.url) as ws:
+            ...                       # send the client messages; the server answers as recorded
+        assert server.received[0]     # what the client sent on the first connection
+
 It must not contain protocol logic.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import time
 from pathlib import Path
@@ -35,9 +44,16 @@ import anyio
 from .io._record import Recording
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 
-__all__ = ["ReplayServer", "replay_transport"]
+__all__ = [
+    "ReplayServer",
+    "WebSocketReplayServer",
+    "replay_transport",
+    "serve_websocket",
+    "serve_websocket_recording",
+    "websocket_replay_handler",
+]
 
 _stream_classes: dict[str, type[Any]] = {}
 
@@ -199,3 +215,146 @@ class ReplayServer:
         for client in self._clients:
             client.close()
         self._clients.clear()
+
+
+# ---------------------------------------------------------------- websocket sessions
+
+
+def _frames(
+    recording: str | Path | Recording | Sequence[tuple[str, bytes | str]],
+) -> list[tuple[str, bytes | str]]:
+    if isinstance(recording, str | Path):
+        recording = Recording.load(recording)
+    if isinstance(recording, Recording):
+        return [(d, m.decode()) for d, m in recording.messages()]
+    return list(recording)
+
+
+def websocket_replay_handler(
+    recording: str | Path | Recording | Sequence[tuple[str, bytes | str]],
+    *,
+    await_client: bool = True,
+    pause: float = 0.0,
+    speed: float | None = None,
+    received: list[list[bytes | str]] | None = None,
+    before_send: Callable[[int], Awaitable[None]] | None = None,
+    sent: list[int] | None = None,
+) -> Callable[[Any], Awaitable[None]]:
+    """A ``websockets`` server handler that plays a recorded session's server side.
+
+    Walks the recording's messages in order: a ``server`` message is sent (as text), a
+    ``client`` message is waited for (when ``await_client``; whatever the client sends is
+    collected, not compared), so the server answers the client the way the recording shows.
+    After the last message the handler returns and the connection closes normally.
+
+    Args:
+        recording: A ``.jsonl`` path, a loaded :class:`~maas_stream.io.Recording`, or
+            ``(direction, message)`` pairs.
+        await_client: Wait for one client message per recorded ``client`` line; otherwise skip
+            client lines (a server that just talks).
+        pause: Seconds between two server messages.
+        speed: Keep the recorded timing (the meta file's ``times``) at this speed; ``None``: no waits.
+        received: If given, receives one list per connection of the messages the client sent.
+        before_send: Awaited with the server message's number (0-based) before it is sent
+            (a test holds the server back with it).
+        sent: If given, receives the count of server messages sent after each send.
+    """
+    frames = _frames(recording)
+    delays = [0.0] * len(frames)
+    if speed and isinstance(recording, str | Path | Recording):
+        rec = recording if isinstance(recording, Recording) else Recording.load(recording)
+        found = rec.delays(speed)
+        if len(found) == len(frames):
+            delays = found
+    sink = received if received is not None else []
+
+    async def handler(ws: Any) -> None:
+        got: list[bytes | str] = []
+        sink.append(got)
+        count = 0
+        for (direction, msg), delay in zip(frames, delays, strict=True):
+            if direction == "client":
+                if await_client:
+                    got.append(await ws.recv())
+                continue
+            if delay:
+                await anyio.sleep(delay)
+            if before_send is not None:
+                await before_send(count)
+            await ws.send(msg)
+            count += 1
+            if sent is not None:
+                sent.append(count)
+            if pause:
+                await anyio.sleep(pause)
+
+    return handler
+
+
+class WebSocketReplayServer:
+    """A running loopback websocket server (what :func:`serve_websocket` yields).
+
+    Attributes:
+        url: ``ws://127.0.0.1:<port>`` (any path and query are accepted).
+        server: The ``websockets`` server.
+        received: Per connection, the client messages a replay handler collected.
+    """
+
+    def __init__(self, url: str, server: Any, received: list[list[bytes | str]]) -> None:
+        self.url = url
+        self.server = server
+        self.received = received
+
+
+@contextlib.asynccontextmanager
+async def serve_websocket(
+    handler: Callable[[Any], Awaitable[None]],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    received: list[list[bytes | str]] | None = None,
+) -> AsyncIterator[WebSocketReplayServer]:
+    """Run a ``websockets`` server with ``handler`` for the block (asyncio only).
+
+    Args:
+        handler: Called with each server connection.
+        host: Address to listen on.
+        port: Port (0: a free one).
+        received: Exposed as :attr:`WebSocketReplayServer.received`.
+    """
+    from websockets.asyncio.server import serve
+
+    async with serve(handler, host, port) as server:
+        bound = next(iter(server.sockets)).getsockname()[1]
+        yield WebSocketReplayServer(f"ws://{host}:{bound}", server, received if received is not None else [])
+
+
+@contextlib.asynccontextmanager
+async def serve_websocket_recording(
+    recording: str | Path | Recording | Sequence[tuple[str, bytes | str]],
+    *,
+    await_client: bool = True,
+    pause: float = 0.0,
+    speed: float | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> AsyncIterator[WebSocketReplayServer]:
+    """Serve a recorded websocket session's server side on a loopback port, for the block.
+
+    Every connection gets the whole session (see :func:`websocket_replay_handler`); the client
+    messages of each connection end up in :attr:`WebSocketReplayServer.received`.
+
+    Args:
+        recording: A ``.jsonl`` path, a :class:`~maas_stream.io.Recording` or ``(direction, message)`` pairs.
+        await_client: Wait for the client's message at each recorded ``client`` line.
+        pause: Seconds between two server messages.
+        speed: Keep the recorded timing at this speed (``None``: no waits).
+        host: Address to listen on.
+        port: Port (0: a free one).
+    """
+    received: list[list[bytes | str]] = []
+    handler = websocket_replay_handler(
+        recording, await_client=await_client, pause=pause, speed=speed, received=received
+    )
+    async with serve_websocket(handler, host=host, port=port, received=received) as server:
+        yield server

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 from websockets.asyncio.client import connect
-from websockets.asyncio.server import ServerConnection, serve
 from websockets.protocol import State
 
 import maas_stream as ms
 from maas_stream import AudioPart, TextPart, ToolCallPart, ToolResultPart
 from maas_stream.events import ResponseStart
 from maas_stream.protocols import openai_chat
+from maas_stream.testing import serve_websocket, websocket_replay_handler
 from tests.conftest import corpus, params, recordings
 from tests.protocols.test_google_live import assert_valid_live, calls_and_results
 from tests.protocols.test_openai_chat import sdk_stream
@@ -37,6 +37,8 @@ from tests.protocols.test_openai_realtime import _content, assert_valid_realtime
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Awaitable, Callable
     from pathlib import Path
+
+    from websockets.asyncio.server import ServerConnection
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -62,26 +64,21 @@ def recorded(path: Path, protocol: str) -> ms.Response:
 def replay(messages: list[Any], *, gate: anyio.Event | None = None, sent: list[int] | None = None) -> Any:
     """A server handler sending ``messages`` with small pauses (waiting on ``gate`` after the first)."""
 
-    async def handler(ws: ServerConnection) -> None:
-        for i, msg in enumerate(messages):
-            if i == 1 and gate is not None:
-                with anyio.fail_after(LIMIT):
-                    await gate.wait()
-            await ws.send(msg)
-            if sent is not None:
-                sent.append(i + 1)
-            await anyio.sleep(PAUSE)
+    async def hold(i: int) -> None:
+        if i == 1 and gate is not None:
+            with anyio.fail_after(LIMIT):
+                await gate.wait()
 
-    return handler
+    return websocket_replay_handler(
+        [("server", m) for m in messages], await_client=False, pause=PAUSE, before_send=hold, sent=sent
+    )
 
 
 async def over_websocket(handler: Any, consume: Callable[[Any], Awaitable[Any]]) -> Any:
     """Serve ``handler`` on a free loopback port and run ``consume`` on a client connection."""
-    async with serve(handler, "127.0.0.1", 0) as server:
-        port = next(iter(server.sockets)).getsockname()[1]
-        async with connect(f"ws://127.0.0.1:{port}") as ws:
-            with anyio.fail_after(LIMIT):
-                return await consume(ws)
+    async with serve_websocket(handler) as server, connect(server.url) as ws:
+        with anyio.fail_after(LIMIT):
+            return await consume(ws)
 
 
 def assert_realtime_order(out: bytes) -> None:

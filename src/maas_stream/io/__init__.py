@@ -30,6 +30,8 @@ from ._stream import aconvert as aconvert
 from ._stream import astream as astream
 from ._stream import iter_convert as iter_convert
 from ._stream import stream as stream
+from ._wsrecord import WebSocketRecording as WebSocketRecording
+from ._wsrecord import arecord_websocket as arecord_websocket
 
 __all__ = (
     "EventSource",
@@ -43,11 +45,13 @@ __all__ = (
     "RecordingMeta",
     "StreamIOError",
     "UnexpectedContentTypeError",
+    "WebSocketRecording",
     "aaggregate",
     "aconnect",
     "aconvert",
     "arecord",
     "arecord_request",
+    "arecord_websocket",
     "areplay",
     "astream",
     "iter_convert",

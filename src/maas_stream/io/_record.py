@@ -189,6 +189,9 @@ class RecordingMeta(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     complete: bool = True
     """False when the recording stopped before the provider ended the stream."""
     recorded_at: str | None = None
+    transport: str | None = None
+    """``"websocket"`` for a websocket session (``chunks`` / ``times`` then describe its lines);
+    left out for HTTP."""
     scrubbed: bool = False
     """True when a redacted secret also appeared in the response bytes and was scrubbed there
     (the ``.sse`` file then differs from the wire at those bytes)."""
@@ -314,6 +317,20 @@ def _request_info(response: Any) -> tuple[str, str, Any, Any] | None:
     return request.method, str(request.url), request.headers, body
 
 
+async def _arecord_websocket(
+    ws: Any, path: str | Path, protocol: str | None, idle_timeout: float | None, secrets: tuple[str, ...]
+) -> AsyncGenerator[bytes, None]:
+    from ._wsrecord import WebSocketRecording  # it builds on this module
+
+    rec = WebSocketRecording(ws, path, protocol=protocol, secrets=secrets, idle_timeout=idle_timeout)
+    try:
+        async for line in rec.lines():
+            yield line
+    finally:
+        with anyio.CancelScope(shield=True):
+            await rec.aclose()
+
+
 async def arecord(
     source: Any,
     path: str | Path,
@@ -329,10 +346,16 @@ async def arecord(
     is cut, the consumer stops early (``complete: false``) or the provider answered non-2xx
     (the error body is recorded, then :class:`ProviderHTTPError` is raised).
 
+    A websocket is recorded as JSON lines (``{"dir": "server", "msg": {...}}``, the handshake
+    URL and headers redacted in the meta file): the result yields those lines, the websocket is
+    closed at the end. It records only what the server sends; to record the client messages
+    too, wrap the connection with :func:`arecord_websocket` and send through the wrapper.
+
     Args:
         source: An httpx / httpx2 streaming response (its request is recorded, redacted), an
-            SDK raw streaming response, or any ``AsyncIterable[bytes]``.
-        path: The ``.sse`` file to write.
+            SDK raw streaming response, a ``websockets`` client connection, or any
+            ``AsyncIterable[bytes]``.
+        path: The ``.sse`` (``.jsonl`` for a websocket) file to write.
         protocol: Stored in the meta file.
         idle_timeout: Seconds allowed between two reads' data.
         secrets: More values to scrub from the files (API keys sent some other way).
@@ -340,12 +363,13 @@ async def arecord(
     Raises:
         ProviderHTTPError: The response's status is not 2xx (after recording it).
         IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
-        TypeError: ``source`` is a websocket (not supported yet).
+        TypeError: ``source`` is none of the supported kinds.
     """
     reader = AsyncReader(source, idle_timeout=idle_timeout)
-    if reader.kind != "bytes":
-        await reader.aclose()
-        raise TypeError("recording a websocket session is not supported; record an HTTP stream")
+    if reader.kind != "bytes":  # a websocket: the recording wrapper reads it
+        async for line in _arecord_websocket(reader.source, path, protocol, idle_timeout, secrets):
+            yield line
+        return
     rec = Recorder(path, protocol=protocol)
     for secret in secrets:
         rec.add_secret(secret)
@@ -427,15 +451,37 @@ class Recording:
         return headers
 
     def chunks(self) -> list[bytes]:
-        """The bytes cut at the recorded chunk boundaries (one chunk without usable meta data)."""
+        """The bytes cut at the recorded chunk boundaries.
+
+        Without usable meta data: a ``.jsonl`` recording's lines, else one chunk.
+        """
         sizes = self.meta.chunks if self.meta is not None else []
         if not sizes or sum(sizes) != len(self.data):
+            if self.path.suffix == ".jsonl":
+                return [line for line in self.data.splitlines(keepends=True) if line.strip()]
             return [self.data] if self.data else []
         out = []
         pos = 0
         for size in sizes:
             out.append(self.data[pos : pos + size])
             pos += size
+        return out
+
+    def messages(self) -> list[tuple[str, bytes]]:
+        """A ``.jsonl`` recording's messages: ``(direction, message JSON bytes as written)``, in order.
+
+        Raises:
+            StreamIOError: A line is not a ``{"dir": ..., "msg": ...}`` frame.
+        """
+        out = []
+        for n, line in enumerate(self.data.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                frame = _frame.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise StreamIOError(f"{self.path}: line {n} is not a JSON-lines frame: {exc}") from exc
+            out.append((frame.dir, bytes(frame.msg)))
         return out
 
     def delays(self, speed: float | None) -> list[float]:
@@ -450,6 +496,14 @@ class Recording:
             out.append(max(0.0, (t - prev) / speed))
             prev = t
         return out
+
+
+class _Frame(msgspec.Struct):
+    dir: str
+    msg: msgspec.Raw
+
+
+_frame = msgspec.json.Decoder(_Frame)
 
 
 def _load(recording: str | Path | Recording) -> Recording:
