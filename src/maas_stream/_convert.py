@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from ._aggregate import Aggregator
-from ._exceptions import ConversionError, ProtocolDetectionError, ProtocolError
+from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
 from ._model import Message, Response, UnknownPart
 from ._registry import detect_protocol, get_protocol
 from .events import PartStart, UnknownEvent
@@ -33,6 +33,7 @@ __all__ = [
     "continuation_key",
     "convert",
     "convert_history",
+    "encode_response",
     "from_canonical",
     "to_canonical",
     "validate",
@@ -396,6 +397,23 @@ def convert_history(body: Any, *, to: str, protocol: str, lossy: list[str] | Non
     if lossy is not None:
         lossy.extend(found)
     return out
+
+
+def encode_response(response: Response, protocol: str, *, lossy: list[str] | None = None) -> dict[str, Any]:
+    """Encode a canonical response as ``protocol``'s non-streaming response body.
+
+    Args:
+        response: The canonical response (e.g. from :func:`aggregate`).
+        protocol: The target protocol.
+        lossy: If given, collects a line for each thing the target cannot carry (dropped).
+
+    Raises:
+        LocalProtocolError: No such protocol, or it has no non-streaming body (websocket ones).
+    """
+    spec = get_protocol(protocol)
+    if spec.encode_response is None:
+        raise LocalProtocolError(f"{protocol} has no non-streaming response body")
+    return spec.encode_response(response, lossy=lossy)
 
 
 def validate(body: Any, protocol: str) -> list[str]:

@@ -51,6 +51,8 @@ class ProtocolSpec:
     media_type: str = "text/event-stream"
     detect_body: Callable[[Any], int] | None = field(default=None, repr=False)
     """How sure is it that a request body is of this protocol: 0 no, 1 maybe, 2 surely."""
+    encode_response: Callable[..., dict[str, Any]] | None = field(default=None, repr=False)
+    """Canonical response → the provider's non-streaming response body (``lossy=`` keyword)."""
     replay_only: frozenset[str] = frozenset()
     """Unknown-part types the decoder itself makes for state only this protocol can replay (e.g.
     Gemini's ``gemini.thought_signature`` on a part kind without a signature field). They are

@@ -47,6 +47,7 @@ def _register(module: ModuleType, framing: Framing, **extra: Any) -> None:
             validate=module.validate,
             detect=module.detect,
             detect_body=getattr(module, "detect_body", None),
+            encode_response=getattr(module, "encode_response", None),
             **extra,
         )
     )

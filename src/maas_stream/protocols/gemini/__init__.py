@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._body import encode_response as encode_response
 from ._decode import SIGNATURE_TYPE as SIGNATURE_TYPE
 from ._decode import StreamDecoder as StreamDecoder
 from ._encode import StreamEncoder as StreamEncoder
@@ -26,6 +27,7 @@ __all__ = (
     "StreamEncoder",
     "detect",
     "detect_body",
+    "encode_response",
     "from_canonical",
     "request_extras",
     "to_canonical",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._body import encode_response as encode_response
 from ._decode import StreamDecoder as StreamDecoder
 from ._encode import ReasoningMode as ReasoningMode
 from ._encode import StreamEncoder as StreamEncoder
@@ -20,6 +21,7 @@ __all__ = (
     "StreamDecoder",
     "StreamEncoder",
     "detect",
+    "encode_response",
     "from_canonical",
     "to_canonical",
     "validate",

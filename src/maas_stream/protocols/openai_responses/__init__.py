@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._body import encode_response as encode_response
 from ._decode import StreamDecoder as StreamDecoder
 from ._encode import StreamEncoder as StreamEncoder
 from ._history import from_canonical as from_canonical
@@ -19,6 +20,7 @@ __all__ = (
     "StreamEncoder",
     "detect",
     "detect_body",
+    "encode_response",
     "from_canonical",
     "to_canonical",
     "validate",
