@@ -174,6 +174,95 @@ async def test_genai_sdk_from_openai_responses_recording(name: str) -> None:
     assert ("".join(text), calls) == expected(path)
 
 
+# ---------------------------------------------------------------------- non-streaming requests
+
+
+async def test_openai_chat_sdk_non_streaming_from_anthropic_recording() -> None:
+    app, path = served("anthropic/thinking_parallel_tools.sse")
+    with anyio.fail_after(LIMIT):
+        final = await openai_client(app).chat.completions.create(
+            model="any", messages=[{"role": "user", "content": "hi"}], stream=False
+        )
+    message = final.choices[0].message
+    assert all(c.type == "function" for c in message.tool_calls or [])
+    calls = [
+        (c.function.name, json.loads(c.function.arguments or "{}"))
+        for c in message.tool_calls or []
+        if c.type == "function"
+    ]
+    assert (message.content or "", calls) == expected(path)
+    assert final.choices[0].finish_reason == "tool_calls"
+    assert app.stats.streams == 1
+    assert app.stats.rejected == 0
+
+
+async def test_anthropic_sdk_non_streaming_from_openai_chat_recording() -> None:
+    app, path = served("openai-chat/interleaved_three_calls.sse")
+    with anyio.fail_after(LIMIT):
+        final = await anthropic_client(app).messages.create(
+            model="any", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+        )
+    text = "".join(b.text for b in final.content if b.type == "text")
+    calls = [(b.name, b.input) for b in final.content if b.type == "tool_use"]
+    assert (text, calls) == expected(path)
+    assert final.stop_reason == "tool_use"
+
+
+async def test_openai_responses_sdk_non_streaming_from_gemini_recording() -> None:
+    app, path = served("gemini/thoughts_text_parallel_calls.sse")
+    with anyio.fail_after(LIMIT):
+        final = await openai_client(app).responses.create(model="any", input="hi")
+    calls = [(i.name, json.loads(i.arguments or "{}")) for i in final.output if i.type == "function_call"]
+    assert (final.output_text, calls) == expected(path)
+    assert final.status == "completed"
+
+
+async def test_genai_sdk_non_streaming_from_openai_responses_recording() -> None:
+    app, path = served("openai-responses/reasoning_text_parallel_calls.sse")
+    with anyio.fail_after(LIMIT):
+        final = await genai_client(app).aio.models.generate_content(model="any-model", contents="hi")
+    parts = (
+        final.candidates[0].content.parts if final.candidates and final.candidates[0].content else None
+    ) or []
+    text = "".join(p.text for p in parts if p.text is not None and not p.thought)
+    calls = [(p.function_call.name or "", p.function_call.args or {}) for p in parts if p.function_call]
+    assert (text, calls) == expected(path)
+
+
+async def test_non_streaming_request_still_streams_from_the_upstream() -> None:
+    recording = RECORDINGS / "anthropic/tool_no_args.sse"
+    seen: list[httpx.Request] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=recording.read_bytes()
+        )
+
+    app = create_app(upstream=fake_upstream("anthropic", handler, model="claude-test"))
+    async with asgi_client(app) as client:
+        response = await client.post(
+            "http://bridge/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        )
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["object"] == "chat.completion"
+    assert json.loads(seen[0].content)["stream"] is True
+
+
+async def test_non_streaming_request_of_a_failed_stream_is_an_error() -> None:
+    app, _ = served("anthropic/error_midstream.sse")
+    async with asgi_client(app) as client:
+        response = await client.post(
+            "http://bridge/v1/messages",
+            json={"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]},
+        )
+    assert response.status_code == 502
+    assert response.json()["type"] == "error"
+    assert app.stats.rejected == 1
+
+
 async def test_lossy_stream_is_logged_and_counted(caplog: pytest.LogCaptureFixture) -> None:
     # Anthropic thinking has no place in a Chat Completions stream: dropped, logged, counted.
     app, path = served("anthropic/thinking_parallel_tools.sse")
@@ -470,19 +559,6 @@ async def test_invalid_request_for_anthropic_client_is_anthropic_shaped() -> Non
 @pytest.mark.parametrize(
     ("path", "body", "status", "needle"),
     [
-        pytest.param(
-            "/v1/chat/completions", {"model": "m", "messages": []}, 400, "streaming", id="chat_not_streaming"
-        ),
-        pytest.param(
-            "/v1/messages",
-            {"model": "m", "max_tokens": 1, "messages": []},
-            400,
-            "streaming",
-            id="anthropic_not_streaming",
-        ),
-        pytest.param(
-            "/v1beta/models/m:generateContent", {"contents": []}, 400, "streaming", id="gemini_not_streaming"
-        ),
         pytest.param(
             "/v1beta/models/m:streamGenerateContent", {"contents": []}, 400, "alt=sse", id="gemini_no_alt_sse"
         ),

@@ -4,7 +4,8 @@ Per request: the path names the client's protocol; the body's conversation goes 
 :func:`maas_stream.convert_history` to the upstream's protocol and is checked with
 :func:`maas_stream.validate`; the upstream's stream comes back through
 :func:`maas_stream.aconvert` into the client's protocol, each output frame sent as soon as it is
-produced. Faults before the first byte become provider-shaped JSON errors for the CLIENT's
+produced. A non-streaming request still streams from the upstream; the aggregate is answered with
+:func:`maas_stream.encode_response` as one JSON body. Faults before the first byte become provider-shaped JSON errors for the CLIENT's
 protocol; a fault after it can only end the stream (logged and counted).
 
 It must not contain protocol logic (``_request`` holds the envelope and error shapes) and
@@ -21,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from .._convert import convert_history, validate
+from .._convert import convert_history, encode_response, validate
 from .._exceptions import MaasStreamError, ValidationError
 from .._registry import get_protocol
-from ..io import ProviderHTTPError, StreamIOError, aconvert
+from ..io import ProviderHTTPError, StreamIOError, aaggregate, aconvert
 from ..io._exceptions import error_summary
 from ._request import Route, build_body, error_body, match_route, read_envelope
 
@@ -55,7 +56,7 @@ class BridgeStats:
     requests: int = 0
     """Requests routed to a protocol endpoint."""
     streams: int = 0
-    """Streams that reached the client to their end."""
+    """Streams that reached the client to their end (and non-streaming requests answered)."""
     rejected: int = 0
     """Requests answered with an error before any stream byte."""
     stream_errors: int = 0
@@ -126,12 +127,6 @@ class BridgeApp:
         if not isinstance(body, dict):
             raise _Reject(400, "the request body must be a JSON object")
         env = read_envelope(client, body, route)
-        if not env.stream:
-            raise _Reject(
-                400,
-                "this maas-stream bridge serves streaming requests only: "
-                + ("call :streamGenerateContent?alt=sse" if client == "gemini" else 'set "stream": true'),
-            )
         lossy: list[str] = []
         try:
             conversation = convert_history(body, to=target, protocol=client, lossy=lossy)
@@ -153,13 +148,16 @@ class BridgeApp:
             body = msgspec.json.decode(raw) if raw else None
         except msgspec.DecodeError as exc:
             raise _Reject(400, f"the request body is not valid JSON: {exc}") from None
-        upstream_body, _, model, dropped = self._request_body(route, body)
+        upstream_body, streaming, model, dropped = self._request_body(route, body)
         for what in dropped:
             log.warning("bridge %s -> %s: not forwarded: %s", route.protocol, self.upstream.protocol, what)
             self.stats.dropped[what] += 1
         try:
             async with self.upstream.open(upstream_body, model=model) as source:
-                await self._stream(route.protocol, source, len(dropped), receive, send)
+                if streaming:
+                    await self._stream(route.protocol, source, len(dropped), receive, send)
+                else:
+                    await self._answer(route.protocol, source, len(dropped), send)
         except ProviderHTTPError as exc:
             headers = {k: v for k, v in exc.headers.items() if k in _FORWARDED_HEADERS}
             raise _Reject(
@@ -212,6 +210,28 @@ class BridgeApp:
             self.stats.stream_errors += 1
             log.error("bridge: the upstream %s stream failed mid-way: %s", self.upstream.protocol, failure)
 
+    async def _answer(self, client: str, source: Any, dropped: int, send: Send) -> None:
+        """Serve a non-streaming request: aggregate the upstream stream, answer with one body."""
+        idle = getattr(self.upstream, "idle_timeout", None)
+        try:
+            response = await aaggregate(source, protocol=self.upstream.protocol, idle_timeout=idle)
+        except (MaasStreamError, OSError) as exc:
+            raise _Reject(502, f"upstream {self.upstream.protocol}: {exc}") from None
+        if response.status == "failed":
+            error = response.error
+            what = (error.message or error.type) if error is not None else "the stream failed"
+            raise _Reject(502, f"upstream {self.upstream.protocol}: {what}")
+        lossy: list[str] = []
+        body = encode_response(response, client, lossy=lossy)
+        for what in lossy:
+            log.warning("bridge %s -> %s: dropped %s", self.upstream.protocol, client, what)
+            self.stats.dropped[what] += 1
+        headers = {"x-maas-stream-upstream": self.upstream.protocol}
+        if dropped:
+            headers["x-maas-stream-request-dropped"] = str(dropped)
+        await _send_json(send, 200, body, headers)
+        self.stats.streams += 1
+
 
 async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     while True:
@@ -243,14 +263,18 @@ async def _send_json(send: Send, status: int, body: Any, headers: dict[str, str]
 
 
 def create_app(*, upstream: Upstream) -> BridgeApp:
-    """Build the bridge: a pure ASGI app serving the providers' streaming endpoints from ``upstream``.
+    """Build the bridge: a pure ASGI app serving the providers' endpoints from ``upstream``.
 
     Endpoints (the client's protocol is chosen by the path):
 
-    * ``POST /v1/chat/completions`` — OpenAI Chat Completions (``"stream": true``)
-    * ``POST /v1/responses`` — OpenAI Responses (``"stream": true``)
-    * ``POST /v1/messages`` — Anthropic Messages (``"stream": true``)
-    * ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` — Gemini
+    * ``POST /v1/chat/completions`` — OpenAI Chat Completions
+    * ``POST /v1/responses`` — OpenAI Responses
+    * ``POST /v1/messages`` — Anthropic Messages
+    * ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` and ``:generateContent`` — Gemini
+
+    A streaming request (``"stream": true``, Gemini ``:streamGenerateContent``) is answered with
+    the converted stream; a non-streaming one with the client protocol's JSON response body,
+    built from the aggregate of the upstream stream (the upstream is always asked to stream).
 
     Args:
         upstream: A :class:`~maas_stream.bridge.HTTPUpstream` or
