@@ -50,6 +50,14 @@ def encode_response(response: Response, *, lossy: list[str] | None = None) -> di
     same = response.protocol == PROTOCOL
     output: list[dict[str, Any]] = []
     for msg in response.messages:
+        if (
+            same
+            and msg.type is not None
+            and msg.type not in REBUILT_TYPES
+            and isinstance(msg.provider_raw, dict)
+        ):
+            output.append(dict(msg.provider_raw))  # a hosted-tool, tool-output or unknown item, whole
+            continue
         if msg.role not in _ASSISTANT:
             _lose(sink, f"{msg.role} message in the output")
             continue
@@ -100,8 +108,6 @@ def _status(msg: Message) -> str:
 
 def _items(msg: Message, same: bool, sink: list[str], start: int) -> list[dict[str, Any]]:
     raw = msg.provider_raw if same else None
-    if same and msg.type is not None and msg.type not in REBUILT_TYPES and isinstance(raw, dict):
-        return [dict(raw)]  # a hosted-tool or unknown item, whole
     parts = [TextPart(text=msg.content)] if isinstance(msg.content, str) else msg.content
     items: list[dict[str, Any]] = []
     content: list[dict[str, Any]] = []
