@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from ..._model import (
     CodePart,
+    Message,
     ReasoningPart,
     RefusalPart,
     Response,
@@ -53,25 +54,16 @@ def encode_response(response: Response, *, lossy: list[str] | None = None) -> di
             continue
         index = msg.choice_index if msg.choice_index is not None else 0
         cand = candidates.setdefault(index, {"content": {"role": "model", "parts": []}, "index": index})
-        parts: list[dict[str, Any]] = cand["content"]["parts"]
-        content = [TextPart(text=msg.content)] if isinstance(msg.content, str) else msg.content
-        for part in content:
-            wire = _part(part, same, sink)
-            if wire is not None:
-                parts.append(wire)
-        if msg.finish_reason is not None:
-            cand["finishReason"] = _FINISH[msg.finish_reason]
+        _fill(cand, msg, same, sink)
     for cand in candidates.values():
-        if "finishReason" in cand:
-            continue
-        reason = response.finish_reason
-        if same and response.provider_finish_reason and reason is not None:
-            cand["finishReason"] = response.provider_finish_reason
-        elif reason is not None and (response.status == "completed" or reason in _KEEP_FINISH):
-            cand["finishReason"] = _FINISH[reason]
-        elif response.status == "completed":
-            cand["finishReason"] = "STOP"
+        if "finishReason" not in cand:
+            _finish(cand, response, same)
     body: dict[str, Any] = {"candidates": [candidates[i] for i in sorted(candidates)]}
+    raw = response.provider_raw
+    if same and isinstance(raw, dict):
+        for key in ("promptFeedback", "createTime", "modelStatus"):
+            if key in raw:
+                body[key] = raw[key]
     if response.usage is not None:
         body["usageMetadata"] = usage_body(response.usage, source=response.protocol)
     if response.model:
@@ -79,6 +71,49 @@ def encode_response(response: Response, *, lossy: list[str] | None = None) -> di
     if response.id:
         body["responseId"] = response.id
     return body
+
+
+def _fill(cand: dict[str, Any], msg: Message, same: bool, sink: list[str]) -> None:
+    """Add one assistant message's parts (and, from Gemini, its candidate fields) to a candidate."""
+    parts: list[dict[str, Any]] = cand["content"]["parts"]
+    content = [TextPart(text=msg.content)] if isinstance(msg.content, str) else msg.content
+    for part in content:
+        wire = _part(part, same, sink)
+        if wire is not None:
+            parts.append(wire)
+        if isinstance(part, TextPart) and not same:
+            _citations(cand, part, sink)
+    if same and isinstance(msg.provider_raw, dict):
+        # The candidate's own fields (safetyRatings, groundingMetadata, citationMetadata...).
+        cand.update({k: v for k, v in msg.provider_raw.items() if k not in ("content", "index")})
+    if msg.finish_reason is not None:
+        cand["finishReason"] = _FINISH[msg.finish_reason]
+
+
+def _finish(cand: dict[str, Any], response: Response, same: bool) -> None:
+    """The response's end finishes a candidate with no finish of its own; a cut one stays cut."""
+    reason = response.finish_reason
+    if same and response.provider_finish_reason and reason is not None:
+        cand["finishReason"] = response.provider_finish_reason
+    elif reason is not None and (response.status == "completed" or reason in _KEEP_FINISH):
+        cand["finishReason"] = _FINISH[reason]
+    elif response.status == "completed":
+        cand["finishReason"] = "STOP"
+
+
+def _citations(cand: dict[str, Any], part: TextPart, sink: list[str]) -> None:
+    for cite in part.annotations or ():
+        if cite.url is None:
+            _lose(sink, f"citation of kind {cite.kind!r} without a URL")
+            continue
+        source: dict[str, Any] = {"uri": cite.url}
+        if cite.start is not None:
+            source["startIndex"] = cite.start
+        if cite.end is not None:
+            source["endIndex"] = cite.end
+        if cite.title is not None:
+            _lose(sink, "citation titles (Gemini API citationSources have none)")
+        cand.setdefault("citationMetadata", {"citationSources": []})["citationSources"].append(source)
 
 
 def _part(part: Any, same: bool, sink: list[str]) -> dict[str, Any] | None:  # noqa: C901
@@ -91,8 +126,6 @@ def _part(part: Any, same: bool, sink: list[str]) -> dict[str, Any] | None:  # n
             body = {"text": text, "thought": True} if text or part.signature else None
         else:
             body = {"text": part.text}
-            if any(c.url is None for c in part.annotations or ()):
-                _lose(sink, "citation without a URL")
         if body is not None and part.signature is not None:
             if same:
                 body["thoughtSignature"] = part.signature
