@@ -34,7 +34,17 @@ def _lose(sink: list[str], what: str) -> None:
 
 
 class _Choice:
-    __slots__ = ("annotations", "audio", "calls", "finish", "legacy", "reasoning", "refusal", "text")
+    __slots__ = (
+        "annotations",
+        "audio",
+        "calls",
+        "finish",
+        "legacy",
+        "logprobs",
+        "reasoning",
+        "refusal",
+        "text",
+    )
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -45,6 +55,7 @@ class _Choice:
         self.reasoning: dict[str, list[Any]] = {}
         self.audio: dict[str, Any] | None = None
         self.finish: str | None = None
+        self.logprobs: dict[str, list[Any]] = {}
 
 
 def encode_response(response: Response, *, lossy: list[str] | None = None) -> dict[str, Any]:
@@ -99,6 +110,8 @@ def encode_response(response: Response, *, lossy: list[str] | None = None) -> di
 def _part(choice: _Choice, part: Any, same: bool, sink: list[str]) -> None:  # noqa: C901
     if isinstance(part, TextPart):
         choice.text.append(part.text)
+        if part.logprobs:
+            choice.logprobs.setdefault("content", []).extend(part.logprobs)
         for citation in part.annotations or ():
             annotation = _annotation(citation)
             if annotation is None:
@@ -107,6 +120,8 @@ def _part(choice: _Choice, part: Any, same: bool, sink: list[str]) -> None:  # n
                 choice.annotations.append(annotation)
     elif isinstance(part, RefusalPart):
         choice.refusal.append(part.text)
+        if part.logprobs:
+            choice.logprobs.setdefault("refusal", []).extend(part.logprobs)
     elif isinstance(part, ToolCallPart):
         if part.kind in ("server", "mcp"):
             _lose(sink, f"{part.kind} tool call {part.name!r} ({part.id}): Chat has no server-side tools")
@@ -166,7 +181,8 @@ def _choice_body(index: int, choice: _Choice, default: str) -> dict[str, Any]:
         reason = "tool_calls"
     elif reason == "tool_calls" and not choice.calls and choice.legacy is not None:
         reason = LEGACY
-    return {"index": index, "message": message, "finish_reason": reason, "logprobs": None}
+    logprobs = choice.logprobs or None
+    return {"index": index, "message": message, "finish_reason": reason, "logprobs": logprobs}
 
 
 def _usage(usage: Usage, same: bool) -> dict[str, Any]:
