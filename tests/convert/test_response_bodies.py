@@ -287,3 +287,36 @@ def test_websocket_protocols_have_no_body() -> None:
 def test_registry_wires_the_four_sse_protocols() -> None:
     for name in PROTOCOLS:
         assert ms.get_protocol(name).encode_response is not None
+
+
+SECRET = "private chain of thought 7f3a"
+
+
+@pytest.mark.parametrize("target", PROTOCOLS)
+def test_foreign_reasoning_and_server_calls_are_dropped_and_reported(target: str) -> None:
+    source = "gemini" if target != "gemini" else "openai-chat"
+    resp = ms.Response(
+        protocol=source,
+        status="completed",
+        finish_reason="stop",
+        messages=[
+            ms.Message(
+                role="assistant",
+                content=[
+                    ms.ReasoningPart(text=SECRET, signature="sig-from-elsewhere"),
+                    ms.ToolCallPart(id="srv_1", name="web_search", arguments="{}", kind="server"),
+                    ms.TextPart(text="answer"),
+                    ms.ToolCallPart(id="call_1", name="f", arguments='{"a": 1}'),
+                ],
+            )
+        ],
+    )
+    lossy: list[str] = []
+    body = ms.encode_response(resp, target, lossy=lossy)
+    texts, calls = SEEN[target](body)
+    assert "".join(texts.values()) == "answer"  # reasoning never becomes text
+    assert [c[1:] for c in calls] == [("f", {"a": 1})]  # the server call is no client call
+    assert any("server tool call 'web_search'" in line for line in lossy)
+    assert any("signature" in line or "reasoning" in line for line in lossy)
+    if target in ("openai-chat", "openai-responses"):
+        assert SECRET not in json.dumps(body)
