@@ -116,14 +116,47 @@ class StreamAggregator:
 
     def _apply(self, data: bytes) -> list[Event]:
         decoder = self._decoder
-        agg = self._agg
         assert decoder is not None
-        assert agg is not None
         try:
             events = decoder.feed(data)
         except ProtocolError as exc:
             self._salvage(exc)
             raise
+        return self._aggregate(events)
+
+    def feed_message(self, msg: bytes | str, *, direction: str = "server") -> list[Event]:
+        """Feed one whole websocket message (a JSON-lines protocol's frame, not wrapped).
+
+        The websocket twin of :meth:`feed`: a live connection delivers messages, not bytes.
+
+        Raises:
+            LocalProtocolError: The protocol is not a websocket (JSON-lines) protocol.
+            RemoteProtocolError: The message breaks the protocol (``exc.partial`` is set).
+            ProtocolDetectionError: No protocol was given and the first message matches none.
+        """
+        if self._decoder is None:
+            raw = msg.encode() if isinstance(msg, str) else msg
+            line = b'{"dir":"' + direction.encode() + b'","msg":' + raw + b"}\n"
+            name = detect_protocol(line, final=True)
+            assert name is not None
+            self._start(name)
+        decoder = self._decoder
+        assert decoder is not None
+        if get_protocol(decoder.protocol).framing != "jsonl":
+            raise LocalProtocolError(
+                f"{decoder.protocol} is not a websocket protocol; a websocket source needs a JSON-lines protocol",
+                protocol=decoder.protocol,
+            )
+        try:
+            events = decoder.feed_message(msg, direction=direction)  # type: ignore[attr-defined]
+        except ProtocolError as exc:
+            self._salvage(exc)
+            raise
+        return self._aggregate(events)
+
+    def _aggregate(self, events: list[Event]) -> list[Event]:
+        agg = self._agg
+        assert agg is not None
         try:
             if not self._emit:
                 agg.consume(events)
@@ -271,6 +304,19 @@ class StreamConverter:
     def protocol(self) -> str | None:
         """The source protocol (``None`` until detected)."""
         return self._source.protocol
+
+    def feed_message(self, msg: bytes | str, *, direction: str = "server") -> bytes:
+        """Feed one whole websocket message of the source; return the target bytes it completes.
+
+        Raises:
+            LocalProtocolError: The source is not a websocket (JSON-lines) protocol.
+            RemoteProtocolError: The message breaks the source protocol.
+            ConversionError: An unknown type with continuation state cannot cross protocols.
+        """
+        events = self._source.feed_message(msg, direction=direction)
+        if not events:
+            return b""
+        return self._encode(events)
 
     def feed(self, data: bytes) -> bytes:
         """Feed source bytes; return the target bytes they complete.

@@ -24,7 +24,6 @@ from ._record import meta_path as meta_path
 from ._record import redact_headers as redact_headers
 from ._record import redact_url as redact_url
 from ._record import replay as replay
-from ._stream import MessagePipeline as MessagePipeline
 from ._stream import aaggregate as aaggregate
 from ._stream import aconvert as aconvert
 from ._stream import astream as astream
@@ -36,7 +35,6 @@ from ._wsrecord import arecord_websocket as arecord_websocket
 __all__ = (
     "EventSource",
     "IdleTimeoutError",
-    "MessagePipeline",
     "ProviderHTTPError",
     "REDACTED",
     "RecordedRequest",

@@ -50,9 +50,12 @@ __all__ = [
     "EventEncoder",
     "Framing",
     "JSONLinesStreamDecoder",
+    "Msg",
     "SSEStreamDecoder",
     "StreamDecoder",
     "StreamEncoder",
+    "WrappedLine",
+    "raw_message",
 ]
 
 
@@ -235,6 +238,31 @@ class SSEStreamDecoder:
     def on_finish(self) -> list[Event]:
         """Events to emit at end of input (none by default)."""
         return []
+
+
+class WrappedLine:
+    """A whole recorded ``{"dir", "msg"}`` line standing for its message.
+
+    JSON-lines decoders decode a server line typed in one pass, envelope included; they pass
+    this on so that a message kept whole (an unknown or session frame) is decoded untyped only
+    when it is actually kept (:func:`raw_message`).
+    """
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
+
+
+Msg: TypeAlias = "bytes | str | WrappedLine"
+"""A websocket message: its JSON text, or the recorded line that wraps it."""
+
+
+def raw_message(msg: Msg) -> Any:
+    """The message as plain JSON values."""
+    if isinstance(msg, WrappedLine):
+        return msgspec.json.decode(msg.line)["msg"]
+    return msgspec.json.decode(msg)
 
 
 class _WSFrame(msgspec.Struct):

@@ -28,7 +28,7 @@ ids of calls already made (for cancellations) and whether a response is open.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
 
 import msgspec
 
@@ -59,7 +59,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
-from .._base import JSONLinesStreamDecoder, _State
+from .._base import JSONLinesStreamDecoder, Msg, WrappedLine, _State, raw_message
 from ._wire import LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
 __all__ = ["CLIENT_KEYS", "StreamDecoder", "usage_from"]
@@ -102,25 +102,6 @@ def usage_from(raw: Any) -> Usage | None:
     )
 
 
-class _Wrapped:
-    """A whole recorded line whose ``msg`` is the message (the fast path's raw form)."""
-
-    __slots__ = ("line",)
-
-    def __init__(self, line: bytes) -> None:
-        self.line = line
-
-
-Msg: TypeAlias = "bytes | str | _Wrapped"
-
-
-def _raw(msg: Msg) -> Any:
-    """The message as plain JSON values (decoded again only for kept-whole messages)."""
-    if isinstance(msg, _Wrapped):
-        return msgspec.json.decode(msg.line)["msg"]
-    return msgspec.json.decode(msg)
-
-
 class StreamDecoder(JSONLinesStreamDecoder):
     """Decode a Google Live session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
@@ -157,7 +138,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
             return super()._line(line)
         self._frames += 1
         try:
-            return self._server(frame.msg, _Wrapped(line))
+            return self._server(frame.msg, WrappedLine(line))
         except RemoteProtocolError as exc:
             self._state = _State.ERROR
             exc.protocol = exc.protocol or self.protocol
@@ -204,7 +185,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
         return out
 
     def _session_message(self, msg: Msg, out: list[Event]) -> None:
-        raw = _raw(msg)
+        raw = raw_message(msg)
         if not isinstance(raw, dict):
             raise RemoteProtocolError("a Live server message must be a JSON object")
         setup = raw.get("setupComplete")
@@ -352,7 +333,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
         elif part.function_call is not None:
             self._call(part.function_call, out)
         else:
-            raw = _raw(msg)["serverContent"]["modelTurn"]["parts"][i]
+            raw = raw_message(msg)["serverContent"]["modelTurn"]["parts"][i]
             out.append(UnknownEvent(provider_type="part", raw=raw, message=turn, part=self._pos))
 
     def _turn_complete(self, content: ServerContent, out: list[Event]) -> None:

@@ -26,7 +26,7 @@ Session-local state only: whether a response is open, the items and call names s
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
 
 import msgspec
 
@@ -57,7 +57,7 @@ from ...events import (
     UnknownEvent,
     UsageUpdate,
 )
-from .._base import JSONLinesStreamDecoder, _State
+from .._base import JSONLinesStreamDecoder, Msg, WrappedLine, _State, raw_message
 from ..openai_chat._decode import error_from
 from ._wire import ServerEvent, frame_decoder, server_decoder
 
@@ -127,25 +127,6 @@ _SESSION_FAMILIES = (
 )
 
 
-class _Wrapped:
-    """A whole recorded line whose ``msg`` is the message (the fast path's raw form)."""
-
-    __slots__ = ("line",)
-
-    def __init__(self, line: bytes) -> None:
-        self.line = line
-
-
-Msg: TypeAlias = "bytes | str | _Wrapped"
-
-
-def _raw(msg: Msg) -> Any:
-    """The message as plain JSON values (decoded again only for kept-whole events)."""
-    if isinstance(msg, _Wrapped):
-        return msgspec.json.decode(msg.line)["msg"]
-    return msgspec.json.decode(msg)
-
-
 class StreamDecoder(JSONLinesStreamDecoder):
     """Decode an OpenAI Realtime session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
@@ -196,7 +177,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
         self._frames += 1
         out: list[Event] = []
         try:
-            self._server(ev, _Wrapped(line), out)
+            self._server(ev, WrappedLine(line), out)
         except RemoteProtocolError as exc:
             self._state = _State.ERROR
             exc.protocol = exc.protocol or self.protocol
@@ -230,7 +211,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
             # Session-level server events of known families carry no response content; they
             # are kept for a same-protocol re-encode and never fail a conversion closed.
             known = ev.type.startswith(_SESSION_FAMILIES)
-            out.append(UnknownEvent(provider_type=ev.type, raw=_raw(msg), passthrough=known))
+            out.append(UnknownEvent(provider_type=ev.type, raw=raw_message(msg), passthrough=known))
         else:
             handler(ev, msg, out)
 
@@ -264,7 +245,7 @@ class StreamDecoder(JSONLinesStreamDecoder):
         model = session.get("model")
         if isinstance(model, str):
             self._model = model
-        out.append(UnknownEvent(provider_type=ev.type, raw=_raw(msg), passthrough=True))
+        out.append(UnknownEvent(provider_type=ev.type, raw=raw_message(msg), passthrough=True))
 
     def _on_created(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
         response = ev.response or {}
