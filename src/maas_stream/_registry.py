@@ -9,6 +9,7 @@ It must not contain protocol logic beyond dispatch.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,19 +19,82 @@ from ._exceptions import LocalProtocolError, ProtocolDetectionError
 from .sse import Decoder
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from ._interfaces import Framing, StreamDecoder, StreamEncoder
-    from ._model import Message
+    from ._model import Message, Response
 
 __all__ = [
+    "Auth",
+    "Endpoint",
+    "EndpointMatch",
     "ProtocolSpec",
     "detect_body_protocol",
     "detect_protocol",
     "get_protocol",
+    "match_endpoint",
     "protocol_names",
+    "protocol_specs",
     "register",
 ]
+
+
+@dataclass(frozen=True)
+class Auth:
+    """How a request to the protocol's provider is authenticated."""
+
+    env: str
+    """The environment variable that conventionally holds the API key."""
+    header: str
+    """The header that carries the key (lower case)."""
+    format: str = "{}"
+    """How the key is written into the header (``"Bearer {}"``)."""
+    fixed: Mapping[str, str] = field(default_factory=dict)
+    """Headers every request needs whatever the key (Anthropic's ``anthropic-version``)."""
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """The headers for a request: the fixed ones, plus the key's when there is one."""
+        out = dict(self.fixed)
+        if api_key:
+            out[self.header] = self.format.format(api_key)
+        return out
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A client-facing HTTP path the protocol is served on (by the bridge)."""
+
+    pattern: str
+    """A regular expression matched against the whole path; a named group ``model`` gives the
+    model named in the path (Gemini)."""
+    stream: bool | None = None
+    """``True``/``False`` when the path decides streaming (Gemini), ``None`` when the body does."""
+    query: str | None = None
+    """A query parameter the streaming path needs on the wire (Gemini's ``alt=sse``)."""
+
+    def match(self, path: str) -> re.Match[str] | None:
+        """The match of ``path`` against :attr:`pattern`, if any."""
+        return _compiled(self.pattern).fullmatch(path)
+
+
+@dataclass(frozen=True)
+class EndpointMatch:
+    """A request path resolved to a protocol (see :func:`match_endpoint`)."""
+
+    spec: ProtocolSpec
+    endpoint: Endpoint
+    model: str | None = None
+    """The model named in the path, if it names one."""
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    found = _PATTERNS.get(pattern)
+    if found is None:
+        found = _PATTERNS[pattern] = re.compile(pattern)
+    return found
 
 
 @dataclass(frozen=True)
@@ -57,6 +121,18 @@ class ProtocolSpec:
     """Unknown-part types the decoder itself makes for state only this protocol can replay (e.g.
     Gemini's ``gemini.thought_signature`` on a part kind without a signature field). They are
     understood, so converting elsewhere drops and reports them instead of failing closed."""
+    decode_response: Callable[[Any], Response] | None = field(default=None, repr=False)
+    """The provider's non-streaming response body → a canonical response."""
+    endpoints: tuple[Endpoint, ...] = ()
+    """The client-facing paths this protocol is served on (none for websocket protocols yet)."""
+    auth: Auth | None = None
+    """How requests to the provider are authenticated."""
+    url: str | None = None
+    """The provider's streaming endpoint (``{model}`` is filled in per request)."""
+    error_body: Callable[[int, str], dict[str, Any]] | None = field(default=None, repr=False)
+    """An error body (status, message) shaped the way this protocol's SDK reads it."""
+    envelope: Any = field(default=None, repr=False)
+    """The request envelope codec (the fields around the conversation), when it has one."""
 
 
 _REGISTRY: Final[dict[str, ProtocolSpec]] = {}
@@ -74,6 +150,25 @@ def _load() -> None:
 def register(spec: ProtocolSpec) -> None:
     """Add (or replace) a protocol."""
     _REGISTRY[spec.name] = spec
+
+
+def protocol_specs() -> tuple[ProtocolSpec, ...]:
+    """Every registered protocol, sorted by name."""
+    _load()
+    return tuple(_REGISTRY[name] for name in sorted(_REGISTRY))
+
+
+def match_endpoint(path: str) -> EndpointMatch | None:
+    """The protocol whose client endpoint ``path`` is, or ``None`` for an unknown path."""
+    _load()
+    path = path.rstrip("/") or "/"
+    for spec in _REGISTRY.values():
+        for endpoint in spec.endpoints:
+            m = endpoint.match(path)
+            if m is not None:
+                model = m.groupdict().get("model")
+                return EndpointMatch(spec, endpoint, model)
+    return None
 
 
 def protocol_names() -> tuple[str, ...]:

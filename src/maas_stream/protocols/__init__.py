@@ -5,9 +5,7 @@ Importing this package registers every protocol with the registry.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from .._registry import ProtocolSpec, register
+from .._registry import register
 from . import (
     anthropic,
     gemini,
@@ -17,11 +15,6 @@ from . import (
     openai_realtime,
     openai_responses,
 )
-
-if TYPE_CHECKING:
-    from types import ModuleType
-
-    from .._interfaces import Framing
 
 __all__ = [
     "anthropic",
@@ -34,29 +27,13 @@ __all__ = [
 ]
 
 
-def _register(module: ModuleType, framing: Framing, **extra: Any) -> None:
-    """Register a protocol module by its conventional names (NAME, StreamDecoder, ...)."""
-    register(
-        ProtocolSpec(
-            name=module.NAME,
-            framing=framing,
-            decoder=module.StreamDecoder,
-            encoder=module.StreamEncoder,
-            to_canonical=module.to_canonical,
-            from_canonical=module.from_canonical,
-            validate=module.validate,
-            detect=module.detect,
-            detect_body=getattr(module, "detect_body", None),
-            encode_response=getattr(module, "encode_response", None),
-            **extra,
-        )
-    )
-
-
-_register(openai_chat, "sse")
-_register(anthropic, "sse")
-_register(openai_responses, "sse")
-_register(gemini, "sse", replay_only=frozenset({gemini.SIGNATURE_TYPE}))
-_register(google_interactions, "sse")
-_register(google_live, "jsonl", media_type="application/jsonl")
-_register(openai_realtime, "jsonl", media_type="application/jsonl")
+for _module in (
+    openai_chat,
+    anthropic,
+    openai_responses,
+    gemini,
+    google_interactions,
+    google_live,
+    openai_realtime,
+):
+    register(_module.SPEC)

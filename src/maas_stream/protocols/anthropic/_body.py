@@ -24,8 +24,9 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
+from .._names import ANTHROPIC as PROTOCOL
 from ._blocks import FINISH_REASONS
-from ._encode import _STOP, PROTOCOL
+from ._encode import _STOP
 
 __all__ = ["encode_response"]
 

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamDecoder", "error_from"]
 
-PROTOCOL: Final = "anthropic"
+from .._names import ANTHROPIC as PROTOCOL
 
 _MESSAGE_FIELDS: Final = frozenset(
     {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}

@@ -60,7 +60,7 @@ from ._blocks import FINISH_REASONS
 
 __all__ = ["StreamEncoder"]
 
-PROTOCOL: Final = "anthropic"
+from .._names import ANTHROPIC as PROTOCOL
 
 _STOP: Final[dict[FinishReason, str]] = {
     "stop": "end_turn",

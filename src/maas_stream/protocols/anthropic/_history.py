@@ -43,7 +43,7 @@ from ._blocks import SERVER_RESULT_TYPES, block_to_part
 
 __all__ = ["MID_CONVERSATION_SYSTEM", "from_canonical", "to_canonical", "validate"]
 
-PROTOCOL: Final = "anthropic"
+from .._names import ANTHROPIC as PROTOCOL
 
 MID_CONVERSATION_SYSTEM: Final = "mid_conversation_system"
 """``Message.type`` of a system message that sits inside ``messages`` (not the top-level ``system``)."""

@@ -22,8 +22,9 @@ from ..._model import (
     ToolCallPart,
     UnknownPart,
 )
+from .._names import GEMINI as PROTOCOL
 from ._decode import SYNTH_PREFIX
-from ._encode import _FINISH, _KEEP_FINISH, PROTOCOL, call_args, media_body, usage_body
+from ._encode import _FINISH, _KEEP_FINISH, call_args, media_body, usage_body
 
 __all__ = ["encode_response"]
 

@@ -81,7 +81,8 @@ __all__ = [
     "usage_from",
 ]
 
-PROTOCOL: Final = "gemini"
+from .._names import GEMINI as PROTOCOL
+
 SIGNATURE_TYPE: Final = "gemini.thought_signature"
 """``UnknownPart.provider_type`` of a signature kept for the part that follows it."""
 SYNTH_PREFIX: Final = "maas_gc_"

@@ -66,7 +66,7 @@ from ._decode import SIGNATURE_TYPE, SYNTH_PREFIX
 
 __all__ = ["StreamEncoder", "call_args", "media_body", "usage_body"]
 
-PROTOCOL: Final = "gemini"
+from .._names import GEMINI as PROTOCOL
 
 _FINISH: Final[dict[FinishReason, str]] = {
     "stop": "STOP",

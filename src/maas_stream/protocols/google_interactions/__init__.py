@@ -7,15 +7,20 @@ automatically), :class:`StreamEncoder` (current schema), the stateless history c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Final
 
+from .. import _names
 from ._decode import StreamDecoder as StreamDecoder
+from ._detect import detect as detect
+from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
+from ._spec import SPEC as SPEC
 
 __all__ = (
+    "SPEC",
     "NAME",
     "StreamDecoder",
     "StreamEncoder",
@@ -26,42 +31,4 @@ __all__ = (
     "validate",
 )
 
-NAME = "google-interactions"
-
-_EVENTS = frozenset(
-    {
-        "interaction.created",
-        "interaction.start",
-        "interaction.status_update",
-        "step.start",
-        "content.start",
-        "interaction.completed",
-        "interaction.complete",
-    }
-)
-
-
-def detect(event: str, payload: Any) -> bool:
-    """Whether a first SSE frame (its event name and parsed JSON) looks like an Interactions stream."""
-    if isinstance(payload, dict) and isinstance(payload.get("event_type"), str):
-        return payload["event_type"] in _EVENTS or str(payload["event_type"]).startswith("step.")
-    return event in _EVENTS
-
-
-_INTERACTION_STEPS = frozenset(
-    {"user_input", "thought", "function_result", "function_response", "model_output"}
-)
-
-
-def detect_body(body: Any) -> int:
-    """How sure is it that a request body is an Interactions one (0 no, 2 surely)."""
-    if not isinstance(body, dict) or "contents" in body:
-        return 0
-    if "previous_interaction_id" in body or "agent" in body:
-        return 2
-    items = body.get("input")
-    if isinstance(items, list) and any(
-        isinstance(i, dict) and i.get("type") in _INTERACTION_STEPS for i in items
-    ):
-        return 2
-    return 0
+NAME: Final = _names.GOOGLE_INTERACTIONS

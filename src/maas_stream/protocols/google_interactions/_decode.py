@@ -52,7 +52,7 @@ from ._wire import Delta, Envelope, envelope_decoder
 
 __all__ = ["StreamDecoder", "error_from"]
 
-PROTOCOL: Final = "google-interactions"
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
 
 _MEDIA_DELTAS: Final = frozenset({"image", "audio", "document", "video"})
 

@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamEncoder"]
 
-PROTOCOL: Final = "google-interactions"
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+
 SIGNATURE_SOURCES: Final = frozenset({"google-interactions", "gemini", "google-live"})
 
 _json = msgspec.json.Encoder()

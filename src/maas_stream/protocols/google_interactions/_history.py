@@ -21,7 +21,8 @@ from ._steps import is_step, message_from_step, part_from_content, steps_from_me
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
-PROTOCOL: Final = "google-interactions"
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+
 _PREV: Final = "previous_interaction_id"
 
 

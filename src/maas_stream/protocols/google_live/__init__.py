@@ -8,38 +8,26 @@ the client-content history codec (:func:`to_canonical`, :func:`from_canonical`) 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Final
 
+from .. import _names
 from ._decode import StreamDecoder as StreamDecoder
+from ._detect import detect as detect
 from ._encode import StreamEncoder as StreamEncoder
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
+from ._spec import SPEC as SPEC
 
-__all__ = ("NAME", "StreamDecoder", "StreamEncoder", "detect", "from_canonical", "to_canonical", "validate")
-
-NAME = "google-live"
-
-_KEYS = frozenset(
-    {
-        "setup",
-        "clientContent",
-        "client_content",
-        "realtimeInput",
-        "realtime_input",
-        "toolResponse",
-        "tool_response",
-        "setupComplete",
-        "serverContent",
-        "toolCall",
-        "toolCallCancellation",
-        "goAway",
-        "sessionResumptionUpdate",
-        "usageMetadata",
-    }
+__all__ = (
+    "SPEC",
+    "NAME",
+    "StreamDecoder",
+    "StreamEncoder",
+    "detect",
+    "from_canonical",
+    "to_canonical",
+    "validate",
 )
 
-
-def detect(direction: str, msg: Any) -> bool:
-    """Whether a first websocket frame (direction and parsed message) is a Live message."""
-    return isinstance(msg, dict) and "type" not in msg and bool(msg) and next(iter(msg)) in _KEYS
+NAME: Final = _names.GOOGLE_LIVE

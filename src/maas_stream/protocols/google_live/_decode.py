@@ -64,7 +64,7 @@ from ._wire import LivePart, ServerContent, ServerMessage, frame_decoder, server
 
 __all__ = ["CLIENT_KEYS", "StreamDecoder", "usage_from"]
 
-PROTOCOL: Final = "google-live"
+from .._names import GOOGLE_LIVE as PROTOCOL
 
 CLIENT_KEYS: Final[dict[str, str]] = {
     "setup": "setup",

@@ -57,7 +57,8 @@ from .._base import EventEncoder
 
 __all__ = ["DEFAULT_AUDIO_MIME", "StreamEncoder"]
 
-PROTOCOL: Final = "google-live"
+from .._names import GOOGLE_LIVE as PROTOCOL
+
 DEFAULT_AUDIO_MIME: Final = "audio/pcm;rate=24000"
 """Live's output audio format (24 kHz 16-bit PCM), used when the source did not say."""
 SIGNATURE_SOURCES: Final = frozenset({"google-interactions", "gemini", "google-live"})

@@ -12,7 +12,7 @@ result). ``setup.systemInstruction`` becomes a system message. :func:`from_canon
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
@@ -33,7 +33,8 @@ from ._decode import CLIENT_KEYS
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
-PROTOCOL: Final = "google-live"
+from .._names import GOOGLE_LIVE as PROTOCOL
+
 _json = msgspec.json.Encoder()
 
 

@@ -21,7 +21,8 @@ from ..._model import (
     UnknownPart,
     Usage,
 )
-from ._encode import _FINISH, LEGACY, PROTOCOL, _annotation
+from .._names import OPENAI_CHAT as PROTOCOL
+from ._encode import _FINISH, LEGACY, _annotation
 
 __all__ = ["encode_response"]
 

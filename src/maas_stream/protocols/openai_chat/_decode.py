@@ -47,7 +47,8 @@ from ._wire import Choice, Chunk, Delta, ReasoningDetail, ToolCallDelta, chunk_d
 
 __all__ = ["StreamDecoder", "citation_from_annotation", "error_from", "usage_from"]
 
-PROTOCOL: Final = "openai-chat"
+from .._names import OPENAI_CHAT as PROTOCOL
+
 LEGACY: Final = "function_call"
 """``ToolCallPart.item_id`` of a call that came through the deprecated ``function_call`` channel."""
 

@@ -54,7 +54,8 @@ from .._base import EventEncoder
 
 __all__ = ["ReasoningMode", "StreamEncoder"]
 
-PROTOCOL: Final = "openai-chat"
+from .._names import OPENAI_CHAT as PROTOCOL
+
 LEGACY: Final = "function_call"
 
 ReasoningMode = Literal["auto", "drop", "reasoning_content", "reasoning", "reasoning_details"]

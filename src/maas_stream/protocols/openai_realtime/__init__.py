@@ -7,31 +7,26 @@ messages), :class:`StreamEncoder` (server events), the conversation-item history
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Final
 
+from .. import _names
 from ._decode import StreamDecoder as StreamDecoder
+from ._detect import detect as detect
 from ._encode import StreamEncoder as StreamEncoder
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
+from ._spec import SPEC as SPEC
 
-__all__ = ("NAME", "StreamDecoder", "StreamEncoder", "detect", "from_canonical", "to_canonical", "validate")
-
-NAME = "openai-realtime"
-
-_PREFIXES = (
-    "session.",
-    "response.",
-    "conversation.",
-    "input_audio_buffer.",
-    "output_audio_buffer.",
-    "rate_limits.",
+__all__ = (
+    "SPEC",
+    "NAME",
+    "StreamDecoder",
+    "StreamEncoder",
+    "detect",
+    "from_canonical",
+    "to_canonical",
+    "validate",
 )
 
-
-def detect(direction: str, msg: Any) -> bool:
-    """Whether a first websocket frame (direction and parsed message) is a Realtime event."""
-    if not isinstance(msg, dict):
-        return False
-    kind = msg.get("type")
-    return isinstance(kind, str) and (kind == "error" or kind.startswith(_PREFIXES))
+NAME: Final = _names.OPENAI_REALTIME

@@ -63,7 +63,7 @@ from ._wire import ServerEvent, frame_decoder, server_decoder
 
 __all__ = ["StreamDecoder", "part_from_content", "usage_from"]
 
-PROTOCOL: Final = "openai-realtime"
+from .._names import OPENAI_REALTIME as PROTOCOL
 
 _TEXT: Final = frozenset({"response.output_text.delta", "response.text.delta"})
 _AUDIO: Final = frozenset({"response.output_audio.delta", "response.audio.delta"})

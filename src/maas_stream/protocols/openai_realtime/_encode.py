@@ -47,7 +47,7 @@ from .._base import EventEncoder
 
 __all__ = ["StreamEncoder"]
 
-PROTOCOL: Final = "openai-realtime"
+from .._names import OPENAI_REALTIME as PROTOCOL
 
 _json = msgspec.json.Encoder()
 _SERVER: Final = b'{"dir":"server","msg":'

@@ -10,7 +10,7 @@ A "body" is ``{"items": [ConversationItem]}``, a list of items, or a list of cli
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from ..._exceptions import ValidationError
 from ..._model import AudioPart, Message, Part, Role, TextPart, ToolCallPart, ToolResultPart, UnknownPart
@@ -18,7 +18,7 @@ from ._decode import part_from_content
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
-PROTOCOL: Final = "openai-realtime"
+from .._names import OPENAI_REALTIME as PROTOCOL
 
 
 def _items_of(body: Any) -> list[Any]:

@@ -21,7 +21,7 @@ from ..._model import (
     ToolCallPart,
     UnknownPart,
 )
-from ._encode import PROTOCOL
+from .._names import OPENAI_RESPONSES as PROTOCOL
 from ._items import REBUILT_TYPES, call_item, reasoning_item, text_json
 
 __all__ = ["encode_response"]

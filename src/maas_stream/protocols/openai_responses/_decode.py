@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamDecoder", "usage_from"]
 
-PROTOCOL: Final = "openai-responses"
+from .._names import OPENAI_RESPONSES as PROTOCOL
 
 _INCOMPLETE: Final[dict[str, FinishReason]] = {
     "max_output_tokens": "length",

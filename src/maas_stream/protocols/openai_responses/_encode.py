@@ -61,7 +61,7 @@ from ._items import REBUILT_TYPES, annotation_from_citation, call_item, reasonin
 
 __all__ = ["StreamEncoder"]
 
-PROTOCOL: Final = "openai-responses"
+from .._names import OPENAI_RESPONSES as PROTOCOL
 
 _json = msgspec.json.Encoder()
 

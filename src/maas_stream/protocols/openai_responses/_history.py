@@ -43,7 +43,8 @@ from ._items import CALL_TYPES, OUTPUT_TYPES, call_item, item_message, reasoning
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
-PROTOCOL: Final = "openai-responses"
+from .._names import OPENAI_RESPONSES as PROTOCOL
+
 _ROLES: Final = ("user", "assistant", "system", "developer")
 
 

@@ -1,0 +1,33 @@
+"""This protocol's spec: the one record the registry, the CLI and the bridge dispatch on.
+
+It names the protocol, its framing, its decoder, encoder, history codec and validation, its
+detection, its client endpoints, its provider's authentication and URL, and its error body.
+"""
+
+from __future__ import annotations
+
+from ..._registry import Auth, ProtocolSpec
+from .. import _names
+from .._errors import google_error_body
+from ._decode import StreamDecoder
+from ._detect import detect
+from ._encode import StreamEncoder
+from ._history import from_canonical, to_canonical, validate
+
+__all__ = ["SPEC"]
+
+SPEC = ProtocolSpec(
+    name=_names.GOOGLE_LIVE,
+    framing="jsonl",
+    decoder=StreamDecoder,
+    encoder=StreamEncoder,
+    to_canonical=to_canonical,
+    from_canonical=from_canonical,
+    validate=validate,
+    detect=detect,
+    endpoints=(),
+    auth=Auth("GEMINI_API_KEY", "x-goog-api-key"),
+    url=None,
+    error_body=google_error_body,
+    media_type="application/jsonl",
+)
