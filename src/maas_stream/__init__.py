@@ -24,6 +24,9 @@ from ._convert import encode_response as encode_response
 from ._convert import from_canonical as from_canonical
 from ._convert import to_canonical as to_canonical
 from ._convert import validate as validate
+from ._drops import DropKind as DropKind
+from ._drops import DropLog as DropLog
+from ._drops import Dropped as Dropped
 from ._exceptions import ConversionError as ConversionError
 from ._exceptions import EventTooLargeError as EventTooLargeError
 from ._exceptions import LocalProtocolError as LocalProtocolError
@@ -103,6 +106,9 @@ __all__ = (
     "CitationPart",
     "CodePart",
     "ConversionError",
+    "DropKind",
+    "DropLog",
+    "Dropped",
     "EventTooLargeError",
     "FilePart",
     "FinishReason",

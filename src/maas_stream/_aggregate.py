@@ -56,6 +56,7 @@ from .events import (
     AnnotationAdded,
     ArgumentsDelta,
     AudioDelta,
+    Cancelled,
     Event,
     Key,
     LogprobsDelta,
@@ -69,6 +70,7 @@ from .events import (
     ResponseStart,
     SignatureDelta,
     StreamErrorEvent,
+    StreamWarning,
     SummaryDelta,
     TextDelta,
     UnknownEvent,
@@ -289,6 +291,8 @@ class Aggregator:
         self._unknown_events: list[UnknownPart] = []
         self._warnings: list[str] = []
         self._synth = 0
+        self._calls: dict[str, tuple[_MessageState, _PartState]] = {}
+        """Tool calls by id, for a cancellation that names only the call."""
         self.unknown_counts: dict[tuple[str, str | None, str], int] = {}
         """Unknown types seen, counted by (protocol, model, type)."""
 
@@ -315,10 +319,7 @@ class Aggregator:
         if self._state is not AggregatorState.STREAMING:
             self._check_late(event)
         out: list[Event] = []
-        try:
-            _HANDLERS[type(event)](self, event, out)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise self._misuse(event, exc) from exc
+        _HANDLERS[type(event)](self, event, out)
         return out
 
     def consume(self, events: list[Event]) -> None:
@@ -332,17 +333,8 @@ class Aggregator:
         for event in events:
             if self._state is not AggregatorState.STREAMING:
                 self._check_late(event)
-            try:
-                _HANDLERS[type(event)](self, event, out)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise self._misuse(event, exc) from exc
+            _HANDLERS[type(event)](self, event, out)
         out.clear()
-
-    def _misuse(self, event: Event, exc: Exception) -> LocalProtocolError:
-        self._state = AggregatorState.ERROR
-        return LocalProtocolError(
-            f"cannot apply {type(event).__name__}: {exc}", protocol=self.protocol, state="STREAMING"
-        )
 
     def feed_all(self, events: Iterable[Event]) -> list[Event]:
         """Apply several events; return the concatenated output of :meth:`feed`."""
@@ -414,6 +406,8 @@ class Aggregator:
                     finish_reason = msg.finish_reason
                     provider_finish = msg.provider_finish_reason
                     break
+        if finish_reason == "stop" and any(_has_client_call(m) for m in self._messages):
+            finish_reason = "tool_calls"  # one rule for every protocol: client calls end a turn
         if self._error is not None:
             status = "failed"
             finish_reason = finish_reason or "error"
@@ -448,7 +442,14 @@ class Aggregator:
     def _check_late(self, event: Event) -> None:
         if self._state is AggregatorState.DONE:
             if isinstance(
-                event, UsageUpdate | StreamErrorEvent | UnknownEvent | ResponseDone | ResponseStart
+                event,
+                UsageUpdate
+                | StreamErrorEvent
+                | UnknownEvent
+                | ResponseDone
+                | ResponseStart
+                | StreamWarning
+                | Cancelled,
             ):
                 return
             if isinstance(event, MessageDone):
@@ -490,8 +491,26 @@ class Aggregator:
         part = _PartState(len(msg.parts), value)
         msg.parts.append(part)
         msg.parts_by_key[key] = part
+        if isinstance(value, ToolCallPart) and value.id:
+            self._calls[value.id] = (msg, part)
         if self.emit:
-            out.append(PartStart(message=msg.index, part=part.index, value=value))
+            # Content always travels as deltas: a start carries none (a whole part's text
+            # follows at once as one delta; a call's arguments by the end of the part), so
+            # no encoder reads content from a start or a done value.
+            content = _CONTENT.get(type(value))
+            text = getattr(value, content) if content is not None else None
+            if text and content is not None:
+                out.append(
+                    PartStart(
+                        message=msg.index,
+                        part=part.index,
+                        value=msgspec.structs.replace(value, **{content: ""}),
+                    )
+                )
+                if not isinstance(value, ToolCallPart):
+                    out.append(_DELTAS[type(value)](msg.index, part.index, text))
+            else:
+                out.append(PartStart(message=msg.index, part=part.index, value=value))
         return part
 
     def _close_part(self, msg: _MessageState, part: _PartState, status: str | None, out: list[Event]) -> None:
@@ -501,9 +520,17 @@ class Aggregator:
         if isinstance(part.base, ToolCallPart) and part.status is None:
             part.status = status or "completed"
         if self.emit:
-            out.append(PartDone(message=msg.index, part=part.index, value=part.build()))
+            value = part.build()
+            rest = _remainder(part, value)
+            if rest:
+                # A value the provider completed only in its .done event (or a start value no
+                # delta replaced): the rest goes out as a delta, the same for every encoder.
+                out.append(_DELTAS[type(value)](msg.index, part.index, rest))
+            out.append(PartDone(message=msg.index, part=part.index, value=value))
 
     def _close_message(self, msg: _MessageState, status: MessageStatus | None, out: list[Event]) -> None:
+        if msg.finish_reason == "stop" and _has_client_call(msg):
+            msg.finish_reason = "tool_calls"
         part_status = status
         if part_status is None and msg.finish_reason == "length":
             part_status = "incomplete"
@@ -745,6 +772,10 @@ class Aggregator:
             out.append(ev)
 
     def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> None:
+        if ev.finish_reason == "stop" and any(
+            _has_client_call(m) for m in self._messages[self._first_open :]
+        ):
+            ev = msgspec.structs.replace(ev, finish_reason="tool_calls")
         if self._done is None:
             self._done = ev
         if self._state is AggregatorState.STREAMING:
@@ -788,6 +819,53 @@ class Aggregator:
         part = self._new_part(msg, key, value, out)
         self._close_part(msg, part, None, out)
 
+    def _on_warning(self, ev: StreamWarning, out: list[Event]) -> None:
+        log.warning("%s: %s", self.protocol, ev.text)
+        self._warnings.append(ev.text)
+        if self.emit:
+            out.append(ev)
+
+    def _on_cancelled(self, ev: Cancelled, out: list[Event]) -> None:
+        targets: list[tuple[_MessageState, _PartState | None]] = []
+        if ev.call_id is not None:
+            found = self._calls.get(ev.call_id)
+            if found is None:
+                self.warn(f"cancellation of call {ev.call_id!r}, which never arrived")
+                return
+            targets.append(found)
+        elif ev.message is not None:
+            msg = self._by_key.get(ev.message)
+            if msg is None:
+                return  # nothing of it arrived: nothing to mark
+            part = msg.parts_by_key.get(ev.part) if ev.part is not None else None
+            if ev.part is not None and part is None:
+                return
+            targets.append((msg, part))
+        for msg, part in targets:
+            if self.emit:
+                out.append(
+                    Cancelled(
+                        message=msg.index, part=part.index if part is not None else None, reason=ev.reason
+                    )
+                )
+            for each in msg.parts if part is None else [part]:
+                self._cancel_part(msg, each, out)
+            if part is None or msg.closed:
+                msg.status = "incomplete"
+            if part is None and not msg.closed:
+                self._close_message(msg, "incomplete", out)
+
+    def _cancel_part(self, msg: _MessageState, part: _PartState, out: list[Event]) -> None:
+        if not isinstance(part.base, ToolCallPart):
+            self._close_part(msg, part, "incomplete", out)
+            return
+        part.status = "incomplete"
+        final = part.final
+        if isinstance(final, ToolCallPart) and final.status != "incomplete":
+            part.final = msgspec.structs.replace(final, status="incomplete")
+        if not part.closed:
+            self._close_part(msg, part, "incomplete", out)
+
     def _empty_call(self) -> ToolCallPart:
         return ToolCallPart(id=self._synth_id(), name="", arguments="")
 
@@ -814,7 +892,54 @@ _HANDLERS: Final[dict[type[Any], Callable[[Aggregator, Any, list[Event]], None]]
     ResponseDone: Aggregator._on_response_done,
     StreamErrorEvent: Aggregator._on_error,
     UnknownEvent: Aggregator._on_unknown,
+    StreamWarning: Aggregator._on_warning,
+    Cancelled: Aggregator._on_cancelled,
 }
+
+
+_CONTENT: Final[dict[type[Any], str]] = {
+    TextPart: "text",
+    RefusalPart: "text",
+    ReasoningPart: "text",
+    ToolCallPart: "arguments",
+}
+"""The streamed content field of each part type that streams."""
+
+_DELTAS: Final[dict[type[Any], Callable[[int, int, str], Event]]] = {
+    TextPart: lambda m, p, text: TextDelta(message=m, part=p, text=text),
+    RefusalPart: lambda m, p, text: RefusalDelta(message=m, part=p, text=text),
+    ReasoningPart: lambda m, p, text: ReasoningDelta(message=m, part=p, text=text),
+    ToolCallPart: lambda m, p, text: ArgumentsDelta(message=m, part=p, delta=text),
+}
+"""The delta event that appends to each streamed content field."""
+
+
+def _remainder(part: _PartState, value: Part) -> str:
+    """What of a part's final content was never sent as a delta (emitted starts carry none)."""
+    content = _CONTENT.get(type(value))
+    if content is None:
+        return ""
+    final = getattr(value, content) or ""
+    if isinstance(value, ToolCallPart):
+        sent = "".join(part.args)
+    else:
+        sent = (getattr(part.base, content) or "") + "".join(part.text)
+    if len(final) > len(sent) and final.startswith(sent):
+        return final[len(sent) :]
+    return ""
+
+
+def _has_client_call(msg: _MessageState) -> bool:
+    """Whether a message holds a call the client must run (function or custom, not cancelled)."""
+    for part in msg.parts:
+        base = part.base
+        if (
+            isinstance(base, ToolCallPart)
+            and base.kind in ("function", "custom")
+            and part.status != "incomplete"
+        ):
+            return True
+    return False
 
 
 def _empty_text() -> TextPart:

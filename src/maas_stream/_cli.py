@@ -36,6 +36,8 @@ from ._registry import detect_body_protocol, get_protocol, protocol_names
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+    from ._drops import Dropped
+
 __all__ = ["main"]
 
 _CHUNK = 64 * 1024
@@ -123,7 +125,7 @@ def _load_json(path: str) -> Any:
 
 def _cmd_history(args: argparse.Namespace) -> int:
     body = _load_json(args.file)
-    lossy: list[str] = []
+    lossy: list[Dropped] = []
     try:
         source = args.source or detect_body_protocol(body)
         out = convert_history(body, to=args.to, protocol=source, lossy=lossy)

@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from ._aggregate import Aggregator
+from ._drops import DropLog, Dropped, call_with_drops, encoder_drops
 from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
 from ._model import Message, Response, UnknownPart
 from ._registry import detect_protocol, get_protocol
@@ -210,10 +211,6 @@ class StreamAggregator:
         except ProtocolError as exc:
             self._salvage(exc)
             raise
-        if decoder.truncated:
-            agg.warn("the stream ended inside a frame; that partial frame was dropped")
-        for warning in decoder.warnings:
-            agg.warn(warning)  # decoder-level findings, e.g. Responses sequence gaps
         return out + agg.finish_events()
 
     def finish(self) -> Response:
@@ -296,9 +293,9 @@ class StreamConverter:
         """The source's final response, set by :meth:`finish`."""
 
     @property
-    def lossy(self) -> list[str]:
-        """What the target could not carry and was dropped (never turned into text)."""
-        return self._encoder.lossy
+    def lossy(self) -> list[Dropped]:
+        """What the target could not carry and was dropped (never turned into text), as records."""
+        return encoder_drops(self._encoder).records
 
     @property
     def protocol(self) -> str | None:
@@ -336,15 +333,17 @@ class StreamConverter:
             for event in events:
                 self._check_unknown(event)
         out = b"".join([encode(e) for e in events])
-        if len(self._encoder.lossy) > self._logged:
-            self._log_lossy()
+        drops = encoder_drops(self._encoder)
+        if len(drops) > self._logged:
+            self._log_lossy(drops)
         return out
 
-    def _log_lossy(self) -> None:
-        lossy = self._encoder.lossy
-        for what in lossy[self._logged :]:
-            log.warning("%s -> %s: dropped %s", self._source.protocol, self.target, what)
-        self._logged = len(lossy)
+    def _log_lossy(self, drops: DropLog) -> None:
+        # Each distinct drop is logged once, when it first happens (later ones only count).
+        records = drops.records
+        for rec in records[self._logged :]:
+            log.warning("%s -> %s: dropped %s", self._source.protocol, self.target, rec.what)
+        self._logged = len(records)
 
     def _check_unknown(self, event: Event) -> None:
         if isinstance(event, UnknownEvent):
@@ -418,40 +417,55 @@ def to_canonical(body: Any, protocol: str) -> list[Message]:
 
 
 def from_canonical(
-    messages: list[Message], protocol: str, *, lossy: list[str] | None = None
+    messages: list[Message],
+    protocol: str,
+    *,
+    lossy: list[Dropped] | None = None,
+    source: str | None = None,
 ) -> dict[str, Any]:
     """Convert canonical messages to a request body of ``protocol``.
 
     Args:
         messages: The conversation.
         protocol: The target protocol.
-        lossy: If given, collects a line for each thing the target cannot carry.
+        lossy: If given, receives a :class:`~maas_stream.Dropped` record for each kind of
+            thing the target cannot carry.
+        source: The protocol the messages came from, for the records.
     """
-    return get_protocol(protocol).from_canonical(messages, lossy=lossy)
+    drops = DropLog(protocol, source)
+    out = call_with_drops(get_protocol(protocol).from_canonical, messages, drops)
+    if lossy is not None:
+        lossy.extend(drops.records)
+    return out
 
 
-def convert_history(body: Any, *, to: str, protocol: str, lossy: list[str] | None = None) -> dict[str, Any]:
+def convert_history(
+    body: Any, *, to: str, protocol: str, lossy: list[Dropped] | None = None
+) -> dict[str, Any]:
     """Convert a request body from ``protocol`` to ``to`` through the canonical model.
 
-    What ``to`` cannot carry is dropped, appended to ``lossy`` when given, and logged as a
-    warning on the ``maas_stream`` logger.
+    What ``to`` cannot carry is dropped, appended to ``lossy`` as records when given, and
+    logged once per record as a warning on the ``maas_stream`` logger.
     """
-    found: list[str] = []
-    out = from_canonical(to_canonical(body, protocol), to, lossy=found)
-    for what in found:
-        log.warning("%s -> %s history: dropped %s", protocol, to, what)
+    found: list[Dropped] = []
+    out = from_canonical(to_canonical(body, protocol), to, lossy=found, source=protocol)
+    for rec in found:
+        log.warning("%s -> %s history: dropped %s", protocol, to, rec)
     if lossy is not None:
         lossy.extend(found)
     return out
 
 
-def encode_response(response: Response, protocol: str, *, lossy: list[str] | None = None) -> dict[str, Any]:
+def encode_response(
+    response: Response, protocol: str, *, lossy: list[Dropped] | None = None
+) -> dict[str, Any]:
     """Encode a canonical response as ``protocol``'s non-streaming response body.
 
     Args:
         response: The canonical response (e.g. from :func:`aggregate`).
         protocol: The target protocol.
-        lossy: If given, collects a line for each thing the target cannot carry (dropped).
+        lossy: If given, receives a :class:`~maas_stream.Dropped` record for each kind of
+            thing the target cannot carry (dropped).
 
     Raises:
         LocalProtocolError: No such protocol, or it has no non-streaming body (websocket ones).
@@ -459,7 +473,11 @@ def encode_response(response: Response, protocol: str, *, lossy: list[str] | Non
     spec = get_protocol(protocol)
     if spec.encode_response is None:
         raise LocalProtocolError(f"{protocol} has no non-streaming response body")
-    return spec.encode_response(response, lossy=lossy)
+    drops = DropLog(protocol, response.protocol)
+    out = call_with_drops(spec.encode_response, response, drops)
+    if lossy is not None:
+        lossy.extend(drops.records)
+    return out
 
 
 def validate(body: Any, protocol: str) -> list[str]:

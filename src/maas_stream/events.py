@@ -33,6 +33,7 @@ __all__ = [
     "AnnotationAdded",
     "ArgumentsDelta",
     "AudioDelta",
+    "Cancelled",
     "Event",
     "Key",
     "LogprobsDelta",
@@ -46,6 +47,7 @@ __all__ = [
     "ResponseStart",
     "SignatureDelta",
     "StreamErrorEvent",
+    "StreamWarning",
     "SummaryDelta",
     "TextDelta",
     "UnknownEvent",
@@ -245,6 +247,36 @@ class UnknownEvent(_Event, tag="unknown", frozen=True):
     a cross-protocol conversion fail closed."""
 
 
+@final
+class StreamWarning(_Event, tag="warning", frozen=True):
+    """A finding that did not stop decoding, reported when it happens.
+
+    A sequence gap, a final value that disagrees with its deltas, a frame cut at the end. The
+    aggregator adds it to ``Response.warnings`` at once, so snapshots and live views see it.
+    """
+
+    text: str
+    """What was found, in one line."""
+
+
+@final
+class Cancelled(_Event, tag="cancelled", frozen=True):
+    """The provider cancelled a part (a tool call) or a whole message before it finished.
+
+    A cancelled part or message is ``incomplete``; a cancelled tool call is never reported as
+    completed, so nobody runs it.
+    """
+
+    message: Key | None = None
+    """The message cancelled (or holding the part); ``None`` when ``call_id`` names the call."""
+    part: Key | None = None
+    """The part cancelled; ``None`` cancels every part of the message and the message."""
+    call_id: str | None = None
+    """A tool call named by its id instead of its keys (Live's ``toolCallCancellation``)."""
+    reason: str | None = None
+    """Why, as the provider said it (``turn_detected``, ``client_cancelled``...)."""
+
+
 Event: TypeAlias = (
     ResponseStart
     | MessageStart
@@ -264,5 +296,7 @@ Event: TypeAlias = (
     | ResponseDone
     | StreamErrorEvent
     | UnknownEvent
+    | StreamWarning
+    | Cancelled
 )
 """The tagged union of every stream event."""

@@ -274,8 +274,7 @@ async def test_lossy_stream_is_logged_and_counted(caplog: pytest.LogCaptureFixtu
             model="any", messages=[{"role": "user", "content": "hi"}]
         ) as stream:
             await stream.get_final_completion()
-    dropped = [what for what in app.stats.dropped if "reasoning" in what]
-    assert dropped
+    assert app.stats.dropped["reasoning"] >= 1  # counted by kind, not by a line per call
     assert any("reasoning" in r.getMessage() and r.name == "maas_stream" for r in caplog.records)
 
 
@@ -609,9 +608,7 @@ async def test_request_fields_not_forwarded_are_counted() -> None:
         seed=7,
     ) as stream:
         await stream.get_final_completion()
-    dropped = set(app.stats.dropped)
-    assert "request field seed" in dropped
-    assert any("custom" in what for what in dropped)
+    assert app.stats.dropped["request_field"] >= 2  # `seed` and the custom tool
     recorded = app.upstream.requests[-1]  # type: ignore[attr-defined]
     assert "seed" not in recorded
     assert "tools" not in recorded

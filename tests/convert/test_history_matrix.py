@@ -198,7 +198,7 @@ def _all_parts(messages: list[ms.Message]) -> list[tuple[str, ms.Part]]:
 def test_history_converts_and_validates(source: str, target: str) -> None:
     body = BODIES[source]
     assert ms.validate(body, source) == []
-    lossy: list[str] = []
+    lossy: list[ms.Dropped] = []
     out = ms.convert_history(body, to=target, protocol=source, lossy=lossy)
     assert ms.validate(out, target) == [], json.dumps(out, indent=1)
     back = ms.to_canonical(out, target)
@@ -273,7 +273,7 @@ def test_anthropic_multi_result_message_splits_into_chat_tool_messages_then_user
 
 
 def test_responses_items_become_chat_tool_calls_and_tool_messages() -> None:
-    lossy: list[str] = []
+    lossy: list[ms.Dropped] = []
     out = ms.convert_history(
         BODIES["openai-responses"], to="openai-chat", protocol="openai-responses", lossy=lossy
     )
@@ -283,7 +283,7 @@ def test_responses_items_become_chat_tool_calls_and_tool_messages() -> None:
     assert [c["id"] for c in calls[0]["tool_calls"]] == ["call_A", "call_B"]
     tools = [m for m in messages if m["role"] == "tool"]
     assert [(m["tool_call_id"], m["content"]) for m in tools] == [("call_A", RESULT_A), ("call_B", RESULT_B)]
-    assert any("encrypted" in line or "reasoning" in line for line in lossy)
+    assert any("encrypted" in line or "reasoning" in line for line in map(str, lossy))
     assert ms.validate(out, "openai-chat") == []
 
 

@@ -113,8 +113,8 @@ def assert_same_calls(seen: Seen, calls: list[ms.ToolCallPart]) -> None:
             assert args == parsed(call.arguments)
 
 
-def assert_lossy_reported(parts: list[ms.Part], source: str, target: str, lossy: list[str]) -> None:
-    text = "\n".join(lossy)
+def assert_lossy_reported(parts: list[ms.Part], source: str, target: str, lossy: list[ms.Dropped]) -> None:
+    text = "\n".join(map(str, lossy))
     kinds = ("server",) if target in MCP_TARGETS else ("server", "mcp")
     if target != source and any(isinstance(p, ms.ToolCallPart) and p.kind in kinds for p in parts):
         assert "tool call" in text

@@ -125,7 +125,7 @@ REALTIME_SESSIONS = params(recordings(REALTIME) + corpus(REALTIME))
 
 @pytest.mark.parametrize("path", LIVE_SESSIONS)
 async def test_live_to_realtime_over_a_websocket(path: Path) -> None:
-    lossy: list[str] = []
+    lossy: list[ms.Dropped] = []
 
     async def consume(ws: Any) -> list[bytes]:
         converted = ms.aconvert(ws, protocol=LIVE, to=REALTIME, lossy=lossy)

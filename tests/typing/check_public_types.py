@@ -29,7 +29,7 @@ def check_sync_api(data: bytes, chunks: list[bytes], body: dict[str, Any]) -> No
 
     conv = ms.StreamConverter("gemini", protocol="openai-chat")
     assert_type(conv.feed(data), bytes)
-    assert_type(conv.lossy, list[str])
+    assert_type(conv.lossy, list[ms.Dropped])
 
     assert_type(ms.to_canonical(body, "anthropic"), list[ms.Message])
     assert_type(ms.from_canonical([], "gemini"), dict[str, Any])

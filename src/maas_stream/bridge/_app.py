@@ -23,6 +23,7 @@ import anyio
 import msgspec
 
 from .._convert import convert_history, encode_response, validate
+from .._drops import DropLog, Dropped
 from .._exceptions import MaasStreamError, ValidationError
 from .._registry import get_protocol
 from ..io import ProviderHTTPError, StreamIOError, aaggregate, aconvert
@@ -62,6 +63,7 @@ class BridgeStats:
     stream_errors: int = 0
     """Streams cut by a fault after the response had started."""
     dropped: Counter[str] = field(default_factory=Counter)
+    """Drops counted by kind (a bounded key set: see :data:`maas_stream.DropKind`)."""
     """What a client protocol could not carry (stream side) or the upstream was not sent
     (request side), with how often."""
 
@@ -122,12 +124,14 @@ class BridgeApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _request_body(self, route: Route, body: Any) -> tuple[dict[str, Any], bool, str | None, list[str]]:
+    def _request_body(
+        self, route: Route, body: Any
+    ) -> tuple[dict[str, Any], bool, str | None, list[Dropped]]:
         client, target = route.protocol, self.upstream.protocol
         if not isinstance(body, dict):
             raise _Reject(400, "the request body must be a JSON object")
         env = read_envelope(client, body, route)
-        lossy: list[str] = []
+        lossy: list[Dropped] = []
         try:
             conversation = convert_history(body, to=target, protocol=client, lossy=lossy)
         except ValidationError as exc:
@@ -138,8 +142,10 @@ class BridgeApp:
         faults = validate(upstream_body, target)
         if faults:
             raise _Reject(400, f"the {target} upstream would reject this request: " + "; ".join(faults))
-        dropped = [f"request field {name}" for name in env.dropped] + [f"request: {what}" for what in lossy]
-        return upstream_body, env.stream, env.model, dropped
+        fields = DropLog(target, client)
+        for name in env.dropped:
+            fields.add("request_field", f"request field {name}")
+        return upstream_body, env.stream, env.model, fields.records + lossy
 
     async def _handle(self, scope: Scope, route: Route, raw: bytes, receive: Receive, send: Send) -> None:
         if route.protocol == "gemini" and route.stream and b"alt=sse" not in scope.get("query_string", b""):
@@ -149,9 +155,9 @@ class BridgeApp:
         except msgspec.DecodeError as exc:
             raise _Reject(400, f"the request body is not valid JSON: {exc}") from None
         upstream_body, streaming, model, dropped = self._request_body(route, body)
-        for what in dropped:
-            log.warning("bridge %s -> %s: not forwarded: %s", route.protocol, self.upstream.protocol, what)
-            self.stats.dropped[what] += 1
+        for rec in dropped:
+            log.warning("bridge %s -> %s: not forwarded: %s", route.protocol, self.upstream.protocol, rec)
+            self.stats.dropped[rec.kind] += rec.count
         try:
             async with self.upstream.open(upstream_body, model=model) as source:
                 if streaming:
@@ -175,7 +181,7 @@ class BridgeApp:
         ]
         if dropped:
             headers.append((b"x-maas-stream-request-dropped", str(dropped).encode()))
-        lossy: list[str] = []
+        lossy: list[Dropped] = []
         idle = getattr(self.upstream, "idle_timeout", None)
         stream = aconvert(source, to=client, protocol=self.upstream.protocol, idle_timeout=idle, lossy=lossy)
         started = False
@@ -199,9 +205,9 @@ class BridgeApp:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()
         finally:
-            for what in lossy:
-                log.warning("bridge %s -> %s: dropped %s", self.upstream.protocol, client, what)
-                self.stats.dropped[what] += 1
+            for rec in lossy:
+                log.warning("bridge %s -> %s: dropped %s", self.upstream.protocol, client, rec)
+                self.stats.dropped[rec.kind] += rec.count
         if failure is None:
             self.stats.streams += 1
         elif not started:
@@ -221,11 +227,11 @@ class BridgeApp:
             error = response.error
             what = (error.message or error.type) if error is not None else "the stream failed"
             raise _Reject(502, f"upstream {self.upstream.protocol}: {what}")
-        lossy: list[str] = []
+        lossy: list[Dropped] = []
         body = encode_response(response, client, lossy=lossy)
-        for what in lossy:
-            log.warning("bridge %s -> %s: dropped %s", self.upstream.protocol, client, what)
-            self.stats.dropped[what] += 1
+        for rec in lossy:
+            log.warning("bridge %s -> %s: dropped %s", self.upstream.protocol, client, rec)
+            self.stats.dropped[rec.kind] += rec.count
         headers = {"x-maas-stream-upstream": self.upstream.protocol}
         if dropped:
             headers["x-maas-stream-request-dropped"] = str(dropped)

@@ -15,6 +15,7 @@ from ._stream import aaggregate, aconvert, astream
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator
 
+    from .._drops import Dropped
     from .._model import Response
     from ..events import Event
 
@@ -44,7 +45,7 @@ class EventSource:
         return await aaggregate(self.response, protocol=self.protocol, idle_timeout=self.idle_timeout)
 
     def aconvert(
-        self, to: str, *, lossy: list[str] | None = None, **options: Any
+        self, to: str, *, lossy: list[Dropped] | None = None, **options: Any
     ) -> AsyncGenerator[bytes, None]:
         """The stream re-encoded as ``to`` (see :func:`maas_stream.aconvert`)."""
         return aconvert(

@@ -20,6 +20,7 @@ from ._source import AsyncReader, SyncReader
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Generator
 
+    from .._drops import Dropped
     from .._model import Response
     from ..events import Event
 
@@ -110,7 +111,7 @@ async def aconvert(
     to: str,
     protocol: str | None = None,
     idle_timeout: float | None = None,
-    lossy: list[str] | None = None,
+    lossy: list[Dropped] | None = None,
     **options: Any,
 ) -> AsyncGenerator[bytes, None]:
     """Yield the stream re-encoded as protocol ``to``, each output as soon as its input arrived.
@@ -163,7 +164,7 @@ def stream(source: Any, *, protocol: str | None = None) -> Generator[Event, None
 
 
 def iter_convert(
-    source: Any, *, to: str, protocol: str | None = None, lossy: list[str] | None = None, **options: Any
+    source: Any, *, to: str, protocol: str | None = None, lossy: list[Dropped] | None = None, **options: Any
 ) -> Generator[bytes, None, None]:
     """The synchronous twin of :func:`aconvert`.
 

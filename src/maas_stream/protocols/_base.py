@@ -25,6 +25,7 @@ from ..events import (
     AnnotationAdded,
     ArgumentsDelta,
     AudioDelta,
+    Cancelled,
     LogprobsDelta,
     MessageDone,
     MessageStart,
@@ -36,6 +37,7 @@ from ..events import (
     ResponseStart,
     SignatureDelta,
     StreamErrorEvent,
+    StreamWarning,
     SummaryDelta,
     TextDelta,
     UnknownEvent,
@@ -55,6 +57,7 @@ __all__ = [
     "StreamDecoder",
     "StreamEncoder",
     "WrappedLine",
+    "flush_warnings",
     "raw_message",
 ]
 
@@ -78,6 +81,8 @@ HANDLER_NAMES: Final[dict[type[Any], str]] = {
     ResponseDone: "_on_response_done",
     StreamErrorEvent: "_on_error",
     UnknownEvent: "_on_unknown",
+    StreamWarning: "_on_warning",
+    Cancelled: "_on_cancelled",
 }
 """The method of an :class:`EventEncoder` subclass that handles each event type."""
 
@@ -99,6 +104,18 @@ class EventEncoder:
 
     def _route(self, event: Event) -> bytes:
         return self._TABLE[type(event)](self, event)
+
+    def _on_warning(self, ev: StreamWarning) -> bytes:
+        """Warnings are the reader's business; no wire protocol carries them."""
+        return b""
+
+    def _on_cancelled(self, ev: Cancelled) -> bytes:
+        """Nothing by default: the aggregator closes what a cancellation ends.
+
+        ``PartDone``/``MessageDone`` with an ``incomplete`` status follow; an encoder that can
+        say "cancelled" overrides this.
+        """
+        return b""
 
 
 class _State(enum.Enum):
@@ -161,6 +178,8 @@ class SSEStreamDecoder:
                 out += on_frame(event, payload)
             except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
                 raise self._wrap(exc, event, payload, out) from exc
+            if self.warnings:
+                out += flush_warnings(self.warnings)
         return out
 
     def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
@@ -175,9 +194,12 @@ class SSEStreamDecoder:
             )
         self._frames += 1
         try:
-            return self.on_frame(sse_event.event, sse_event.data)
+            out = self.on_frame(sse_event.event, sse_event.data)
         except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise self._wrap(exc, sse_event.event, sse_event.data, []) from exc
+        if self.warnings:
+            out += flush_warnings(self.warnings)
+        return out
 
     def _wrap(
         self, exc: Exception, event: str, payload: bytes | str, before: list[Event]
@@ -216,10 +238,13 @@ class SSEStreamDecoder:
         self._sse.finish()
         self._state = _State.CLOSED
         try:
-            return self.on_finish()
+            out = self.on_finish()
         except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             # Lazily decoded pieces (kept raw until the end) can fail only now.
             raise self._wrap(exc, "message", b"", []) from exc
+        if self._sse.truncated:
+            self.warnings.append("the stream ended inside a frame; that partial frame was dropped")
+        return out + flush_warnings(self.warnings)
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
         """Turn one SSE event (its type and data) into stream events.
@@ -238,6 +263,19 @@ class SSEStreamDecoder:
     def on_finish(self) -> list[Event]:
         """Events to emit at end of input (none by default)."""
         return []
+
+
+def flush_warnings(warnings: list[str]) -> list[Event]:
+    """Turn a decoder's pending findings into :class:`~maas_stream.events.StreamWarning` events.
+
+    Decoders append findings to their ``warnings`` list; the base classes flush it after every
+    frame, so each finding reaches the aggregator (and snapshots) when it happens.
+    """
+    if not warnings:
+        return []
+    out: list[Event] = [StreamWarning(text=text) for text in warnings]
+    warnings.clear()
+    return out
 
 
 class WrappedLine:
@@ -360,10 +398,18 @@ class JSONLinesStreamDecoder:
 
         Raises:
             RemoteProtocolError: The message is not valid for this protocol.
+            LocalProtocolError: Called after :meth:`finish` or an error (as :meth:`feed`).
         """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
+            )
         self._frames += 1
         try:
-            return self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
+            out = self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
+            if self.warnings:
+                out += flush_warnings(self.warnings)
+            return out
         except RemoteProtocolError as exc:
             self._state = _State.ERROR
             exc.protocol = exc.protocol or self.protocol
@@ -391,16 +437,15 @@ class JSONLinesStreamDecoder:
                 protocol=self.protocol,
                 state=self._state.value,
             )
-        self._state = _State.CLOSED
+        out: list[Event] = []
         if self._pending and b"".join(self._pending).strip():
             # A last line without a newline is still a whole JSON document: try it.
             line = b"".join(self._pending)
             self._pending = []
-            self._state = _State.OPEN
             out = self._line(line)
-            self._state = _State.CLOSED
-            return out + self.on_finish()
-        return self.on_finish()
+        self._state = _State.CLOSED
+        out += self.on_finish()
+        return out + flush_warnings(self.warnings)
 
     def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
         """Turn one message into stream events (subclasses implement this)."""
