@@ -223,7 +223,11 @@ class Message(msgspec.Struct, omit_defaults=True, frozen=True, kw_only=True):
     finish_reason: FinishReason | None = None
     """Why this choice ended, when the provider reports it per choice (Chat ``n > 1``)."""
     provider: str | None = None
+    """The protocol whose decoder or history codec made this message (``"anthropic"``,
+    ``"gemini"``...). Continuation state on it (signatures, encrypted reasoning) is replayed
+    only to that protocol: see ``protocols/_replay.py``."""
     provider_raw: Any = None
+    """Fields of the provider's message with no canonical home, for a same-protocol replay."""
 
 
 @final
