@@ -189,8 +189,12 @@ def call_with_drops(fn: Callable[..., dict[str, Any]], value: Any, drops: DropLo
     lines: list[str] = []
     out = fn(value, lossy=lines)
     for line in lines:
-        drops.add("field", line)
+        drops.add(_guess(line), line)
     return out
+
+
+def _guess(line: str) -> DropKind:
+    return "reasoning" if "reasoning" in line else "field"
 
 
 def encoder_drops(encoder: Any) -> DropLog:
@@ -200,5 +204,5 @@ def encoder_drops(encoder: Any) -> DropLog:
         return drops
     log = DropLog(encoder.protocol)
     for line in encoder.lossy:
-        log.add("field", line)
+        log.add(_guess(line), line)
     return log

@@ -20,6 +20,7 @@ from .sse import Decoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from types import ModuleType
 
     from ._interfaces import Framing, StreamDecoder, StreamEncoder
     from ._model import Message, Response
@@ -36,6 +37,7 @@ __all__ = [
     "protocol_names",
     "protocol_specs",
     "register",
+    "spec_of",
 ]
 
 
@@ -133,6 +135,29 @@ class ProtocolSpec:
     """An error body (status, message) shaped the way this protocol's SDK reads it."""
     envelope: Any = field(default=None, repr=False)
     """The request envelope codec (the fields around the conversation), when it has one."""
+
+
+def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
+    """A protocol package's spec, from its conventional names plus what only it can say.
+
+    The package defines ``NAME``, ``StreamDecoder``, ``StreamEncoder``, ``to_canonical``,
+    ``from_canonical``, ``validate`` and ``detect``, and may define ``detect_body``,
+    ``encode_response`` and ``decode_response``; ``extra`` gives the rest (endpoints, auth,
+    URL, error body...).
+    """
+    optional = ("detect_body", "encode_response", "decode_response")
+    return ProtocolSpec(
+        name=module.NAME,
+        framing=framing,
+        decoder=module.StreamDecoder,
+        encoder=module.StreamEncoder,
+        to_canonical=module.to_canonical,
+        from_canonical=module.from_canonical,
+        validate=module.validate,
+        detect=module.detect,
+        **{name: getattr(module, name) for name in optional if hasattr(module, name)},
+        **extra,
+    )
 
 
 _REGISTRY: Final[dict[str, ProtocolSpec]] = {}

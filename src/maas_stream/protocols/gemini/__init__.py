@@ -7,9 +7,12 @@ Wire Structs are private.
 
 from __future__ import annotations
 
+import sys
 from typing import Final
 
+from ..._registry import Auth, Endpoint, spec_of
 from .. import _names
+from .._errors import google_error_body
 from ._body import encode_response as encode_response
 from ._decode import SIGNATURE_TYPE as SIGNATURE_TYPE
 from ._decode import StreamDecoder as StreamDecoder
@@ -21,7 +24,6 @@ from ._history import from_canonical as from_canonical
 from ._history import request_extras as request_extras
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
-from ._spec import SPEC as SPEC
 
 __all__ = (
     "SPEC",
@@ -40,3 +42,19 @@ __all__ = (
 )
 
 NAME: Final = _names.GEMINI
+
+_MODEL_PATH = r"/(?:v1beta|v1|v1alpha)/models/(?P<model>[^/:]+)"
+
+SPEC = spec_of(
+    sys.modules[__name__],
+    "sse",
+    endpoints=(
+        Endpoint(_MODEL_PATH + ":streamGenerateContent", stream=True, query="alt=sse"),
+        Endpoint(_MODEL_PATH + ":generateContent", stream=False),
+    ),
+    auth=Auth("GEMINI_API_KEY", "x-goog-api-key"),
+    url="https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent?alt=sse",
+    error_body=google_error_body,
+    replay_only=frozenset({SIGNATURE_TYPE}),
+)
+"""Everything the registry, the CLI and the bridge know of this protocol."""

@@ -8,16 +8,18 @@ the client-content history codec (:func:`to_canonical`, :func:`from_canonical`) 
 
 from __future__ import annotations
 
+import sys
 from typing import Final
 
+from ..._registry import Auth, spec_of
 from .. import _names
+from .._errors import google_error_body
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._encode import StreamEncoder as StreamEncoder
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
-from ._spec import SPEC as SPEC
 
 __all__ = (
     "SPEC",
@@ -31,3 +33,15 @@ __all__ = (
 )
 
 NAME: Final = _names.GOOGLE_LIVE
+
+
+SPEC = spec_of(
+    sys.modules[__name__],
+    "jsonl",
+    endpoints=(),
+    auth=Auth("GEMINI_API_KEY", "x-goog-api-key"),
+    url=None,
+    error_body=google_error_body,
+    media_type="application/jsonl",
+)
+"""Everything the registry, the CLI and the bridge know of this protocol."""

@@ -6,9 +6,12 @@ Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the history codec
 
 from __future__ import annotations
 
+import sys
 from typing import Final
 
+from ..._registry import Auth, Endpoint, spec_of
 from .. import _names
+from .._errors import openai_error_body
 from ._body import encode_response as encode_response
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
@@ -18,7 +21,6 @@ from ._encode import StreamEncoder as StreamEncoder
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
-from ._spec import SPEC as SPEC
 
 __all__ = (
     "SPEC",
@@ -33,3 +35,14 @@ __all__ = (
 )
 
 NAME: Final = _names.OPENAI_CHAT
+
+
+SPEC = spec_of(
+    sys.modules[__name__],
+    "sse",
+    endpoints=(Endpoint(r"(?:/v1)?/chat/completions"),),
+    auth=Auth("OPENAI_API_KEY", "authorization", "Bearer {}"),
+    url="https://api.openai.com/v1/chat/completions",
+    error_body=openai_error_body,
+)
+"""Everything the registry, the CLI and the bridge know of this protocol."""
