@@ -1,0 +1,276 @@
+"""Accumulators: the mutable state of one part and one message while a stream is folded.
+
+The aggregator (``_aggregate``) owns these; snapshots and the final result are built from them
+and never share them. Also here: the small rules about parts that the fold, the emitter and the
+finish-reason rule all use (which content field streams, what a call is, which calls the client
+runs).
+
+It must not know any wire format.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import msgspec
+
+from ._model import (
+    AudioPart,
+    CitationPart,
+    FinishReason,
+    Message,
+    MessageStatus,
+    Part,
+    ReasoningPart,
+    RefusalPart,
+    TextPart,
+    ToolCallPart,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .events import Key, MessageStart
+
+__all__ = [
+    "CONTENT",
+    "INCOMPLETE_FINISH",
+    "AggregatorState",
+    "MessageState",
+    "PartState",
+    "empty_refusal",
+    "empty_text",
+    "has_client_call",
+    "remainder",
+    "same_call",
+]
+
+INCOMPLETE_FINISH: Final = frozenset({"length", "content_filter"})
+
+
+class AggregatorState(enum.Enum):
+    """States of the aggregator as a whole."""
+
+    STREAMING = "STREAMING"
+    """Events are arriving."""
+    DONE = "DONE"
+    """The provider ended the response (``ResponseDone``); only usage, errors and unknown
+    frames may still follow."""
+    FINISHED = "FINISHED"
+    """:meth:`Aggregator.finish` was called; the result is fixed."""
+    ERROR = "ERROR"
+    """A misuse or an invalid event; every later call raises."""
+
+
+class PartState:
+    """Mutable accumulator of one part. Private: snapshots are built from it, never shared."""
+
+    __slots__ = (
+        "annotations",
+        "args",
+        "audio_data",
+        "audio_transcript",
+        "base",
+        "closed",
+        "final",
+        "index",
+        "logprobs",
+        "message",
+        "overrides",
+        "status",
+        "summary",
+        "text",
+    )
+
+    def __init__(self, message: int, index: int, base: Part) -> None:
+        self.message = message
+        """The position of the part's message in the response."""
+        self.index = index
+        self.base = base
+        self.text: list[str] = []
+        self.args: list[str] = []
+        self.summary: dict[int, list[str]] | None = None
+        """Summary entries by the provider's index (built in index order)."""
+        self.annotations: list[CitationPart] | None = None
+        self.logprobs: list[Any] | None = None
+        self.audio_data: list[str] = []
+        self.audio_transcript: list[str] = []
+        self.overrides: dict[str, Any] | None = None
+        self.final: Part | None = None
+        self.closed = False
+        self.status: str | None = None
+
+    def set(self, name: str, value: Any) -> None:
+        if self.overrides is None:
+            self.overrides = {name: value}
+        else:
+            self.overrides[name] = value
+
+    def build(self) -> Part:
+        """Build the part as it stands. Reads state, never changes it."""
+        if self.final is not None:
+            return self.final
+        base = self.base
+        fields: dict[str, Any] = dict(self.overrides) if self.overrides else {}
+        builder = _BUILDERS.get(type(base))
+        if builder is not None:
+            builder(self, base, fields)
+        if not fields:
+            return base
+        return msgspec.structs.replace(base, **fields)
+
+
+def _build_text(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
+    if acc.text:
+        fields["text"] = base.text + "".join(acc.text)
+    if acc.annotations is not None:
+        fields["annotations"] = [*(base.annotations or ()), *acc.annotations]
+    if acc.logprobs is not None:
+        fields["logprobs"] = [*(base.logprobs or ()), *acc.logprobs]
+
+
+def _build_refusal(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
+    if acc.text:
+        fields["text"] = base.text + "".join(acc.text)
+    if acc.logprobs is not None:
+        fields["logprobs"] = [*(base.logprobs or ()), *acc.logprobs]
+
+
+def _build_call(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
+    if acc.args:
+        fields["arguments"] = "".join(acc.args)
+    elif not acc.closed and base.arguments:
+        # A start value (Anthropic's "{}") stands only if no delta follows: until the call
+        # closes, the arguments so far are none, so every snapshot stays a prefix.
+        fields["arguments"] = ""
+    if acc.status is not None:
+        fields["status"] = acc.status
+
+
+def _build_reasoning(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
+    if acc.text:
+        fields["text"] = (base.text or "") + "".join(acc.text)
+    if acc.summary is not None:
+        fields["summary"] = ["".join(acc.summary[i]) for i in sorted(acc.summary)]
+
+
+def _build_audio(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
+    if acc.audio_data:
+        fields["data"] = (base.data or "") + "".join(acc.audio_data)
+    if acc.audio_transcript:
+        fields["transcript"] = (base.transcript or "") + "".join(acc.audio_transcript)
+
+
+_BUILDERS: Final[dict[type[Any], Callable[[PartState, Any, dict[str, Any]], None]]] = {
+    TextPart: _build_text,
+    RefusalPart: _build_refusal,
+    ToolCallPart: _build_call,
+    ReasoningPart: _build_reasoning,
+    AudioPart: _build_audio,
+}
+
+
+class MessageState:
+    __slots__ = (
+        "closed",
+        "finish_reason",
+        "index",
+        "key",
+        "parts",
+        "parts_by_key",
+        "provider_finish_reason",
+        "start",
+        "status",
+        "value",
+    )
+
+    def __init__(self, index: int, key: Key, start: MessageStart) -> None:
+        self.index = index
+        self.key = key
+        self.start = start
+        self.parts: list[PartState] = []
+        self.parts_by_key: dict[Key, PartState] = {}
+        self.closed = False
+        self.status: MessageStatus | None = None
+        self.finish_reason: FinishReason | None = None
+        self.provider_finish_reason: str | None = None
+        self.value: Message | None = None
+
+    def build(self, in_progress: bool) -> Message:
+        if self.value is not None and not self.parts:
+            return self.value
+        start = self.start
+        status = self.status
+        if status is None and in_progress and not self.closed:
+            status = "in_progress"
+        base = self.value
+        if base is not None:
+            return msgspec.structs.replace(
+                base, content=[p.build() for p in self.parts], status=status or base.status
+            )
+        return Message(
+            role=start.role,
+            content=[p.build() for p in self.parts],
+            id=start.id,
+            type=start.type,
+            status=status,
+            phase=cast("Any", start.phase),
+            choice_index=start.choice_index,
+            finish_reason=self.finish_reason,
+            provider_raw=start.provider_raw,
+        )
+
+
+CONTENT: Final[dict[type[Any], str]] = {
+    TextPart: "text",
+    RefusalPart: "text",
+    ReasoningPart: "text",
+    ToolCallPart: "arguments",
+}
+"""The streamed content field of each part type that streams."""
+
+
+def remainder(part: PartState, value: Part) -> str:
+    """What of a part's final content was never sent as a delta (emitted starts carry none)."""
+    content = CONTENT.get(type(value))
+    if content is None:
+        return ""
+    final = getattr(value, content) or ""
+    if isinstance(value, ToolCallPart):
+        sent = "".join(part.args)
+    else:
+        sent = (getattr(part.base, content) or "") + "".join(part.text)
+    if len(final) > len(sent) and final.startswith(sent):
+        return final[len(sent) :]
+    return ""
+
+
+def has_client_call(msg: MessageState) -> bool:
+    """Whether a message holds a call the client must run (function or custom, not cancelled)."""
+    for part in msg.parts:
+        base = part.base
+        if (
+            isinstance(base, ToolCallPart)
+            and base.kind in ("function", "custom")
+            and part.status != "incomplete"
+        ):
+            return True
+    return False
+
+
+def empty_text() -> TextPart:
+    """A new, empty text part (what a text delta opens)."""
+    return TextPart(text="")
+
+
+def empty_refusal() -> RefusalPart:
+    """A new, empty refusal part."""
+    return RefusalPart(text="")
+
+
+def same_call(a: ToolCallPart, b: ToolCallPart) -> bool:
+    """Whether a start ``b`` at an open call's key continues call ``a`` (same id, or same name)."""
+    if b.id:
+        return not a.id or a.id == b.id
+    return not b.name or not a.name or a.name == b.name

@@ -1,0 +1,202 @@
+"""The emitting aggregator: every event handed on with canonical keys, for re-encoding sinks.
+
+``Aggregator(protocol, emit=True)`` is an :class:`EmittingAggregator`. It folds exactly as the
+plain aggregator does (it is one) and, through the fold's hooks and its own handler overrides,
+hands each event on with canonical keys: ``message`` is the message's position in
+``Response.messages`` and ``part`` the part's position in its ``content``.
+
+Rules enforced here (and only here), the same for every encoder:
+
+* Content travels only as deltas. An emitted ``PartStart`` carries no text, refusal, reasoning
+  text or arguments: a part that arrived whole follows at once as one delta (a call's arguments
+  by the end of the part), and what a provider completed only in its final (``.done``) value
+  goes out as a delta right before ``PartDone``. No encoder reads content from a start or a
+  done value, so none has its own "send the rest" logic.
+* A ``Cancelled`` is handed on (with canonical keys) before the ``PartDone``/``MessageDone``
+  it causes; every ``ResponseDone`` carries the normalized finish reason.
+
+It must not know any wire format.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from ._accumulate import CONTENT, MessageState, PartState, remainder
+from ._aggregate import Aggregator
+from ._model import ReasoningPart, RefusalPart, TextPart, ToolCallPart
+from .events import (
+    AnnotationAdded,
+    ArgumentsDelta,
+    AudioDelta,
+    Cancelled,
+    LogprobsDelta,
+    MessageDone,
+    PartDone,
+    PartStart,
+    ReasoningDelta,
+    RefusalDelta,
+    ResponseDone,
+    ResponseStart,
+    SignatureDelta,
+    StreamErrorEvent,
+    StreamWarning,
+    SummaryDelta,
+    TextDelta,
+    UnknownEvent,
+    UsageUpdate,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._model import Usage
+    from .events import Event
+
+__all__ = ["EmittingAggregator"]
+
+_DELTAS: Final[dict[type[Any], Callable[[int, int, str], Event]]] = {
+    TextPart: lambda m, p, text: TextDelta(message=m, part=p, text=text),
+    RefusalPart: lambda m, p, text: RefusalDelta(message=m, part=p, text=text),
+    ReasoningPart: lambda m, p, text: ReasoningDelta(message=m, part=p, text=text),
+    ToolCallPart: lambda m, p, text: ArgumentsDelta(message=m, part=p, delta=text),
+}
+"""The delta event that appends to each streamed content field."""
+
+
+class EmittingAggregator(Aggregator):
+    """An :class:`~maas_stream.Aggregator` that hands every event on with canonical keys."""
+
+    emit = True
+
+    # ------------------------------------------------------------------ structure hooks
+
+    def _opened_message(self, msg: MessageState, out: list[Event]) -> None:
+        out.append(msgspec.structs.replace(msg.start, message=msg.index))
+
+    def _opened_part(self, msg: MessageState, part: PartState, out: list[Event]) -> None:
+        value = part.base
+        content = CONTENT.get(type(value))
+        text = getattr(value, content) if content is not None else None
+        if not text or content is None:
+            out.append(PartStart(message=msg.index, part=part.index, value=value))
+            return
+        bare = msgspec.structs.replace(value, **{content: ""})
+        out.append(PartStart(message=msg.index, part=part.index, value=bare))
+        if not isinstance(value, ToolCallPart):
+            # A call's start arguments stand only if no delta follows (Anthropic's "{}"): they
+            # go out at its end, as the remainder.
+            out.append(_DELTAS[type(value)](msg.index, part.index, text))
+
+    def _closed_part(self, msg: MessageState, part: PartState, out: list[Event]) -> None:
+        value = part.build()
+        rest = remainder(part, value)
+        if rest:
+            out.append(_DELTAS[type(value)](msg.index, part.index, rest))
+        out.append(PartDone(message=msg.index, part=part.index, value=value))
+
+    def _closed_message(self, msg: MessageState, out: list[Event]) -> None:
+        out.append(
+            MessageDone(
+                message=msg.index,
+                status=msg.status,
+                finish_reason=msg.finish_reason,
+                provider_finish_reason=msg.provider_finish_reason,
+                value=msg.build(False),
+            )
+        )
+
+    def _cancelling(
+        self, msg: MessageState, part: PartState | None, reason: str | None, out: list[Event]
+    ) -> None:
+        index = part.index if part is not None else None
+        out.append(Cancelled(message=msg.index, part=index, reason=reason))
+
+    # ------------------------------------------------------------------ content deltas
+
+    def _on_text(self, ev: TextDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_text(ev, out)
+        if part is not None:
+            out.append(TextDelta(message=part.message, part=part.index, text=ev.text))
+        return part
+
+    def _on_args(self, ev: ArgumentsDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_args(ev, out)
+        if part is not None:
+            out.append(ArgumentsDelta(message=part.message, part=part.index, delta=ev.delta))
+        return part
+
+    def _on_reasoning(self, ev: ReasoningDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_reasoning(ev, out)
+        if part is not None:
+            out.append(ReasoningDelta(message=part.message, part=part.index, text=ev.text))
+        return part
+
+    def _on_refusal(self, ev: RefusalDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_refusal(ev, out)
+        if part is not None:
+            out.append(RefusalDelta(message=part.message, part=part.index, text=ev.text))
+        return part
+
+    def _on_summary(self, ev: SummaryDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_summary(ev, out)
+        if part is not None:
+            out.append(SummaryDelta(message=part.message, part=part.index, index=ev.index, text=ev.text))
+        return part
+
+    def _on_signature(self, ev: SignatureDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_signature(ev, out)
+        if part is not None:
+            out.append(SignatureDelta(message=part.message, part=part.index, signature=ev.signature))
+        return part
+
+    def _on_audio(self, ev: AudioDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_audio(ev, out)
+        if part is not None:
+            out.append(msgspec.structs.replace(ev, message=part.message, part=part.index))
+        return part
+
+    def _on_annotation(self, ev: AnnotationAdded, out: list[Event]) -> PartState | None:
+        part = super()._on_annotation(ev, out)
+        if part is not None:
+            out.append(AnnotationAdded(message=part.message, part=part.index, citation=ev.citation))
+        return part
+
+    def _on_logprobs(self, ev: LogprobsDelta, out: list[Event]) -> PartState | None:
+        part = super()._on_logprobs(ev, out)
+        if part is not None:
+            out.append(LogprobsDelta(message=part.message, part=part.index, logprobs=ev.logprobs))
+        return part
+
+    # ------------------------------------------------------------------ response level
+
+    def _on_usage(self, ev: UsageUpdate, out: list[Event]) -> None:
+        super()._on_usage(ev, out)
+        usage: Usage | None = self._usage
+        assert usage is not None
+        out.append(UsageUpdate(usage=usage))
+
+    def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
+        super()._on_response_start(ev, out)
+        out.append(ev)
+
+    def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
+        done = super()._on_response_done(ev, out)
+        out.append(done)
+        return done
+
+    def _on_error(self, ev: StreamErrorEvent, out: list[Event]) -> None:
+        super()._on_error(ev, out)
+        out.append(ev)
+
+    def _on_unknown(self, ev: UnknownEvent, out: list[Event]) -> bool:
+        kept_on_response = super()._on_unknown(ev, out)
+        if kept_on_response:
+            out.append(ev)
+        return kept_on_response
+
+    def _on_warning(self, ev: StreamWarning, out: list[Event]) -> None:
+        super()._on_warning(ev, out)
+        out.append(ev)

@@ -1,0 +1,309 @@
+"""The fold: provider keys → canonical messages and parts, and the content deltas applied to them.
+
+This is the bottom half of the aggregator (``_aggregate``): its state, the helpers that open
+and close messages and parts, and the handlers of content deltas (text, arguments, reasoning,
+signatures, audio, citations, log-probabilities). The lifecycle handlers are in
+``_lifecycle``; the public :class:`~maas_stream.Aggregator` is in ``_aggregate``; handing events
+on with canonical keys is the emitter's job (``_emit``), through the four ``_opened_*`` /
+``_closed_*`` hooks, which do nothing here.
+
+Rules enforced here (and only here): only deltas of the same call or block merge; an empty
+delta is a no-op; signatures are set, never appended; thinking is never merged across parts.
+
+It must not know any wire format, and must not build canonical events (the emitter does).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ._accumulate import (
+    AggregatorState,
+    MessageState,
+    PartState,
+    empty_refusal,
+    empty_text,
+    has_client_call,
+)
+from ._model import (
+    AudioPart,
+    MessageStatus,
+    Part,
+    ReasoningPart,
+    Response,
+    ResponseStatus,
+    StreamError,
+    ToolCallPart,
+    UnknownPart,
+    Usage,
+)
+from .events import MessageStart
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .events import (
+        AnnotationAdded,
+        ArgumentsDelta,
+        AudioDelta,
+        Event,
+        Key,
+        LogprobsDelta,
+        ReasoningDelta,
+        RefusalDelta,
+        ResponseDone,
+        ResponseStart,
+        SignatureDelta,
+        SummaryDelta,
+        TextDelta,
+    )
+
+__all__ = ["Fold"]
+
+log = logging.getLogger("maas_stream")
+
+
+class Fold:
+    """Aggregator state, message/part bookkeeping and the content-delta handlers."""
+
+    emit: bool = False
+    """Whether :meth:`~maas_stream.Aggregator.feed` hands events on (the emitter sets it)."""
+
+    def __init__(self, protocol: str) -> None:
+        self.protocol = protocol
+        self._state = AggregatorState.STREAMING
+        self._messages: list[MessageState] = []
+        self._first_open = 0
+        """No message before this index is open (messages never reopen)."""
+        self._by_key: dict[Key, MessageState] = {}
+        self._start: ResponseStart | None = None
+        self._id: str | None = None
+        self._model: str | None = None
+        self._usage: Usage | None = None
+        self._error: StreamError | None = None
+        self._done: ResponseDone | None = None
+        self._unknown: dict[str, int] = {}
+        self._unknown_events: list[UnknownPart] = []
+        self._warnings: list[str] = []
+        self._synth = 0
+        self._calls: dict[str, tuple[MessageState, PartState]] = {}
+        """Tool calls by id, for a cancellation that names only the call."""
+        self.unknown_counts: dict[tuple[str, str | None, str], int] = {}
+        """Unknown types seen, counted by (protocol, model, type)."""
+
+    def warn(self, text: str) -> None:
+        """Record a warning on the result (and log it)."""
+        log.warning("%s: %s", self.protocol, text)
+        self._warnings.append(text)
+
+    # ------------------------------------------------------------------ hooks (the emitter's)
+
+    def _opened_message(self, msg: MessageState, out: list[Event]) -> None:
+        """A message was opened."""
+
+    def _opened_part(self, msg: MessageState, part: PartState, out: list[Event]) -> None:
+        """A part was opened."""
+
+    def _closed_part(self, msg: MessageState, part: PartState, out: list[Event]) -> None:
+        """A part was closed."""
+
+    def _closed_message(self, msg: MessageState, out: list[Event]) -> None:
+        """A message was closed."""
+
+    # ------------------------------------------------------------------ building
+
+    def _build(self, final: bool) -> Response:
+        status: ResponseStatus
+        done = self._done
+        finish_reason = done.finish_reason if done else None
+        provider_finish = done.provider_finish_reason if done else None
+        if finish_reason is None:
+            for msg in self._messages:
+                if msg.finish_reason is not None:
+                    finish_reason = msg.finish_reason
+                    provider_finish = msg.provider_finish_reason
+                    break
+        if finish_reason == "stop" and any(has_client_call(m) for m in self._messages):
+            finish_reason = "tool_calls"  # one rule for every protocol: client calls end a turn
+        if self._error is not None:
+            status = "failed"
+            finish_reason = finish_reason or "error"
+        elif done is not None:
+            if done.status is not None:
+                status = done.status
+            elif finish_reason in ("length", "content_filter"):
+                status = "incomplete"
+            else:
+                status = "completed"
+        else:
+            status = "incomplete" if final else "in_progress"
+        start = self._start
+        return Response(
+            protocol=self.protocol,
+            status=status,
+            messages=[m.build(not final) for m in self._messages],
+            id=self._id,
+            model=self._model,
+            finish_reason=finish_reason,
+            provider_finish_reason=provider_finish,
+            usage=self._usage,
+            error=self._error,
+            unknown=dict(self._unknown),
+            unknown_events=list(self._unknown_events) or None,
+            warnings=list(self._warnings) or None,
+            provider_raw=start.provider_raw if start is not None else None,
+        )
+
+    # ------------------------------------------------------------------ messages and parts
+
+    def _message(self, key: Key, out: list[Event]) -> MessageState:
+        msg = self._by_key.get(key)
+        if msg is None:
+            msg = self._new_message(key, MessageStart(message=key), out)
+        return msg
+
+    def _new_message(self, key: Key, start: MessageStart, out: list[Event]) -> MessageState:
+        msg = MessageState(len(self._messages), key, start)
+        self._messages.append(msg)
+        self._by_key[key] = msg
+        self._opened_message(msg, out)
+        return msg
+
+    def _part(self, message: Key, key: Key, make: Callable[[], Part], out: list[Event]) -> PartState:
+        msg = self._by_key.get(message)
+        if msg is None:
+            msg = self._message(message, out)
+        part = msg.parts_by_key.get(key)
+        if part is None:
+            part = self._new_part(msg, key, make(), out)
+        return part
+
+    def _new_part(self, msg: MessageState, key: Key, value: Part, out: list[Event]) -> PartState:
+        part = PartState(msg.index, len(msg.parts), value)
+        msg.parts.append(part)
+        msg.parts_by_key[key] = part
+        if isinstance(value, ToolCallPart) and value.id:
+            self._calls[value.id] = (msg, part)
+        self._opened_part(msg, part, out)
+        return part
+
+    def _close_part(self, msg: MessageState, part: PartState, status: str | None, out: list[Event]) -> None:
+        if part.closed:
+            return
+        part.closed = True
+        if isinstance(part.base, ToolCallPart) and part.status is None:
+            part.status = status or "completed"
+        self._closed_part(msg, part, out)
+
+    def _close_message(self, msg: MessageState, status: MessageStatus | None, out: list[Event]) -> None:
+        if msg.finish_reason == "stop" and has_client_call(msg):
+            msg.finish_reason = "tool_calls"
+        part_status = status
+        if part_status is None and msg.finish_reason == "length":
+            part_status = "incomplete"
+        for part in msg.parts:
+            if not part.closed:
+                self._close_part(msg, part, part_status, out)
+        msg.closed = True
+        if status is not None and msg.status is None:
+            msg.status = status
+        elif msg.status is None:
+            msg.status = "incomplete" if msg.finish_reason in ("length", "content_filter") else "completed"
+        self._closed_message(msg, out)
+
+    def _synth_id(self) -> str:
+        self._synth += 1
+        return f"call_maas_{self._synth}"
+
+    def _empty_call(self) -> ToolCallPart:
+        return ToolCallPart(id=self._synth_id(), name="", arguments="")
+
+    # ------------------------------------------------------------------ content deltas
+    # Each returns the part it changed (``None`` when nothing changed), for the emitter.
+
+    def _on_text(self, ev: TextDelta, out: list[Event]) -> PartState | None:
+        if not ev.text:
+            return None
+        msg = self._by_key.get(ev.message)
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        if part is None:
+            part = self._part(ev.message, ev.part, empty_text, out)
+        part.text.append(ev.text)
+        return part
+
+    def _on_args(self, ev: ArgumentsDelta, out: list[Event]) -> PartState | None:
+        if not ev.delta:
+            return None
+        msg = self._by_key.get(ev.message)
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        if part is None:
+            part = self._part(ev.message, ev.part, self._empty_call, out)
+        part.args.append(ev.delta)
+        return part
+
+    def _on_reasoning(self, ev: ReasoningDelta, out: list[Event]) -> PartState | None:
+        if not ev.text:
+            return None
+        part = self._part(ev.message, ev.part, ReasoningPart, out)
+        part.text.append(ev.text)
+        return part
+
+    def _on_refusal(self, ev: RefusalDelta, out: list[Event]) -> PartState | None:
+        if not ev.text:
+            return None
+        part = self._part(ev.message, ev.part, empty_refusal, out)
+        part.text.append(ev.text)
+        return part
+
+    def _on_summary(self, ev: SummaryDelta, out: list[Event]) -> PartState | None:
+        part = self._part(ev.message, ev.part, ReasoningPart, out)
+        summary = part.summary
+        if summary is None:
+            base = part.base
+            existing = base.summary if isinstance(base, ReasoningPart) and base.summary else []
+            summary = part.summary = {i: [s] for i, s in enumerate(existing)}
+        # Keyed by the provider's index, ordered by it when built: an index names an entry,
+        # so a large one costs no more memory than a small one.
+        entry = summary.get(ev.index)
+        if entry is None:
+            entry = summary[ev.index] = []
+        if ev.text:
+            entry.append(ev.text)
+        return part
+
+    def _on_signature(self, ev: SignatureDelta, out: list[Event]) -> PartState | None:
+        part = self._part(ev.message, ev.part, ReasoningPart, out)
+        if "signature" not in type(part.base).__struct_fields__:
+            self.warn(f"a signature for a {part.base.__struct_config__.tag} part, which has none; dropped")
+            return None
+        part.set("signature", ev.signature)
+        return part
+
+    def _on_audio(self, ev: AudioDelta, out: list[Event]) -> PartState | None:
+        part = self._part(ev.message, ev.part, AudioPart, out)
+        if ev.data:
+            part.audio_data.append(ev.data)
+        if ev.transcript:
+            part.audio_transcript.append(ev.transcript)
+        if ev.id is not None:
+            part.set("id", ev.id)
+        if ev.expires_at is not None:
+            part.set("expires_at", ev.expires_at)
+        return part
+
+    def _on_annotation(self, ev: AnnotationAdded, out: list[Event]) -> PartState | None:
+        part = self._part(ev.message, ev.part, empty_text, out)
+        if part.annotations is None:
+            part.annotations = []
+        part.annotations.append(ev.citation)
+        return part
+
+    def _on_logprobs(self, ev: LogprobsDelta, out: list[Event]) -> PartState | None:
+        if not ev.logprobs:
+            return None
+        part = self._part(ev.message, ev.part, empty_text, out)
+        if part.logprobs is None:
+            part.logprobs = []
+        part.logprobs.extend(ev.logprobs)
+        return part

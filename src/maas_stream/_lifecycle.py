@@ -1,0 +1,241 @@
+"""The aggregator's lifecycle handlers: starts and ends, usage, errors, unknowns, cancellations.
+
+Parts and messages starting and ending, usage, the response's start and end, in-band errors,
+unknown types, warnings and cancellations.
+
+Rules enforced here (and only here):
+
+* A start with a new call id (or, without an id, a new name) at a part key that is still open
+  closes that part and starts a new one; the same id continues the call.
+* A provider's own final value (``PartDone.value``) wins over the deltas; a disagreement is a
+  warning. A cut or cancelled tool call is never ``completed``.
+* Usage is assigned field by field, never added; unknown usage stays ``None``.
+* A ``ResponseStart`` after ``ResponseDone`` opens the next response of a session.
+* The finish reason "stop" of a turn holding a client call becomes "tool_calls", for every
+  protocol, once.
+* Unknown types are kept and counted by type and by (protocol, model, type).
+
+It must not know any wire format, and must not build canonical events (the emitter does).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ._accumulate import AggregatorState, MessageState, PartState, has_client_call, same_call
+from ._fold import Fold
+from ._model import ReasoningPart, RefusalPart, TextPart, ToolCallPart, UnknownPart
+
+if TYPE_CHECKING:
+    from .events import (
+        Cancelled,
+        Event,
+        MessageDone,
+        MessageStart,
+        PartDone,
+        PartStart,
+        ResponseDone,
+        ResponseStart,
+        StreamErrorEvent,
+        StreamWarning,
+        UnknownEvent,
+        UsageUpdate,
+    )
+
+__all__ = ["Lifecycle"]
+
+log = logging.getLogger("maas_stream")
+
+
+class Lifecycle(Fold):
+    """The lifecycle handlers of the aggregator (see the module docstring)."""
+
+    def _cancelling(
+        self, msg: MessageState, part: PartState | None, reason: str | None, out: list[Event]
+    ) -> None:
+        """Hook: a message (or one of its parts) is about to be cancelled."""
+
+    def _on_part_start(self, ev: PartStart, out: list[Event]) -> None:
+        msg = self._by_key.get(ev.message)
+        if msg is None:
+            msg = self._message(ev.message, out)
+        value = ev.value
+        part = msg.parts_by_key.get(ev.part)
+        if part is not None and not part.closed and isinstance(value, ToolCallPart):
+            base = part.base
+            if isinstance(base, ToolCallPart) and same_call(base, value):
+                # A provider repeating the id (and name) on a later fragment: same call.
+                fill: dict[str, Any] = {}
+                if not base.name and value.name:
+                    fill["name"] = value.name
+                if not base.id and value.id:
+                    fill["id"] = value.id
+                if fill:
+                    part.base = msgspec.structs.replace(base, **fill)
+                return
+        if part is not None and not part.closed:
+            self._close_part(msg, part, None, out)
+        if isinstance(value, ToolCallPart) and not value.id:
+            value = msgspec.structs.replace(value, id=self._synth_id())
+        self._new_part(msg, ev.part, value, out)
+
+    def _on_part_done(self, ev: PartDone, out: list[Event]) -> None:
+        msg = self._by_key.get(ev.message)
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        if msg is None or part is None:
+            if ev.value is None:
+                return  # closing something that never opened: nothing to keep
+            msg = msg or self._message(ev.message, out)
+            part = self._new_part(msg, ev.part, ev.value, out)
+        value = ev.value
+        if value is not None:
+            current = part.build()
+            if isinstance(value, ToolCallPart) and isinstance(current, ToolCallPart):
+                if part.args and current.arguments != value.arguments:
+                    self.warn(
+                        f"tool call {value.id or current.id}: final arguments differ from the streamed "
+                        f"deltas; the final value wins"
+                    )
+                if value.status is None:
+                    value = msgspec.structs.replace(value, status="completed")
+                if not value.id and current.id:
+                    value = msgspec.structs.replace(value, id=current.id)
+            elif part.text and isinstance(value, TextPart | RefusalPart | ReasoningPart):
+                if getattr(current, "text", None) != value.text and value.text is not None:
+                    self.warn(
+                        f"message {msg.index} part {part.index}: final {value.__struct_config__.tag} text "
+                        f"differs from the streamed deltas; the final value wins"
+                    )
+            part.final = value
+        self._close_part(msg, part, None, out)
+
+    def _on_message_start(self, ev: MessageStart, out: list[Event]) -> None:
+        msg = self._by_key.get(ev.message)
+        if msg is not None and not msg.closed:
+            # Repeated role announcements (Chat compat servers send role on every chunk).
+            return
+        self._new_message(ev.message, ev, out)
+
+    def _on_message_done(self, ev: MessageDone, out: list[Event]) -> None:
+        msg = self._by_key.get(ev.message)
+        if msg is None:
+            if ev.value is None and ev.finish_reason is None:
+                return
+            msg = self._message(ev.message, out)
+        if ev.finish_reason is not None:
+            msg.finish_reason = ev.finish_reason
+            msg.provider_finish_reason = ev.provider_finish_reason
+        if ev.value is not None:
+            msg.value = ev.value
+        if msg.closed:
+            return
+        self._close_message(msg, ev.status, out)
+
+    def _on_usage(self, ev: UsageUpdate, out: list[Event]) -> None:
+        new = ev.usage
+        old = self._usage
+        if old is None:
+            self._usage = new
+        else:
+            fields = {f: getattr(new, f) for f in new.__struct_fields__ if getattr(new, f) is not None}
+            if isinstance(old.raw, dict) and isinstance(new.raw, dict):
+                fields["raw"] = {**old.raw, **new.raw}
+            self._usage = msgspec.structs.replace(old, **fields)
+
+    def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
+        if self._start is None or ev.provider_raw is not None:
+            self._start = ev
+        if self._state is AggregatorState.DONE:
+            # A session protocol (Live, Realtime) carries several responses on one connection:
+            # a start after the provider ended a response opens the next one.
+            self._state = AggregatorState.STREAMING
+            self._done = None
+        if ev.id:
+            self._id = ev.id
+        if ev.model:
+            self._model = ev.model
+
+    def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
+        if ev.finish_reason == "stop" and any(has_client_call(m) for m in self._messages[self._first_open :]):
+            ev = msgspec.structs.replace(ev, finish_reason="tool_calls")
+        if self._done is None:
+            self._done = ev
+        if self._state is AggregatorState.STREAMING:
+            self._state = AggregatorState.DONE
+        # Messages close for good, so the closed ones before the first open one are skipped
+        # for ever: a long session of many responses stays linear, not quadratic.
+        messages = self._messages
+        first = self._first_open
+        while first < len(messages) and messages[first].closed:
+            first += 1
+        self._first_open = first
+        for msg in messages[first:]:
+            if not msg.closed:
+                self._close_message(msg, None, out)
+        return ev
+
+    def _on_error(self, ev: StreamErrorEvent, out: list[Event]) -> None:
+        if self._error is None:
+            self._error = ev.error
+
+    def _on_unknown(self, ev: UnknownEvent, out: list[Event]) -> bool:
+        """Keep an unknown type; return whether it was kept on the response (not as a part)."""
+        ptype = ev.provider_type
+        self._unknown[ptype] = self._unknown.get(ptype, 0) + 1
+        ckey = (self.protocol, self._model, ptype)
+        self.unknown_counts[ckey] = self.unknown_counts.get(ckey, 0) + 1
+        log.info("unknown %s type %r (model %s)", self.protocol, ptype, self._model)
+        value = UnknownPart(provider_type=ptype, raw=ev.raw)
+        if ev.message is None:
+            self._unknown_events.append(value)
+            return True
+        msg = self._by_key.get(ev.message) or self._message(ev.message, out)
+        key = ev.part if ev.part is not None else ("unknown", len(msg.parts))
+        part = msg.parts_by_key.get(key)
+        if part is not None and not part.closed:
+            self._close_part(msg, part, None, out)
+        part = self._new_part(msg, key, value, out)
+        self._close_part(msg, part, None, out)
+        return False
+
+    def _on_warning(self, ev: StreamWarning, out: list[Event]) -> None:
+        self.warn(ev.text)
+
+    def _on_cancelled(self, ev: Cancelled, out: list[Event]) -> None:
+        targets: list[tuple[MessageState, PartState | None]] = []
+        if ev.call_id is not None:
+            found = self._calls.get(ev.call_id)
+            if found is None:
+                self.warn(f"cancellation of call {ev.call_id!r}, which never arrived")
+                return
+            targets.append(found)
+        elif ev.message is not None:
+            msg = self._by_key.get(ev.message)
+            if msg is None:
+                return  # nothing of it arrived: nothing to mark
+            part = msg.parts_by_key.get(ev.part) if ev.part is not None else None
+            if ev.part is not None and part is None:
+                return
+            targets.append((msg, part))
+        for msg, part in targets:
+            self._cancelling(msg, part, ev.reason, out)
+            for each in msg.parts if part is None else [part]:
+                self._cancel_part(msg, each, out)
+            if part is None or msg.closed:
+                msg.status = "incomplete"
+            if part is None and not msg.closed:
+                self._close_message(msg, "incomplete", out)
+
+    def _cancel_part(self, msg: MessageState, part: PartState, out: list[Event]) -> None:
+        if not isinstance(part.base, ToolCallPart):
+            self._close_part(msg, part, "incomplete", out)
+            return
+        part.status = "incomplete"
+        final = part.final
+        if isinstance(final, ToolCallPart) and final.status != "incomplete":
+            part.final = msgspec.structs.replace(final, status="incomplete")
+        if not part.closed:
+            self._close_part(msg, part, "incomplete", out)
