@@ -18,7 +18,7 @@ from ._aggregate import Aggregator
 from ._drops import DropLog, Dropped, call_with_drops, encoder_drops
 from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
 from ._model import Message, Response, UnknownPart
-from ._registry import detect_protocol, get_protocol
+from ._registry import Detector, detect_protocol, get_protocol
 from .events import PartStart, UnknownEvent
 
 if TYPE_CHECKING:
@@ -63,8 +63,7 @@ class StreamAggregator:
 
     def __init__(self, protocol: str | None = None, *, emit: bool = False) -> None:
         self._emit = emit
-        self._head: list[bytes] = []
-        self._head_size = 0
+        self._detector = Detector()
         self._decoder: StreamDecoder | None = None
         self._agg: Aggregator | None = None
         self._ended = False
@@ -104,15 +103,15 @@ class StreamAggregator:
             ProtocolDetectionError: The protocol was not given and cannot be detected.
         """
         if self._decoder is None:
-            self._head.append(data)
-            self._head_size += len(data)
-            head = b"".join(self._head)
-            name = detect_protocol(head, final=self._head_size > _DETECT_LIMIT)
+            detector = self._detector
+            name = detector.feed(data)
             if name is None:
-                return []
-            self._head = []
+                if detector.size <= _DETECT_LIMIT:
+                    return []
+                name = detector.finish()
+            self._detector = Detector()
             self._start(name)
-            data = head
+            data = detector.head
         return self._apply(data)
 
     def _apply(self, data: bytes) -> list[Event]:
@@ -196,12 +195,10 @@ class StreamAggregator:
         """
         self._ended = True
         if self._decoder is None:
-            head = b"".join(self._head)
-            self._head = []
-            name = detect_protocol(head, final=True)
-            assert name is not None
+            detector = self._detector
+            name = detector.finish()
             self._start(name)
-            self._apply(head)
+            self._apply(detector.head)
         decoder = self._decoder
         agg = self._agg
         assert decoder is not None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ._exceptions import LocalProtocolError, ProtocolDetectionError
-from .sse import Decoder
+from .sse import Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -29,6 +29,7 @@ __all__ = [
     "Auth",
     "Endpoint",
     "EndpointMatch",
+    "Detector",
     "ProtocolSpec",
     "detect_body_protocol",
     "detect_protocol",
@@ -230,55 +231,130 @@ def detect_protocol(head: bytes, *, final: bool = False) -> str | None:
         ProtocolDetectionError: The frames match no registered protocol (or ``final`` and
             there is no whole frame).
     """
-    _load()
-    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if stripped.startswith(b"{"):
-        return _detect_jsonl(stripped, final)
-    decoder = Decoder()
-    events = decoder.feed(head)
-    for event in events[:8]:
-        try:
-            payload = msgspec.json.decode(event.data)
-        except msgspec.DecodeError:
-            if event.data.startswith("[DONE]"):
-                continue
-            payload = None
-        for spec in _REGISTRY.values():
-            if spec.framing == "sse" and spec.detect(event.event, payload):
-                return spec.name
-        if event.event != "message" or payload is not None:
-            break
-    if not events and not final:
+    detector = Detector()
+    name = detector.feed(head)
+    if name is None and final:
+        return detector.finish()
+    return name
+
+
+_MAX_FRAMES: Final = 8
+"""How many leading frames detection looks at before giving up."""
+
+
+class Detector:
+    """Incremental protocol detection: feed the first chunks, get a name once a frame decides.
+
+    Each byte is scanned once (a megabyte of SSE comments costs a megabyte of scanning, not a
+    megabyte per chunk); the chunks are kept so that the pipeline can decode them once the
+    protocol is known.
+    """
+
+    def __init__(self) -> None:
+        _load()
+        self._chunks: list[bytes] = []
+        self.size = 0
+        """How many bytes were fed."""
+        self._framing: str | None = None
+        self._sse = Decoder()
+        self._line: list[bytes] = []
+        self._frames = 0
+
+    @property
+    def head(self) -> bytes:
+        """Every byte fed so far."""
+        if len(self._chunks) > 1:
+            self._chunks = [b"".join(self._chunks)]
+        return self._chunks[0] if self._chunks else b""
+
+    def feed(self, data: bytes) -> str | None:
+        """Scan one more chunk; return the protocol once a frame decides, else ``None``.
+
+        Raises:
+            ProtocolDetectionError: A leading frame matches no registered protocol.
+        """
+        self._chunks.append(data)
+        self.size += len(data)
+        if self._framing is None:
+            stripped = self.head.lstrip(b"\xef\xbb\xbf \t\r\n")
+            if not stripped:
+                return None
+            self._framing = "jsonl" if stripped.startswith(b"{") else "sse"
+            data = self.head
+        if self._framing == "jsonl":
+            return self._lines(data)
+        return self._events(self._sse.feed(data))
+
+    def finish(self) -> str:
+        """All bytes are in: decide, or fail.
+
+        Raises:
+            ProtocolDetectionError: No protocol can be told from the bytes.
+        """
+        if self._framing == "jsonl" and self._line:
+            line, self._line = b"".join(self._line), []
+            name = self._line_protocol(line)
+            if name is not None:
+                return name
+        if self._frames == 0:
+            raise ProtocolDetectionError("no complete SSE event or JSON line to detect the protocol from")
+        raise ProtocolDetectionError("the first frames match no known protocol")
+
+    def _events(self, events: list[ServerSentEvent]) -> str | None:
+        for event in events:
+            self._frames += 1
+            try:
+                payload = msgspec.json.decode(event.data)
+            except (msgspec.DecodeError, RecursionError):
+                if event.data.startswith("[DONE]"):
+                    self._check_count()
+                    continue
+                payload = None
+            for spec in _REGISTRY.values():
+                if spec.framing == "sse" and spec.detect(event.event, payload):
+                    return spec.name
+            if event.event != "message" or payload is not None:
+                raise ProtocolDetectionError(
+                    f"the first frame matches no known protocol (event {event.event!r}, "
+                    f"data {event.data[:80]!r})"
+                )
+            self._check_count()
         return None
-    if not events:
-        raise ProtocolDetectionError("no complete SSE event or JSON line to detect the protocol from")
-    raise ProtocolDetectionError(
-        f"the first frame matches no known protocol (event {events[0].event!r}, data {events[0].data[:80]!r})"
-    )
 
+    def _check_count(self) -> None:
+        if self._frames >= _MAX_FRAMES:
+            raise ProtocolDetectionError(f"the first {_MAX_FRAMES} frames match no known protocol")
 
-def _detect_jsonl(head: bytes, final: bool) -> str | None:
-    lines = head.split(b"\n")
-    complete = lines if final else lines[:-1]
-    seen = 0
-    for line in complete:
+    def _lines(self, data: bytes) -> str | None:
+        if b"\n" not in data:
+            self._line.append(data)
+            return None
+        self._line.append(data)
+        lines = b"".join(self._line).split(b"\n")
+        rest = lines.pop()
+        self._line = [rest] if rest else []
+        for line in lines:
+            name = self._line_protocol(line)
+            if name is not None:
+                return name
+        return None
+
+    def _line_protocol(self, line: bytes) -> str | None:
         if not line.strip():
-            continue
-        seen += 1
+            return None
+        self._frames += 1
         try:
             frame = msgspec.json.decode(line)
-        except msgspec.DecodeError as exc:
-            raise ProtocolDetectionError(f"line {seen} is not JSON: {exc}") from None
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise ProtocolDetectionError(f"line {self._frames} is not JSON: {exc}") from None
         if not isinstance(frame, dict) or "msg" not in frame:
-            raise ProtocolDetectionError(f'line {seen} is not a {{"dir", "msg"}} websocket frame')
+            raise ProtocolDetectionError(f'line {self._frames} is not a {{"dir", "msg"}} websocket frame')
         for spec in _REGISTRY.values():
             if spec.framing == "jsonl" and spec.detect(str(frame.get("dir")), frame["msg"]):
                 return spec.name
-        if seen >= 8:
-            break
-    if seen < 8 and not final:
+        if self._frames >= _MAX_FRAMES:
+            raise ProtocolDetectionError("the first JSON lines match no known websocket protocol")
         return None
-    raise ProtocolDetectionError("the first JSON lines match no known websocket protocol")
 
 
 def detect_body_protocol(body: Any) -> str:

@@ -87,6 +87,14 @@ HANDLER_NAMES: Final[dict[type[Any], str]] = {
 """The method of an :class:`EventEncoder` subclass that handles each event type."""
 
 
+_DECODE_FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""How msgspec says a frame is not valid input: malformed, mistyped, or nested too deep (msgspec
+raises ``RecursionError`` for JSON nested past its limit). Each becomes a ``RemoteProtocolError``."""
+
+_INPUT_FAULTS: Final = (RemoteProtocolError, *_DECODE_FAULTS)
+"""Input faults a frame handler may raise; anything else is a bug and propagates as itself."""
+
+
 class EventEncoder:
     """Base of the stream encoders: routes each canonical event to the subclass's ``_on_*`` method.
 
@@ -176,7 +184,7 @@ class SSEStreamDecoder:
             self._frames += 1
             try:
                 out += on_frame(event, payload)
-            except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            except _INPUT_FAULTS as exc:
                 raise self._wrap(exc, event, payload, out) from exc
             if self.warnings:
                 out += flush_warnings(self.warnings)
@@ -195,7 +203,7 @@ class SSEStreamDecoder:
         self._frames += 1
         try:
             out = self.on_frame(sse_event.event, sse_event.data)
-        except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except _INPUT_FAULTS as exc:
             raise self._wrap(exc, sse_event.event, sse_event.data, []) from exc
         if self.warnings:
             out += flush_warnings(self.warnings)
@@ -239,7 +247,7 @@ class SSEStreamDecoder:
         self._state = _State.CLOSED
         try:
             out = self.on_finish()
-        except (RemoteProtocolError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except _INPUT_FAULTS as exc:
             # Lazily decoded pieces (kept raw until the end) can fail only now.
             raise self._wrap(exc, "message", b"", []) from exc
         if self._sse.truncated:
@@ -383,7 +391,7 @@ class JSONLinesStreamDecoder:
     def _line(self, line: bytes) -> list[Event]:
         try:
             frame = _ws_frame.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except _DECODE_FAULTS as exc:
             self._state = _State.ERROR
             raise RemoteProtocolError(
                 f"invalid JSON-lines frame: {exc}",
@@ -415,7 +423,7 @@ class JSONLinesStreamDecoder:
             exc.protocol = exc.protocol or self.protocol
             exc.frame = exc.frame or self._frames
             raise
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except _DECODE_FAULTS as exc:
             self._state = _State.ERROR
             raw = bytes(msg) if isinstance(msg, msgspec.Raw) else msg
             raise RemoteProtocolError(
