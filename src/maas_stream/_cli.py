@@ -23,6 +23,8 @@ non-zero exit; nothing is printed as if it had worked. It holds no protocol logi
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 from typing import IO, TYPE_CHECKING, Any, NoReturn
@@ -35,8 +37,6 @@ from ._registry import detect_body_protocol, get_protocol, protocol_names
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
-
-    from ._drops import Dropped
 
 __all__ = ["main"]
 
@@ -109,8 +109,6 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         out.flush()
     except (MaasStreamError, OSError) as exc:
         _fail(args.file, exc)
-    for line in conv.lossy:
-        print(f"maas-stream: dropped: {line}", file=sys.stderr)
     return 0
 
 
@@ -125,15 +123,12 @@ def _load_json(path: str) -> Any:
 
 def _cmd_history(args: argparse.Namespace) -> int:
     body = _load_json(args.file)
-    lossy: list[Dropped] = []
     try:
         source = args.source or detect_body_protocol(body)
-        out = convert_history(body, to=args.to, protocol=source, lossy=lossy)
+        out = convert_history(body, to=args.to, protocol=source)
     except MaasStreamError as exc:
         _fail(args.file, exc)
     _json_out(out, args.compact)
-    for line in lossy:
-        print(f"maas-stream: dropped: {line}", file=sys.stderr)
     return 0
 
 
@@ -174,33 +169,24 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-_WS_API_KEYS = {
-    "google-live": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
-    "openai-realtime": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
-}
-"""Websocket protocols: the environment variable holding the API key, the header and its format."""
-
-
 def _record_headers(args: argparse.Namespace, *, websocket: bool = False) -> dict[str, str]:
-    from .bridge import API_KEYS
-
-    headers = {} if websocket else {"content-type": "application/json", "accept": "text/event-stream"}
-    if args.protocol == "anthropic":
-        headers["anthropic-version"] = "2023-06-01"
+    # The protocol's spec says how its provider is authenticated (key header, fixed headers);
+    # a --header of the same name wins.
+    spec = get_protocol(args.protocol)
+    headers = {} if websocket else {"content-type": "application/json", "accept": spec.media_type}
     for item in args.header:
         name, sep, value = item.partition(":")
         if not sep or not name.strip():
             raise SystemExit(f"maas-stream: --header {item!r}: expected NAME:VALUE")
         headers[name.strip().lower()] = value.strip()
-    key = (_WS_API_KEYS if websocket else API_KEYS).get(args.protocol)
-    if key is not None and key[1] not in headers:
-        value = os.environ.get(key[0])
-        if value:
-            headers[key[1]] = key[2].format(value)
-        else:
-            print(
-                f"maas-stream: ${key[0]} is not set; sending the request without an API key", file=sys.stderr
-            )
+    auth = spec.auth
+    if auth is None:
+        return headers
+    key = None if auth.header in headers else os.environ.get(auth.env)
+    if key is None and auth.header not in headers:
+        print(f"maas-stream: ${auth.env} is not set; sending the request without an API key", file=sys.stderr)
+    for name, value in auth.headers(key).items():
+        headers.setdefault(name, value)
     return headers
 
 
@@ -341,6 +327,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             upstream = HTTPUpstream(args.upstream_protocol, args.upstream_url, model=args.upstream_model)
         except ValueError as exc:
             raise SystemExit(f"maas-stream: {exc} (--upstream-url)") from None
+        except MaasStreamError as exc:
+            raise SystemExit(f"maas-stream: --upstream-protocol: {exc}") from None
         where = f"{args.upstream_protocol} at {upstream.url}"
     print(f"maas-stream: serving {where} on http://{args.host}:{args.port}", file=sys.stderr)
     uvicorn.run(create_app(upstream=upstream), host=args.host, port=args.port, log_level=args.log_level)
@@ -434,11 +422,28 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     args = build_parser().parse_args(argv)
-    try:
-        code: int = args.run(args)
-    except BrokenPipeError:
-        return 0
+    with _log_to_stderr():
+        try:
+            code: int = args.run(args)
+        except BrokenPipeError:
+            return 0
     return code
+
+
+@contextlib.contextmanager
+def _log_to_stderr() -> Iterator[None]:
+    # The library reports each drop (and each stream warning) once, as a warning on the
+    # ``maas_stream`` logger: that is what the user reads on stderr, one line each. A handler of
+    # our own keeps logging's last-resort handler from printing them a second, unprefixed way.
+    logger = logging.getLogger("maas_stream")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("maas-stream: %(message)s"))
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

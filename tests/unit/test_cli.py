@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from typing import TYPE_CHECKING
@@ -132,3 +133,60 @@ def test_history_of_an_unknown_shape_names_the_fix(
     with pytest.raises(SystemExit):
         main(["history", "--to", "openai-chat", str(path)])
     assert "--from" in capsys.readouterr().err
+
+
+THINKING_CASE = RECORDINGS / "anthropic" / "thinking_parallel_tools.sse"
+FOREIGN_THINKING: dict[str, object] = {
+    "model": "m",
+    "max_tokens": 10,
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "text", "text": "yo"},
+            ],
+        },
+        {"role": "user", "content": "again"},
+    ],
+}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    # A real process: there logging's last-resort handler is live (under pytest, pytest's own
+    # handlers on the root logger would hide a second printing of a drop).
+    return subprocess.run(
+        [sys.executable, "-m", "maas_stream", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_convert_prints_each_drop_once() -> None:
+    proc = _cli("convert", "--to", "openai-chat", str(THINKING_CASE))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len([line for line in lines if "reasoning" in line]) == 1
+    assert len(lines) == len(set(lines))
+    assert all(line.startswith("maas-stream: ") for line in lines)
+    assert ms.aggregate(proc.stdout.encode(), protocol="openai-chat").status == "completed"
+
+
+def test_history_prints_each_drop_once(tmp_path: Path) -> None:
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(FOREIGN_THINKING))
+    proc = _cli("history", "--from", "anthropic", "--to", "openai-chat", str(path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("maas-stream: ")
+    assert "reasoning" in lines[0]
+    assert json.loads(proc.stdout)["messages"][1] == {"role": "assistant", "content": "yo"}
+
+
+def test_the_cli_log_handler_is_removed_after_each_command(capsys: pytest.CaptureFixture[str]) -> None:
+    logger = logging.getLogger("maas_stream")
+    before = list(logger.handlers)
+    assert main(["convert", "--to", "openai-chat", str(THINKING_CASE)]) == 0
+    assert logger.handlers == before
+    err = capsys.readouterr().err.splitlines()
+    assert len([line for line in err if "reasoning" in line]) == 1

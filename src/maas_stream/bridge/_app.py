@@ -1,15 +1,16 @@
 """The bridge as a pure ASGI application: a client SDK's endpoint in front of any upstream.
 
-Per request: the path names the client's protocol; the body's conversation goes through
-:func:`maas_stream.convert_history` to the upstream's protocol and is checked with
-:func:`maas_stream.validate`; the upstream's stream comes back through
-:func:`maas_stream.aconvert` into the client's protocol, each output frame sent as soon as it is
-produced. A non-streaming request still streams from the upstream; the aggregate is answered with
-:func:`maas_stream.encode_response` as one JSON body. Faults before the first byte become provider-shaped JSON errors for the CLIENT's
-protocol; a fault after it can only end the stream (logged and counted).
+Per request: the path names the client's protocol (the registry's ``match_endpoint`` over
+every protocol spec's endpoints); ``_request`` converts the body for the upstream; the
+upstream's stream comes back through :func:`maas_stream.aconvert` into the client's protocol,
+each output frame sent as soon as it is produced. A non-streaming request still streams from
+the upstream; the aggregate is answered with :func:`maas_stream.encode_response` as one JSON
+body. Faults before the first byte become JSON errors shaped by the CLIENT protocol's spec; a
+fault after it can only end the stream (logged and counted). Each drop is counted by kind and
+logged once.
 
-It must not contain protocol logic (``_request`` holds the envelope and error shapes) and
-depends on no web framework.
+It must not contain protocol logic (it dispatches on the protocols' specs) and depends on no
+web framework.
 """
 
 from __future__ import annotations
@@ -22,17 +23,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from .._convert import convert_history, encode_response, validate
-from .._drops import DropLog, Dropped
-from .._exceptions import MaasStreamError, ValidationError
-from .._registry import get_protocol
+from .._convert import encode_response
+from .._exceptions import MaasStreamError
+from .._registry import get_protocol, match_endpoint
 from ..io import ProviderHTTPError, StreamIOError, aaggregate, aconvert
 from ..io._exceptions import error_summary
-from ._request import Route, build_body, error_body, match_route, read_envelope
+from ._request import Rejected, envelope_codec, error_body, upstream_request
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, MutableMapping
 
+    from .._drops import Dropped
+    from .._registry import EndpointMatch
     from ._upstream import Upstream
 
     Scope = MutableMapping[str, Any]
@@ -63,17 +65,8 @@ class BridgeStats:
     stream_errors: int = 0
     """Streams cut by a fault after the response had started."""
     dropped: Counter[str] = field(default_factory=Counter)
-    """Drops counted by kind (a bounded key set: see :data:`maas_stream.DropKind`)."""
-    """What a client protocol could not carry (stream side) or the upstream was not sent
-    (request side), with how often."""
-
-
-class _Reject(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
+    """Drops counted by kind (a bounded key set: see :data:`maas_stream.DropKind`): what the
+    client protocol could not carry (stream side) or the upstream was not sent (request side)."""
 
 
 class BridgeApp:
@@ -95,24 +88,23 @@ class BridgeApp:
             return
         if scope["type"] != "http":  # websockets are not bridged (yet)
             return
-        route = match_route(scope["path"])
-        if route is None:
+        match = match_endpoint(scope["path"])
+        if match is None:
             await _send_json(send, 404, error_body(None, 404, f"no bridge endpoint at {scope['path']}"))
             return
         if scope["method"] != "POST":
             msg = f"{scope['path']} takes POST, not {scope['method']}"
-            await _send_json(send, 405, error_body(route.protocol, 405, msg), {"allow": "POST"})
+            await _send_json(send, 405, error_body(match.spec, 405, msg), {"allow": "POST"})
             return
         self.stats.requests += 1
         try:
+            envelope_codec(match.spec, "client")
             body = await _read_body(receive)
-            await self._handle(scope, route, body, receive, send)
-        except _Reject as exc:
+            await self._handle(scope, match, body, receive, send)
+        except Rejected as exc:
             self.stats.rejected += 1
             log.info("bridge: %s %s -> %d: %s", scope["method"], scope["path"], exc.status, exc.message)
-            await _send_json(
-                send, exc.status, error_body(route.protocol, exc.status, exc.message), exc.headers
-            )
+            await _send_json(send, exc.status, error_body(match.spec, exc.status, exc.message), exc.headers)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -124,53 +116,34 @@ class BridgeApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _request_body(
-        self, route: Route, body: Any
-    ) -> tuple[dict[str, Any], bool, str | None, list[Dropped]]:
-        client, target = route.protocol, self.upstream.protocol
-        if not isinstance(body, dict):
-            raise _Reject(400, "the request body must be a JSON object")
-        env = read_envelope(client, body, route)
-        lossy: list[Dropped] = []
-        try:
-            conversation = convert_history(body, to=target, protocol=client, lossy=lossy)
-        except ValidationError as exc:
-            raise _Reject(400, f"invalid {client} request: " + "; ".join(exc.faults)) from None
-        except MaasStreamError as exc:
-            raise _Reject(400, f"invalid {client} request: {exc}") from None
-        upstream_body = build_body(target, conversation, env)
-        faults = validate(upstream_body, target)
-        if faults:
-            raise _Reject(400, f"the {target} upstream would reject this request: " + "; ".join(faults))
-        fields = DropLog(target, client)
-        for name in env.dropped:
-            fields.add("request_field", f"request field {name}")
-        return upstream_body, env.stream, env.model, fields.records + lossy
-
-    async def _handle(self, scope: Scope, route: Route, raw: bytes, receive: Receive, send: Send) -> None:
-        if route.protocol == "gemini" and route.stream and b"alt=sse" not in scope.get("query_string", b""):
-            raise _Reject(400, "only ?alt=sse streams are served (the JSON-array stream is not)")
+    async def _handle(
+        self, scope: Scope, match: EndpointMatch, raw: bytes, receive: Receive, send: Send
+    ) -> None:
+        query = match.endpoint.query
+        if query is not None and query.encode() not in scope.get("query_string", b"").split(b"&"):
+            raise Rejected(400, f"{scope['path']} is served only with ?{query}")
         try:
             body = msgspec.json.decode(raw) if raw else None
         except msgspec.DecodeError as exc:
-            raise _Reject(400, f"the request body is not valid JSON: {exc}") from None
-        upstream_body, streaming, model, dropped = self._request_body(route, body)
-        for rec in dropped:
-            log.warning("bridge %s -> %s: not forwarded: %s", route.protocol, self.upstream.protocol, rec)
+            raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
+        client, upstream = match.spec.name, self.upstream.protocol
+        request = upstream_request(match, body, get_protocol(upstream))
+        for rec in request.unlogged:
+            log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
+        for rec in request.dropped:
             self.stats.dropped[rec.kind] += rec.count
+        dropped = len(request.dropped)
         try:
-            async with self.upstream.open(upstream_body, model=model) as source:
-                if streaming:
-                    await self._stream(route.protocol, source, len(dropped), receive, send)
+            async with self.upstream.open(request.body, model=request.envelope.model) as source:
+                if request.envelope.stream:
+                    await self._stream(client, source, dropped, receive, send)
                 else:
-                    await self._answer(route.protocol, source, len(dropped), send)
+                    await self._answer(client, source, dropped, send)
         except ProviderHTTPError as exc:
             headers = {k: v for k, v in exc.headers.items() if k in _FORWARDED_HEADERS}
-            raise _Reject(
-                exc.status, f"upstream {self.upstream.protocol}: {error_summary(exc.body)}", headers
-            ) from None
+            raise Rejected(exc.status, f"upstream {upstream}: {error_summary(exc.body)}", headers) from None
         except StreamIOError as exc:
-            raise _Reject(502, f"upstream {self.upstream.protocol}: {exc}") from None
+            raise Rejected(502, f"upstream {upstream}: {exc}") from None
 
     async def _stream(self, client: str, source: Any, dropped: int, receive: Receive, send: Send) -> None:
         headers = [
@@ -205,13 +178,13 @@ class BridgeApp:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 tg.cancel_scope.cancel()
         finally:
+            # aconvert logged each record when it happened; here they are only counted.
             for rec in lossy:
-                log.warning("bridge %s -> %s: dropped %s", self.upstream.protocol, client, rec)
                 self.stats.dropped[rec.kind] += rec.count
         if failure is None:
             self.stats.streams += 1
         elif not started:
-            raise _Reject(502, f"upstream {self.upstream.protocol}: {failure}")
+            raise Rejected(502, f"upstream {self.upstream.protocol}: {failure}")
         else:
             self.stats.stream_errors += 1
             log.error("bridge: the upstream %s stream failed mid-way: %s", self.upstream.protocol, failure)
@@ -222,11 +195,11 @@ class BridgeApp:
         try:
             response = await aaggregate(source, protocol=self.upstream.protocol, idle_timeout=idle)
         except (MaasStreamError, OSError) as exc:
-            raise _Reject(502, f"upstream {self.upstream.protocol}: {exc}") from None
+            raise Rejected(502, f"upstream {self.upstream.protocol}: {exc}") from None
         if response.status == "failed":
             error = response.error
             what = (error.message or error.type) if error is not None else "the stream failed"
-            raise _Reject(502, f"upstream {self.upstream.protocol}: {what}")
+            raise Rejected(502, f"upstream {self.upstream.protocol}: {what}")
         lossy: list[Dropped] = []
         body = encode_response(response, client, lossy=lossy)
         for rec in lossy:
@@ -252,10 +225,10 @@ async def _read_body(receive: Receive) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise _Reject(400, "the client went away before sending the whole request")
+            raise Rejected(400, "the client went away before sending the whole request")
         chunks += message.get("body", b"")
         if len(chunks) > MAX_BODY:
-            raise _Reject(413, f"the request body is larger than {MAX_BODY} bytes")
+            raise Rejected(413, f"the request body is larger than {MAX_BODY} bytes")
         if not message.get("more_body", False):
             return bytes(chunks)
 
@@ -271,7 +244,8 @@ async def _send_json(send: Send, status: int, body: Any, headers: dict[str, str]
 def create_app(*, upstream: Upstream) -> BridgeApp:
     """Build the bridge: a pure ASGI app serving the providers' endpoints from ``upstream``.
 
-    Endpoints (the client's protocol is chosen by the path):
+    Endpoints: those of every registered protocol spec that has a request envelope codec (the
+    client's protocol is chosen by the path):
 
     * ``POST /v1/chat/completions`` — OpenAI Chat Completions
     * ``POST /v1/responses`` — OpenAI Responses

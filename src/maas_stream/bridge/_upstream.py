@@ -4,15 +4,17 @@ An upstream opens one stream per client request (:meth:`Upstream.open`, an async
 manager giving an httpx response or an async iterable of bytes for :func:`maas_stream.aconvert`)
 and raises :class:`~maas_stream.ProviderHTTPError` before any byte when the provider refused.
 
-It must not contain protocol logic beyond the provider's URL and credential header.
+The provider's default URL and its credential headers come from the protocol's spec
+(``spec.url``, ``spec.auth``). It must not contain protocol logic.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._exceptions import LocalProtocolError
 from .._registry import detect_protocol, get_protocol
 from ..io import ProviderHTTPError, Recording, aconnect, areplay
 from ..io._exceptions import error_summary, parse_body
@@ -24,42 +26,21 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
-    "API_KEYS",
-    "DEFAULT_URLS",
     "HTTPUpstream",
     "RecordingUpstream",
     "Upstream",
     "auth_headers",
 ]
 
-API_KEYS: Final[dict[str, tuple[str, str, str]]] = {
-    # protocol: (environment variable, header, value format)
-    "openai-chat": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
-    "openai-responses": ("OPENAI_API_KEY", "authorization", "Bearer {}"),
-    "anthropic": ("ANTHROPIC_API_KEY", "x-api-key", "{}"),
-    "gemini": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
-    "google-interactions": ("GEMINI_API_KEY", "x-goog-api-key", "{}"),
-}
-"""Per protocol: the environment variable holding the API key, the header and its format."""
-
-DEFAULT_URLS: Final[dict[str, str]] = {
-    "openai-chat": "https://api.openai.com/v1/chat/completions",
-    "openai-responses": "https://api.openai.com/v1/responses",
-    "anthropic": "https://api.anthropic.com/v1/messages",
-    "gemini": "https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent?alt=sse",
-}
-"""The streaming endpoint of each provider (``{model}`` is filled in per request)."""
-
 
 def auth_headers(protocol: str, api_key: str | None) -> dict[str, str]:
-    """The headers that authenticate a request to ``protocol``'s provider (plus Anthropic's version)."""
-    headers: dict[str, str] = {}
-    if protocol == "anthropic":
-        headers["anthropic-version"] = "2023-06-01"
-    spec = API_KEYS.get(protocol)
-    if spec is not None and api_key:
-        headers[spec[1]] = spec[2].format(api_key)
-    return headers
+    """The headers that authenticate a request to ``protocol``'s provider (its spec's ``auth``).
+
+    Raises:
+        LocalProtocolError: ``protocol`` is unknown.
+    """
+    auth = get_protocol(protocol).auth
+    return auth.headers(api_key) if auth is not None else {}
 
 
 @runtime_checkable
@@ -154,7 +135,8 @@ class HTTPUpstream:
         idle_timeout: Seconds allowed between two reads of the upstream stream.
 
     Raises:
-        LocalProtocolError: ``protocol`` is unknown.
+        LocalProtocolError: ``protocol`` is unknown, or has no request envelope codec (websocket
+            and stateful protocols cannot be called over HTTP by the bridge).
         ValueError: No ``url`` was given and the protocol has no default endpoint.
     """
 
@@ -169,13 +151,17 @@ class HTTPUpstream:
         client: httpx.AsyncClient | Any | None = None,
         idle_timeout: float | None = 300.0,
     ) -> None:
-        get_protocol(protocol)
+        spec = get_protocol(protocol)
+        if spec.envelope is None:
+            raise LocalProtocolError(
+                f"{protocol} cannot be an HTTP upstream: it has no request envelope codec"
+            )
         if url is None:
-            if protocol not in DEFAULT_URLS:
+            if spec.url is None:
                 raise ValueError(f"give the upstream URL of a {protocol} provider")
-            url = DEFAULT_URLS[protocol]
-        if api_key is None and protocol in API_KEYS:
-            api_key = os.environ.get(API_KEYS[protocol][0])
+            url = spec.url
+        if api_key is None and spec.auth is not None:
+            api_key = os.environ.get(spec.auth.env)
         self._protocol = protocol
         self.url = url
         self.model = model

@@ -19,6 +19,7 @@ from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
+from ._envelope import ENVELOPE
 from ._history import PLACEHOLDER_SIGNATURE as PLACEHOLDER_SIGNATURE
 from ._history import from_canonical as from_canonical
 from ._history import request_extras as request_extras
@@ -48,6 +49,7 @@ _MODEL_PATH = r"/(?:v1beta|v1|v1alpha)/models/(?P<model>[^/:]+)"
 SPEC = spec_of(
     sys.modules[__name__],
     "sse",
+    envelope=ENVELOPE,
     endpoints=(
         Endpoint(_MODEL_PATH + ":streamGenerateContent", stream=True, query="alt=sse"),
         Endpoint(_MODEL_PATH + ":generateContent", stream=False),

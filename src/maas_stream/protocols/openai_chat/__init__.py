@@ -18,6 +18,7 @@ from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import ReasoningMode as ReasoningMode
 from ._encode import StreamEncoder as StreamEncoder
+from ._envelope import ENVELOPE
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
@@ -40,6 +41,7 @@ NAME: Final = _names.OPENAI_CHAT
 SPEC = spec_of(
     sys.modules[__name__],
     "sse",
+    envelope=ENVELOPE,
     endpoints=(Endpoint(r"(?:/v1)?/chat/completions"),),
     auth=Auth("OPENAI_API_KEY", "authorization", "Bearer {}"),
     url="https://api.openai.com/v1/chat/completions",

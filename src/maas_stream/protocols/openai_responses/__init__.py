@@ -17,6 +17,7 @@ from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
+from ._envelope import ENVELOPE
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
@@ -39,6 +40,7 @@ NAME: Final = _names.OPENAI_RESPONSES
 SPEC = spec_of(
     sys.modules[__name__],
     "sse",
+    envelope=ENVELOPE,
     endpoints=(Endpoint(r"(?:/v1)?/responses"),),
     auth=Auth("OPENAI_API_KEY", "authorization", "Bearer {}"),
     url="https://api.openai.com/v1/responses",

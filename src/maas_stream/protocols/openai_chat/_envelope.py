@@ -1,0 +1,39 @@
+"""The Chat Completions request envelope: ``model``, ``stream``, the limit, sampling, function tools.
+
+It must not convert the conversation (``messages`` is the history codec's) or do IO.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..._envelope import EnvelopeCodec, FunctionTool, other_tool
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["ENVELOPE"]
+
+
+def _read_tool(tool: Mapping[str, Any]) -> tuple[list[FunctionTool], list[str]]:
+    if tool.get("type") != "function":
+        return [], [other_tool(tool.get("type"))]
+    fn = tool.get("function")
+    if not isinstance(fn, dict):
+        return [], ["function tool without a function object"]
+    return [FunctionTool.of(fn, "parameters")], []
+
+
+def _write_tools(tools: list[FunctionTool]) -> list[Any]:
+    return [{"type": "function", "function": t.declaration("parameters")} for t in tools]
+
+
+ENVELOPE = EnvelopeCodec(
+    conversation=frozenset({"messages"}),
+    read_tool=_read_tool,
+    write_tools=_write_tools,
+    max_tokens=("max_completion_tokens", "max_tokens"),
+    # Without it the stream carries no usage.
+    fixed={"stream_options": {"include_usage": True}},
+)
+"""Where a Chat Completions request keeps its envelope."""
