@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from types import ModuleType
 
+    from ._envelope import EnvelopeCodec
     from ._interfaces import Framing, StreamDecoder, StreamEncoder
     from ._model import Message, Response
 
@@ -134,7 +135,7 @@ class ProtocolSpec:
     """The provider's streaming endpoint (``{model}`` is filled in per request)."""
     error_body: Callable[[int, str], dict[str, Any]] | None = field(default=None, repr=False)
     """An error body (status, message) shaped the way this protocol's SDK reads it."""
-    envelope: Any = field(default=None, repr=False)
+    envelope: EnvelopeCodec | None = field(default=None, repr=False)
     """The request envelope codec (the fields around the conversation), when it has one."""
 
 
