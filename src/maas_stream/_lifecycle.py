@@ -224,8 +224,7 @@ class Lifecycle(Fold):
             self._cancelling(msg, part, ev.reason, out)
             for each in msg.parts if part is None else [part]:
                 self._cancel_part(msg, each, out)
-            if part is None or msg.closed:
-                msg.status = "incomplete"
+            msg.status = "incomplete"  # a turn with a cancelled call did not complete
             if part is None and not msg.closed:
                 self._close_message(msg, "incomplete", out)
 
