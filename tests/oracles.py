@@ -11,6 +11,10 @@ module-level slot), which keeps the conversion matrix fast. Tests run one at a t
 so that slot is never shared by two requests at once.
 
 A protocol joins the conversion matrix by adding its oracle to :data:`ORACLES`.
+
+Non-streaming bodies are read by the SDKs' response models (:data:`BODIES`), reduced to the
+texts per choice and the client calls. This is the only test module that imports the SDKs
+(``openai``, ``anthropic``, ``google``): tests reach them through it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anthropic
+import anthropic.types
+import anthropic.types.beta
 import httpx2
 import openai
+import openai.types.chat
+import openai.types.responses
+import pydantic
+from google.genai import types as genai
 
 from tests.protocols.gemini_oracle import oracle as gemini_oracle
 
@@ -64,11 +74,12 @@ def _client(name: str) -> Any:
     return _CLIENTS[name]
 
 
-def _args(text: str | None) -> Any:
+def parsed(arguments: str | None) -> Any:
+    """Tool-call arguments parsed from JSON (``{}`` when empty), or the text when not JSON."""
     try:
-        return json.loads(text or "{}")
+        return json.loads(arguments or "{}")
     except json.JSONDecodeError:
-        return text
+        return arguments
 
 
 def chat(data: bytes) -> Seen:
@@ -101,7 +112,7 @@ def chat(data: bytes) -> Seen:
         seen.finish = choice.finish_reason
         for call in choice.message.tool_calls or ():
             if call.type == "function":
-                seen.calls.append((call.id, call.function.name, _args(call.function.arguments)))
+                seen.calls.append((call.id, call.function.name, parsed(call.function.arguments)))
     return seen
 
 
@@ -155,7 +166,7 @@ def responses(data: bytes) -> Seen:
     seen.finish = final.status
     for item in final.output:
         if item.type == "function_call":
-            seen.calls.append((item.call_id, item.name, _args(item.arguments)))
+            seen.calls.append((item.call_id, item.name, parsed(item.arguments)))
         elif item.type == "reasoning":
             seen.reasoning += "".join(c.text for c in item.content or ())
     return seen
@@ -181,3 +192,131 @@ ORACLES: dict[str, Callable[[bytes], Seen]] = {
     "gemini": gemini,
 }
 """SDK oracle per SSE protocol; a registered SSE protocol listed here joins the matrix."""
+
+
+# ------------------------------------------------------------------ non-streaming bodies
+
+Call = tuple[str | None, str, Any]
+"""(id or None, name, parsed arguments or the raw input)."""
+BodySeen = tuple[dict[int, str], list[Call]]
+"""What an SDK's response model carries: text per choice index, and the client calls."""
+BETA_BLOCKS = {"mcp_tool_use", "mcp_tool_result", "compaction"}
+
+
+def seen_chat(body: dict[str, Any]) -> BodySeen:
+    """openai ``ChatCompletion``: text and function / custom calls per choice."""
+    model = openai.types.chat.ChatCompletion.model_validate(body)
+    texts: dict[int, str] = {}
+    calls: list[Call] = []
+    for choice in model.choices:
+        texts[choice.index] = choice.message.content or ""
+        legacy = choice.message.function_call
+        if legacy is not None:
+            calls.append((None, legacy.name, parsed(legacy.arguments)))
+        for call in choice.message.tool_calls or ():
+            if call.type == "function":
+                calls.append((call.id, call.function.name, parsed(call.function.arguments)))
+            else:
+                calls.append((call.id, call.custom.name, call.custom.input))
+    return texts, calls
+
+
+def seen_responses(body: dict[str, Any]) -> BodySeen:
+    """openai ``Response``: output text and function / custom calls."""
+    model = openai.types.responses.Response.model_validate(body)
+    return responses_output([item.model_dump() for item in model.output])
+
+
+def responses_output(items: list[dict[str, Any]]) -> BodySeen:
+    """Text and client calls of Responses output items (plain dicts, no SDK)."""
+    text: list[str] = []
+    calls: list[Call] = []
+    for item in items:
+        if item["type"] == "message":
+            text += [c["text"] for c in item["content"] if c["type"] == "output_text"]
+        elif item["type"] == "function_call":
+            calls.append((item["call_id"], item["name"], parsed(item["arguments"])))
+        elif item["type"] == "custom_tool_call":
+            calls.append((item["call_id"], item["name"], item["input"]))
+    return {0: "".join(text)}, calls
+
+
+def seen_anthropic(body: dict[str, Any]) -> BodySeen:
+    """anthropic ``Message`` (``BetaMessage`` with MCP/compaction blocks): text and tool_use."""
+    kinds = {b["type"] for b in body["content"]}
+    # MCP blocks exist only under the MCP beta: the SDK models them in BetaMessage.
+    cls: Any = anthropic.types.beta.BetaMessage if kinds & BETA_BLOCKS else anthropic.types.Message
+    model = cls.model_validate(body)
+    text = "".join(b.text for b in model.content if b.type == "text")
+    calls: list[Call] = [(b.id, b.name, b.input) for b in model.content if b.type == "tool_use"]
+    return {0: text}, calls
+
+
+def seen_gemini(body: dict[str, Any]) -> BodySeen:
+    """google-genai ``GenerateContentResponse``: text and function calls per candidate."""
+    model = genai.GenerateContentResponse.model_validate(body)
+    texts: dict[int, str] = {}
+    calls: list[Call] = []
+    for i, cand in enumerate(model.candidates or ()):
+        index = cand.index if cand.index is not None else i
+        parts = cand.content.parts or [] if cand.content is not None else []
+        texts[index] = "".join(p.text for p in parts if p.text is not None and not p.thought)
+        for p in parts:
+            if p.function_call is not None:
+                calls.append((p.function_call.id, p.function_call.name or "", p.function_call.args or {}))
+    return texts, calls
+
+
+BODIES: dict[str, Callable[[dict[str, Any]], BodySeen]] = {
+    "openai-chat": seen_chat,
+    "openai-responses": seen_responses,
+    "anthropic": seen_anthropic,
+    "gemini": seen_gemini,
+}
+"""SDK response-model reader per protocol with a non-streaming body."""
+
+
+CLIENT_ENTRIES = {"text", "tool_use", "thinking", "message", "function_call", "custom_tool_call"}
+
+
+def _fits(adapter: pydantic.TypeAdapter[Any], value: Any) -> bool:
+    try:
+        adapter.validate_python(value)
+    except pydantic.ValidationError:
+        return False
+    return True
+
+
+def pruned(body: dict[str, Any], target: str) -> dict[str, Any]:
+    """A same-protocol body less what the installed SDK has no model for yet (verbatim provider
+    blocks, items, parts or usage keys newer than the SDK). Nothing the client acts on may go."""
+    body = dict(body)
+    if target == "anthropic":
+        beta = {b["type"] for b in body["content"]} & BETA_BLOCKS
+        block: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(
+            anthropic.types.beta.BetaContentBlock if beta else anthropic.types.ContentBlock
+        )
+        kept = [b for b in body["content"] if _fits(block, b)]
+        assert all(b["type"] not in CLIENT_ENTRIES for b in body["content"] if b not in kept)
+        body["content"] = kept
+        usage = body["usage"]
+        body["usage"] = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+    elif target == "openai-responses":
+        item = pydantic.TypeAdapter(openai.types.responses.ResponseOutputItem)
+        kept = [i for i in body["output"] if _fits(item, i)]
+        assert all(i["type"] not in CLIENT_ENTRIES for i in body["output"] if i not in kept)
+        body["output"] = kept
+    elif target == "gemini":
+        part = pydantic.TypeAdapter(genai.Part)
+        candidates = []
+        for cand in body["candidates"]:
+            parts = cand["content"]["parts"]
+            kept = [p for p in parts if _fits(part, p)]
+            assert all("text" not in p and "functionCall" not in p for p in parts if p not in kept)
+            candidates.append({**cand, "content": {**cand["content"], "parts": kept}})
+        body["candidates"] = candidates
+        if "usageMetadata" in body:
+            fields = genai.GenerateContentResponseUsageMetadata.model_fields
+            known = {f.alias or n for n, f in fields.items()} | set(fields)
+            body["usageMetadata"] = {k: v for k, v in body["usageMetadata"].items() if k in known}
+    return body

@@ -1,4 +1,5 @@
-"""Non-streaming response bodies (``ms.encode_response``), judged by the official SDKs' models.
+"""Non-streaming response bodies (``ms.encode_response``), judged by the official SDKs' models
+(read through :data:`tests.oracles.BODIES`; this module imports no SDK).
 
 Every recording and corpus stream of the four SSE protocols is aggregated and encoded as each
 of the four non-streaming bodies. The target SDK's response model must accept the body, and it
@@ -11,18 +12,17 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import anthropic.types
-import anthropic.types.beta
 import msgspec
-import openai.types.chat
-import openai.types.responses
 import pydantic
 import pytest
-from google.genai import types as genai
 
 import maas_stream as ms
 from maas_stream.sse import Decoder
 from tests.conftest import corpus, recordings
+from tests.oracles import BODIES as SEEN
+from tests.oracles import BodySeen as Seen
+from tests.oracles import Call, parsed, pruned
+from tests.oracles import responses_output as _responses_output
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 PROTOCOLS = ["openai-chat", "openai-responses", "anthropic", "gemini"]
 SINGLE_CHOICE = {"anthropic", "openai-responses"}
 SYNTH_ID = "maas_gc_"
-BETA_BLOCKS = {"mcp_tool_use", "mcp_tool_result", "compaction"}
-
-Call = tuple[str | None, str, Any]
-Seen = tuple[dict[int, str], list[Call]]
 
 
 def cases() -> list[Any]:
@@ -43,83 +39,6 @@ def cases() -> list[Any]:
         for path in recordings(src) + corpus(src)
         for tgt in PROTOCOLS
     ]
-
-
-def parsed(arguments: str) -> Any:
-    try:
-        return json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return arguments
-
-
-# ---------------------------------------------------------------------- what the SDK model sees
-
-
-def seen_chat(body: dict[str, Any]) -> Seen:
-    model = openai.types.chat.ChatCompletion.model_validate(body)
-    texts: dict[int, str] = {}
-    calls: list[Call] = []
-    for choice in model.choices:
-        texts[choice.index] = choice.message.content or ""
-        legacy = choice.message.function_call
-        if legacy is not None:
-            calls.append((None, legacy.name, parsed(legacy.arguments)))
-        for call in choice.message.tool_calls or ():
-            if call.type == "function":
-                calls.append((call.id, call.function.name, parsed(call.function.arguments)))
-            else:
-                calls.append((call.id, call.custom.name, call.custom.input))
-    return texts, calls
-
-
-def seen_responses(body: dict[str, Any]) -> Seen:
-    model = openai.types.responses.Response.model_validate(body)
-    return _responses_output([item.model_dump() for item in model.output])
-
-
-def _responses_output(items: list[dict[str, Any]]) -> Seen:
-    text: list[str] = []
-    calls: list[Call] = []
-    for item in items:
-        if item["type"] == "message":
-            text += [c["text"] for c in item["content"] if c["type"] == "output_text"]
-        elif item["type"] == "function_call":
-            calls.append((item["call_id"], item["name"], parsed(item["arguments"])))
-        elif item["type"] == "custom_tool_call":
-            calls.append((item["call_id"], item["name"], item["input"]))
-    return {0: "".join(text)}, calls
-
-
-def seen_anthropic(body: dict[str, Any]) -> Seen:
-    kinds = {b["type"] for b in body["content"]}
-    # MCP blocks exist only under the MCP beta: the SDK models them in BetaMessage.
-    cls: Any = anthropic.types.beta.BetaMessage if kinds & BETA_BLOCKS else anthropic.types.Message
-    model = cls.model_validate(body)
-    text = "".join(b.text for b in model.content if b.type == "text")
-    calls: list[Call] = [(b.id, b.name, b.input) for b in model.content if b.type == "tool_use"]
-    return {0: text}, calls
-
-
-def seen_gemini(body: dict[str, Any]) -> Seen:
-    model = genai.GenerateContentResponse.model_validate(body)
-    texts: dict[int, str] = {}
-    calls: list[Call] = []
-    for i, cand in enumerate(model.candidates or ()):
-        index = cand.index if cand.index is not None else i
-        parts = cand.content.parts or [] if cand.content is not None else []
-        texts[index] = "".join(p.text for p in parts if p.text is not None and not p.thought)
-        for p in parts:
-            if p.function_call is not None:
-                calls.append((p.function_call.id, p.function_call.name or "", p.function_call.args or {}))
-    return texts, calls
-
-
-SEEN = {
-    "openai-chat": seen_chat,
-    "openai-responses": seen_responses,
-    "anthropic": seen_anthropic,
-    "gemini": seen_gemini,
-}
 
 
 # ---------------------------------------------------------------------- what the target can carry
@@ -154,52 +73,6 @@ def expected(resp: ms.Response, source: str, target: str) -> Seen:
                 call_id = None  # a legacy function_call has no id
             calls.append((call_id, p.name, args if p.kind == "function" else p.arguments))
     return texts, calls
-
-
-CLIENT_ENTRIES = {"text", "tool_use", "thinking", "message", "function_call", "custom_tool_call"}
-
-
-def _fits(adapter: pydantic.TypeAdapter[Any], value: Any) -> bool:
-    try:
-        adapter.validate_python(value)
-    except pydantic.ValidationError:
-        return False
-    return True
-
-
-def pruned(body: dict[str, Any], target: str) -> dict[str, Any]:
-    """A same-protocol body less what the installed SDK has no model for yet (verbatim provider
-    blocks, items, parts or usage keys newer than the SDK). Nothing the client acts on may go."""
-    body = dict(body)
-    if target == "anthropic":
-        beta = {b["type"] for b in body["content"]} & BETA_BLOCKS
-        block: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(
-            anthropic.types.beta.BetaContentBlock if beta else anthropic.types.ContentBlock
-        )
-        kept = [b for b in body["content"] if _fits(block, b)]
-        assert all(b["type"] not in CLIENT_ENTRIES for b in body["content"] if b not in kept)
-        body["content"] = kept
-        usage = body["usage"]
-        body["usage"] = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
-    elif target == "openai-responses":
-        item = pydantic.TypeAdapter(openai.types.responses.ResponseOutputItem)
-        kept = [i for i in body["output"] if _fits(item, i)]
-        assert all(i["type"] not in CLIENT_ENTRIES for i in body["output"] if i not in kept)
-        body["output"] = kept
-    elif target == "gemini":
-        part = pydantic.TypeAdapter(genai.Part)
-        candidates = []
-        for cand in body["candidates"]:
-            parts = cand["content"]["parts"]
-            kept = [p for p in parts if _fits(part, p)]
-            assert all("text" not in p and "functionCall" not in p for p in parts if p not in kept)
-            candidates.append({**cand, "content": {**cand["content"], "parts": kept}})
-        body["candidates"] = candidates
-        if "usageMetadata" in body:
-            fields = genai.GenerateContentResponseUsageMetadata.model_fields
-            known = {f.alias or n for n, f in fields.items()} | set(fields)
-            body["usageMetadata"] = {k: v for k, v in body["usageMetadata"].items() if k in known}
-    return body
 
 
 def seen_of(body: dict[str, Any], resp: ms.Response, target: str) -> Seen:

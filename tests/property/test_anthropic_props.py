@@ -1,67 +1,26 @@
-"""Anthropic properties: chunking invariance, decode(encode(x)) == x, random bytes."""
+"""Anthropic properties: decode(encode(x)) == x under any chunking and for generated streams,
+Anthropic-shaped random frames raise only ``RemoteProtocolError``. Chunking invariance and
+random bytes are covered for every protocol in ``test_chunking.py``."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import maas_stream as ms
+from tests import invariants as inv
 from tests.conftest import corpus, recordings
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 SOURCES = recordings("anthropic") + [p for p in corpus("anthropic") if p.stat().st_size < 40_000]
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _whole(path: Path) -> Any:
-    return msgspec.to_builtins(ms.aggregate(path.read_bytes(), protocol="anthropic"))
-
-
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    out, last = [], 0
-    for p in points:
-        out.append(data[last:p])
-        last = p
-    out.append(data[last:])
-    return out
-
-
-@_SETTINGS
-@given(
-    index=st.integers(min_value=0), cuts=st.lists(st.integers(min_value=0), max_size=40), crlf=st.booleans()
-)
-def test_any_chunking_gives_the_same_response(index: int, cuts: list[int], crlf: bool) -> None:
-    path = SOURCES[index % len(SOURCES)]
-    data = path.read_bytes()
-    if crlf:
-        data = data.replace(b"\n", b"\r\n")  # then some cuts fall between CR and LF
-    expected = _whole(path)
-    got = msgspec.to_builtins(ms.aggregate(_split(data, cuts), protocol="anthropic"))
-    assert got == expected
-
-
-def test_one_byte_chunks_give_the_same_response() -> None:
-    for path in SOURCES[:6]:
-        data = path.read_bytes()
-        got = msgspec.to_builtins(
-            ms.aggregate([data[i : i + 1] for i in range(len(data))], protocol="anthropic")
-        )
-        assert got == _whole(path)
-
-
 @_SETTINGS
 @given(index=st.integers(min_value=0), cuts=st.lists(st.integers(min_value=0), max_size=20))
 def test_decode_encode_decode_is_identity_under_any_chunking(index: int, cuts: list[int]) -> None:
-    path = SOURCES[index % len(SOURCES)]
-    data = path.read_bytes()
-    out = ms.convert(_split(data, cuts), to="anthropic", protocol="anthropic")
-    assert msgspec.to_builtins(ms.aggregate(out, protocol="anthropic")) == _whole(path)
+    data = SOURCES[index % len(SOURCES)].read_bytes()
+    inv.assert_same_protocol_round_trip(data, "anthropic", chunks=inv.chunked(data, cuts))
 
 
 _texts = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=30)
@@ -107,16 +66,6 @@ def test_generated_streams_round_trip(
     assert msgspec.to_builtins(got) == msgspec.to_builtins(expected)
 
 
-@_SETTINGS
-@given(data=st.binary(max_size=300))
-def test_random_bytes_raise_only_protocol_errors(data: bytes) -> None:
-    try:
-        resp = ms.aggregate(data, protocol="anthropic")
-    except ms.ProtocolError:
-        return
-    assert resp.status in ("incomplete", "completed", "failed")
-
-
 _frame_types = st.sampled_from(
     [
         "message_start",
@@ -158,7 +107,7 @@ _json_values = st.recursive(
 
 @_SETTINGS
 @given(frames=st.lists(st.tuples(_frame_types, _json_values), max_size=8))
-def test_random_frames_raise_only_protocol_errors(frames: list[tuple[str, object]]) -> None:
+def test_random_frames_decode_or_raise_remote_protocol_error(frames: list[tuple[str, object]]) -> None:
     body = b"".join(
         b"event: "
         + name.encode()
@@ -167,8 +116,4 @@ def test_random_frames_raise_only_protocol_errors(frames: list[tuple[str, object
         + b"\n\n"
         for name, value in frames
     )
-    try:
-        resp = ms.aggregate(body, protocol="anthropic")
-    except ms.ProtocolError:
-        return
-    assert resp.protocol == "anthropic"
+    inv.assert_decodes_or_remote_error(body, "anthropic")

@@ -1,67 +1,18 @@
-"""Properties of the Gemini decoder and encoder: chunking, random bytes, decode(encode(x)) == x."""
+"""Properties of the Gemini decoder and encoder: corrupted recordings raise only
+``RemoteProtocolError``, decode(encode(x)) == x for generated streams. Chunking invariance and
+random bytes are covered for every protocol in ``test_chunking.py``."""
 
 from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import msgspec
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import maas_stream as ms
-from tests.conftest import corpus, params, recordings
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-FILES = [*corpus("gemini"), *recordings("gemini")]
-SETTINGS = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-
-
-def _agg(chunks: list[bytes]) -> Any:
-    return msgspec.to_builtins(ms.aggregate(chunks, protocol="gemini"))
-
-
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    out, last = [], 0
-    for p in points:
-        out.append(data[last:p])
-        last = p
-    out.append(data[last:])
-    return out
-
-
-@pytest.mark.parametrize("path", params(FILES))
-def test_one_byte_chunks_and_cr_lf_splits(path: Path) -> None:
-    data = path.read_bytes()
-    whole = _agg([data])
-    assert _agg([data[i : i + 1] for i in range(len(data))]) == whole
-    crs = [i + 1 for i, b in enumerate(data) if b == 0x0D]
-    assert _agg(_split(data, crs)) == whole
-
-
-@pytest.mark.parametrize("path", params(FILES))
-@SETTINGS
-@given(cuts=st.lists(st.integers(min_value=0, max_value=1 << 20), max_size=12))
-def test_any_chunking_same_result(path: Path, cuts: list[int]) -> None:
-    data = path.read_bytes()
-    assert _agg(_split(data, cuts)) == _agg([data])
-
-
-@settings(max_examples=50, deadline=None)
-@given(data=st.binary(max_size=300))
-def test_random_bytes_decode_or_raise_protocol_error(data: bytes) -> None:
-    try:
-        resp = ms.aggregate(data, protocol="gemini")
-    except ms.ProtocolError:
-        return
-    assert resp.protocol == "gemini"
+from tests import invariants as inv
+from tests.conftest import recordings
 
 
 @settings(max_examples=50, deadline=None)
@@ -70,15 +21,13 @@ def test_random_bytes_decode_or_raise_protocol_error(data: bytes) -> None:
     byte=st.integers(min_value=0, max_value=255),
     which=st.integers(min_value=0, max_value=100),
 )
-def test_corrupted_recordings_decode_or_raise_protocol_error(index: int, byte: int, which: int) -> None:
+def test_corrupted_recordings_decode_or_raise_remote_protocol_error(
+    index: int, byte: int, which: int
+) -> None:
     files = recordings("gemini")
     data = bytearray(files[which % len(files)].read_bytes())
     data[index % len(data)] = byte
-    try:
-        resp = ms.aggregate(bytes(data), protocol="gemini")
-    except ms.ProtocolError:
-        return
-    assert resp.protocol == "gemini"
+    inv.assert_decodes_or_remote_error(bytes(data), "gemini")
 
 
 # ---------------------------------------------------------------------- decode(encode(x)) == x
@@ -132,14 +81,12 @@ def _stream(draw: st.DrawFn) -> bytes:
     return b"".join(frames)
 
 
+def _without_raw_usage(resp: Any) -> Any:
+    resp["usage"].pop("raw")
+    return resp
+
+
 @settings(max_examples=50, deadline=None)
 @given(data=_stream())
 def test_decode_encode_decode_is_identity(data: bytes) -> None:
-    before = _agg([data])
-    conv = ms.StreamConverter("gemini", protocol="gemini")
-    out = conv.feed(data) + conv.finish()
-    assert conv.lossy == []
-    after = _agg([out])
-    for resp in (before, after):
-        resp["usage"].pop("raw")
-    assert after == before
+    inv.assert_same_protocol_round_trip(data, "gemini", normalize=_without_raw_usage)

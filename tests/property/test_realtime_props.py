@@ -1,7 +1,9 @@
 """Properties of google-interactions, google-live and openai-realtime.
 
-* Any chunking of the SSE / JSON-lines bytes gives the identical response.
-* Random bytes and random JSON frames raise only ``ProtocolError`` (or decode).
+* Detection works on any chunking of the SSE / JSON-lines bytes (the chunking invariance itself
+  is covered for every protocol in ``test_chunking.py``).
+* Random bytes and protocol-shaped random JSON frames raise only ``RemoteProtocolError`` (or
+  decode).
 * decode(encode(x)) == x for generated canonical content, through each of the three encoders.
 """
 
@@ -31,6 +33,7 @@ from maas_stream.events import (
     TextDelta,
 )
 from maas_stream.protocols import google_interactions, google_live, openai_realtime
+from tests import invariants as inv
 from tests.conftest import corpus, recordings
 
 if TYPE_CHECKING:
@@ -57,36 +60,17 @@ def _dump(resp: ms.Response) -> bytes:
 
 @pytest.mark.parametrize(("proto", "path"), [pytest.param(p, f, id=f"{p}/{f.name}") for p, f in FILES])
 @SETTINGS
-@given(data=st.data())
-def test_any_chunking_gives_identical_results(proto: str, path: Path, data: st.DataObject) -> None:
+@given(cuts=st.lists(st.integers(min_value=0), max_size=40))
+def test_detection_works_on_chunked_input(proto: str, path: Path, cuts: list[int]) -> None:
     raw = path.read_bytes()
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=40)))
-    chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
-    assert _dump(ms.aggregate(chunks, protocol=proto)) == _dump(ms.aggregate(raw, protocol=proto))
-    # and detection works on chunked input too
-    assert ms.aggregate(chunks).protocol == proto
-
-
-@pytest.mark.parametrize(("proto", "path"), [pytest.param(p, f, id=f"{p}/{f.name}") for p, f in FILES[:12]])
-def test_one_byte_chunks(proto: str, path: Path) -> None:
-    raw = path.read_bytes()
-    whole = ms.aggregate(raw, protocol=proto)
-    assert _dump(ms.aggregate([raw[i : i + 1] for i in range(len(raw))], protocol=proto)) == _dump(whole)
-
-
-def _check_ends_ok(data: bytes, proto: str) -> None:
-    try:
-        resp = ms.aggregate(data, protocol=proto)
-    except ms.ProtocolError:
-        return
-    assert resp.protocol == proto
+    assert ms.aggregate(inv.chunked(raw, cuts)).protocol == proto
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 @SETTINGS
 @given(raw=st.binary(max_size=300))
-def test_random_bytes_raise_only_protocol_errors(proto: str, raw: bytes) -> None:
-    _check_ends_ok(raw, proto)
+def test_random_bytes_decode_or_raise_remote_protocol_error(proto: str, raw: bytes) -> None:
+    inv.assert_decodes_or_remote_error(raw, proto)
 
 
 JSON = st.recursive(
@@ -212,7 +196,7 @@ def _shaped(proto: str) -> st.SearchStrategy[Any]:
 @pytest.mark.parametrize("proto", PROTOCOLS)
 @SETTINGS
 @given(data=st.data())
-def test_random_frames_raise_only_protocol_errors(proto: str, data: st.DataObject) -> None:
+def test_random_frames_decode_or_raise_remote_protocol_error(proto: str, data: st.DataObject) -> None:
     frames = data.draw(st.lists(_shaped(proto) | JSON, min_size=1, max_size=6))
     if proto == "google-interactions":
         names = data.draw(
@@ -229,7 +213,7 @@ def test_random_frames_raise_only_protocol_errors(proto: str, data: st.DataObjec
         raw = b"".join(
             json.dumps({"dir": d, "msg": f}).encode() + b"\n" for d, f in zip(dirs, frames, strict=True)
         )
-    _check_ends_ok(raw, proto)
+    inv.assert_decodes_or_remote_error(raw, proto)
 
 
 # ---------------------------------------------------------------- decode(encode(x)) == x

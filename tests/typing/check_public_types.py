@@ -31,9 +31,32 @@ def check_sync_api(data: bytes, chunks: list[bytes], body: dict[str, Any]) -> No
     assert_type(conv.feed(data), bytes)
     assert_type(conv.lossy, list[ms.Dropped])
 
+    lossy: list[ms.Dropped] = []
+    assert_type(ms.encode_response(response, "anthropic", lossy=lossy), dict[str, Any])
+    assert_type(ms.convert_history(body, to="gemini", protocol="openai-chat", lossy=lossy), dict[str, Any])
+
     assert_type(ms.to_canonical(body, "anthropic"), list[ms.Message])
     assert_type(ms.from_canonical([], "gemini"), dict[str, Any])
     assert_type(ms.validate(body, "openai-chat"), list[str])
+
+
+def check_drops(conv: ms.StreamConverter) -> None:
+    log = ms.DropLog("anthropic", "openai-chat")
+    kind: ms.DropKind = "reasoning"
+    log.add(kind, "reasoning (the target has no reasoning)", where="messages[0]")
+    log.add("server_call", "server tool call 'web_search'", count=2)
+    assert_type(log.records, list[ms.Dropped])
+    assert_type(log.by_kind(), dict[str, int])
+    assert_type(log.source, str | None)
+    for record in conv.lossy:
+        assert_type(record, ms.Dropped)
+        assert_type(record.kind, ms.DropKind)
+        assert_type(record.what, str)
+        assert_type(record.target, str)
+        assert_type(record.source, str | None)
+        assert_type(record.count, int)
+        assert_type(record.where, tuple[str, ...])
+    log.extend(conv.lossy)
 
 
 def check_parts(message: ms.Message) -> None:
