@@ -389,12 +389,6 @@ def test_a_cancelled_call_is_incomplete_even_after_it_closed(cancel: ev.Cancelle
     assert response.finish_reason == "stop"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_aggregate.py _on_cancelled marks the message incomplete only when the whole message"
-    " is cancelled or already closed; a part cancelled in an open message leaves it 'completed'"
-    " when it closes later (COMMON: 'the named part(s) become incomplete, the message incomplete')",
-)
 @pytest.mark.parametrize(
     "cancel",
     [
@@ -566,14 +560,16 @@ def test_emit_mode_sends_a_done_only_remainder_as_a_delta_before_part_done() -> 
 
 
 def _break_text_handler(monkeypatch: pytest.MonkeyPatch) -> None:
-    from maas_stream import _aggregate
+    from maas_stream._emit import EmittingAggregator
 
     def broken(agg: object, event: object, out: object) -> None:
         raise KeyError("bug on purpose")
 
-    handlers: dict[object, object] = _aggregate._HANDLERS  # type: ignore[assignment]
-    key: object = ev.TextDelta
-    monkeypatch.setitem(handlers, key, broken)
+    # The handler tables of both the plain and the emitting aggregator.
+    key: type[object] = ev.TextDelta
+    for cls in (ms.Aggregator, EmittingAggregator):
+        handlers: dict[type[object], object] = cls._handlers  # type: ignore[assignment]
+        monkeypatch.setitem(handlers, key, broken)
 
 
 CHAT_TEXT = (

@@ -386,6 +386,17 @@ class JSONLinesStreamDecoder:
                 except RemoteProtocolError as exc:
                     exc.events = out  # what the lines before the bad one decoded to: not lost
                     raise
+                except _DECODE_FAULTS as exc:
+                    # A subclass that decodes whole lines itself (typed, in one pass).
+                    self._state = _State.ERROR
+                    err = RemoteProtocolError(
+                        f"invalid JSON-lines frame: {exc}",
+                        protocol=self.protocol,
+                        frame=self._frames + 1,
+                        raw=line[:500].decode("utf-8", "replace"),
+                    )
+                    err.events = out
+                    raise err from exc
         return out
 
     def _line(self, line: bytes) -> list[Event]:
