@@ -1,5 +1,8 @@
 """OpenAI Chat Completions wire Structs (private). Only the fields we read are declared.
 
+A streamed ``delta`` and a response body's ``message`` have the same fields, so one Struct
+(:class:`Delta`) reads both; :class:`Completion` is the non-streaming ``chat.completion`` body.
+
 They are ``gc=False``: decoded fresh per chunk, they hold only strings, numbers and plain JSON
 values, so they cannot form reference cycles, and leaving them out of the cycle collector is
 measured in ``benchmarks/bench_openai_chat.py`` (about a tenth of the decode cost).
@@ -92,3 +95,25 @@ class Chunk(msgspec.Struct, gc=False):
 
 
 chunk_decoder = msgspec.json.Decoder(Chunk)
+
+
+class CompletionChoice(msgspec.Struct, gc=False):
+    index: int = 0
+    message: Delta | None = None
+    finish_reason: str | None = None
+    logprobs: Logprobs | None = None
+
+
+class Completion(msgspec.Struct, gc=False):
+    id: str | None = None
+    object: str | None = None
+    created: int | None = None
+    model: str | None = None
+    choices: list[CompletionChoice] = []
+    usage: Any = None
+    error: Any = None
+    system_fingerprint: str | None = None
+    service_tier: str | None = None
+
+
+completion_decoder = msgspec.json.Decoder(Completion)
