@@ -266,11 +266,20 @@ def test_any_json_decodes_or_is_a_remote_protocol_error(body: dict[str, Any]) ->
 # ---------------------------------------------------------------------- body == stream
 
 
+def has_reasoning(path: Path) -> bool:
+    messages = ms.aggregate(path.read_bytes()).messages
+    return any(
+        isinstance(p, ms.ReasoningPart) for m in messages if isinstance(m.content, list) for p in m.content
+    )
+
+
 def sources() -> list[Any]:
+    """Every SSE source with the reasoning mode ``auto``; those with reasoning with every mode."""
+    paths = [(src, path) for src in SSE_SOURCES for path in recordings(src) + corpus(src)]
     return [
-        pytest.param(path, id=f"{src}/{path.name}")
-        for src in SSE_SOURCES
-        for path in recordings(src) + corpus(src)
+        pytest.param(path, mode, id=f"{src}/{path.name}-{mode}")
+        for src, path in paths
+        for mode in ("auto", *(("reasoning_content", "reasoning_details") if has_reasoning(path) else ()))
     ]
 
 
@@ -288,13 +297,13 @@ def without_logprobs(choices: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.parametrize("path", sources())
-def test_body_and_stream_agree(path: Path) -> None:
+@pytest.mark.parametrize(("path", "mode"), sources())
+def test_body_and_stream_agree(path: Path, mode: openai_chat.ReasoningMode) -> None:
     data = path.read_bytes()
     response = ms.aggregate(data)
     body_drops = ms.DropLog(PROTOCOL, response.protocol)
-    body = openai_chat.encode_response(response, drops=body_drops)
-    conv = ms.StreamConverter(PROTOCOL, fail_closed=False)
+    body = openai_chat.encode_response(response, drops=body_drops, reasoning=mode)
+    conv = ms.StreamConverter(PROTOCOL, fail_closed=False, reasoning=mode)
     streamed = conv.feed(data) + conv.finish()
     # One usage function: the usage chunk is the body's usage object, byte for byte.
     assert usage_chunk(streamed) == body.get("usage")

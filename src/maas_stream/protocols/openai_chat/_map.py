@@ -401,6 +401,8 @@ def detail_head(part: ReasoningPart, index: int) -> dict[str, Any]:
 def reasoning_to_wire(part: ReasoningPart, field: str, index: int, keep_state: bool) -> Any:
     """A whole reasoning part → its value in ``field`` (a ``reasoning_details`` entry, or text).
 
+    ``None`` when nothing of it can be written (as a stream of it would write nothing).
+
     Args:
         part: The reasoning.
         field: Where it goes (see :func:`reasoning_field`).
@@ -409,7 +411,10 @@ def reasoning_to_wire(part: ReasoningPart, field: str, index: int, keep_state: b
     """
     text = (part.text or "") + "".join(part.summary or ())
     if field != "reasoning_details":
-        return text
+        return text or None
+    signature = part.signature if keep_state else None
+    if not (part.text or part.summary or signature or (part.data is not None and keep_state)):
+        return None
     detail = detail_head(part, index)
     if part.data is not None and keep_state:
         detail["type"] = "reasoning.encrypted"
@@ -417,11 +422,12 @@ def reasoning_to_wire(part: ReasoningPart, field: str, index: int, keep_state: b
         return detail
     if part.text is None and part.summary:
         detail["type"] = "reasoning.summary"
-        detail["summary"] = "".join(part.summary)
     else:
         detail["text"] = part.text or ""
-    if part.signature is not None and keep_state:
-        detail["signature"] = part.signature
+    if part.summary:
+        detail["summary"] = "".join(part.summary)
+    if signature:
+        detail["signature"] = signature
     return detail
 
 

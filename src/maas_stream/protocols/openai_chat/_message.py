@@ -163,8 +163,9 @@ class ChoiceWriter:
         if not field:
             return
         values = self.reasoning.setdefault(field, [])
-        keep = replayable(self.source, PROTOCOL)
-        values.append(reasoning_to_wire(part, field, len(values), keep))
+        value = reasoning_to_wire(part, field, len(values), replayable(self.source, PROTOCOL))
+        if value is not None:
+            values.append(value)
 
     @property
     def legacy_only(self) -> bool:
@@ -186,7 +187,8 @@ class ChoiceWriter:
         if self.audio is not None:
             message["audio"] = self.audio
         for field, values in self.reasoning.items():
-            message[field] = values if field == "reasoning_details" else "".join(values)
+            if values:
+                message[field] = values if field == "reasoning_details" else "".join(values)
         return message
 
 

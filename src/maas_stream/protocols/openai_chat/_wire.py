@@ -73,47 +73,50 @@ class Logprobs(msgspec.Struct, gc=False):
     refusal: list[Any] | None = None
 
 
-class Choice(msgspec.Struct, gc=False):
+class _ChoiceBase(msgspec.Struct, gc=False):
     index: int = 0
-    delta: Delta | None = None
     finish_reason: str | None = None
     logprobs: Logprobs | None = None
 
 
-class Chunk(msgspec.Struct, gc=False):
+class Choice(_ChoiceBase, gc=False):
+    """A chunk's choice: what its ``delta`` adds."""
+
+    delta: Delta | None = None
+
+
+class CompletionChoice(_ChoiceBase, gc=False):
+    """A response body's choice: its whole ``message``."""
+
+    message: Delta | None = None
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    """What a chunk and a response body have in common."""
+
     id: str | None = None
     object: str | None = None
     created: int | None = None
     model: str | None = None
-    choices: list[Choice] = []
     usage: Any = None
     error: Any = None
     system_fingerprint: str | None = None
     service_tier: str | None = None
+
+
+class Chunk(_Envelope, gc=False):
+    """One ``chat.completion.chunk``."""
+
+    choices: list[Choice] = []
     prompt_filter_results: Any = None
     moderation: Any = None
 
 
-chunk_decoder = msgspec.json.Decoder(Chunk)
+class Completion(_Envelope, gc=False):
+    """A non-streaming ``chat.completion`` body."""
 
-
-class CompletionChoice(msgspec.Struct, gc=False):
-    index: int = 0
-    message: Delta | None = None
-    finish_reason: str | None = None
-    logprobs: Logprobs | None = None
-
-
-class Completion(msgspec.Struct, gc=False):
-    id: str | None = None
-    object: str | None = None
-    created: int | None = None
-    model: str | None = None
     choices: list[CompletionChoice] = []
-    usage: Any = None
-    error: Any = None
-    system_fingerprint: str | None = None
-    service_tier: str | None = None
 
 
+chunk_decoder = msgspec.json.Decoder(Chunk)
 completion_decoder = msgspec.json.Decoder(Completion)
