@@ -369,31 +369,78 @@ def foreign_events() -> list[ev.Event]:
     ]
 
 
+def emitted(events: list[ev.Event], protocol: str = "anthropic") -> list[ev.Event]:
+    """The events as the aggregator hands them to an encoder (content only as deltas)."""
+    agg = ms.Aggregator(protocol, emit=True)
+    return [out for e in events for out in agg.feed(e)]
+
+
+def encode_all(encoder: openai_chat.StreamEncoder, events: list[ev.Event]) -> bytes:
+    return b"".join(encoder.encode(e) for e in events) + encoder.finish()
+
+
 def test_foreign_thinking_and_server_calls_are_dropped_and_reported_never_text() -> None:
     encoder = openai_chat.StreamEncoder()
-    data = b"".join(encoder.encode(e) for e in foreign_events()) + encoder.finish()
+    data = encode_all(encoder, emitted(foreign_events()))
     assert b"secret thoughts" not in data
     assert b"web_search" not in data
-    assert any("reasoning" in line for line in map(str, encoder.lossy))
-    assert any("server tool call" in line for line in map(str, encoder.lossy))
+    assert b"sig" not in data.replace(b"signature", b"")
+    kinds = {r.kind: str(r) for r in encoder.lossy}
+    assert kinds == {
+        "reasoning": "reasoning (Chat Completions carries no reasoning)",
+        "signature": "reasoning signature (Chat Completions cannot carry it)",
+        "server_call": "server tool call 'web_search' (Chat has no server-side tools) [srv_1]",
+    }
+    assert all("srv_1" not in r.what for r in encoder.lossy)  # ids go to `where`, never `what`
+    assert {r.source for r in encoder.lossy} == {"anthropic"}
     completion, error = sdk_stream(data)
     assert error is None
     choice = completion.choices[0]
     assert choice.message.content == "Answer."
-    # A final value with no deltas ("{}" from Anthropic's start) still reaches the client.
+    # A final value with no deltas ("{}" from Anthropic's start) reaches the client: the
+    # aggregator sends it as an arguments delta; the encoder has no "rest of the value" logic.
     assert [(c.id, c.function.arguments) for c in choice.message.tool_calls] == [("toolu_1", "{}")]
     assert choice.finish_reason == "tool_calls"
     assert completion.usage is not None
     assert completion.usage.total_tokens == 7
 
 
+def test_encoder_sends_only_deltas_never_the_rest_of_a_final_value() -> None:
+    # Fed directly (no aggregator), a final value that no delta carried is not re-sent: the
+    # remainder is the aggregator's job, once, for every encoder.
+    data = encode_all(openai_chat.StreamEncoder(), foreign_events())
+    completion, _ = sdk_stream(data)
+    assert [(c.id, c.function.arguments) for c in completion.choices[0].message.tool_calls] == [
+        ("toolu_1", "")
+    ]
+
+
+def test_dropped_reasoning_is_reported_even_when_its_end_carries_no_value() -> None:
+    encoder = openai_chat.StreamEncoder()
+    encode_all(encoder, foreign_events())  # PartDone(value=None) for the thinking block
+    assert "reasoning" in {r.kind for r in encoder.lossy}
+
+
 def test_reasoning_can_be_sent_in_a_compatible_field_on_request() -> None:
     encoder = openai_chat.StreamEncoder(reasoning="reasoning_content")
-    data = b"".join(encoder.encode(e) for e in foreign_events()) + encoder.finish()
+    data = encode_all(encoder, emitted(foreign_events()))
     response = ms.aggregate(data)
     assert response.messages[0].content[0] == ms.ReasoningPart(
         text="secret thoughts", origin_field="reasoning_content"
     )
+    # The text has a place; Anthropic's signature has none (it replays only to Anthropic).
+    assert b"sig" not in data.replace(b"signature", b"")
+    assert [r.kind for r in encoder.lossy] == ["signature", "server_call"]
+
+
+def test_foreign_signature_is_not_replayed_even_in_reasoning_details() -> None:
+    encoder = openai_chat.StreamEncoder(reasoning="reasoning_details")
+    data = encode_all(encoder, emitted(foreign_events()))
+    part = ms.aggregate(data).messages[0].content[0]
+    assert isinstance(part, ms.ReasoningPart)
+    assert part.text == "secret thoughts"
+    assert part.signature is None
+    assert "signature" in [r.kind for r in encoder.lossy]
 
 
 # --------------------------------------------------------------------- history codec and validation
@@ -498,7 +545,12 @@ def test_history_drops_reasoning_and_server_calls_with_a_report() -> None:
     lossy: list[ms.Dropped] = []
     body = ms.from_canonical(messages, PROTOCOL, lossy=lossy)
     assert body == {"messages": [{"role": "assistant", "content": "Hi"}]}
-    assert len(lossy) == 2
+    assert [(r.kind, r.where) for r in lossy] == [
+        ("reasoning", ("messages[0]",)),
+        ("signature", ("messages[0]",)),
+        ("server_call", ("messages[0]",)),
+    ]
+    assert all("srv" not in r.what for r in lossy)
 
 
 @pytest.mark.parametrize(
@@ -564,3 +616,37 @@ def test_encoder_from_a_session_keeps_user_content_out_and_reports_later_respons
     assert b"It is 1024." in out
     assert "user message in the output" in [r.what for r in conv.lossy]
     assert any("further response" in line for line in map(str, conv.lossy))
+
+
+def test_history_reads_and_writes_calls_with_the_body_mapping() -> None:
+    messages = ms.to_canonical(BODY, PROTOCOL)
+    legacy = messages[7].content
+    assert legacy == [ms.ToolCallPart(id="", name="legacy", arguments="{}", item_id="function_call")]
+    # The aggregate of a legacy stream (synthesized id, same marker) goes back to the same channel.
+    streamed = ms.aggregate((HERE / "legacy_function_call.sse").read_bytes()).messages
+    body = openai_chat.from_canonical(streamed)
+    assert body["messages"][0]["function_call"] == {"name": "get_time", "arguments": '{"tz":"UTC"}'}
+    assert "tool_calls" not in body["messages"][0]
+
+
+def test_history_drops_are_records_with_kinds_and_places() -> None:
+    messages = [
+        ms.Message(
+            role="user",
+            content=[
+                ms.ToolResultPart(tool_call_id="t1", content=[ms.ImagePart(file_id="f")], is_error=True),
+                ms.ImagePart(file_id="file-1"),
+                ms.CodePart(code="print(1)"),
+            ],
+        )
+    ]
+    drops = ms.DropLog(PROTOCOL, "anthropic")
+    openai_chat.from_canonical(messages, drops=drops)
+    assert [(r.kind, r.where) for r in drops.records] == [
+        ("tool_result", ("messages[0]",)),
+        ("tool_result", ("messages[0]",)),
+        ("media", ("messages[0]",)),
+        ("code", ("messages[0]",)),
+    ]
+    assert all("t1" not in r.what and "file-1" not in r.what for r in drops.records)
+    assert {r.source for r in drops.records} == {"anthropic"}

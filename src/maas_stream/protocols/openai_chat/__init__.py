@@ -1,7 +1,9 @@
 """OpenAI Chat Completions (``POST /v1/chat/completions`` with ``stream: true``).
 
-Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the history codec
-(:func:`to_canonical`, :func:`from_canonical`) and :func:`validate`. Wire Structs are private.
+Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the response bodies
+(:func:`encode_response`, :func:`decode_response`), the history codec (:func:`to_canonical`,
+:func:`from_canonical`) and :func:`validate`. All of them render Chat wire objects through one
+mapping (``_map``, ``_message``). Wire Structs are private.
 """
 
 from __future__ import annotations
@@ -12,22 +14,24 @@ from typing import Final
 from ..._registry import Auth, Endpoint, spec_of
 from .. import _names
 from .._errors import openai_error_body
+from ._body import decode_response as decode_response
 from ._body import encode_response as encode_response
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
-from ._encode import ReasoningMode as ReasoningMode
 from ._encode import StreamEncoder as StreamEncoder
 from ._envelope import ENVELOPE
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
+from ._map import ReasoningMode as ReasoningMode
 
 __all__ = (
     "SPEC",
     "ReasoningMode",
     "StreamDecoder",
     "StreamEncoder",
+    "decode_response",
     "detect",
     "encode_response",
     "from_canonical",

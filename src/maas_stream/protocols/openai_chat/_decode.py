@@ -12,116 +12,25 @@ from typing import Any, Final
 
 import msgspec
 
+from ... import events as ev
 from ..._exceptions import RemoteProtocolError
-from ..._model import (
-    CitationPart,
-    FinishReason,
-    ReasoningPart,
-    StreamError,
-    ToolCallKind,
-    ToolCallPart,
-    Usage,
-)
-from ...events import (
-    AnnotationAdded,
-    ArgumentsDelta,
-    AudioDelta,
-    Event,
-    LogprobsDelta,
-    MessageDone,
-    MessageStart,
-    PartStart,
-    ReasoningDelta,
-    RefusalDelta,
-    ResponseDone,
-    ResponseStart,
-    SignatureDelta,
-    StreamErrorEvent,
-    SummaryDelta,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
+from ..._model import ReasoningPart, ToolCallPart
 from .._base import SSEStreamDecoder
-from ._wire import Choice, Chunk, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder
+from ._map import (
+    LEGACY,
+    PROTOCOL,
+    call_kind,
+    citation_from_annotation,
+    detail_part,
+    error_from,
+    finish_from,
+    response_raw,
+    usage_from,
+)
+from ._wire import Choice, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder
 
+# ``citation_from_annotation`` and ``error_from`` are re-exported for the other OpenAI protocols.
 __all__ = ["StreamDecoder", "citation_from_annotation", "error_from", "usage_from"]
-
-from .._names import OPENAI_CHAT as PROTOCOL
-
-LEGACY: Final = "function_call"
-"""``ToolCallPart.item_id`` of a call that came through the deprecated ``function_call`` channel."""
-
-FINISH_REASONS: Final[dict[str, FinishReason]] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "content_filter": "content_filter",
-}
-
-
-def usage_from(raw: Any) -> Usage | None:
-    """Map a Chat ``usage`` object to canonical usage (``None`` for a missing or odd one)."""
-    if not isinstance(raw, dict):
-        return None
-    prompt_details = raw.get("prompt_tokens_details")
-    completion_details = raw.get("completion_tokens_details")
-    pd = prompt_details if isinstance(prompt_details, dict) else {}
-    cd = completion_details if isinstance(completion_details, dict) else {}
-    return Usage(
-        input_tokens=_int(raw.get("prompt_tokens")),
-        output_tokens=_int(raw.get("completion_tokens")),
-        total_tokens=_int(raw.get("total_tokens")),
-        reasoning_tokens=_int(cd.get("reasoning_tokens")),
-        cache_read_tokens=_int(pd.get("cached_tokens")),
-        cache_write_tokens=_int(pd.get("cache_write_tokens")),
-        raw=raw,
-    )
-
-
-def _int(value: Any) -> int | None:
-    return value if type(value) is int else None
-
-
-def error_from(raw: Any) -> StreamError:
-    """Map an OpenAI-style error object (``{"message", "type", "code", ...}``) to a StreamError."""
-    if isinstance(raw, dict):
-        code = raw.get("code")
-        message = raw.get("message")
-        return StreamError(
-            type=str(raw.get("type") or "error"),
-            message=message if isinstance(message, str) else None,
-            code=None if code is None else str(code),
-            raw=raw,
-        )
-    return StreamError(type="error", message=str(raw), raw=raw)
-
-
-def citation_from_annotation(raw: Any) -> CitationPart:
-    """Map an OpenAI annotation (Chat ``annotations[]`` or Responses ``annotations[]``)."""
-    if not isinstance(raw, dict):
-        return CitationPart(kind="unknown", raw=raw)
-    kind = str(raw.get("type") or "unknown")
-    inner = raw.get(kind)
-    body: dict[str, Any] = inner if isinstance(inner, dict) else raw
-    start = body.get("start_index")
-    end = body.get("end_index")
-    content = body.get("content")
-    return CitationPart(
-        kind=kind,
-        url=_str(body.get("url")),
-        title=_str(body.get("title")),
-        file_id=_str(body.get("file_id")),
-        start=start if type(start) is int else None,
-        end=end if type(end) is int else None,
-        cited_text=content if isinstance(content, str) else None,
-        raw=raw,
-    )
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 class StreamDecoder(SSEStreamDecoder):
@@ -144,50 +53,50 @@ class StreamDecoder(SSEStreamDecoder):
         self._reasoning: set[tuple[int, Any]] = set()
         self._done = False
 
-    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+    def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         try:
             chunk = chunk_decoder.decode(data)
         except msgspec.DecodeError:
             return self._odd_frame(event, data)
         if self._done:
             raise RemoteProtocolError("data after [DONE]", event_type=event)
-        out: list[Event] = []
+        out: list[ev.Event] = []
         if not self._have_id and (chunk.id or not self._started):
             # Azure sends a first chunk with an empty id (prompt filter results): announce the
             # response at once and again when the real id arrives.
             self._started = True
             self._have_id = bool(chunk.id)
             out.append(
-                ResponseStart(
+                ev.ResponseStart(
                     protocol=PROTOCOL,
                     id=chunk.id or None,
                     model=chunk.model or None,
-                    provider_raw=_response_raw(chunk),
+                    provider_raw=response_raw(chunk.created, chunk.system_fingerprint, chunk.service_tier),
                 )
             )
         if chunk.prompt_filter_results is not None or chunk.moderation is not None:
             # Whole-chunk extensions (Azure prompt filters, moderation results): kept verbatim.
             kind = "prompt_filter_results" if chunk.prompt_filter_results is not None else "moderation"
-            out.append(UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data)))
+            out.append(ev.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data)))
         for choice in chunk.choices:
             self._choice(choice, out)
         if chunk.usage:
             usage = usage_from(chunk.usage)
             if usage is not None:
-                out.append(UsageUpdate(usage=usage))
+                out.append(ev.UsageUpdate(usage=usage))
         if chunk.error:
-            out.append(StreamErrorEvent(error=error_from(chunk.error)))
+            out.append(ev.StreamErrorEvent(error=error_from(chunk.error)))
         elif event == "error":
-            out.append(StreamErrorEvent(error=error_from(msgspec.json.decode(data))))
+            out.append(ev.StreamErrorEvent(error=error_from(msgspec.json.decode(data))))
         return out
 
-    def _odd_frame(self, event: str, data: bytes | str) -> list[Event]:
+    def _odd_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         """A frame that is not a JSON chunk: ``[DONE]``, an empty keep-alive, or bad bytes."""
         if data[:6] in _DONE:
             if self._done:
                 raise RemoteProtocolError("data after [DONE]", event_type=event)
             self._done = True
-            return [ResponseDone()]
+            return [ev.ResponseDone()]
         if not data.strip():
             return []  # an empty data line carries nothing (some proxies send one as keep-alive)
         if self._done:
@@ -200,13 +109,13 @@ class StreamDecoder(SSEStreamDecoder):
         chunk_decoder.decode(data)  # raises the DecodeError with its message
         raise AssertionError("unreachable: the frame failed to decode above")
 
-    def _choice(self, choice: Choice, out: list[Event]) -> None:
+    def _choice(self, choice: Choice, out: list[ev.Event]) -> None:
         index = choice.index
         delta = choice.delta
         if index not in self._choices:
             self._choices.add(index)
             role = delta.role if delta is not None and delta.role else "assistant"
-            out.append(MessageStart(message=index, role=_role(role), choice_index=index))
+            out.append(ev.MessageStart(message=index, role=_role(role), choice_index=index))
         if delta is not None:
             content = delta.content
             if (
@@ -220,25 +129,25 @@ class StreamDecoder(SSEStreamDecoder):
                 and delta.audio is None
                 and delta.function_call is None
             ):
-                out.append(TextDelta(message=index, part="content", text=content))  # the common case
+                out.append(ev.TextDelta(message=index, part="content", text=content))  # the common case
             else:
                 self._delta(index, delta, out)
         logprobs = choice.logprobs
         if logprobs is not None:
             if logprobs.content:
-                out.append(LogprobsDelta(message=index, part="content", logprobs=logprobs.content))
+                out.append(ev.LogprobsDelta(message=index, part="content", logprobs=logprobs.content))
             if logprobs.refusal:
-                out.append(LogprobsDelta(message=index, part="refusal", logprobs=logprobs.refusal))
+                out.append(ev.LogprobsDelta(message=index, part="refusal", logprobs=logprobs.refusal))
         if choice.finish_reason:
             out.append(
-                MessageDone(
+                ev.MessageDone(
                     message=index,
-                    finish_reason=FINISH_REASONS.get(choice.finish_reason, "other"),
+                    finish_reason=finish_from(choice.finish_reason),
                     provider_finish_reason=choice.finish_reason,
                 )
             )
 
-    def _delta(self, index: int, delta: Delta, out: list[Event]) -> None:
+    def _delta(self, index: int, delta: Delta, out: list[ev.Event]) -> None:
         details = delta.reasoning_details
         if details:
             for detail in details:
@@ -253,17 +162,17 @@ class StreamDecoder(SSEStreamDecoder):
                 if (index, field) not in self._reasoning:
                     self._reasoning.add((index, field))
                     out.append(
-                        PartStart(message=index, part="reasoning", value=ReasoningPart(origin_field=field))
+                        ev.PartStart(message=index, part="reasoning", value=ReasoningPart(origin_field=field))
                     )
-                out.append(ReasoningDelta(message=index, part="reasoning", text=reasoning))
+                out.append(ev.ReasoningDelta(message=index, part="reasoning", text=reasoning))
         if delta.annotations:
             for annotation in delta.annotations:
                 citation = citation_from_annotation(annotation)
-                out.append(AnnotationAdded(message=index, part="content", citation=citation))
+                out.append(ev.AnnotationAdded(message=index, part="content", citation=citation))
         if delta.content:
-            out.append(TextDelta(message=index, part="content", text=delta.content))
+            out.append(ev.TextDelta(message=index, part="content", text=delta.content))
         if delta.refusal:
-            out.append(RefusalDelta(message=index, part="refusal", text=delta.refusal))
+            out.append(ev.RefusalDelta(message=index, part="refusal", text=delta.refusal))
         if delta.tool_calls:
             self._tool_calls(index, delta.tool_calls, out)
         legacy = delta.function_call
@@ -272,13 +181,13 @@ class StreamDecoder(SSEStreamDecoder):
                 # The legacy channel has no call id; item_id marks the channel so a Chat
                 # re-encode can put the call back where it came from.
                 value = ToolCallPart(id="", name=legacy.name, arguments="", item_id=LEGACY)
-                out.append(PartStart(message=index, part="function_call", value=value))
+                out.append(ev.PartStart(message=index, part="function_call", value=value))
             if legacy.arguments:
-                out.append(ArgumentsDelta(message=index, part="function_call", delta=legacy.arguments))
+                out.append(ev.ArgumentsDelta(message=index, part="function_call", delta=legacy.arguments))
         audio = delta.audio
         if audio is not None:
             out.append(
-                AudioDelta(
+                ev.AudioDelta(
                     message=index,
                     part="audio",
                     data=audio.data,
@@ -288,55 +197,38 @@ class StreamDecoder(SSEStreamDecoder):
                 )
             )
 
-    def _tool_calls(self, index: int, calls: list[ToolCallDelta], out: list[Event]) -> None:
+    def _tool_calls(self, index: int, calls: list[ToolCallDelta], out: list[ev.Event]) -> None:
         for call in calls:
             fn = call.function
             custom = call.custom
             name = fn.name if fn is not None else custom.name if custom is not None else None
             if call.id or name:
-                kind: ToolCallKind = "custom" if call.type == "custom" or custom is not None else "function"
-                value = ToolCallPart(id=call.id or "", name=name or "", arguments="", kind=kind)
-                out.append(PartStart(message=index, part=call.index, value=value))
+                value = ToolCallPart(id=call.id or "", name=name or "", arguments="", kind=call_kind(call))
+                out.append(ev.PartStart(message=index, part=call.index, value=value))
             args = fn.arguments if fn is not None else custom.input if custom is not None else None
             if args:
-                out.append(ArgumentsDelta(message=index, part=call.index, delta=args))
+                out.append(ev.ArgumentsDelta(message=index, part=call.index, delta=args))
 
-    def _reasoning_detail(self, index: int, detail: ReasoningDetail, out: list[Event]) -> None:
+    def _reasoning_detail(self, index: int, detail: ReasoningDetail, out: list[ev.Event]) -> None:
         key = ("reasoning_details", detail.index or 0)
         if detail.type == "reasoning.encrypted":
             # Opaque reasoning: a block of its own, complete as it arrives.
             self._reasoning.add((index, key))
-            value = ReasoningPart(
-                id=detail.id,
-                format=detail.format,
-                origin_field="reasoning_details",
-                data=detail.data,
-                redacted=True,
-            )
-            out.append(PartStart(message=index, part=key, value=value))
+            out.append(ev.PartStart(message=index, part=key, value=detail_part(detail)))
             return
         if (index, key) not in self._reasoning:
             self._reasoning.add((index, key))
             value = ReasoningPart(id=detail.id, format=detail.format, origin_field="reasoning_details")
-            out.append(PartStart(message=index, part=key, value=value))
+            out.append(ev.PartStart(message=index, part=key, value=value))
         if detail.text:
-            out.append(ReasoningDelta(message=index, part=key, text=detail.text))
+            out.append(ev.ReasoningDelta(message=index, part=key, text=detail.text))
         if detail.summary:
-            out.append(SummaryDelta(message=index, part=key, index=0, text=detail.summary))
+            out.append(ev.SummaryDelta(message=index, part=key, index=0, text=detail.summary))
         if detail.signature:
-            out.append(SignatureDelta(message=index, part=key, signature=detail.signature))
+            out.append(ev.SignatureDelta(message=index, part=key, signature=detail.signature))
 
 
 _DONE: Final = (b"[DONE]", "[DONE]")
-
-
-def _response_raw(chunk: Chunk) -> dict[str, Any]:
-    raw: dict[str, Any] = {"created": chunk.created}
-    if chunk.system_fingerprint is not None:
-        raw["system_fingerprint"] = chunk.system_fingerprint
-    if chunk.service_tier is not None:
-        raw["service_tier"] = chunk.service_tier
-    return raw
 
 
 _ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})

@@ -6,18 +6,28 @@ Mapping (PROTOCOLS.md §1.10, the spec's "OpenAI Chat Completions" and "Serializ
 * Content parts: ``text`` → text, ``image_url`` → image, ``input_audio`` → audio, ``file`` →
   file, ``refusal`` → refusal; anything else → an unknown part, kept whole.
 * ``assistant.tool_calls[]`` → ``tool_call`` parts after the content; ``assistant.refusal`` →
-  a refusal part; legacy ``function_call`` → a tool call without id.
+  a refusal part; legacy ``function_call`` → a tool call without id, marked with
+  ``item_id="function_call"`` as the stream decoder marks it. Calls, the legacy call and audio
+  are read and written by the same mapping as the response bodies and streams (``_map``,
+  ``_message.ChoiceWriter``).
 * A ``tool`` message → a ``tool`` message holding one ``tool_result`` part (and its
   ``tool_call_id`` on the message too).
 * Back to Chat: every ``tool_result`` part becomes its own ``role=tool`` message, placed before
   the rest of the message it came in (an Anthropic user message with several results and
-  trailing text becomes several tool messages and then a user message).
+  trailing text becomes several tool messages and then a user message). What Chat cannot
+  carry is dropped and reported as records (``messages[i]`` in ``where``), never turned into
+  text.
+
+It must not do IO.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+import msgspec
+
+from ..._drops import DropLog
 from ..._exceptions import ValidationError
 from ..._model import (
     AudioPart,
@@ -25,14 +35,15 @@ from ..._model import (
     ImagePart,
     Message,
     Part,
-    ReasoningPart,
     RefusalPart,
     TextPart,
-    ToolCallPart,
     ToolResultPart,
     UnknownPart,
 )
 from .._turns import join_items
+from ._map import PROTOCOL, audio_from, call_from, drop_part, legacy_from
+from ._message import ChoiceWriter
+from ._wire import AudioDelta, FunctionDelta, ToolCallDelta
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -40,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
 _ROLES: Final = ("system", "developer", "user", "assistant", "tool", "function")
+_W = TypeVar("_W", AudioDelta, FunctionDelta, ToolCallDelta)
 
 
 def _messages_of(body: Any) -> list[Any]:
@@ -90,18 +102,14 @@ def _message(raw: dict[str, Any]) -> Message:
         refusal = raw.get("refusal")
         if isinstance(refusal, str):
             parts.append(RefusalPart(text=refusal))
-        audio = raw.get("audio")
-        if isinstance(audio, dict) and isinstance(audio.get("id"), str):
-            parts.append(AudioPart(id=audio["id"]))
+        audio = _wire(raw.get("audio"), AudioDelta)
+        if audio is not None and isinstance(audio.id, str):
+            parts.append(audio_from(audio))
         for call in raw.get("tool_calls") or ():
             parts.append(_tool_call(call))
-        legacy = raw.get("function_call")
-        if isinstance(legacy, dict):
-            parts.append(
-                ToolCallPart(
-                    id="", name=str(legacy.get("name") or ""), arguments=str(legacy.get("arguments") or "")
-                )
-            )
+        legacy = _wire(raw.get("function_call"), FunctionDelta)
+        if legacy is not None:
+            parts.append(legacy_from(legacy))
         if isinstance(content, str) and len(parts) == 1:
             parts = content
     else:
@@ -109,21 +117,21 @@ def _message(raw: dict[str, Any]) -> Message:
     return Message(role=role, content=parts, name=name)
 
 
+def _wire(raw: Any, kind: type[_W]) -> _W | None:
+    """A message field read with the wire Struct the response decoder uses (``None`` if odd)."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError:
+        return None
+
+
 def _tool_call(call: Any) -> Part:
-    if not isinstance(call, dict):
+    entry = _wire(call, ToolCallDelta)
+    if entry is None:
         return UnknownPart(provider_type="tool_call", raw=call)
-    if call.get("type") == "custom" and isinstance(call.get("custom"), dict):
-        custom = call["custom"]
-        return ToolCallPart(
-            id=str(call.get("id") or ""),
-            name=str(custom.get("name") or ""),
-            arguments=str(custom.get("input") or ""),
-            kind="custom",
-        )
-    fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
-    return ToolCallPart(
-        id=str(call.get("id") or ""), name=str(fn.get("name") or ""), arguments=str(fn.get("arguments") or "")
-    )
+    return call_from(entry)
 
 
 def _parts(content: Any) -> list[Part]:
@@ -156,18 +164,18 @@ def _part(raw: Any) -> Part:
 # ---------------------------------------------------------------------- canonical → Chat
 
 
-def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -> dict[str, Any]:
+def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> dict[str, Any]:
     """Convert canonical messages to a Chat request body ``{"messages": [...]}``.
 
     Args:
         messages: The conversation.
-        lossy: If given, a line is appended for everything Chat cannot carry (reasoning,
-            server-side tool calls, unknown parts), which is dropped, never turned into text.
+        drops: If given, receives a record for everything Chat cannot carry (reasoning,
+            server-side tool calls, unknown parts...), which is dropped, never turned into text.
     """
-    sink: list[str] = lossy if lossy is not None else []
+    log = drops if drops is not None else DropLog(PROTOCOL)
     out: list[dict[str, Any]] = []
     for i, msg in enumerate(join_items(messages)):
-        out.extend(m for m in _to_chat(i, msg, sink) if not _empty_assistant(m))
+        out.extend(m for m in _to_chat(i, msg, log) if not _empty_assistant(m))
     return {"messages": out}
 
 
@@ -178,9 +186,10 @@ def _empty_assistant(item: dict[str, Any]) -> bool:
     )
 
 
-def _to_chat(i: int, msg: Message, lossy: list[str]) -> list[dict[str, Any]]:
+def _to_chat(i: int, msg: Message, drops: DropLog) -> list[dict[str, Any]]:
     role = "assistant" if msg.role == "model" else msg.role
     content = msg.content
+    where = f"messages[{i}]"
     if isinstance(content, str):
         if role == "tool":
             return [{"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": content}]
@@ -190,16 +199,18 @@ def _to_chat(i: int, msg: Message, lossy: list[str]) -> list[dict[str, Any]]:
         return [item]
     results = [p for p in content if isinstance(p, ToolResultPart)]
     rest = [p for p in content if not isinstance(p, ToolResultPart)]
-    out = [_tool_message(r, lossy, i) for r in results]
+    out = [_tool_message(r, drops, where) for r in results]
     if role == "tool":
         if rest:
-            lossy.append(f"messages[{i}]: non-result parts of a tool message")
+            drops.add(
+                "field", "non-result parts of a tool message (Chat: one result per tool message)", where=where
+            )
         return out
     if role == "assistant":
-        out.append(_assistant(i, msg, rest, lossy))
+        out.append(_assistant(msg, rest, drops, where))
         return out
     if rest or not results:
-        parts = [_chat_part(i, p, lossy) for p in rest]
+        parts = [_chat_part(p, drops, where) for p in rest]
         kept = [p for p in parts if p is not None]
         item = {"role": role, "content": _collapse(kept)}
         if msg.name is not None:
@@ -215,7 +226,7 @@ def _collapse(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _tool_message(result: ToolResultPart, lossy: list[str], i: int) -> dict[str, Any]:
+def _tool_message(result: ToolResultPart, drops: DropLog, where: str) -> dict[str, Any]:
     content: str | list[dict[str, Any]]
     if isinstance(result.content, str):
         content = result.content
@@ -225,53 +236,25 @@ def _tool_message(result: ToolResultPart, lossy: list[str], i: int) -> dict[str,
             if isinstance(part, TextPart):
                 texts.append({"type": "text", "text": part.text})
             else:
-                lossy.append(
-                    f"messages[{i}]: {part.__struct_config__.tag} part in a tool result (Chat: text only)"
-                )
+                tag = part.__struct_config__.tag
+                drops.add("tool_result", f"{tag} part in a tool result (Chat: text only)", where=where)
         content = texts
     if result.is_error:
-        lossy.append(f"messages[{i}]: is_error of tool result {result.tool_call_id} (Chat has no error flag)")
+        drops.add("tool_result", "is_error of a tool result (Chat has no error flag)", where=where)
     return {"role": "tool", "tool_call_id": result.tool_call_id, "content": content}
 
 
-def _assistant(i: int, msg: Message, parts: Sequence[Part], lossy: list[str]) -> dict[str, Any]:
-    texts: list[dict[str, Any]] = []
-    calls: list[dict[str, Any]] = []
-    item: dict[str, Any] = {"role": "assistant"}
+def _assistant(msg: Message, parts: Sequence[Part], drops: DropLog, where: str) -> dict[str, Any]:
+    writer = ChoiceWriter(drops, source=msg.provider, request=True, where=where)
     for part in parts:
-        if isinstance(part, TextPart):
-            texts.append({"type": "text", "text": part.text})
-        elif isinstance(part, RefusalPart):
-            item["refusal"] = part.text
-        elif isinstance(part, ToolCallPart):
-            if part.kind in ("server", "mcp"):
-                lossy.append(
-                    f"messages[{i}]: {part.kind} tool call {part.id} (Chat has no server-side tools)"
-                )
-            elif not part.id and part.kind == "function" and not calls:
-                item["function_call"] = {"name": part.name, "arguments": part.arguments}
-            elif part.kind == "custom":
-                calls.append(
-                    {"id": part.id, "type": "custom", "custom": {"name": part.name, "input": part.arguments}}
-                )
-            else:
-                fn = {"name": part.name, "arguments": part.arguments}
-                calls.append({"id": part.id, "type": "function", "function": fn})
-        elif isinstance(part, AudioPart) and part.id is not None:
-            item["audio"] = {"id": part.id}
-        elif isinstance(part, ReasoningPart):
-            lossy.append(f"messages[{i}]: reasoning (Chat Completions cannot replay it)")
-        else:
-            lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part in an assistant message")
-    item["content"] = "".join(t["text"] for t in texts) if texts else None
-    if calls:
-        item["tool_calls"] = calls
+        writer.add(part)
+    item = writer.message()
     if msg.name is not None:
         item["name"] = msg.name
     return item
 
 
-def _chat_part(i: int, part: Part, lossy: list[str]) -> dict[str, Any] | None:
+def _chat_part(part: Part, drops: DropLog, where: str) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ImagePart):
@@ -279,7 +262,7 @@ def _chat_part(i: int, part: Part, lossy: list[str]) -> dict[str, Any] | None:
         if url is None and part.data is not None:
             url = f"data:{part.media_type or 'image/png'};base64,{part.data}"
         if url is None:
-            lossy.append(f"messages[{i}]: image by file id (Chat takes a URL)")
+            drops.add("media", "image by file id (Chat takes a URL)", where=where)
             return None
         image: dict[str, Any] = {"url": url}
         if part.detail is not None:
@@ -299,7 +282,7 @@ def _chat_part(i: int, part: Part, lossy: list[str]) -> dict[str, Any] | None:
     if isinstance(part, UnknownPart) and isinstance(part.raw, dict) and "type" in part.raw:
         raw: dict[str, Any] = part.raw
         return raw
-    lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Chat Completions equivalent)")
+    drop_part(drops, part, where=where)
     return None
 
 

@@ -1,5 +1,8 @@
 """OpenAI Chat Completions wire Structs (private). Only the fields we read are declared.
 
+A streamed ``delta`` and a response body's ``message`` have the same fields, so one Struct
+(:class:`Delta`) reads both; :class:`Completion` is the non-streaming ``chat.completion`` body.
+
 They are ``gc=False``: decoded fresh per chunk, they hold only strings, numbers and plain JSON
 values, so they cannot form reference cycles, and leaving them out of the cycle collector is
 measured in ``benchmarks/bench_openai_chat.py`` (about a tenth of the decode cost).
@@ -70,25 +73,50 @@ class Logprobs(msgspec.Struct, gc=False):
     refusal: list[Any] | None = None
 
 
-class Choice(msgspec.Struct, gc=False):
+class _ChoiceBase(msgspec.Struct, gc=False):
     index: int = 0
-    delta: Delta | None = None
     finish_reason: str | None = None
     logprobs: Logprobs | None = None
 
 
-class Chunk(msgspec.Struct, gc=False):
+class Choice(_ChoiceBase, gc=False):
+    """A chunk's choice: what its ``delta`` adds."""
+
+    delta: Delta | None = None
+
+
+class CompletionChoice(_ChoiceBase, gc=False):
+    """A response body's choice: its whole ``message``."""
+
+    message: Delta | None = None
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    """What a chunk and a response body have in common."""
+
     id: str | None = None
     object: str | None = None
     created: int | None = None
     model: str | None = None
-    choices: list[Choice] = []
     usage: Any = None
     error: Any = None
     system_fingerprint: str | None = None
     service_tier: str | None = None
+
+
+class Chunk(_Envelope, gc=False):
+    """One ``chat.completion.chunk``."""
+
+    choices: list[Choice] = []
     prompt_filter_results: Any = None
     moderation: Any = None
 
 
+class Completion(_Envelope, gc=False):
+    """A non-streaming ``chat.completion`` body."""
+
+    choices: list[CompletionChoice] = []
+
+
 chunk_decoder = msgspec.json.Decoder(Chunk)
+completion_decoder = msgspec.json.Decoder(Completion)

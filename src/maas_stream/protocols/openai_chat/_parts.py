@@ -1,0 +1,291 @@
+"""OpenAI Chat Completions stream encoder, part half: framing and the per-part-kind writers.
+
+:class:`PartWriter` turns the canonical part events (starts, deltas, ends) into
+``chat.completion.chunk`` deltas, with the wire objects of ``_map``, so a stream and a body of the
+same response carry the same tool calls, audio, annotations and reasoning. Content arrives only
+as deltas (the aggregator emits a part's start empty and any ``.done``-only remainder as a delta),
+so nothing here re-sends "the rest" of a final value. What a part cannot carry is reported when
+the part ends, from its final value, by the same functions the body encoder uses.
+
+The response and message lifecycle (finish reasons, usage, errors, ``[DONE]``) is
+:class:`~._encode.StreamEncoder`'s. It must not do IO.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..._drops import DropLog
+from ..._model import AudioPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
+from .._replay import replayable
+from ._map import (
+    LEGACY,
+    PROTOCOL,
+    ReasoningMode,
+    annotation_to_wire,
+    audio_delta,
+    call_to_wire,
+    detail_head,
+    drop_part,
+    drop_reasoning,
+    legacy_to_wire,
+    reasoning_field,
+)
+
+if TYPE_CHECKING:
+    from ..._model import Part
+    from ...events import (
+        AnnotationAdded,
+        ArgumentsDelta,
+        AudioDelta,
+        LogprobsDelta,
+        PartDone,
+        PartStart,
+        ReasoningDelta,
+        RefusalDelta,
+        SignatureDelta,
+        SummaryDelta,
+        TextDelta,
+    )
+
+__all__ = ["PartWriter"]
+
+_json = msgspec.json.Encoder()
+
+
+class _Out:
+    """How one canonical part is being written out."""
+
+    __slots__ = ("choice", "field", "kind", "meta", "start", "tool")
+
+    def __init__(
+        self, kind: str, choice: int, tool: int = -1, field: str = "", start: Part | None = None
+    ) -> None:
+        self.kind = kind
+        """``text``, ``refusal``, ``tool``, ``reasoning``, ``audio``; ``drop`` (reported when it
+        ends) or ``skip`` (part of a message that is not the model's, reported as a message)."""
+        self.choice = choice
+        self.tool = tool
+        self.field = field
+        self.start = start
+        """The start value of a part that is dropped, in case its end brings none."""
+        self.meta: dict[str, Any] = {}
+        """Fields repeated on every ``reasoning_details`` entry of this part (type, index, format, id)."""
+
+
+class PartWriter:
+    """Framing and the part writers of the Chat stream encoder (see the module docstring).
+
+    A mixin: :class:`~._encode.StreamEncoder` joins it with the event routing of
+    :class:`~.._base.EventEncoder`, which finds these ``_on_*`` handlers by name.
+
+    Args:
+        reasoning: Where reasoning goes (see :data:`~._map.ReasoningMode`).
+    """
+
+    def __init__(self, reasoning: ReasoningMode) -> None:
+        self.reasoning: ReasoningMode = reasoning
+        self.drops = DropLog(PROTOCOL)
+        """What the target protocol could not carry and was dropped, as records."""
+        self._source = ""
+        self._id: str | None = None
+        self._model: str | None = None
+        self._header: dict[str, Any] = {"created": 0}
+        self._choices: dict[int, int] = {}
+        self._announced: set[int] = set()
+        self._parts: dict[tuple[int, int], _Out] = {}
+        self._tools: dict[int, int] = {}
+        self._legacy: set[int] = set()
+        self._details: dict[int, int] = {}
+        self._held: dict[int, list[dict[str, Any]]] = {}
+        self._skipped: set[Any] = set()
+        """Source messages that are not the model's (user, tool...): their parts are not written."""
+
+    # ------------------------------------------------------------------ framing
+
+    def _chunk(self, choice: int, delta: dict[str, Any], **extra: Any) -> bytes:
+        body: dict[str, Any] = {
+            "id": self._id or "chatcmpl-maas",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self._model or "unknown",
+            **self._header,
+            "choices": [{"index": choice, "delta": delta, "finish_reason": None, **extra}],
+        }
+        return b"data: " + _json.encode(body) + b"\n\n"
+
+    def _choice(self, message: Any) -> int:
+        return self._choices.get(message, 0) if isinstance(message, int) else 0
+
+    def _announce(self, choice: int) -> bytes:
+        if choice in self._announced:
+            return b""
+        self._announced.add(choice)
+        return self._chunk(choice, {"role": "assistant", "content": ""})
+
+    def _flush_annotations(self, choice: int) -> bytes:
+        held = self._held.pop(choice, None)
+        return self._chunk(choice, {"annotations": held}) if held else b""
+
+    # ------------------------------------------------------------------ part starts
+
+    def _on_part_start(self, ev: PartStart) -> bytes:
+        assert isinstance(ev.message, int)
+        assert isinstance(ev.part, int)
+        choice = self._choice(ev.message)
+        key = (ev.message, ev.part)
+        if ev.message in self._skipped:
+            self._parts[key] = _Out("skip", choice)
+            return b""
+        value = ev.value
+        head = self._announce(choice)
+        if isinstance(value, TextPart):
+            self._parts[key] = _Out("text", choice)
+        elif isinstance(value, RefusalPart):
+            self._parts[key] = _Out("refusal", choice)
+        elif isinstance(value, ToolCallPart) and value.kind in ("function", "custom"):
+            head += self._call_start(key, choice, value)
+        elif isinstance(value, ReasoningPart):
+            head += self._reasoning_start(key, choice, value)
+        elif isinstance(value, AudioPart):
+            self._parts[key] = _Out("audio", choice)
+            audio = audio_delta(value.id, value.data, value.transcript, value.expires_at)
+            if audio:
+                head += self._chunk(choice, {"audio": audio})
+        else:
+            self._parts[key] = _Out("drop", choice, start=value)  # reported from its final value when it ends
+        return head
+
+    def _call_start(self, key: tuple[int, int], choice: int, value: ToolCallPart) -> bytes:
+        if value.item_id == LEGACY and self._source == PROTOCOL:
+            self._parts[key] = _Out("tool", choice, field=LEGACY)
+            self._legacy.add(choice)
+            return self._chunk(choice, {LEGACY: legacy_to_wire(value, "")})
+        tool = self._tools.get(choice, 0)
+        self._tools[choice] = tool + 1
+        self._parts[key] = _Out("tool", choice, tool, field=value.kind)
+        return self._chunk(choice, {"tool_calls": [{"index": tool, **call_to_wire(value, "")}]})
+
+    def _reasoning_start(self, key: tuple[int, int], choice: int, value: ReasoningPart) -> bytes:
+        field = reasoning_field(value, self._source, self.reasoning)
+        if not field:
+            self._parts[key] = _Out("drop", choice, start=value)
+            return b""
+        self._parts[key] = out = _Out("reasoning", choice, field=field)
+        if field != "reasoning_details":
+            return b""
+        index = self._details.get(choice, 0)
+        self._details[choice] = index + 1
+        out.meta = detail_head(value, index)
+        if value.data is not None and self._keep_state():
+            # Opaque reasoning: an entry of its own, complete as it starts.
+            return self._chunk(
+                choice,
+                {"reasoning_details": [{**out.meta, "type": "reasoning.encrypted", "data": value.data}]},
+            )
+        return b""
+
+    def _keep_state(self) -> bool:
+        return replayable(self._source, PROTOCOL)
+
+    # ------------------------------------------------------------------ deltas
+
+    def _get(self, ev: Any) -> _Out | None:
+        return self._parts.get((ev.message, ev.part))
+
+    def _on_text(self, ev: TextDelta) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind != "text":
+            return b""
+        return self._chunk(out.choice, {"content": ev.text})
+
+    def _on_refusal(self, ev: RefusalDelta) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind != "refusal":
+            return b""
+        return self._chunk(out.choice, {"refusal": ev.text})
+
+    def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind != "reasoning":
+            return b""
+        if out.field == "reasoning_details":
+            return self._chunk(out.choice, {"reasoning_details": [{**out.meta, "text": ev.text}]})
+        return self._chunk(out.choice, {out.field: ev.text})
+
+    def _on_summary(self, ev: SummaryDelta) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind != "reasoning" or not ev.text:
+            return b""
+        if out.field == "reasoning_details":
+            detail = {**out.meta, "type": "reasoning.summary", "summary": ev.text}
+            return self._chunk(out.choice, {"reasoning_details": [detail]})
+        return self._chunk(out.choice, {out.field: ev.text})
+
+    def _on_signature(self, ev: SignatureDelta) -> bytes:
+        out = self._get(ev)
+        if (
+            out is None
+            or out.kind != "reasoning"
+            or out.field != "reasoning_details"
+            or not self._keep_state()
+        ):
+            return b""  # no place for it: reported when the part ends
+        return self._chunk(out.choice, {"reasoning_details": [{**out.meta, "signature": ev.signature}]})
+
+    def _on_arguments(self, ev: ArgumentsDelta) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind != "tool":
+            return b""
+        if out.field == LEGACY:
+            return self._chunk(out.choice, {LEGACY: {"arguments": ev.delta}})
+        call: dict[str, Any] = {"index": out.tool}
+        if out.field == "custom":
+            call["custom"] = {"input": ev.delta}
+        else:
+            call["function"] = {"arguments": ev.delta}
+        return self._chunk(out.choice, {"tool_calls": [call]})
+
+    def _on_audio(self, ev: AudioDelta) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind != "audio":
+            return b""
+        audio = audio_delta(ev.id, ev.data, ev.transcript, ev.expires_at)
+        return self._chunk(out.choice, {"audio": audio}) if audio else b""
+
+    def _on_annotation(self, ev: AnnotationAdded) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind != "text":
+            return b""
+        annotation = annotation_to_wire(ev.citation)
+        if annotation is None:
+            what = f"citation of kind {ev.citation.kind!r} (Chat annotations carry URL citations only)"
+            self.drops.add("citation", what)
+            return b""
+        # The openai SDK merges `annotations` only when they come in one delta (a second
+        # index-less list breaks its accumulator), as OpenAI sends them: hold them until the
+        # choice finishes.
+        self._held.setdefault(out.choice, []).append(annotation)
+        return b""
+
+    def _on_logprobs(self, ev: LogprobsDelta) -> bytes:
+        out = self._get(ev)
+        if out is None or out.kind not in ("text", "refusal"):
+            return b""
+        field = "content" if out.kind == "text" else "refusal"
+        return self._chunk(out.choice, {}, logprobs={field: ev.logprobs})
+
+    def _on_part_done(self, ev: PartDone) -> bytes:
+        out = self._get(ev)
+        if out is None:
+            return b""
+        value = ev.value or out.start
+        if value is None:
+            return b""
+        if out.kind == "drop":
+            drop_part(self.drops, value, source=self._source)
+        elif out.kind == "reasoning" and isinstance(value, ReasoningPart):
+            drop_reasoning(self.drops, value, out.field, self._source)
+        return b""
