@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
+    from ._drops import DropLog, Dropped
     from .events import Event
 
 __all__ = ["Framing", "StreamDecoder", "StreamEncoder"]
@@ -46,8 +47,13 @@ class StreamEncoder(Protocol):
     """The encoder interface: canonical events in, wire bytes out."""
 
     protocol: ClassVar[str]
-    lossy: list[str]
-    """What the target protocol could not carry and was dropped, one line each."""
+    drops: DropLog
+    """What the target protocol could not carry and was dropped, as records."""
+
+    @property
+    def lossy(self) -> list[Dropped]:
+        """The drops so far (``drops.records``)."""
+        ...
 
     def encode(self, event: Event) -> bytes:
         """Encode one canonical event; return the frames it completes (maybe ``b""``)."""
