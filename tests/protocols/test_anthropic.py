@@ -15,6 +15,7 @@ from anthropic.lib.streaming._beta_messages import accumulate_event
 
 import maas_stream as ms
 from maas_stream import _cli
+from maas_stream._drops import DropLog
 from maas_stream.protocols.anthropic import StreamEncoder, detect, from_canonical, to_canonical, validate
 from maas_stream.sse import Decoder
 from tests.conftest import corpus, need_corpus, params, recordings
@@ -355,7 +356,8 @@ def test_encoder_without_any_usage_still_writes_message_delta_usage() -> None:
     events: list[ms.events.Event] = [
         ms.events.ResponseStart(protocol="test", id="r1", model="m"),
         ms.events.MessageStart(message=0),
-        ms.events.PartStart(message=0, part=0, value=ms.TextPart(text="hi")),
+        ms.events.PartStart(message=0, part=0, value=ms.TextPart(text="")),
+        ms.events.TextDelta(message=0, part=0, text="hi"),
         ms.events.PartDone(message=0, part=0),
         ms.events.MessageDone(message=0, finish_reason="stop"),
         ms.events.ResponseDone(),
@@ -536,9 +538,9 @@ def test_history_round_trip_keeps_blocks_and_cache_control() -> None:
     assert validate(body) == []
     messages = to_canonical(body)
     assert [m.role for m in messages] == ["system", "user", "assistant", "user", "system", "assistant"]
-    lossy: list[str] = []
-    assert from_canonical(messages, lossy=lossy) == body
-    assert lossy == []
+    drops = DropLog("anthropic")
+    assert from_canonical(messages, drops=drops) == body
+    assert drops.records == []
 
 
 def test_chat_tool_messages_merge_into_one_user_message_results_first() -> None:
@@ -591,10 +593,10 @@ def test_foreign_reasoning_is_not_replayed() -> None:
             content=[ms.ReasoningPart(encrypted_content="gAAAA", summary=["s"]), ms.TextPart(text="hello")],
         ),
     ]
-    lossy: list[str] = []
-    body = from_canonical(messages, lossy=lossy)
+    drops = DropLog("anthropic")
+    body = from_canonical(messages, drops=drops)
     assert body["messages"][1]["content"] == [{"type": "text", "text": "hello"}]
-    assert lossy
+    assert [(r.kind, r.where) for r in drops.records] == [("encrypted_reasoning", ("messages[1]",))]
 
 
 @pytest.mark.parametrize(
