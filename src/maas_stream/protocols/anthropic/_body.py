@@ -56,6 +56,8 @@ def encode_response(response: Response, *, drops: DropLog | None = None) -> dict
         where = f"messages[{i}]"
         if keep_message(msg.role, msg.choice_index, log, where):
             blocks.extend(writer.blocks(msg.content, where=where))
+    for frame in response.unknown_events or ():
+        writer.drop_frame(frame.provider_type, body=True)
     native = writer.native
     return message_object(
         id=response.id,
@@ -81,7 +83,8 @@ def decode_response(body: Any) -> Response:
 
     A ``message`` object becomes one assistant message with its blocks as parts, in order (as
     the stream decoder and the history codec map them); ``stop_reason`` gives the finish reason
-    (``max_tokens`` leaves the response and a trailing tool call ``incomplete``); an error body
+    (``max_tokens``, or none at all, leaves the response and a trailing tool call
+    ``incomplete``); an error body
     (``{"type": "error", ...}``) gives a ``failed`` response holding the error.
 
     Args:
@@ -108,9 +111,10 @@ def decode_response(body: Any) -> Response:
         raise _bad(f"message: 'content' must be a list, not {type(content).__name__}")
     stop = string(body, "stop_reason", "message")
     finish = finish_of(stop)
-    parts, unknown = _parts(content or [], finish)
+    # A finished message always has a stop reason; without one it was cut (or is partial).
+    incomplete = stop is None or finish in _INCOMPLETE
+    parts, unknown = _parts(content or [], incomplete)
     msg_id = string(body, "id", "message")
-    incomplete = finish in _INCOMPLETE
     message = Message(
         role="assistant",
         content=parts,
@@ -134,7 +138,7 @@ def decode_response(body: Any) -> Response:
     )
 
 
-def _parts(content: list[Any], finish: FinishReason | None) -> tuple[list[Part], dict[str, int]]:
+def _parts(content: list[Any], incomplete: bool) -> tuple[list[Part], dict[str, int]]:
     parts: list[Part] = []
     unknown: dict[str, int] = {}
     for block in content:
@@ -145,7 +149,7 @@ def _parts(content: list[Any], finish: FinishReason | None) -> tuple[list[Part],
             part = msgspec.structs.replace(part, status="completed")
         parts.append(part)
     last = parts[-1] if parts else None
-    if finish in _INCOMPLETE and isinstance(last, ToolCallPart):
-        # Cut by max_tokens inside a tool call: its input may be partial; never run it.
+    if incomplete and isinstance(last, ToolCallPart):
+        # Cut (by max_tokens) inside a tool call: its input may be partial; never run it.
         parts[-1] = msgspec.structs.replace(last, status="incomplete")
     return parts, unknown

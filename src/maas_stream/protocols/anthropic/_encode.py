@@ -177,10 +177,7 @@ class StreamEncoder(EventEncoder):
     def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
         raw = ev.raw
         if not self._writer.native or not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-            if ev.passthrough:
-                self.drops.add("session_frame", f"{ev.provider_type!r} frame (no Anthropic event for it)")
-            else:
-                self.drops.add("unknown", f"unknown {ev.provider_type!r} frame (not an Anthropic event)")
+            self._writer.drop_frame(ev.provider_type, session=ev.passthrough)
             return b""
         return self._head() + frame(raw["type"], raw)  # the SDK wants message_start first
 

@@ -121,6 +121,8 @@ class BlockWriter:
                 return self._text(part, where, start)
             case m.RefusalPart():
                 self.drop("refusal", "refusal sent as a text block (Anthropic has no refusal block)", where)
+                if part.logprobs and not start:
+                    self.drop_logprobs(where)
                 return {"type": "text", "text": part.text}
             case m.ReasoningPart():
                 return self._reasoning(part, where, start)
@@ -144,6 +146,22 @@ class BlockWriter:
             return raw
         self.drop("citation", f"citation of kind {citation.kind!r} (not an Anthropic citation)", where)
         return None
+
+    def drop_frame(self, provider_type: str, *, session: bool = False, body: bool = False) -> None:
+        """Record a response-level frame of unknown type (or a session frame) that is dropped.
+
+        Args:
+            provider_type: The frame's type.
+            session: It is a known session or client frame of a websocket protocol.
+            body: Writing a response body, which has no place for any frame, Anthropic's own
+                included (a stream passes those through).
+        """
+        if session:
+            self.drop("session_frame", f"{provider_type!r} frame (no Anthropic event for it)")
+        elif body and self.native:
+            self.drop("unknown", f"unknown {provider_type!r} event (a message body has no events)")
+        else:
+            self.drop("unknown", f"unknown {provider_type!r} frame (not an Anthropic event)")
 
     def drop_logprobs(self, where: str | None = None) -> None:
         """Record that token log-probabilities were dropped."""
