@@ -8,6 +8,12 @@ it folds in until their ``content_block_stop``.
 Unknown event types become response-level unknown events; unknown block types and
 unknown delta types become unknown parts of the message (raw kept, counted). It must not hold
 item state: text, arguments and usage are accumulated by the aggregator.
+
+Bad input is a :class:`~maas_stream.RemoteProtocolError` naming the frame, never a
+``TypeError``/``KeyError``: the typed envelope (``_wire``) rejects a non-string ``type``, a
+non-integer or negative ``index`` and a malformed ``delta``; the shared mapping (``_blocks``)
+rejects blocks, citations and usage whose fields have the wrong JSON type. A block index is
+only a key (its state lives in dicts by what arrived), so its value never sizes anything.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ into text. It holds no stream state and does no IO.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, assert_never
 
 import msgspec
 
@@ -138,6 +138,8 @@ class BlockWriter:
                 tag = part.__struct_config__.tag
                 self.drop(drop_kind(part), f"{tag} part (no Anthropic block for it)", where)
                 return None
+            case _:
+                assert_never(part)
 
     def citation(self, citation: m.CitationPart, where: str | None = None) -> dict[str, Any] | None:
         """A citation object, for an Anthropic source; others are dropped."""
