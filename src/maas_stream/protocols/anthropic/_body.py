@@ -1,11 +1,9 @@
-"""Anthropic Messages non-streaming body: a canonical Response → a ``message`` object.
+"""Anthropic Messages non-streaming body: a canonical Response ↔ a ``message`` object.
 
-It makes the decisions the stream encoder (``_encode``) makes: one assistant message (the
-assistant messages of choice 0, joined, as a Responses source's items are); thinking is kept
-with its signature only from an Anthropic source (other reasoning text becomes an unsigned
-``thinking`` block, never text); server tool calls and their results only from an Anthropic
-source; refusals become text blocks (reported); the rest is dropped and reported in ``lossy``.
-It must not do IO.
+Both directions go through the protocol's one mapping (``_blocks``), the one the stream
+encoder, the stream decoder and the history codec use: the body holds exactly the blocks, usage
+and stop reason the stream encoder writes for the same response, and reads back as the stream
+decoder would read them. It must not do IO or hold state.
 """
 
 from __future__ import annotations
@@ -14,177 +12,144 @@ from typing import Any, Final
 
 import msgspec
 
-from ..._model import (
-    Message,
-    ReasoningPart,
-    RefusalPart,
-    Response,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-)
+from ..._drops import DropLog
+from ..._exceptions import RemoteProtocolError
+from ..._model import FinishReason, Message, Part, Response, ToolCallPart, UnknownPart
 from .._names import ANTHROPIC as PROTOCOL
-from ._blocks import FINISH_REASONS
-from ._encode import _STOP
+from ._blocks import (
+    KNOWN_RAW_TYPES,
+    MESSAGE_FIELDS,
+    block_to_part,
+    error_from,
+    finish_of,
+    keep_message,
+    message_object,
+    stop_reason_of,
+    string,
+    usage_body,
+    usage_from,
+)
+from ._writer import BlockWriter
 
-__all__ = ["encode_response"]
+__all__ = ["decode_response", "encode_response"]
 
-_ASSISTANT: Final = ("assistant", "model")
-
-
-def _lose(sink: list[str], what: str) -> None:
-    if what not in sink:
-        sink.append(what)
+_INCOMPLETE: Final[frozenset[FinishReason | None]] = frozenset({"length", "content_filter"})
 
 
-def encode_response(response: Response, *, lossy: list[str] | None = None) -> dict[str, Any]:
+def encode_response(response: Response, *, drops: DropLog | None = None) -> dict[str, Any]:
     """Encode a canonical response as an Anthropic ``message`` object.
+
+    The assistant messages of choice 0 become the blocks of the one message (a Responses
+    source's items, say); thinking keeps its signature only where it may be replayed.
 
     Args:
         response: The canonical response (e.g. from :func:`maas_stream.aggregate`).
-        lossy: If given, a line is appended for everything Anthropic cannot carry (dropped).
+        drops: If given, what Anthropic cannot carry is recorded there (and dropped).
 
     Returns:
         The JSON object a non-streaming ``POST /v1/messages`` answers with.
     """
-    sink: list[str] = lossy if lossy is not None else []
-    same = response.protocol == PROTOCOL
+    log = drops if drops is not None else DropLog(PROTOCOL, response.protocol)
+    writer = BlockWriter(response.protocol, log)
     blocks: list[dict[str, Any]] = []
-    for msg in response.messages:
-        if msg.role not in _ASSISTANT:
-            _lose(
-                sink, f"{msg.role} message in the output (an Anthropic response holds one assistant message)"
-            )
-            continue
-        if msg.choice_index not in (None, 0):
-            _lose(sink, f"choice {msg.choice_index} (Anthropic answers one message; choice 0 is kept)")
-            continue
-        blocks.extend(_blocks(msg, same, sink))
-    tools = any(b["type"] == "tool_use" for b in blocks)
-    return {
-        "id": response.id or "msg_maas",
-        "type": "message",
-        "role": "assistant",
-        "model": response.model or "unknown",
-        "content": blocks,
-        "stop_reason": _stop_reason(response, same, tools),
-        "stop_sequence": None,
-        "usage": _usage(response, same),
-    }
+    for i, msg in enumerate(response.messages):
+        where = f"messages[{i}]"
+        if keep_message(msg.role, msg.choice_index, log, where):
+            blocks.extend(writer.blocks(msg.content, where=where))
+    for frame in response.unknown_events or ():
+        writer.drop_frame(frame.provider_type, body=True)
+    native = writer.native
+    return message_object(
+        id=response.id,
+        model=response.model,
+        content=blocks,
+        stop_reason=stop_reason_of(
+            response.finish_reason,
+            response.provider_finish_reason,
+            native=native,
+            completed=response.status == "completed",
+        ),
+        usage=usage_body(response.usage, native=native),
+        extra=response.provider_raw if native else None,
+    )
 
 
-def _blocks(msg: Message, same: bool, sink: list[str]) -> list[dict[str, Any]]:
-    if isinstance(msg.content, str):
-        return [{"type": "text", "text": msg.content}]
-    out: list[dict[str, Any]] = []
-    for part in msg.content:
-        block = _block(part, same, sink)
-        if block is not None:
-            out.append(block)
-    return out
+def _bad(what: str) -> RemoteProtocolError:
+    return RemoteProtocolError(what, protocol=PROTOCOL)
 
 
-def _block(part: Any, same: bool, sink: list[str]) -> dict[str, Any] | None:
-    if isinstance(part, TextPart | RefusalPart):
-        if isinstance(part, RefusalPart):
-            _lose(sink, "refusal: sent as a text block (Anthropic has no refusal block)")
-            return {"type": "text", "text": part.text}
-        block: dict[str, Any] = {"type": "text", "text": part.text}
-        citations = []
-        for citation in part.annotations or ():
-            if same and isinstance(citation.raw, dict):
-                citations.append(citation.raw)
-            else:
-                _lose(sink, f"citation of kind {citation.kind!r} from another protocol")
-        if citations:
-            block["citations"] = citations
-        return block
-    if isinstance(part, ReasoningPart):
-        return _thinking(part, same, sink)
-    if isinstance(part, ToolCallPart):
-        return _call(part, same, sink)
-    if isinstance(part, ToolResultPart):
-        content = part.content
-        first = content[0] if isinstance(content, list) and len(content) == 1 else None
-        if same and isinstance(first, UnknownPart) and isinstance(first.raw, dict) and "type" in first.raw:
-            raw: dict[str, Any] = first.raw
-            return raw
-        _lose(sink, f"tool result {part.tool_call_id} (no Anthropic output block for it)")
-        return None
-    if isinstance(part, UnknownPart) and same and isinstance(part.raw, dict) and "type" in part.raw:
-        if part.raw["type"] == "content_block_delta":
-            _lose(sink, f"unknown {part.provider_type!r} delta (a message body has no deltas)")
-            return None
-        unknown: dict[str, Any] = part.raw
-        return unknown
-    kind = part.provider_type if isinstance(part, UnknownPart) else part.__struct_config__.tag
-    _lose(sink, f"{kind} part (no Anthropic output block for it)")
-    return None
+def decode_response(body: Any) -> Response:
+    """Decode an Anthropic non-streaming response body into a canonical response.
+
+    A ``message`` object becomes one assistant message with its blocks as parts, in order (as
+    the stream decoder and the history codec map them); ``stop_reason`` gives the finish reason
+    (``max_tokens``, or none at all, leaves the response and a trailing tool call
+    ``incomplete``); an error body
+    (``{"type": "error", ...}``) gives a ``failed`` response holding the error.
+
+    Args:
+        body: The body as parsed JSON, or its bytes or text.
+
+    Raises:
+        RemoteProtocolError: The body is not JSON, not a ``message`` or error object, or a field
+            has the wrong JSON type.
+    """
+    if isinstance(body, bytes | bytearray | memoryview | str):
+        try:
+            body = msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise _bad(f"the response body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise _bad(f"a response body must be an object, not {type(body).__name__}")
+    kind = body.get("type")
+    if kind == "error":
+        return Response(protocol=PROTOCOL, status="failed", finish_reason="error", error=error_from(body))
+    if kind not in (None, "message"):
+        raise _bad(f"a response body of type {kind!r} (expected 'message' or 'error')")
+    content = body.get("content")
+    if content is not None and not isinstance(content, list):
+        raise _bad(f"message: 'content' must be a list, not {type(content).__name__}")
+    stop = string(body, "stop_reason", "message")
+    finish = finish_of(stop)
+    # A finished message always has a stop reason; without one it was cut (or is partial).
+    incomplete = stop is None or finish in _INCOMPLETE
+    parts, unknown = _parts(content or [], incomplete)
+    msg_id = string(body, "id", "message")
+    message = Message(
+        role="assistant",
+        content=parts,
+        id=msg_id,
+        status="incomplete" if incomplete else "completed",
+        finish_reason=finish,
+        provider=PROTOCOL,
+    )
+    extra = {k: v for k, v in body.items() if k not in MESSAGE_FIELDS}
+    return Response(
+        protocol=PROTOCOL,
+        status="incomplete" if incomplete else "completed",
+        messages=[message],
+        id=msg_id,
+        model=string(body, "model", "message"),
+        finish_reason=finish,
+        provider_finish_reason=stop,
+        usage=usage_from(body.get("usage")),
+        unknown=unknown,
+        provider_raw=extra or None,
+    )
 
 
-def _thinking(part: ReasoningPart, same: bool, sink: list[str]) -> dict[str, Any] | None:
-    if same:
-        if part.redacted or part.data is not None:
-            return {"type": "redacted_thinking", "data": part.data or ""}
-        return {"type": "thinking", "thinking": part.text or "", "signature": part.signature or ""}
-    if part.signature is not None:
-        _lose(sink, "reasoning signature from another protocol (not valid for Anthropic)")
-    if part.data is not None or part.encrypted_content is not None:
-        _lose(sink, "encrypted reasoning from another protocol (not valid for Anthropic)")
-    text = part.text or "".join(part.summary or ())
-    return {"type": "thinking", "thinking": text, "signature": ""} if text else None
-
-
-def _call(part: ToolCallPart, same: bool, sink: list[str]) -> dict[str, Any] | None:
-    kinds = {"function": "tool_use", "mcp": "mcp_tool_use"}
-    if same:
-        kinds["server"] = "server_tool_use"
-    kind = kinds.get(part.kind)
-    if kind is None:
-        _lose(sink, f"{part.kind} tool call {part.name!r} ({part.id}): no Anthropic equivalent")
-        return None
-    if part.signature is not None:
-        _lose(sink, f"tool call {part.id}: signature (foreign; Anthropic tool_use carries none)")
-    try:
-        args = msgspec.json.decode(part.arguments) if part.arguments.strip() else {}
-    except msgspec.DecodeError:
-        args = None
-    if not isinstance(args, dict):
-        _lose(sink, f"tool call {part.id}: arguments are not a JSON object; sent as {{}}")
-        args = {}
-    block: dict[str, Any] = {"type": kind, "id": part.id, "name": part.name, "input": args}
-    if part.kind == "mcp" and part.server_name is not None:
-        block["server_name"] = part.server_name
-    return block
-
-
-def _stop_reason(response: Response, same: bool, tools: bool) -> str | None:
-    provider = response.provider_finish_reason
-    if same and provider in FINISH_REASONS:
-        return provider
-    finish = response.finish_reason
-    if finish is None:
-        if response.status != "completed":
-            return None
-        return "tool_use" if tools else "end_turn"
-    if finish == "stop" and tools:
-        return "tool_use"
-    return _STOP[finish]
-
-
-def _usage(response: Response, same: bool) -> dict[str, Any]:
-    usage = response.usage
-    if usage is None:
-        return {"input_tokens": 0, "output_tokens": 0}
-    if same and isinstance(usage.raw, dict):
-        body = dict(usage.raw)
-        body.setdefault("input_tokens", usage.input_tokens or 0)
-        body.setdefault("output_tokens", usage.output_tokens or 0)
-        return body
-    body = {"input_tokens": usage.input_tokens or 0, "output_tokens": usage.output_tokens or 0}
-    if usage.cache_write_tokens is not None:
-        body["cache_creation_input_tokens"] = usage.cache_write_tokens
-    if usage.cache_read_tokens is not None:
-        body["cache_read_input_tokens"] = usage.cache_read_tokens
-    return body
+def _parts(content: list[Any], incomplete: bool) -> tuple[list[Part], dict[str, int]]:
+    parts: list[Part] = []
+    unknown: dict[str, int] = {}
+    for block in content:
+        part = block_to_part(block)
+        if isinstance(part, UnknownPart) and part.provider_type not in KNOWN_RAW_TYPES:
+            unknown[part.provider_type] = unknown.get(part.provider_type, 0) + 1
+        if isinstance(part, ToolCallPart):
+            part = msgspec.structs.replace(part, status="completed")
+        parts.append(part)
+    last = parts[-1] if parts else None
+    if incomplete and isinstance(last, ToolCallPart):
+        # Cut (by max_tokens) inside a tool call: its input may be partial; never run it.
+        parts[-1] = msgspec.structs.replace(last, status="incomplete")
+    return parts, unknown

@@ -8,61 +8,41 @@ it folds in until their ``content_block_stop``.
 Unknown event types become response-level unknown events; unknown block types and
 unknown delta types become unknown parts of the message (raw kept, counted). It must not hold
 item state: text, arguments and usage are accumulated by the aggregator.
+
+Bad input is a :class:`~maas_stream.RemoteProtocolError` naming the frame, never a
+``TypeError``/``KeyError``: the typed envelope (``_wire``) rejects a non-string ``type``, a
+non-integer or negative ``index`` and a malformed ``delta``; the shared mapping (``_blocks``)
+rejects blocks, citations and usage whose fields have the wrong JSON type. A block index is
+only a key (its state lives in dicts by what arrived), so its value never sizes anything.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ... import events
 from ..._exceptions import RemoteProtocolError
-from ..._model import FinishReason, StreamError, UnknownPart
-from ...events import (
-    AnnotationAdded,
-    ArgumentsDelta,
-    Event,
-    MessageDone,
-    MessageStart,
-    PartDone,
-    PartStart,
-    ReasoningDelta,
-    ResponseDone,
-    ResponseStart,
-    SignatureDelta,
-    StreamErrorEvent,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
+from ..._model import FinishReason, UnknownPart
 from .._base import SSEStreamDecoder
-from ._blocks import FINISH_REASONS, KNOWN_RAW_TYPES, block_to_part, citation_from, usage_from
+from .._names import ANTHROPIC as PROTOCOL
+from ._blocks import (
+    KNOWN_RAW_TYPES,
+    MESSAGE_FIELDS,
+    block_to_part,
+    citation_from,
+    error_from,
+    finish_of,
+    string,
+    usage_from,
+)
 from ._wire import Delta, Frame, frame_decoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["StreamDecoder", "error_from"]
-
-from .._names import ANTHROPIC as PROTOCOL
-
-_MESSAGE_FIELDS: Final = frozenset(
-    {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}
-)
-"""``message_start.message`` fields with a canonical home; the others go to ``provider_raw``."""
-
-
-def error_from(payload: Any) -> StreamError:
-    """Map an ``event: error`` payload (``{"type":"error","error":{type, message}}``)."""
-    inner = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(inner, dict):
-        message = inner.get("message")
-        return StreamError(
-            type=str(inner.get("type") or "error"),
-            message=message if isinstance(message, str) else None,
-            raw=payload,
-        )
-    return StreamError(type="error", message=None if payload is None else str(payload), raw=payload)
+__all__ = ["StreamDecoder"]
 
 
 class StreamDecoder(SSEStreamDecoder):
@@ -83,7 +63,7 @@ class StreamDecoder(SSEStreamDecoder):
         self._unknown: set[int] = set()
         """Indices of this message's blocks of an unknown type: their deltas stay unknown too (block
         indices are unique in a message; a re-encoded unknown block may be stopped before its deltas)."""
-        self._handlers: dict[str, Callable[[Frame, bytes | str], list[Event]]] = {
+        self._handlers: dict[str, Callable[[Frame, bytes | str], list[events.Event]]] = {
             "content_block_delta": self._on_delta,
             "content_block_start": self._on_block_start,
             "content_block_stop": self._on_block_stop,
@@ -93,7 +73,7 @@ class StreamDecoder(SSEStreamDecoder):
             "ping": _nothing,
             "error": self._on_error,
         }
-        self._deltas: dict[str, Callable[[int, Delta, bytes | str], list[Event]]] = {
+        self._deltas: dict[str, Callable[[int, Delta, bytes | str], list[events.Event]]] = {
             "text_delta": _text,
             "input_json_delta": _json,
             "thinking_delta": _thinking,
@@ -102,7 +82,7 @@ class StreamDecoder(SSEStreamDecoder):
             "compaction_delta": self._compaction,
         }
 
-    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+    def on_frame(self, event: str, data: bytes | str) -> list[events.Event]:
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
         # keep-alive (or bad bytes) is told apart only when the decode fails.
         try:
@@ -119,76 +99,85 @@ class StreamDecoder(SSEStreamDecoder):
             if delta is not None and frame.index not in self._unknown:
                 dtype = delta.type
                 if dtype == "text_delta":
-                    return [TextDelta(message=0, part=frame.index, text=delta.text or "")]
+                    return [events.TextDelta(message=0, part=frame.index, text=delta.text or "")]
                 if dtype == "input_json_delta":
-                    return [ArgumentsDelta(message=0, part=frame.index, delta=delta.partial_json or "")]
+                    return [
+                        events.ArgumentsDelta(message=0, part=frame.index, delta=delta.partial_json or "")
+                    ]
         handler = self._handlers.get(kind)
         if handler is None:
-            return [UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
+            return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
         return handler(frame, data)
 
     # ------------------------------------------------------------------ message level
 
-    def _on_message_start(self, frame: Frame, data: bytes | str) -> list[Event]:
+    def _on_message_start(self, frame: Frame, data: bytes | str) -> list[events.Event]:
         message = frame.message
         self._unknown.clear()
         if not isinstance(message, dict):
             raise RemoteProtocolError("message_start without a message object", event_type="message_start")
-        extra = {k: v for k, v in message.items() if k not in _MESSAGE_FIELDS}
-        msg_id = message.get("id")
-        model = message.get("model")
-        out: list[Event] = [
-            ResponseStart(
+        extra = {k: v for k, v in message.items() if k not in MESSAGE_FIELDS}
+        msg_id = string(message, "id", "message")
+        content = message.get("content")
+        if content is not None and not isinstance(content, list):
+            raise RemoteProtocolError(
+                "message_start: message.content must be a list", event_type="message_start"
+            )
+        out: list[events.Event] = [
+            events.ResponseStart(
                 protocol=PROTOCOL,
-                id=msg_id if isinstance(msg_id, str) else None,
-                model=model if isinstance(model, str) else None,
+                id=msg_id,
+                model=string(message, "model", "message"),
                 provider_raw=extra or None,
             )
         ]
         usage = usage_from(message.get("usage"))
         if usage is not None:
-            out.append(UsageUpdate(usage=usage))
-        out.append(MessageStart(message=0, role="assistant", id=msg_id if isinstance(msg_id, str) else None))
-        content = message.get("content")
-        if isinstance(content, list):
+            out.append(events.UsageUpdate(usage=usage))
+        out.append(events.MessageStart(message=0, role="assistant", id=msg_id))
+        if content:
             # A message_start that already carries blocks (not seen from the API; proxies may).
             for i, block in enumerate(content):
                 out.extend(self._start(i, block))
-                out.append(PartDone(message=0, part=i))
+                out.append(events.PartDone(message=0, part=i))
         return out
 
-    def _on_message_delta(self, frame: Frame, data: bytes | str) -> list[Event]:
-        out: list[Event] = []
+    def _on_message_delta(self, frame: Frame, data: bytes | str) -> list[events.Event]:
+        out: list[events.Event] = []
         usage = usage_from(frame.usage)
         if usage is not None:
-            out.append(UsageUpdate(usage=usage))
+            out.append(events.UsageUpdate(usage=usage))
         delta = frame.delta
         if delta is not None and delta.stop_reason:
             reason = delta.stop_reason
-            self._finish = FINISH_REASONS.get(reason, "other")
+            self._finish = finish_of(reason)
             self._provider_finish = reason
-            out.append(MessageDone(message=0, finish_reason=self._finish, provider_finish_reason=reason))
+            out.append(
+                events.MessageDone(message=0, finish_reason=self._finish, provider_finish_reason=reason)
+            )
         return out
 
-    def _on_message_stop(self, frame: Frame, data: bytes | str) -> list[Event]:
-        return [ResponseDone(finish_reason=self._finish, provider_finish_reason=self._provider_finish)]
+    def _on_message_stop(self, frame: Frame, data: bytes | str) -> list[events.Event]:
+        return [events.ResponseDone(finish_reason=self._finish, provider_finish_reason=self._provider_finish)]
 
-    def _on_error(self, frame: Frame, data: bytes | str) -> list[Event]:
-        return [StreamErrorEvent(error=error_from(msgspec.json.decode(data)))]
+    def _on_error(self, frame: Frame, data: bytes | str) -> list[events.Event]:
+        return [events.StreamErrorEvent(error=error_from(msgspec.json.decode(data)))]
 
     # ------------------------------------------------------------------ blocks
 
-    def _on_block_start(self, frame: Frame, data: bytes | str) -> list[Event]:
+    def _on_block_start(self, frame: Frame, data: bytes | str) -> list[events.Event]:
         return self._start(frame.index, frame.content_block)
 
-    def _start(self, index: int, block: Any) -> list[Event]:
+    def _start(self, index: int, block: Any) -> list[events.Event]:
         if not isinstance(block, dict):
             raise RemoteProtocolError("content_block_start without a content_block object")
-        part = block_to_part(block)
+        part = block_to_part(block)  # raises RemoteProtocolError for fields of the wrong type
         if isinstance(part, UnknownPart):
             if part.provider_type not in KNOWN_RAW_TYPES:
                 self._unknown.add(index)
-                return [UnknownEvent(provider_type=part.provider_type, raw=block, message=0, part=index)]
+                return [
+                    events.UnknownEvent(provider_type=part.provider_type, raw=block, message=0, part=index)
+                ]
             if part.provider_type == "compaction":
                 self._raw[index] = dict(block)
             elif part.provider_type == "fallback":
@@ -196,19 +185,19 @@ class StreamDecoder(SSEStreamDecoder):
                 target = block.get("to")
                 model = target.get("model") if isinstance(target, dict) else None
                 if isinstance(model, str):
-                    start = ResponseStart(protocol=PROTOCOL, model=model)
-                    return [start, PartStart(message=0, part=index, value=part)]
-        return [PartStart(message=0, part=index, value=part)]
+                    start = events.ResponseStart(protocol=PROTOCOL, model=model)
+                    return [start, events.PartStart(message=0, part=index, value=part)]
+        return [events.PartStart(message=0, part=index, value=part)]
 
-    def _on_block_stop(self, frame: Frame, data: bytes | str) -> list[Event]:
+    def _on_block_stop(self, frame: Frame, data: bytes | str) -> list[events.Event]:
         index = frame.index
         raw = self._raw.pop(index, None)
         if raw is not None:
             value = UnknownPart(provider_type=str(raw.get("type")), raw=raw)
-            return [PartDone(message=0, part=index, value=value)]
-        return [PartDone(message=0, part=index)]
+            return [events.PartDone(message=0, part=index, value=value)]
+        return [events.PartDone(message=0, part=index)]
 
-    def _on_delta(self, frame: Frame, data: bytes | str) -> list[Event]:
+    def _on_delta(self, frame: Frame, data: bytes | str) -> list[events.Event]:
         delta = frame.delta
         if delta is None:
             raise RemoteProtocolError("content_block_delta without a delta", event_type="content_block_delta")
@@ -217,14 +206,16 @@ class StreamDecoder(SSEStreamDecoder):
             # An unknown delta, or a known one (e.g. a signature) on a block we do not know:
             # kept raw, never applied to a part it was not meant for.
             return [
-                UnknownEvent(provider_type=delta.type or "delta", raw=msgspec.json.decode(data), message=0)
+                events.UnknownEvent(
+                    provider_type=delta.type or "delta", raw=msgspec.json.decode(data), message=0
+                )
             ]
         return handler(frame.index, delta, data)
 
-    def _compaction(self, index: int, delta: Delta, data: bytes | str) -> list[Event]:
+    def _compaction(self, index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
         raw = self._raw.get(index)
         if raw is None:
-            return [UnknownEvent(provider_type=delta.type, raw=msgspec.json.decode(data), message=0)]
+            return [events.UnknownEvent(provider_type=delta.type, raw=msgspec.json.decode(data), message=0)]
         # As the SDK's beta accumulator does: the delta sets both fields.
         raw["content"] = None if delta.content is msgspec.UNSET else delta.content
         raw["encrypted_content"] = (
@@ -233,25 +224,25 @@ class StreamDecoder(SSEStreamDecoder):
         return []
 
 
-def _nothing(frame: Frame, data: bytes | str) -> list[Event]:
+def _nothing(frame: Frame, data: bytes | str) -> list[events.Event]:
     return []
 
 
-def _text(index: int, delta: Delta, data: bytes | str) -> list[Event]:
-    return [TextDelta(message=0, part=index, text=delta.text or "")]
+def _text(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+    return [events.TextDelta(message=0, part=index, text=delta.text or "")]
 
 
-def _json(index: int, delta: Delta, data: bytes | str) -> list[Event]:
-    return [ArgumentsDelta(message=0, part=index, delta=delta.partial_json or "")]
+def _json(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+    return [events.ArgumentsDelta(message=0, part=index, delta=delta.partial_json or "")]
 
 
-def _thinking(index: int, delta: Delta, data: bytes | str) -> list[Event]:
-    return [ReasoningDelta(message=0, part=index, text=delta.thinking or "")]
+def _thinking(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+    return [events.ReasoningDelta(message=0, part=index, text=delta.thinking or "")]
 
 
-def _signature(index: int, delta: Delta, data: bytes | str) -> list[Event]:
-    return [SignatureDelta(message=0, part=index, signature=delta.signature or "")]
+def _signature(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+    return [events.SignatureDelta(message=0, part=index, signature=delta.signature or "")]
 
 
-def _citation(index: int, delta: Delta, data: bytes | str) -> list[Event]:
-    return [AnnotationAdded(message=0, part=index, citation=citation_from(delta.citation))]
+def _citation(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+    return [events.AnnotationAdded(message=0, part=index, citation=citation_from(delta.citation))]

@@ -1,114 +1,42 @@
 """Anthropic Messages stream encoder: canonical events → ``message_start`` … ``message_stop`` SSE.
 
 Every assistant message of the source becomes blocks of ONE Anthropic message (a Responses
-source's items, say). Anthropic blocks are strictly sequential, so this encoder keeps one block
-open at a time: a text or (foreign) thinking block is closed as soon as another part starts (more
-text later opens a new block), while a tool call is held open and any part that starts meanwhile
-(interleaved parallel calls) waits, its deltas buffered, until the open call closes. Everything
-else is written as soon as its input event arrives; ``message_delta`` and ``message_stop`` wait for
-the end of the response (usage and the stop reason are known only then).
+source's items, say). What each part becomes is the mapping's decision (``_blocks``: the same
+:class:`~._writer.BlockWriter` the body encoder and the history writer use, given a part's start
+value, which carries no content); this module turns the content deltas into block deltas and
+keeps blocks sequential through ``_sequence``. Everything is written as soon as its input event
+arrives, except a part held behind an open tool call, and ``message_delta`` /
+``message_stop``, which wait for the end (usage and the stop reason are known only then).
 
-What Anthropic cannot carry is dropped and listed in :attr:`StreamEncoder.lossy`, never turned
-into text: reasoning from another provider keeps its text in a thinking block but loses its
-signature or encrypted payload; custom and foreign server-side tool calls, tool results from
-other protocols, images, audio, files, code parts, logprobs, foreign citations and unknown
-parts of other protocols are dropped. From an Anthropic source everything passes, unknown blocks,
-deltas and events included (raw), so a re-decode gives the same canonical response.
+Content arrives only as deltas (the aggregator sends a ``.done``-only remainder as a delta before
+``PartDone``), so nothing here compares final values with what was sent. What Anthropic cannot
+carry is dropped and recorded in :attr:`StreamEncoder.drops`, never turned into text. From an
+Anthropic source everything passes, unknown blocks, deltas and events included (raw), so a
+re-decode gives the same canonical response. It must not do IO.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
-import msgspec
-
-from ..._model import (
-    FinishReason,
-    ReasoningPart,
-    RefusalPart,
-    StreamError,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-    Usage,
-)
-from ...events import (
-    AnnotationAdded,
-    ArgumentsDelta,
-    AudioDelta,
-    Event,
-    LogprobsDelta,
-    MessageDone,
-    MessageStart,
-    PartDone,
-    PartStart,
-    ReasoningDelta,
-    RefusalDelta,
-    ResponseDone,
-    ResponseStart,
-    SignatureDelta,
-    StreamErrorEvent,
-    SummaryDelta,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
+from ... import events
+from ..._drops import DropLog, Dropped
+from ..._model import FinishReason, ToolCallPart, UnknownPart, Usage
 from .._base import EventEncoder
-from ._blocks import FINISH_REASONS
+from .._names import ANTHROPIC as PROTOCOL
+from ._blocks import (
+    error_body,
+    keep_message,
+    message_object,
+    stop_reason_of,
+    usage_body,
+)
+from ._sequence import DROPPED, Block, Sequencer, frame
+from ._writer import BlockWriter
 
 __all__ = ["StreamEncoder"]
 
-from .._names import ANTHROPIC as PROTOCOL
-
-_STOP: Final[dict[FinishReason, str]] = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "pause": "pause_turn",
-    "refusal": "refusal",
-    "content_filter": "refusal",
-    "error": "end_turn",
-    "other": "end_turn",
-}
-
-_json = msgspec.json.Encoder()
-
-_DELTA_HEAD: Final = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
-_TEXT: Final = b',"delta":{"type":"text_delta","text":'
-_ARGS: Final = b',"delta":{"type":"input_json_delta","partial_json":'
-_THINK: Final = b',"delta":{"type":"thinking_delta","thinking":'
-_TAIL: Final = b"}}\n\n"
-
-_SOFT: Final = frozenset({"text", "thinking"})
-
-
-def _frame(name: str, body: dict[str, Any]) -> bytes:
-    return b"event: " + name.encode() + b"\ndata: " + _json.encode(body) + b"\n\n"
-
-
-class _Block:
-    """One output content block (or a part that waits to become one)."""
-
-    __slots__ = ("index", "kind", "lazy", "pending", "raw", "sent", "signed", "soft", "start", "stopped")
-
-    def __init__(self, kind: str, start: dict[str, Any], *, lazy: bool = False, soft: bool = False) -> None:
-        self.kind = kind
-        self.start = start
-        self.lazy = lazy
-        """Open only when content arrives (foreign reasoning: an empty one is never written)."""
-        self.soft = soft
-        """May be closed early when another part starts; more content then opens a new block."""
-        self.index = -1
-        self.pending: list[tuple[str, Any]] = []
-        self.sent: list[str] = []
-        self.signed = False
-        self.stopped = False
-        self.raw: Any = None
-
-
-_DROP: Final = _Block("drop", {})
+_CALLS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 
 class StreamEncoder(EventEncoder):
@@ -117,507 +45,277 @@ class StreamEncoder(EventEncoder):
     The output is accepted by the anthropic SDK's ``client.messages.stream()``: it always starts
     with ``message_start`` and, when the source ended normally, ends with ``message_delta``
     (stop reason and usage, zeros when the source reported none) and ``message_stop``. A source
-    that was cut stays cut (no ``message_stop`` is invented, an unfinished tool call is not
-    closed); an in-band error is written as ``event: error`` and ends the output.
+    that was cut stays cut: no ``message_stop`` is invented and an unfinished tool call is not
+    closed, but a ``message_delta`` still tells what is known of the end (usage, a stop reason
+    the source gave). An in-band error is written as ``event: error`` and ends the output.
 
     Args:
         message_id: The ``message.id``; defaults to the source response's id.
         model: The ``message.model``; defaults to the source response's model.
     """
 
-    _ROUTES: ClassVar[dict[type[Any], str]] = {AudioDelta: "_on_ignored"}
+    _ROUTES: ClassVar[dict[type[Any], str]] = {events.AudioDelta: "_on_ignored"}
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, message_id: str | None = None, model: str | None = None) -> None:
-        self.lossy: list[str] = []
-        """What the target protocol could not carry and was dropped, one line each."""
+        self.drops = DropLog(PROTOCOL)
+        """What the target protocol could not carry and was dropped."""
+        self._writer = BlockWriter(None, self.drops)
         self._id = message_id
         self._model = model
-        self._source = ""
-        self._extra: dict[str, Any] = {}
+        self._extra: Any = None
         self._started = False
         self._done = False
         self._ended = False
         self._skip: set[Any] = set()
-        self._blocks: dict[tuple[Any, Any], _Block] = {}
-        self._active: _Block | None = None
-        self._queue: deque[_Block] = deque()
-        self._next = 0
-        self._last = -1
+        self._blocks: dict[tuple[Any, Any], Block] = {}
+        self._seq = Sequencer()
         self._usage: Usage | None = None
-        self._finish: FinishReason | None = None
-        self._provider_finish: str | None = None
-        self._client_tools = False
-        self._early: list[bytes] = []
+        self._usage_sent: dict[str, Any] | None = None
+        self._finishes: dict[Any, tuple[FinishReason, str | None]] = {}
+
+    @property
+    def lossy(self) -> list[Dropped]:
+        """What the target could not carry, as records (one per kind and what)."""
+        return self.drops.records
 
     # ------------------------------------------------------------------ API
 
-    def encode(self, event: Event) -> bytes:
+    def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the frames it completes (maybe ``b""``)."""
-        if self._ended:
-            return b""
-        if self._done and not isinstance(event, UnknownEvent):
-            return b""
-        result: bytes = self._route(event)
-        return result
+        if self._ended or (self._done and not isinstance(event, events.UnknownEvent)):
+            return b""  # after message_stop only a passed-through unknown frame may follow
+        return self._route(event)
 
     def finish(self) -> bytes:
         """End the output. A source that was cut stays cut: no ``message_stop`` is invented."""
+        if self._ended:
+            return b""
         self._ended = True
-        return b""
+        if self._done or not self._started:
+            return b""
+        return self._seq.flush() + self._news()
 
-    # ------------------------------------------------------------------ helpers
-
-    def _lose(self, what: str) -> None:
-        if what not in self.lossy:
-            self.lossy.append(what)
-
-    @property
-    def _same(self) -> bool:
-        return self._source == PROTOCOL
-
-    def _usage_body(self, final: bool) -> dict[str, Any]:
-        usage = self._usage
-        if usage is None:
-            return {"input_tokens": 0, "output_tokens": 0}
-        if self._same and isinstance(usage.raw, dict):
-            body = dict(usage.raw)
-            body.setdefault("output_tokens", usage.output_tokens or 0)
-            return body
-        body = {"input_tokens": usage.input_tokens or 0, "output_tokens": usage.output_tokens or 0}
-        if usage.cache_write_tokens is not None:
-            body["cache_creation_input_tokens"] = usage.cache_write_tokens
-        if usage.cache_read_tokens is not None:
-            body["cache_read_input_tokens"] = usage.cache_read_tokens
-        return body
+    # ------------------------------------------------------------------ message level
 
     def _head(self) -> bytes:
         if self._started:
             return b""
         self._started = True
-        message: dict[str, Any] = {
-            "id": self._id or "msg_maas",
-            "type": "message",
-            "role": "assistant",
-            "model": self._model or "unknown",
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": self._usage_body(False),
-        }
-        message.update(self._extra)
-        early, self._early = self._early, []
-        return _frame("message_start", {"type": "message_start", "message": message}) + b"".join(early)
+        self._usage_sent = usage_body(self._usage, native=self._writer.native)
+        message = message_object(
+            id=self._id,
+            model=self._model,
+            content=[],
+            stop_reason=None,
+            usage=self._usage_sent,
+            extra=self._extra,
+        )
+        return frame("message_start", {"type": "message_start", "message": message})
 
-    # ------------------------------------------------------------------ block scheduling
+    def _finish(self) -> tuple[FinishReason | None, str | None]:
+        """The finish reason of the first message that has one (as the aggregator chooses)."""
+        if not self._finishes:
+            return None, None
+        return self._finishes[min(self._finishes)]
 
-    def _open(self, block: _Block) -> bytes:
-        block.index = self._next
-        self._next += 1
-        self._last = block.index
-        body = {"type": "content_block_start", "index": block.index, "content_block": block.start}
-        return _frame("content_block_start", body)
+    def _message_delta(self, finish: FinishReason | None, provider: str | None, *, completed: bool) -> bytes:
+        native = self._writer.native
+        stop = stop_reason_of(finish, provider, native=native, completed=completed)
+        delta = {"stop_reason": stop, "stop_sequence": None}
+        body = {"type": "message_delta", "delta": delta, "usage": usage_body(self._usage, native=native)}
+        return frame("message_delta", body)
 
-    def _render(self, block: _Block, op: tuple[str, Any]) -> bytes:
-        kind, payload = op
-        if kind == "stop":
-            self._active = None
-            block.stopped = True
-            if block.index < 0 or payload == "cut":
-                return b""
-            return _frame("content_block_stop", {"type": "content_block_stop", "index": block.index})
-        head = self._open(block) if block.index < 0 else b""
-        index = str(block.index).encode()
-        if kind == "text":
-            return head + _DELTA_HEAD + index + _TEXT + _json.encode(payload) + _TAIL
-        if kind == "args":
-            return head + _DELTA_HEAD + index + _ARGS + _json.encode(payload) + _TAIL
-        if kind == "thinking":
-            return head + _DELTA_HEAD + index + _THINK + _json.encode(payload) + _TAIL
-        body = {"type": "content_block_delta", "index": block.index, "delta": payload}
-        return head + _frame("content_block_delta", body)
-
-    def _advance(self) -> bytes:
-        out: list[bytes] = []
-        while self._active is None and self._queue:
-            block = self._queue.popleft()
-            self._active = block
-            if not block.lazy:
-                out.append(self._open(block))
-            ops, block.pending = block.pending, []
-            out.extend(self._render(block, op) for op in ops)
-        return b"".join(out)
-
-    def _submit(self, block: _Block, kind: str, payload: Any = None) -> bytes:
-        if block is not self._active:
-            block.pending.append((kind, payload))
+    def _news(self) -> bytes:
+        """A ``message_delta`` before an early end, if it has anything ``message_start`` had not."""
+        finish, provider = self._finish()
+        if finish is None and usage_body(self._usage, native=self._writer.native) == self._usage_sent:
             return b""
-        out = self._render(block, (kind, payload))
-        if self._active is None:
-            out += self._advance()
-        return out
+        return self._message_delta(finish, provider, completed=False)
 
-    def _add(self, key: tuple[Any, Any], block: _Block) -> bytes:
-        self._blocks[key] = block
-        out = b""
-        active = self._active
-        if active is not None and active.soft and not self._queue:
-            out = self._render(active, ("stop", None))
-        if self._active is None:
-            self._active = block
-            return out + (b"" if block.lazy else self._open(block))
-        self._queue.append(block)
-        return out
-
-    def _block(self, ev: Any) -> _Block | None:
-        """The block a delta goes to; a soft-closed block gets a continuation block."""
-        block = self._blocks.get((ev.message, ev.part))
-        if block is None or block is _DROP:
-            return None
-        return block
-
-    def _content(self, ev: Any, block: _Block, kind: str, payload: Any) -> bytes:
-        if block.stopped:
-            if not block.soft:
-                return b""
-            again = _Block(block.kind, block.start, lazy=block.lazy, soft=True)
-            out = self._add((ev.message, ev.part), again)
-            return out + self._submit(again, kind, payload)
-        return self._submit(block, kind, payload)
-
-    def _flush(self) -> bytes:
-        """Write out every held block as it stands (end of response or error)."""
-        out: list[bytes] = []
-        while self._queue:
-            if self._active is not None:
-                self._active = None
-            out.append(self._advance())
-        return b"".join(out)
-
-    # ------------------------------------------------------------------ handlers: response
-
-    def _on_response_start(self, ev: ResponseStart) -> bytes:
-        self._source = ev.protocol
+    def _on_response_start(self, ev: events.ResponseStart) -> bytes:
+        if ev.protocol != self._writer.origin:
+            self.drops.source = ev.protocol
+            self._writer = BlockWriter(ev.protocol, self.drops)
         self._id = self._id or ev.id
         self._model = self._model or ev.model
-        if self._same and isinstance(ev.provider_raw, dict):
-            self._extra = dict(ev.provider_raw)
+        if self._writer.native and isinstance(ev.provider_raw, dict) and not self._started:
+            self._extra = ev.provider_raw
         return b""
 
-    def _on_message_start(self, ev: MessageStart) -> bytes:
-        if ev.role not in ("assistant", "model"):
+    def _on_message_start(self, ev: events.MessageStart) -> bytes:
+        if not keep_message(ev.role, ev.choice_index, self.drops, f"messages[{ev.message}]"):
             self._skip.add(ev.message)
-            self._lose(f"{ev.role} message in the output (an Anthropic response holds one assistant message)")
-            return b""
-        if ev.choice_index not in (None, 0):
-            self._skip.add(ev.message)
-            self._lose(f"choice {ev.choice_index} (Anthropic streams one message; choice 0 is kept)")
             return b""
         return self._head()
 
-    def _on_message_done(self, ev: MessageDone) -> bytes:
-        if ev.message not in self._skip and ev.finish_reason is not None:
-            self._finish = ev.finish_reason
-            self._provider_finish = ev.provider_finish_reason
+    def _on_message_done(self, ev: events.MessageDone) -> bytes:
+        if ev.finish_reason is not None and ev.message not in self._finishes:
+            self._finishes[ev.message] = (ev.finish_reason, ev.provider_finish_reason)
         return b""
 
-    def _on_usage(self, ev: UsageUpdate) -> bytes:
+    def _on_usage(self, ev: events.UsageUpdate) -> bytes:
         self._usage = ev.usage
         return b""
 
-    def _stop_reason(self, ev: ResponseDone) -> str:
-        finish = ev.finish_reason or self._finish
-        provider = ev.provider_finish_reason or self._provider_finish
-        if self._same and provider in FINISH_REASONS:
-            return provider
-        if finish is None or (finish == "stop" and self._client_tools):
-            return "tool_use" if self._client_tools else "end_turn"
-        return _STOP[finish]
-
-    def _on_response_done(self, ev: ResponseDone) -> bytes:
-        out = [self._head(), self._flush()]
-        delta = {"stop_reason": self._stop_reason(ev), "stop_sequence": None}
-        out.append(
-            _frame(
-                "message_delta", {"type": "message_delta", "delta": delta, "usage": self._usage_body(True)}
-            )
-        )
-        out.append(_frame("message_stop", {"type": "message_stop"}))
+    def _on_response_done(self, ev: events.ResponseDone) -> bytes:
+        finish: FinishReason | None
+        if ev.finish_reason is not None:
+            finish, provider = ev.finish_reason, ev.provider_finish_reason
+        else:
+            finish, provider = self._finish()
+        completed = ev.status in (None, "completed")
+        out = self._head() + self._seq.flush() + self._message_delta(finish, provider, completed=completed)
         self._done = True
-        return b"".join(out)
+        return out + frame("message_stop", {"type": "message_stop"})
 
-    def _on_error(self, ev: StreamErrorEvent) -> bytes:
-        out = self._head() + self._flush()
+    def _on_error(self, ev: events.StreamErrorEvent) -> bytes:
+        out = self._head() + self._seq.flush() + self._news()
         self._ended = True
-        return out + _frame("error", _error_body(ev.error, self._same))
+        return out + frame("error", error_body(ev.error, native=self._writer.native))
 
-    def _on_unknown(self, ev: UnknownEvent) -> bytes:
+    def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
         raw = ev.raw
-        if not self._same or not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-            self._lose(f"unknown {ev.provider_type!r} frame")
+        if not self._writer.native or not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+            self._writer.drop_frame(ev.provider_type, session=ev.passthrough)
             return b""
-        frame = _frame(raw["type"], raw)
-        if not self._started:
-            self._early.append(frame)  # the SDK wants message_start first
-            return b""
-        return frame
+        return self._head() + frame(raw["type"], raw)  # the SDK wants message_start first
 
-    def _on_ignored(self, ev: Event) -> bytes:
+    def _on_ignored(self, ev: events.Event) -> bytes:
         return b""
 
-    def _on_logprobs(self, ev: LogprobsDelta) -> bytes:
-        self._lose("logprobs (Anthropic has none)")
+    def _on_logprobs(self, ev: events.LogprobsDelta) -> bytes:
+        self._writer.drop_logprobs()
         return b""
 
-    # ------------------------------------------------------------------ handlers: parts
+    # ------------------------------------------------------------------ parts
 
-    def _on_part_start(self, ev: PartStart) -> bytes:
+    def _on_part_start(self, ev: events.PartStart) -> bytes:
         key = (ev.message, ev.part)
         if ev.message in self._skip:
-            self._blocks[key] = _DROP
+            self._blocks[key] = DROPPED
             return b""
         head = self._head()
         value = ev.value
-        if isinstance(value, TextPart | RefusalPart):
-            return head + self._start_text(key, value)
-        if isinstance(value, ReasoningPart):
-            return head + self._start_reasoning(key, value)
-        if isinstance(value, ToolCallPart):
-            return head + self._start_call(key, value)
-        if isinstance(value, ToolResultPart):
-            return head + self._start_result(key, value)
-        if isinstance(value, UnknownPart):
-            return head + self._start_unknown(key, value)
-        self._blocks[key] = _DROP
-        self._lose(f"{value.__struct_config__.tag} part (no Anthropic output block for it)")
-        return head
-
-    def _start_text(self, key: tuple[Any, Any], value: TextPart | RefusalPart) -> bytes:
-        if isinstance(value, RefusalPart):
-            self._lose("refusal: sent as a text block (Anthropic has no refusal block)")
-        block = _Block("text", {"type": "text", "text": ""}, soft=True)
-        out = self._add(key, block)
-        if value.text:
-            block.sent.append(value.text)
-            out += self._submit(block, "text", value.text)
-        if isinstance(value, TextPart):
-            if value.signature is not None:
-                self._lose("text signature (foreign; Anthropic text carries none)")
-            for citation in value.annotations or ():
-                out += self._citation(block, citation)
-        return out
-
-    def _start_reasoning(self, key: tuple[Any, Any], value: ReasoningPart) -> bytes:
-        if self._same:
-            if value.redacted or value.data is not None:
-                block = _Block("redacted", {"type": "redacted_thinking", "data": value.data or ""})
-                return self._add(key, block)
-            block = _Block("thinking", {"type": "thinking", "thinking": "", "signature": ""})
-            block.raw = value.signature
-            out = self._add(key, block)
-            if value.text:
-                block.sent.append(value.text)
-                out += self._submit(block, "thinking", value.text)
-            return out
-        if value.signature is not None:
-            self._lose(
-                f"reasoning signature from {self._source or 'another protocol'} (not valid for Anthropic)"
-            )
-        if value.data is not None or value.encrypted_content is not None:
-            self._lose(
-                f"encrypted reasoning from {self._source or 'another protocol'} (not valid for Anthropic)"
-            )
-        block = _Block(
-            "thinking", {"type": "thinking", "thinking": "", "signature": ""}, lazy=True, soft=True
-        )
-        out = self._add(key, block)
-        text = value.text or "".join(value.summary or ())
-        if text:
-            block.sent.append(text)
-            out += self._submit(block, "thinking", text)
-        return out
-
-    def _start_call(self, key: tuple[Any, Any], value: ToolCallPart) -> bytes:
-        if value.signature is not None:
-            self._lose(f"tool call {value.id}: signature (foreign; Anthropic tool_use carries none)")
-        start: dict[str, Any]
-        if value.kind == "function":
-            start = {"type": "tool_use", "id": value.id, "name": value.name, "input": {}}
-            self._client_tools = True
-        elif value.kind == "mcp":
-            start = {"type": "mcp_tool_use", "id": value.id, "name": value.name, "input": {}}
-            if value.server_name is not None:
-                start["server_name"] = value.server_name
-        elif value.kind == "server" and self._same:
-            start = {"type": "server_tool_use", "id": value.id, "name": value.name, "input": {}}
-        else:
-            self._blocks[key] = _DROP
-            self._lose(f"{value.kind} tool call {value.name!r} ({value.id}): no Anthropic equivalent")
-            return b""
-        block = _Block("tool", start)
-        block.raw = value.arguments
-        return self._add(key, block)
-
-    def _start_result(self, key: tuple[Any, Any], value: ToolResultPart) -> bytes:
-        content = value.content
-        first = content[0] if isinstance(content, list) and len(content) == 1 else None
-        if self._same and isinstance(first, UnknownPart) and _is_block(first.raw, first.provider_type):
-            return self._add(key, _Block("raw", first.raw))
-        if not self._same:
-            self._blocks[key] = _DROP
-            self._lose(f"tool result {value.tool_call_id} from {self._source or 'another protocol'}")
-            return b""
-        block: dict[str, Any] = {"type": "mcp_tool_result", "tool_use_id": value.tool_call_id}
-        if value.is_error is not None:
-            block["is_error"] = value.is_error
-        block["content"] = content if isinstance(content, str) else _result_blocks(content, self._lose)
-        return self._add(key, _Block("raw", block))
-
-    def _start_unknown(self, key: tuple[Any, Any], value: UnknownPart) -> bytes:
-        raw = value.raw
-        if not self._same or not isinstance(raw, dict):
-            self._blocks[key] = _DROP
-            self._lose(f"unknown {value.provider_type!r} part from {self._source or 'another protocol'}")
-            return b""
-        if raw.get("type") == "content_block_delta":
+        writer = self._writer
+        if isinstance(value, UnknownPart) and writer.native and _is_delta(value.raw):
             # An unknown delta type: written on the block that is open (or was last written).
-            self._blocks[key] = _DROP
-            block = self._active
-            index = block.index if block is not None and block.index >= 0 else max(self._last, 0)
-            body = {**raw, "index": index}
-            return _frame("content_block_delta", body)
-        block = _Block("raw", raw)
-        block.raw = raw
-        return self._add(key, block)
+            self._blocks[key] = DROPPED
+            return head + frame("content_block_delta", {**value.raw, "index": self._seq.current})
+        start = writer.block(value, start=True)
+        if start is None:
+            self._blocks[key] = DROPPED
+            return head
+        block = self._new_block(start)
+        self._blocks[key] = block
+        return head + self._seq.add(block)
 
-    # ------------------------------------------------------------------ handlers: deltas
+    def _new_block(self, start: dict[str, Any]) -> Block:
+        kind = start["type"]
+        if kind == "text":
+            return Block("text", start, soft=True)
+        if kind == "thinking":
+            if self._writer.replay:
+                block = Block("thinking", start)
+                block.signature = start["signature"] or None
+                return block
+            # Reasoning from elsewhere: unsigned, written only once it has text.
+            return Block("thinking", start, lazy=not start["thinking"], soft=True)
+        if kind in _CALLS:
+            return Block("tool", start)
+        block = Block("raw", start)
+        block.raw = start
+        return block
 
-    def _on_text(self, ev: TextDelta) -> bytes:
-        block = self._block(ev)
-        if block is None or block.kind != "text":
+    def _block(self, ev: Any, kind: str) -> Block | None:
+        block = self._blocks.get((ev.message, ev.part))
+        if block is None or block.kind != kind:
+            return None
+        return block
+
+    def _content(self, ev: Any, block: Block, kind: str, payload: Any) -> bytes:
+        if block.stopped:
+            if not block.soft:
+                return b""
+            # A soft block closed early for another part: the rest goes to a new block.
+            block = block.again()
+            self._blocks[(ev.message, ev.part)] = block
+            return self._seq.add(block) + self._seq.submit(block, kind, payload)
+        return self._seq.submit(block, kind, payload)
+
+    def _on_text(self, ev: events.TextDelta) -> bytes:
+        block = self._block(ev, "text")
+        return b"" if block is None else self._content(ev, block, "text", ev.text)
+
+    def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
+        block = self._block(ev, "text")
+        return b"" if block is None else self._content(ev, block, "text", ev.text)
+
+    def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
+        block = self._block(ev, "thinking")
+        return b"" if block is None else self._content(ev, block, "thinking", ev.text)
+
+    def _on_summary(self, ev: events.SummaryDelta) -> bytes:
+        block = self._block(ev, "thinking")
+        if block is None or not ev.text:
             return b""
-        block.sent.append(ev.text)
-        return self._content(ev, block, "text", ev.text)
-
-    def _on_refusal(self, ev: RefusalDelta) -> bytes:
-        block = self._block(ev)
-        if block is None or block.kind != "text":
-            return b""
-        block.sent.append(ev.text)
-        return self._content(ev, block, "text", ev.text)
-
-    def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
-        block = self._block(ev)
-        if block is None or block.kind != "thinking":
-            return b""
-        block.sent.append(ev.text)
         return self._content(ev, block, "thinking", ev.text)
 
-    def _on_summary(self, ev: SummaryDelta) -> bytes:
-        block = self._block(ev)
-        if block is None or block.kind != "thinking" or not ev.text:
+    def _on_signature(self, ev: events.SignatureDelta) -> bytes:
+        # A signature that may not be replayed here is recorded once, from the part's end.
+        block = self._block(ev, "thinking")
+        if block is None or not self._writer.replay:
             return b""
-        block.sent.append(ev.text)
-        return self._content(ev, block, "thinking", ev.text)
+        block.signature = ev.signature
+        return self._content(ev, block, "delta", {"type": "signature_delta", "signature": ev.signature})
 
-    def _on_signature(self, ev: SignatureDelta) -> bytes:
-        block = self._block(ev)
+    def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
+        block = self._block(ev, "tool")
+        return b"" if block is None else self._content(ev, block, "args", ev.delta)
+
+    def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
+        block = self._block(ev, "text")
         if block is None:
             return b""
-        if not self._same or block.kind != "thinking":
-            self._lose(f"signature from {self._source or 'another protocol'} (not valid for Anthropic)")
+        citation = self._writer.citation(ev.citation)
+        if citation is None:
             return b""
-        block.signed = True
-        delta = {"type": "signature_delta", "signature": ev.signature}
-        return self._content(ev, block, "delta", delta)
+        return self._content(ev, block, "delta", {"type": "citations_delta", "citation": citation})
 
-    def _on_arguments(self, ev: ArgumentsDelta) -> bytes:
-        block = self._block(ev)
-        if block is None or block.kind != "tool":
-            return b""
-        block.sent.append(ev.delta)
-        return self._submit(block, "args", ev.delta)
-
-    def _on_annotation(self, ev: AnnotationAdded) -> bytes:
-        block = self._block(ev)
-        if block is None or block.kind != "text":
-            return b""
-        return self._citation(block, ev.citation, ev)
-
-    def _citation(self, block: _Block, citation: Any, ev: Any = None) -> bytes:
-        if not self._same or not isinstance(citation.raw, dict):
-            self._lose(f"citation of kind {citation.kind!r} from {self._source or 'another protocol'}")
-            return b""
-        delta = {"type": "citations_delta", "citation": citation.raw}
-        if ev is not None:
-            return self._content(ev, block, "delta", delta)
-        return self._submit(block, "delta", delta)
-
-    def _on_part_done(self, ev: PartDone) -> bytes:
-        block = self._block(ev)
-        if block is None or block.stopped:
+    def _on_part_done(self, ev: events.PartDone) -> bytes:
+        block = self._blocks.get((ev.message, ev.part))
+        if block is None or block is DROPPED:
             return b""
         value = ev.value
-        out = b""
-        if isinstance(value, TextPart | RefusalPart) and block.kind == "text":
-            out = self._rest(block, value.text, "text")
-        elif isinstance(value, ReasoningPart) and block.kind == "thinking":
-            out = self._rest(block, value.text or "", "thinking")
-            signature = value.signature or block.raw
-            if self._same and signature and not block.signed:
-                block.signed = True
-                out += self._submit(block, "delta", {"type": "signature_delta", "signature": signature})
-        elif isinstance(value, ToolCallPart) and block.kind == "tool":
-            sent = "".join(block.sent)
-            if not (not sent and value.arguments in ("{}", "")):
-                out = self._rest(block, value.arguments, "args")
-            if value.status == "incomplete":
-                return out + self._submit(block, "stop", "cut")
-        elif isinstance(value, UnknownPart) and block.kind == "raw" and value.raw != block.raw:
-            out = self._raw_update(block, value.raw)
-        return out + self._submit(block, "stop")
-
-    def _rest(self, block: _Block, final: str, kind: str) -> bytes:
-        sent = "".join(block.sent)
-        if final == sent:
+        if value is not None:
+            self._writer.drop_state(value)
+        if block.stopped:
             return b""
-        if final.startswith(sent):
-            rest = final[len(sent) :]
-            block.sent.append(rest)
-            return self._submit(block, kind, rest)
-        self._lose(f"{kind}: the final value differs from the streamed deltas; the deltas are kept")
-        return b""
+        seq = self._seq
+        out = b""
+        if block.kind == "thinking" and self._writer.replay:
+            signature = getattr(value, "signature", None)
+            if signature and signature != block.signature:
+                block.signature = signature
+                out = seq.submit(block, "delta", {"type": "signature_delta", "signature": signature})
+        elif block.kind == "tool" and isinstance(value, ToolCallPart) and value.status == "incomplete":
+            return seq.submit(block, "stop", "cut")  # a cut call is never closed
+        elif block.kind == "raw" and isinstance(value, UnknownPart) and value.raw != block.raw:
+            out = self._raw_update(block, value.raw)
+        return out + seq.submit(block, "stop")
 
-    def _raw_update(self, block: _Block, raw: Any) -> bytes:
+    def _raw_update(self, block: Block, raw: Any) -> bytes:
         if isinstance(raw, dict) and raw.get("type") == "compaction":
             delta = {
                 "type": "compaction_delta",
                 "content": raw.get("content"),
                 "encrypted_content": raw.get("encrypted_content"),
             }
-            return self._submit(block, "delta", delta)
-        self._lose(f"final value of a {block.start.get('type')!r} block (its start was already written)")
+            return self._seq.submit(block, "delta", delta)
+        what = f"final value of a {block.start.get('type')!r} block (its start was already written)"
+        self.drops.add("field", what)
         return b""
 
 
-def _is_block(raw: Any, kind: str) -> bool:
-    return isinstance(raw, dict) and raw.get("type") == kind
-
-
-def _result_blocks(parts: list[Any], lose: Any) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for part in parts:
-        if isinstance(part, TextPart):
-            blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, UnknownPart) and isinstance(part.raw, dict):
-            blocks.append(part.raw)
-        else:
-            lose(f"{part.__struct_config__.tag} part in an MCP tool result")
-    return blocks
-
-
-def _error_body(error: StreamError, same: bool) -> dict[str, Any]:
-    raw = error.raw
-    if same and isinstance(raw, dict) and isinstance(raw.get("error"), dict):
-        return raw
-    return {"type": "error", "error": {"type": error.type, "message": error.message or error.type}}
+def _is_delta(raw: Any) -> bool:
+    return isinstance(raw, dict) and raw.get("type") == "content_block_delta"

@@ -12,8 +12,10 @@ Canonical mapping:
 * A canonical ``tool`` message (a Chat ``role: "tool"`` result) → ``tool_result`` blocks in a
   user message: consecutive tool messages merge into ONE user message, results first, and a user
   message right after them is merged in after the results.
-* ``thinking``/``redacted_thinking`` are replayed unchanged; reasoning that Anthropic cannot
-  take back (no signature, or another provider's encrypted payload) is dropped and reported.
+* Blocks ↔ parts through the protocol's one mapping (``_blocks``). ``thinking`` and
+  ``redacted_thinking`` are replayed unchanged to Anthropic's own messages (``Message.provider``,
+  asked through ``protocols/_replay.py``); reasoning that Anthropic cannot take back (unsigned,
+  or another provider's) is dropped and recorded.
 * ``cache_control`` of any block is kept in ``Message.provider_raw`` and put back.
 """
 
@@ -21,29 +23,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import msgspec
-
-from ..._exceptions import ValidationError
-from ..._model import (
-    AudioPart,
-    CitationPart,
-    CodePart,
-    FilePart,
-    ImagePart,
-    Message,
-    Part,
-    ReasoningPart,
-    RefusalPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-)
+from ..._drops import DropLog
+from ..._exceptions import RemoteProtocolError, ValidationError
+from ..._model import Message, Part, TextPart
+from .._names import ANTHROPIC as PROTOCOL
 from ._blocks import SERVER_RESULT_TYPES, block_to_part
+from ._writer import BlockWriter, drop_kind
 
 __all__ = ["MID_CONVERSATION_SYSTEM", "from_canonical", "to_canonical", "validate"]
-
-from .._names import ANTHROPIC as PROTOCOL
 
 MID_CONVERSATION_SYSTEM: Final = "mid_conversation_system"
 """``Message.type`` of a system message that sits inside ``messages`` (not the top-level ``system``)."""
@@ -65,7 +52,7 @@ def _split(body: Any) -> tuple[Any, list[Any]]:
     raise ValidationError(PROTOCOL, ["expected a request body object or a list of messages"])
 
 
-def _content(raw: Any) -> tuple[list[Part] | str, dict[str, Any] | None]:
+def _content(raw: Any, where: str) -> tuple[list[Part] | str, dict[str, Any] | None]:
     """Blocks → parts, and the ``cache_control`` of blocks by position (or ``None``)."""
     if isinstance(raw, str):
         return raw, None
@@ -74,7 +61,10 @@ def _content(raw: Any) -> tuple[list[Part] | str, dict[str, Any] | None]:
     parts: list[Part] = []
     cache: dict[str, Any] = {}
     for i, block in enumerate(raw):
-        parts.append(block_to_part(block))
+        try:
+            parts.append(block_to_part(block))
+        except RemoteProtocolError as exc:
+            raise ValidationError(PROTOCOL, [f"{where}.content[{i}]: {exc.message}"]) from exc
         if isinstance(block, dict) and "cache_control" in block:
             cache[str(i)] = block["cache_control"]
     return parts, ({"cache_control": cache} if cache else None)
@@ -84,17 +74,18 @@ def to_canonical(body: Any) -> list[Message]:
     """Convert an Anthropic request body (or its ``messages`` list) to canonical messages.
 
     Raises:
-        ValidationError: The body is not an Anthropic request shape at all.
+        ValidationError: The body is not an Anthropic request shape at all, or a block has a
+            field of the wrong JSON type.
     """
     system, messages = _split(body)
     out: list[Message] = []
     if system is not None:
-        content, raw = _content(system)
+        content, raw = _content(system, "system")
         out.append(Message(role="system", content=content, provider=PROTOCOL, provider_raw=raw))
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") not in _ROLES:
             raise ValidationError(PROTOCOL, [f"messages[{i}]: not a message with a known role"])
-        content, raw = _content(msg.get("content"))
+        content, raw = _content(msg.get("content"), f"messages[{i}]")
         role = msg["role"]
         kind = MID_CONVERSATION_SYSTEM if role == "system" else None
         out.append(Message(role=role, content=content, type=kind, provider=PROTOCOL, provider_raw=raw))
@@ -104,32 +95,37 @@ def to_canonical(body: Any) -> list[Message]:
 # ---------------------------------------------------------------------- canonical → Anthropic
 
 
-def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -> dict[str, Any]:
+def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> dict[str, Any]:
     """Convert canonical messages to an Anthropic request body ``{"system"?, "messages": [...]}``.
+
+    Blocks are written by the protocol's one mapping (``_writer.BlockWriter``) for the protocol
+    each message came from (``Message.provider``): thinking and redacted thinking are replayed
+    only to Anthropic's own messages, raw blocks and server calls only from them.
 
     Args:
         messages: The conversation.
-        lossy: If given, a line is appended for everything Anthropic cannot carry (audio,
-            code parts, reasoning it cannot replay, ...), which is dropped, never turned into text.
+        drops: If given, what Anthropic cannot carry (audio, code parts, reasoning it cannot
+            replay, ...) is recorded there; it is dropped, never turned into text.
     """
-    sink: list[str] = lossy if lossy is not None else []
+    log = drops if drops is not None else DropLog(PROTOCOL)
     system: list[dict[str, Any]] = []
     plain_system = True
     out: list[dict[str, Any]] = []
     for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
         if msg.role in ("system", "developer") and msg.type != MID_CONVERSATION_SYSTEM:
-            blocks = _blocks(i, msg, sink, text_only=True)
+            blocks = _blocks(where, msg, log, text_only=True)
             plain_system = plain_system and not any(len(b) > 2 for b in blocks)
             system.extend(blocks)
             continue
         if msg.role in ("system", "developer"):
-            out.append({"role": "system", "content": _plain(msg, _blocks(i, msg, sink, text_only=True))})
+            out.append({"role": "system", "content": _plain(msg, _blocks(where, msg, log, text_only=True))})
             continue
         if msg.role == "function":
-            sink.append(f"messages[{i}]: legacy function result (no call id to answer)")
+            log.add("tool_result", "legacy function result (no call id to answer)", where=where)
             continue
         role = "assistant" if msg.role in ("assistant", "model") else "user"
-        blocks = _blocks(i, msg, sink, text_only=False)
+        blocks = _blocks(where, msg, log, text_only=False)
         if msg.role == "tool" and isinstance(msg.content, str):
             blocks = [{"type": "tool_result", "tool_use_id": msg.tool_call_id or "", "content": msg.content}]
         _append(out, role, msg, blocks)
@@ -163,7 +159,7 @@ def _append(out: list[dict[str, Any]], role: str, msg: Message, blocks: list[dic
     out.append({"role": role, "content": list(blocks)})
 
 
-def _blocks(i: int, msg: Message, lossy: list[str], *, text_only: bool) -> list[dict[str, Any]]:
+def _blocks(where: str, msg: Message, log: DropLog, *, text_only: bool) -> list[dict[str, Any]]:
     content = msg.content
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -171,118 +167,21 @@ def _blocks(i: int, msg: Message, lossy: list[str], *, text_only: bool) -> list[
     if msg.provider == PROTOCOL and isinstance(msg.provider_raw, dict):
         found = msg.provider_raw.get("cache_control")
         cache = found if isinstance(found, dict) else {}
-    foreign = msg.provider is not None and msg.provider != PROTOCOL
+    writer = BlockWriter(msg.provider, log, request=True)
+    assistant = msg.role in ("assistant", "model")
     out: list[dict[str, Any]] = []
     for j, part in enumerate(content):
         if text_only and not isinstance(part, TextPart):
-            lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part in a system message (text only)")
+            what = f"{part.__struct_config__.tag} part in a system message (Anthropic system is text only)"
+            log.add(drop_kind(part), what, where=where)
             continue
-        block = _block(i, part, lossy, foreign=foreign, assistant=msg.role in ("assistant", "model"))
+        block = writer.block(part, where=where, assistant=assistant)
         if block is None:
             continue
         if str(j) in cache:
             block = {**block, "cache_control": cache[str(j)]}
         out.append(block)
     return out
-
-
-def _block(i: int, part: Part, lossy: list[str], *, foreign: bool, assistant: bool) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        block: dict[str, Any] = {"type": "text", "text": part.text}
-        citations = [
-            c.raw for c in part.annotations or () if isinstance(c.raw, dict) and "cited_text" in c.raw
-        ]
-        if citations:
-            block["citations"] = citations
-        return block
-    if isinstance(part, RefusalPart):
-        lossy.append(f"messages[{i}]: refusal replayed as text (Anthropic has no refusal block)")
-        return {"type": "text", "text": part.text}
-    if isinstance(part, ToolCallPart):
-        return _call_block(i, part, lossy)
-    if isinstance(part, ToolResultPart):
-        return _result_block(i, part, lossy, assistant=assistant)
-    if isinstance(part, ReasoningPart):
-        return _reasoning_block(i, part, lossy, foreign=foreign)
-    if isinstance(part, ImagePart | FilePart):
-        return _source_block(i, part, lossy)
-    if isinstance(part, UnknownPart) and isinstance(part.raw, dict) and "type" in part.raw:
-        raw: dict[str, Any] = part.raw
-        return raw
-    assert isinstance(part, AudioPart | CodePart | CitationPart | UnknownPart)
-    lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Anthropic block for it)")
-    return None
-
-
-def _call_block(i: int, part: ToolCallPart, lossy: list[str]) -> dict[str, Any] | None:
-    if part.kind == "custom":
-        lossy.append(f"messages[{i}]: custom tool call {part.id} (Anthropic tool input is a JSON object)")
-        return None
-    try:
-        args = msgspec.json.decode(part.arguments) if part.arguments.strip() else {}
-    except msgspec.DecodeError:
-        args = None
-    if not isinstance(args, dict):
-        lossy.append(f"messages[{i}]: tool call {part.id} arguments are not a JSON object; sent as {{}}")
-        args = {}
-    kind = {"function": "tool_use", "server": "server_tool_use", "mcp": "mcp_tool_use"}[part.kind]
-    block: dict[str, Any] = {"type": kind, "id": part.id, "name": part.name, "input": args}
-    if part.kind == "mcp":
-        block["server_name"] = part.server_name or ""
-    return block
-
-
-def _result_block(
-    i: int, part: ToolResultPart, lossy: list[str], *, assistant: bool
-) -> dict[str, Any] | None:
-    content = part.content
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], UnknownPart):
-        raw = content[0].raw
-        if isinstance(raw, dict) and raw.get("type") in SERVER_RESULT_TYPES:
-            return raw  # a server tool's result block, replayed as it came
-    kind = "mcp_tool_result" if assistant else "tool_result"
-    block: dict[str, Any] = {"type": kind, "tool_use_id": part.tool_call_id}
-    if isinstance(content, str):
-        block["content"] = content
-    else:
-        inner = [_block(i, p, lossy, foreign=False, assistant=False) for p in content]
-        block["content"] = [b for b in inner if b is not None]
-    if part.is_error is not None:
-        block["is_error"] = part.is_error
-    return block
-
-
-def _reasoning_block(
-    i: int, part: ReasoningPart, lossy: list[str], *, foreign: bool
-) -> dict[str, Any] | None:
-    if foreign:
-        lossy.append(f"messages[{i}]: reasoning from another provider (Anthropic cannot replay it)")
-        return None
-    if part.redacted and part.data is not None:
-        return {"type": "redacted_thinking", "data": part.data}
-    if part.signature is not None and part.encrypted_content is None:
-        return {"type": "thinking", "thinking": part.text or "", "signature": part.signature}
-    lossy.append(f"messages[{i}]: reasoning without an Anthropic signature (cannot be replayed)")
-    return None
-
-
-def _source_block(i: int, part: ImagePart | FilePart, lossy: list[str]) -> dict[str, Any] | None:
-    kind = "image" if isinstance(part, ImagePart) else "document"
-    source: dict[str, Any]
-    if part.data is not None:
-        default = "image/png" if kind == "image" else "application/pdf"
-        source = {"type": "base64", "media_type": part.media_type or default, "data": part.data}
-    elif part.url is not None:
-        source = {"type": "url", "url": part.url}
-    elif part.file_id is not None:
-        source = {"type": "file", "file_id": part.file_id}
-    else:
-        lossy.append(f"messages[{i}]: {kind} without data, URL or file id")
-        return None
-    block: dict[str, Any] = {"type": kind, "source": source}
-    if isinstance(part, FilePart) and part.filename is not None:
-        block["title"] = part.filename
-    return block
 
 
 # ---------------------------------------------------------------------- validation

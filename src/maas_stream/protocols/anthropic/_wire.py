@@ -12,7 +12,7 @@ in ``benchmarks/bench_anthropic.py``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -36,7 +36,8 @@ class Frame(msgspec.Struct, gc=False):
     """Any Anthropic stream event's JSON payload."""
 
     type: str = ""
-    index: int = 0
+    index: Annotated[int, msgspec.Meta(ge=0)] = 0
+    """A block's position in the message: a provider key, never used to size anything."""
     delta: Delta | None = None
     content_block: Any = None
     message: Any = None
