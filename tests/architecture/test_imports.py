@@ -322,6 +322,7 @@ SDK_DIRECT = {
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",
     "tests.protocols.test_anthropic": "anthropic stream accumulator as oracle",
+    "tests.protocols.test_anthropic_body": "anthropic BetaMessage model and accumulator as oracles",
     "tests.protocols.test_google_live": "google-genai Live server message model",
     "tests.protocols.test_openai_chat": "openai chat stream oracle",
     "tests.protocols.test_openai_realtime": "openai realtime server event models",

@@ -150,7 +150,6 @@ ERROR_CHUNK_GEMINI = (
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("recordings/anthropic/cut_without_message_stop.sse", "openai-responses"): CUT_USAGE,
     ("recordings/gemini/streamed_call_cut.sse", "openai-responses"): CUT_USAGE,
-    ("recordings/gemini/streamed_call_cut.sse", "anthropic"): CUT_USAGE,
     ("recordings/anthropic/usage_cumulative_stop_sequence.sse", "openai-responses"): RESPONSES_CACHE_WRITE,
     ("corpus/gemini/array_args_missing_terminal_call.sse", "gemini"): GEMINI_CUT_FINISH,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "openai-responses"): SESSION,
@@ -177,6 +176,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "anthropic"): SESSION,
     ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "gemini"): SESSION,
     ("recordings/openai-realtime/input_transcription_cancelled_error.jsonl", "openai-responses"): SESSION,
+    ("recordings/openai-realtime/input_transcription_cancelled_error.jsonl", "anthropic"): SESSION,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "openai-chat"): SESSION,
     ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "openai-chat"): SESSION,
     ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "openai-responses"): SESSION,
@@ -186,7 +186,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("corpus/openai-realtime/tool_call_round.jsonl", "openai-responses"): SESSION,
     ("corpus/openai-realtime/tool_call_round.jsonl", "anthropic"): SESSION,
     ("corpus/openai-realtime/tool_call_round.jsonl", "gemini"): SESSION,
-    ("corpus/openai-chat/compat_openrouter_error_in_chunk.sse", "anthropic"): ERROR_CHUNK_ANTHROPIC,
     ("corpus/openai-chat/compat_openrouter_error_in_chunk.sse", "gemini"): ERROR_CHUNK_GEMINI,
 }
 """(:func:`source_id`, target) → why the body and the stream disagree today."""
