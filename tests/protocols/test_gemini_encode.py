@@ -187,3 +187,22 @@ def test_drop_records_name_no_ids_and_match_the_body(path: Path) -> None:
     stream_kinds = {r.kind for r in conv.lossy} - {"unknown", "logprobs"}  # frame-level: no body form
     body_kinds = {r.kind for r in body_drops.records}
     assert stream_kinds <= body_kinds | {"field", "media"}
+
+
+def test_signature_given_only_in_the_done_value_is_written_as_in_the_body() -> None:
+    events = [
+        ev.ResponseStart(protocol="gemini"),
+        ev.MessageStart(message=0),
+        ev.PartStart(message=0, part=0, value=ms.TextPart(text="")),
+        ev.TextDelta(message=0, part=0, text="done"),
+        ev.PartDone(message=0, part=0, value=ms.TextPart(text="done", signature="c2ln")),
+        ev.MessageDone(message=0, finish_reason="stop"),
+        ev.ResponseDone(finish_reason="stop"),
+    ]
+    out, enc, _ = _encode(events)
+    assert _parts(out) == [{"text": "done"}, {"text": "", "thoughtSignature": "c2ln"}]
+    resp = ms.aggregate(out, protocol="gemini")
+    assert resp.messages[0].content == [ms.TextPart(text="done", signature="c2ln")]
+    foreign, enc, _ = _encode([ev.ResponseStart(protocol="openai-responses"), *events[1:]])
+    assert b"c2ln" not in foreign
+    assert [(r.kind, r.count) for r in enc.lossy] == [("signature", 1)]

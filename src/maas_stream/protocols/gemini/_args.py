@@ -9,6 +9,11 @@ It also keeps the arguments as a value; when the fragments do not arrive in docu
 (a path revisits a container already left) the streamed text would be wrong, and
 :meth:`ArgsWriter.final_text` gives the text of the value instead.
 
+Memory follows the bytes received, never a number inside them: arrays are kept sparse, an index
+may run at most :data:`MAX_GAP` past an array's entries, a path at most :data:`MAX_DEPTH` deep;
+past those, and for paths that index an object or name a member of an array, it raises
+:class:`~maas_stream.RemoteProtocolError`.
+
 It must not know events or the aggregator.
 """
 

@@ -60,7 +60,7 @@ _SESSIONS: Final = frozenset({GOOGLE_LIVE, OPENAI_REALTIME})
 class _Out:
     """How one canonical part is being written out."""
 
-    __slots__ = ("cand", "kind", "sig")
+    __slots__ = ("cand", "kind", "sig", "signed")
 
     def __init__(self, kind: str, cand: int) -> None:
         self.kind = kind
@@ -68,6 +68,14 @@ class _Out:
         self.cand = cand
         self.sig: str | None = None
         """A signature waiting for the next part written for this part."""
+        self.signed = False
+        """A signature of this part was seen (written, waiting, or dropped)."""
+
+    def take(self, wire: ToWire, signature: str | None) -> None:
+        """Keep a signature of this part for its next written part, if it may go to Gemini."""
+        if signature is not None:
+            self.signed = True
+            self.sig = wire.signature(signature)
 
 
 class StreamEncoder(EventEncoder):
@@ -156,20 +164,20 @@ class StreamEncoder(EventEncoder):
             parts[0]["thoughtSignature"] = sig
         return parts
 
-    def _get(self, ev: Any) -> _Out | None:
-        return self._parts.get((ev.message, ev.part))
+    def _get(self, event: Any) -> _Out | None:
+        return self._parts.get((event.message, event.part))
 
     # ------------------------------------------------------------------ response and messages
 
-    def _nothing(self, ev: Any) -> bytes:
+    def _nothing(self, event: Any) -> bytes:
         return b""
 
-    def _on_response_start(self, ev: ev.ResponseStart) -> bytes:
-        self.drops.source = ev.protocol
-        self._wire = ToWire(self.drops, ev.protocol, exact_args=True)
-        self._rid = self._rid or ev.id
-        self._model = self._model or ev.model
-        raw = ev.provider_raw
+    def _on_response_start(self, event: ev.ResponseStart) -> bytes:
+        self.drops.source = event.protocol
+        self._wire = ToWire(self.drops, event.protocol, exact_args=True)
+        self._rid = self._rid or event.id
+        self._model = self._model or event.model
+        raw = event.provider_raw
         if self._wire.own and isinstance(raw, dict):
             for key in ("createTime", "modelStatus"):
                 if key in raw:
@@ -177,15 +185,15 @@ class StreamEncoder(EventEncoder):
             self._feedback = raw.get("promptFeedback")
         return b""
 
-    def _on_message_start(self, ev: ev.MessageStart) -> bytes:
-        if ev.role not in ("assistant", "model"):
+    def _on_message_start(self, event: ev.MessageStart) -> bytes:
+        if event.role not in ("assistant", "model"):
             # A model's answer holds no user or tool turn (a session's client side, say).
-            self.drops.add("message", f"{ev.role} message in the output")
-            self._skip.add(ev.message)
+            self.drops.add("message", f"{event.role} message in the output")
+            self._skip.add(event.message)
             return b""
-        cand = ev.choice_index if ev.choice_index is not None else 0
-        if isinstance(ev.message, int):
-            self._cands[ev.message] = cand
+        cand = event.choice_index if event.choice_index is not None else 0
+        if isinstance(event.message, int):
+            self._cands[event.message] = cand
         if cand not in self._announced:
             self._announced.append(cand)
         return b""
@@ -207,32 +215,32 @@ class StreamEncoder(EventEncoder):
             body["citationMetadata"] = {"citationSources": sources}
         return self._frame({"candidates": [body]})
 
-    def _on_message_done(self, ev: ev.MessageDone) -> bytes:
-        cand = self._cand(ev.message)
-        if cand in self._finished or ev.finish_reason is None or ev.message in self._skip:
+    def _on_message_done(self, event: ev.MessageDone) -> bytes:
+        cand = self._cand(event.message)
+        if cand in self._finished or event.finish_reason is None or event.message in self._skip:
             # An item of a multi-item turn (an item of an incomplete Responses output, too):
             # the response's end finishes the candidate, or leaves it cut.
             return b""
         own = self._wire.own
         finish = finish_to_wire(
-            ev.finish_reason, status=ev.status, provider=ev.provider_finish_reason, own=own
+            event.finish_reason, status=event.status, provider=event.provider_finish_reason, own=own
         )
         if finish is None:
             # The source was cut here: no finishReason, so the output reads as cut too.
             self._finished.add(cand)
             return b""
-        return self._finish_chunk(cand, finish, ev.value.provider_raw if ev.value is not None else None)
+        return self._finish_chunk(cand, finish, event.value.provider_raw if event.value is not None else None)
 
-    def _on_response_done(self, ev: ev.ResponseDone) -> bytes:
-        reason: FinishReason = ev.finish_reason or "stop"
+    def _on_response_done(self, event: ev.ResponseDone) -> bytes:
+        reason: FinishReason = event.finish_reason or "stop"
         own = self._wire.own
-        finish = finish_to_wire(reason, status=ev.status, provider=ev.provider_finish_reason, own=own)
+        finish = finish_to_wire(reason, status=event.status, provider=event.provider_finish_reason, own=own)
         frames = [
             self._finish_chunk(cand, finish, None)
             for cand in self._announced
             if cand not in self._finished and finish is not None
         ]
-        if not self._announced and (self._feedback is not None or ev.finish_reason == "content_filter"):
+        if not self._announced and (self._feedback is not None or event.finish_reason == "content_filter"):
             if self._feedback is None:
                 self._feedback = {"blockReason": "OTHER"}
             frames.append(self._frame({}))
@@ -241,39 +249,39 @@ class StreamEncoder(EventEncoder):
         self._ended = True
         return b"".join(frames)
 
-    def _on_usage(self, ev: ev.UsageUpdate) -> bytes:
-        self._usage = ev.usage
+    def _on_usage(self, event: ev.UsageUpdate) -> bytes:
+        self._usage = event.usage
         self._usage_sent = False
         return b""
 
-    def _on_error(self, ev: ev.StreamErrorEvent) -> bytes:
+    def _on_error(self, event: ev.StreamErrorEvent) -> bytes:
         self._ended = True
         usage = b"" if self._usage_sent else self._frame({})  # the usage known before the error
-        return usage + b"data: " + _json.encode({"error": error_to_wire(ev.error)}) + _SEP
+        return usage + b"data: " + _json.encode({"error": error_to_wire(event.error)}) + _SEP
 
-    def _on_unknown(self, ev: ev.UnknownEvent) -> bytes:
+    def _on_unknown(self, event: ev.UnknownEvent) -> bytes:
         if self.drops.source in _SESSIONS:
-            self.drops.add("session_frame", f"{ev.provider_type!r} session frame")
+            self.drops.add("session_frame", f"{event.provider_type!r} session frame")
         else:
-            self.drops.add("unknown", f"unknown {ev.provider_type!r} frame")
+            self.drops.add("unknown", f"unknown {event.provider_type!r} frame")
         return b""
 
     # ------------------------------------------------------------------ parts
 
-    def _on_part_start(self, ev: ev.PartStart) -> bytes:
-        assert isinstance(ev.message, int)
-        assert isinstance(ev.part, int)
-        cand = self._cand(ev.message)
-        key = (ev.message, ev.part)
-        value = ev.value
-        if ev.message in self._skip:
+    def _on_part_start(self, event: ev.PartStart) -> bytes:
+        assert isinstance(event.message, int)
+        assert isinstance(event.part, int)
+        cand = self._cand(event.message)
+        key = (event.message, event.part)
+        value = event.value
+        if event.message in self._skip:
             self._parts[key] = _Out("drop", cand)
             return b""
         if isinstance(value, TextPart | ReasoningPart):
             out = self._parts[key] = _Out("text" if isinstance(value, TextPart) else "thought", cand)
             if isinstance(value, ReasoningPart):
                 self._wire.reasoning_loss(value)
-            out.sig = self._wire.signature(value.signature)
+            out.take(self._wire, value.signature)
             return b""
         if isinstance(value, UnknownPart) and value.provider_type == SIGNATURE_TYPE:
             self._parts[key] = _Out("drop", cand)
@@ -295,49 +303,52 @@ class StreamEncoder(EventEncoder):
         body = self._wire.text(text, thought=out.kind == "thought")
         return self._parts_chunk(out.cand, self._sign([body], out, out.cand))
 
-    def _on_text(self, ev: ev.TextDelta) -> bytes:
-        out = self._get(ev)
-        return self._write_text(out, ev.text) if out is not None and out.kind == "text" else b""
+    def _on_text(self, event: ev.TextDelta) -> bytes:
+        out = self._get(event)
+        return self._write_text(out, event.text) if out is not None and out.kind == "text" else b""
 
-    def _on_reasoning(self, ev: ev.ReasoningDelta) -> bytes:
-        out = self._get(ev)
-        return self._write_text(out, ev.text) if out is not None and out.kind == "thought" else b""
+    def _on_reasoning(self, event: ev.ReasoningDelta) -> bytes:
+        out = self._get(event)
+        return self._write_text(out, event.text) if out is not None and out.kind == "thought" else b""
 
-    def _on_summary(self, ev: ev.SummaryDelta) -> bytes:
+    def _on_summary(self, event: ev.SummaryDelta) -> bytes:
         # A reasoning summary is what Gemini's thought parts are: sent as thought text.
-        out = self._get(ev)
-        return self._write_text(out, ev.text) if out is not None and out.kind == "thought" else b""
+        out = self._get(event)
+        return self._write_text(out, event.text) if out is not None and out.kind == "thought" else b""
 
-    def _on_signature(self, ev: ev.SignatureDelta) -> bytes:
-        out = self._get(ev)
-        if out is not None and out.kind in ("text", "thought", "whole"):
-            out.sig = self._wire.signature(ev.signature)
+    def _on_signature(self, event: ev.SignatureDelta) -> bytes:
+        out = self._get(event)
+        # A call's signature travels on its done value, which is written whole.
+        if out is not None and out.kind in ("text", "thought"):
+            out.take(self._wire, event.signature)
         return b""
 
-    def _on_audio(self, ev: ev.AudioDelta) -> bytes:
-        if ev.transcript and ev.message not in self._skip:
+    def _on_audio(self, event: ev.AudioDelta) -> bytes:
+        if event.transcript and event.message not in self._skip:
             self.drops.add("media", "audio transcript (Gemini output audio has no transcript field)")
         return b""
 
-    def _on_annotation(self, ev: ev.AnnotationAdded) -> bytes:
-        if self._wire.own or ev.message in self._skip:
+    def _on_annotation(self, event: ev.AnnotationAdded) -> bytes:
+        if self._wire.own or event.message in self._skip:
             return b""  # re-sent whole from the candidate's groundingMetadata/citationMetadata
-        source = citation_to_wire(ev.citation, self.drops)
+        source = citation_to_wire(event.citation, self.drops)
         if source is not None:
-            self._citations.setdefault(self._cand(ev.message), []).append(source)
+            self._citations.setdefault(self._cand(event.message), []).append(source)
         return b""
 
-    def _on_logprobs(self, ev: ev.LogprobsDelta) -> bytes:
-        if ev.message not in self._skip:
+    def _on_logprobs(self, event: ev.LogprobsDelta) -> bytes:
+        if event.message not in self._skip:
             self.drops.add("logprobs", "token logprobs")
         return b""
 
-    def _on_part_done(self, ev: ev.PartDone) -> bytes:
-        out = self._get(ev)
-        value = ev.value
+    def _on_part_done(self, event: ev.PartDone) -> bytes:
+        out = self._get(event)
+        value = event.value
         if out is None or value is None:
             return b""
         if out.kind in ("text", "thought"):
+            if not out.signed and isinstance(value, TextPart | ReasoningPart):
+                out.take(self._wire, value.signature)  # a signature given only in the done value
             if out.sig is None:
                 return b""
             # A signature after the last text (or on a part with none): an empty part carries it.
