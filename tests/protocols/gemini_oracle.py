@@ -133,3 +133,20 @@ def oracle(data: bytes) -> Oracle:
             if cand.finish_reason is not None:
                 c.finish = cand.finish_reason.value
     return result
+
+
+def sdk_response(body: dict[str, Any]) -> types.GenerateContentResponse:
+    """Run a non-streaming body through google-genai's client (``generate_content``).
+
+    The SDK drops fields it does not know (forward compatibility) and validates the rest with
+    ``GenerateContentResponse.model_validate``; an invalid body raises.
+    """
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=body)
+
+    client = genai.Client(
+        api_key="dummy",
+        http_options=types.HttpOptions(httpx_client=httpx2.Client(transport=httpx2.MockTransport(handler))),
+    )
+    return client.models.generate_content(model="gemini-test", contents="hi")

@@ -1,8 +1,9 @@
 """Google Gemini ``generateContent`` / ``streamGenerateContent?alt=sse``.
 
-Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the history codec
-(:func:`to_canonical`, :func:`from_canonical`, :func:`request_extras`) and :func:`validate`.
-Wire Structs are private.
+Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the response-body codec
+(:func:`encode_response`, :func:`decode_response`), the history codec (:func:`to_canonical`,
+:func:`from_canonical`, :func:`request_extras`) and :func:`validate`. Wire Structs and the one
+part/metadata mapping (``_parts``, ``_meta``) are private.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Final
 from ..._registry import Auth, Endpoint, spec_of
 from .. import _names
 from .._errors import google_error_body
+from ._body import decode_response as decode_response
 from ._body import encode_response as encode_response
-from ._decode import SIGNATURE_TYPE as SIGNATURE_TYPE
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
@@ -25,6 +26,7 @@ from ._history import from_canonical as from_canonical
 from ._history import request_extras as request_extras
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
+from ._parts import SIGNATURE_TYPE as SIGNATURE_TYPE
 
 __all__ = (
     "SPEC",
@@ -34,6 +36,7 @@ __all__ = (
     "StreamDecoder",
     "StreamEncoder",
     "detect",
+    "decode_response",
     "detect_body",
     "encode_response",
     "from_canonical",

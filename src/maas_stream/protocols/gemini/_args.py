@@ -9,6 +9,11 @@ It also keeps the arguments as a value; when the fragments do not arrive in docu
 (a path revisits a container already left) the streamed text would be wrong, and
 :meth:`ArgsWriter.final_text` gives the text of the value instead.
 
+Memory follows the bytes received, never a number inside them: arrays are kept sparse, an index
+may run at most :data:`MAX_GAP` past an array's entries, a path at most :data:`MAX_DEPTH` deep;
+past those, and for paths that index an object or name a member of an array, it raises
+:class:`~maas_stream.RemoteProtocolError`.
+
 It must not know events or the aggregator.
 """
 
@@ -25,12 +30,17 @@ from ..._exceptions import RemoteProtocolError
 if TYPE_CHECKING:
     from ._wire import PartialArg
 
-__all__ = ["ArgsWriter", "parse_path"]
+__all__ = ["MAX_DEPTH", "MAX_GAP", "ArgsWriter", "parse_path"]
 
 _SEGMENT: Final = re.compile(
     r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
 )
 _encode: Final = msgspec.json.encode
+
+MAX_DEPTH: Final = 100
+"""The deepest ``partialArgs`` path accepted (deeper JSON arguments are refused)."""
+MAX_GAP: Final = 64
+"""How far an array index may run ahead of the entries so far (the holes become ``null``)."""
 
 Segment = str | int
 
@@ -51,10 +61,14 @@ def parse_path(path: str) -> tuple[Segment, ...]:
             raise RemoteProtocolError(f"partialArgs jsonPath {path!r} is not a plain name/index path")
         name, index, quoted1, quoted2 = m.groups()
         if index is not None:
+            if len(index) > 12:
+                raise RemoteProtocolError(f"partialArgs jsonPath index {index[:20]}... is absurd")
             out.append(int(index))
         else:
             out.append(name if name is not None else (quoted1 if quoted1 is not None else quoted2))
         pos = m.end()
+        if len(out) > MAX_DEPTH:
+            raise RemoteProtocolError(f"partialArgs jsonPath deeper than {MAX_DEPTH} levels")
     return tuple(out)
 
 
@@ -153,7 +167,7 @@ class ArgsWriter:
         """After :meth:`finish`: ``None`` when the streamed text is right, else the value's text."""
         if self._in_order:
             return None
-        return _encode(self.value).decode()
+        return _encode(_plain(self.value)).decode()
 
     # ------------------------------------------------------------------ internals
 
@@ -205,34 +219,56 @@ class ArgsWriter:
     def _store(self, segs: tuple[Segment, ...], value: Any, *, append: bool) -> None:
         node: Any = self.value
         for depth, seg in enumerate(segs[:-1]):
-            nxt = segs[depth + 1]
             child = _get(node, seg)
             if child is None:
-                child = [] if isinstance(nxt, int) else {}
+                child = _Array() if isinstance(segs[depth + 1], int) else {}
                 _put(node, seg, child)
+            elif not isinstance(child, dict):
+                raise RemoteProtocolError(
+                    "partialArgs jsonPath goes into a value that is not an object or array"
+                )
             node = child
         leaf = segs[-1]
+        current = _get(node, leaf)
         if append:
-            current = _get(node, leaf)
             value = (current if isinstance(current, str) else "") + value
-        elif _get(node, leaf) is not None:
+        elif leaf in node:
             self._in_order = False  # a value written twice: the streamed text has a duplicate key
         _put(node, leaf, value)
 
 
-def _get(node: Any, seg: Segment) -> Any:
-    if isinstance(node, dict):
-        return node.get(seg) if isinstance(seg, str) else None
-    if isinstance(node, list) and isinstance(seg, int) and seg < len(node):
-        return node[seg]
-    return None
+class _Array(dict[int, Any]):
+    """A JSON array built from indexed fragments, kept sparse: memory follows what arrived.
+
+    An index may run ahead of the entries so far by at most :data:`MAX_GAP` (the holes become
+    ``null``), so an absurd index is refused instead of costing memory in proportion to it.
+    """
+
+    __slots__ = ()
+
+    def as_list(self) -> list[Any]:
+        out: list[Any] = [None] * (max(self) + 1 if self else 0)
+        for index, item in self.items():
+            out[index] = item
+        return out
 
 
-def _put(node: Any, seg: Segment, value: Any) -> None:
-    if isinstance(node, dict):
-        node[seg if isinstance(seg, str) else str(seg)] = value
-    elif isinstance(node, list):
-        index = seg if isinstance(seg, int) else 0
-        while len(node) <= index:
-            node.append(None)
-        node[index] = value
+def _plain(value: Any) -> Any:
+    """The built value as plain JSON values (sparse arrays as lists)."""
+    if isinstance(value, _Array):
+        return [_plain(v) for v in value.as_list()]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _get(node: dict[Any, Any], seg: Segment) -> Any:
+    if isinstance(node, _Array) != isinstance(seg, int):
+        raise RemoteProtocolError("partialArgs jsonPath indexes an object, or names a member of an array")
+    return node.get(seg)
+
+
+def _put(node: dict[Any, Any], seg: Segment, value: Any) -> None:
+    if isinstance(node, _Array) and isinstance(seg, int) and seg not in node and seg > len(node) + MAX_GAP:
+        raise RemoteProtocolError(f"partialArgs jsonPath index {seg} runs far past the array's end")
+    node[seg] = value

@@ -1,53 +1,44 @@
 """Gemini history codec and validation: request ``contents`` + ``systemInstruction`` ↔ canonical.
 
-Mapping (PROTOCOLS.md §4.6, §4.8, §4.9 and the spec's "Google Gemini generateContent API"):
+Parts map through the package's one part mapping (``_parts``); this module shapes turns
+(PROTOCOLS.md §4.6, §4.8, §4.9 and the spec's "Google Gemini generateContent API"):
 
 * ``systemInstruction`` → one ``system`` message first; back, every ``system`` and
   ``developer`` message goes to ``systemInstruction`` (in order).
-* A ``model`` content → one ``assistant`` message (``provider="google"``) with its parts in
-  order: text, thoughts (reasoning), ``functionCall`` → ``tool_call`` (id synthesized as in the
-  stream decoder when absent), ``toolCall``/``toolResponse`` → server ``tool_call`` /
-  ``tool_result``, code, media. A ``thoughtSignature`` stays on its part; on a part type with no
-  signature field it becomes a ``gemini.thought_signature`` unknown part right before it.
+* A ``model`` content → one ``assistant`` message (``provider="gemini"``) with its parts in
+  order (a ``functionCall`` without an ``id`` gets a synthesized one, never sent back).
 * A ``user`` content → one ``tool`` message per ``functionResponse`` (``tool_call_id`` linked to
   the call by id, else by order and name among the previous model turn's calls), then one
   ``user`` message with the other parts, if any.
 * Back to Gemini: consecutive ``tool`` messages (and ``tool_result`` parts of a user message)
   form one ``user`` content with one ``functionResponse`` per result; a result's name comes from
-  its part or from the call it answers. Signatures are replayed only for messages from Google
-  (``provider="google"``); others are dropped and reported. A model turn from another provider
-  whose first ``functionCall`` has no signature gets Google's documented placeholder
+  its part or from the call it answers. Signatures, raw parts and server calls are replayed only
+  when :func:`~maas_stream.protocols._replay.replayable` allows it for the message's
+  ``provider``; others are dropped and reported. A model turn of another origin whose first
+  ``functionCall`` has no signature gets Google's documented placeholder
   :data:`PLACEHOLDER_SIGNATURE`, so Gemini 3 accepts the rebuilt history; a real signature is
-  never overwritten. Synthesized call ids are not sent.
+  never overwritten.
 
 ``tools``, ``toolConfig`` and the other request fields are passed through by
 :func:`request_extras` and the ``extras`` argument of :func:`from_canonical`.
+
+It must not do IO or decide replay on its own.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ..._exceptions import ValidationError
-from ..._model import (
-    AudioPart,
-    CodePart,
-    FilePart,
-    ImagePart,
-    Message,
-    Part,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-)
+from ..._drops import DropLog
+from ..._exceptions import RemoteProtocolError, ValidationError
+from ..._model import Message, Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart
+from .._names import GEMINI as PROTOCOL
 from .._turns import join_items
-from ._decode import SIGNATURE_TYPE, SYNTH_PREFIX, media_part
-from ._encode import call_args, media_body
-from ._wire import normalize
+from ._parts import SIGNATURE_TYPE, SYNTH_PREFIX, ToWire, other_part, parts_from_wire
+from ._wire import decode_part, normalize
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,8 +57,6 @@ _EXTRA_KEYS: Final = (
     "labels",
     "serviceTier",
 )
-_json = msgspec.json.Encoder()
-_dec = msgspec.json.Decoder()
 
 
 def _body(body: Any) -> dict[str, Any]:
@@ -76,9 +65,9 @@ def _body(body: Any) -> dict[str, Any]:
     if isinstance(body, dict):
         norm: dict[str, Any] = normalize(body)
         if not isinstance(norm.get("contents"), list):
-            raise ValidationError("gemini", ["the body has no 'contents' list"])
+            raise ValidationError(PROTOCOL, ["the body has no 'contents' list"])
         return norm
-    raise ValidationError("gemini", ["expected a request body object or a list of contents"])
+    raise ValidationError(PROTOCOL, ["expected a request body object or a list of contents"])
 
 
 def request_extras(body: Any) -> dict[str, Any]:
@@ -98,26 +87,65 @@ def to_canonical(body: Any) -> list[Message]:
     """Convert a Gemini request body (or its ``contents`` list) to canonical messages.
 
     Raises:
-        ValidationError: The body is not a Gemini request shape at all.
+        ValidationError: The body is not a Gemini request shape, or a part has a field of the
+            wrong type (the fault names ``contents[i].parts[j]``).
     """
     norm = _body(body)
     out: list[Message] = []
     system = norm.get("systemInstruction")
     if isinstance(system, dict):
-        out.append(Message(role="system", content=_parts(system.get("parts"), -1, [])))
+        out.append(Message(role="system", content=_parts(system.get("parts"), "systemInstruction", "s")))
     elif isinstance(system, str):
         out.append(Message(role="system", content=[TextPart(text=system)]))
     calls: list[ToolCallPart] = []
     for i, content in enumerate(norm["contents"]):
         if not isinstance(content, dict):
-            raise ValidationError("gemini", [f"contents[{i}]: not a Content object"])
+            raise ValidationError(PROTOCOL, [f"contents[{i}]: not a Content object"])
         role = content.get("role") or "user"
         if role == "model":
-            parts = _parts(content.get("parts"), i, [])
+            parts = _parts(content.get("parts"), f"contents[{i}]", str(i))
             calls = [p for p in parts if isinstance(p, ToolCallPart) and p.kind == "function"]
-            out.append(Message(role="assistant", content=parts, provider="google"))
+            out.append(Message(role="assistant", content=parts, provider=PROTOCOL))
         else:
             out.extend(_user(i, content.get("parts"), calls))
+    return out
+
+
+def _decode(raw: dict[str, Any], where: str) -> Any:
+    try:
+        return decode_part(raw)
+    except msgspec.ValidationError as exc:
+        raise ValidationError(PROTOCOL, [f"{where}: {exc}"]) from exc
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _parts(raw_parts: Any, where: str, tag: str) -> list[Part]:
+    out: list[Part] = []
+    calls = 0
+    servers = 0
+
+    def call_id() -> str:
+        nonlocal calls
+        calls += 1
+        return f"{SYNTH_PREFIX}h{tag}_{calls}"
+
+    def server_id() -> str:
+        nonlocal servers
+        servers += 1
+        return f"{SYNTH_PREFIX}h{tag}_s{servers}"
+
+    for j, raw in enumerate(raw_parts if isinstance(raw_parts, list) else ()):
+        if not isinstance(raw, dict):
+            out.append(UnknownPart(provider_type="part", raw=raw))
+            continue
+        at = f"{where}.parts[{j}]"
+        try:
+            out.extend(parts_from_wire(_decode(raw, at), partial(_same, raw), call_id, server_id))
+        except RemoteProtocolError as exc:
+            raise ValidationError(PROTOCOL, [f"{at}: {exc}"]) from exc
     return out
 
 
@@ -125,106 +153,26 @@ def _user(i: int, raw_parts: Any, calls: list[ToolCallPart]) -> list[Message]:
     out: list[Message] = []
     rest: list[Any] = []
     answered: set[str] = set()
-    for raw in raw_parts if isinstance(raw_parts, list) else ():
-        fr = raw.get("functionResponse") if isinstance(raw, dict) else None
-        if not isinstance(fr, dict):
+    for j, raw in enumerate(raw_parts if isinstance(raw_parts, list) else ()):
+        wire = _decode(raw, f"contents[{i}].parts[{j}]") if isinstance(raw, dict) else None
+        if wire is None or wire.function_response is None:
             rest.append(raw)
             continue
-        name = fr.get("name") if isinstance(fr.get("name"), str) else None
-        call_id = fr.get("id") if isinstance(fr.get("id"), str) and fr.get("id") else None
-        if call_id is None:
+        result = other_part(wire, str)
+        assert isinstance(result, ToolResultPart)
+        call_id = result.tool_call_id
+        if not call_id:
+            name = result.name
             match = next(
                 (c for c in calls if c.id not in answered and (name is None or c.name == name)), None
             )
             call_id = match.id if match is not None else f"{SYNTH_PREFIX}h{i}_{len(answered) + 1}"
+            result = msgspec.structs.replace(result, tool_call_id=call_id)
         answered.add(call_id)
-        content = _json.encode(fr.get("response", {})).decode()
-        result = ToolResultPart(tool_call_id=call_id, name=name, content=content)
-        out.append(Message(role="tool", content=[result], tool_call_id=call_id, name=name))
+        out.append(Message(role="tool", content=[result], tool_call_id=call_id, name=result.name))
     if rest:
-        out.append(Message(role="user", content=_parts(rest, i, [])))
+        out.append(Message(role="user", content=_parts(rest, f"contents[{i}]", str(i))))
     return out
-
-
-def _parts(raw_parts: Any, i: int, out: list[Part]) -> list[Part]:
-    calls = 0
-    for raw in raw_parts if isinstance(raw_parts, list) else ():
-        if not isinstance(raw, dict):
-            out.append(UnknownPart(provider_type="part", raw=raw))
-            continue
-        sig = raw.get("thoughtSignature") if isinstance(raw.get("thoughtSignature"), str) else None
-        if isinstance(raw.get("text"), str):
-            if raw.get("thought"):
-                out.append(ReasoningPart(text=raw["text"], signature=sig))
-            else:
-                out.append(TextPart(text=raw["text"], signature=sig))
-            continue
-        fc = raw.get("functionCall")
-        if isinstance(fc, dict):
-            calls += 1
-            raw_id = fc.get("id")
-            call_id = raw_id if isinstance(raw_id, str) and raw_id else f"{SYNTH_PREFIX}h{i}_{calls}"
-            args = fc.get("args", {})
-            out.append(
-                ToolCallPart(
-                    id=call_id,
-                    name=str(fc.get("name") or ""),
-                    arguments=_json.encode(args).decode(),
-                    signature=sig,
-                )
-            )
-            continue
-        tc = raw.get("toolCall")
-        if isinstance(tc, dict):
-            out.append(
-                ToolCallPart(
-                    id=str(tc.get("id") or ""),
-                    name=str(tc.get("toolType") or ""),
-                    arguments=_json.encode(tc.get("args", {})).decode(),
-                    kind="server",
-                    signature=sig,
-                )
-            )
-            continue
-        value = _other(raw)
-        if value is None:
-            field = next((k for k in raw if k not in ("thought", "thoughtSignature")), "part")
-            out.append(UnknownPart(provider_type=f"part.{field}", raw=raw))
-            continue
-        if sig is not None:
-            out.append(UnknownPart(provider_type=SIGNATURE_TYPE, raw={"thoughtSignature": sig}))
-        out.append(value)
-    return out
-
-
-def _other(raw: dict[str, Any]) -> Part | None:
-    blob = raw.get("inlineData")
-    if isinstance(blob, dict):
-        return media_part(blob.get("mimeType"), blob.get("data"), None, blob.get("displayName"))
-    fd = raw.get("fileData")
-    if isinstance(fd, dict):
-        return media_part(fd.get("mimeType"), None, fd.get("fileUri"), fd.get("displayName"))
-    code = raw.get("executableCode")
-    if isinstance(code, dict):
-        return CodePart(language=code.get("language"), code=code.get("code"))
-    result = raw.get("codeExecutionResult")
-    if isinstance(result, dict):
-        return CodePart(outcome=result.get("outcome"), output=result.get("output"))
-    tr = raw.get("toolResponse")
-    if isinstance(tr, dict):
-        return ToolResultPart(
-            tool_call_id=str(tr.get("id") or ""),
-            name=str(tr.get("toolType") or ""),
-            content=_json.encode(tr.get("response", {})).decode(),
-        )
-    fr = raw.get("functionResponse")
-    if isinstance(fr, dict):
-        return ToolResultPart(
-            tool_call_id=str(fr.get("id") or ""),
-            name=fr.get("name") if isinstance(fr.get("name"), str) else None,
-            content=_json.encode(fr.get("response", {})).decode(),
-        )
-    return None
 
 
 # ---------------------------------------------------------------------- canonical → Gemini
@@ -233,7 +181,7 @@ def _other(raw: dict[str, Any]) -> Part | None:
 def from_canonical(
     messages: list[Message],
     *,
-    lossy: list[str] | None = None,
+    drops: DropLog | None = None,
     extras: dict[str, Any] | None = None,
     signature_placeholder: bool = True,
 ) -> dict[str, Any]:
@@ -241,32 +189,39 @@ def from_canonical(
 
     Args:
         messages: The conversation.
-        lossy: If given, a line is appended for everything Gemini cannot carry, which is
-            dropped, never turned into text.
+        drops: If given, records everything Gemini cannot carry, which is dropped, never
+            turned into text (``where`` names ``messages[i]``).
         extras: Request fields passed through unchanged (``tools``, ``toolConfig``, ... as
             returned by :func:`request_extras`).
-        signature_placeholder: Give the first function call of a model turn from another
-            provider Google's placeholder signature (needed by Gemini 3).
+        signature_placeholder: Give the first function call of a model turn of another
+            origin Google's placeholder signature (needed by Gemini 3).
+
+    Returns:
+        The request body.
     """
-    sink: list[str] = lossy if lossy is not None else []
+    log = drops if drops is not None else DropLog(PROTOCOL)
+    user = ToWire(log, None, request=True)
     names: dict[str, str] = {}
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None
     for i, msg in enumerate(join_items(messages)):
+        user.where = f"messages[{i}]"
         parts: list[Part] = (
             [TextPart(text=msg.content)] if isinstance(msg.content, str) else list(msg.content)
         )
         if msg.role in ("system", "developer"):
             if contents:
-                sink.append(
-                    f"messages[{i}]: {msg.role} message moved to systemInstruction (no position in contents)"
+                user.drop(
+                    "message", f"{msg.role} message moved to systemInstruction (no position in contents)"
                 )
-            system.extend(_user_parts(i, parts, sink))
+            system.extend(p for part in parts for p in user.user_part(part))
             continue
         if msg.role in ("assistant", "model"):
             results = None
-            model = _model_parts(i, msg, parts, names, sink, signature_placeholder)
+            wire = ToWire(log, msg.provider, request=True)
+            wire.where = user.where
+            model = _model_turn(msg, parts, names, wire, signature_placeholder)
             if model:  # a turn of only what Gemini cannot carry (reported) is left out
                 contents.append({"role": "model", "parts": model})
             continue
@@ -280,13 +235,13 @@ def from_canonical(
             if results is None:
                 results = []
                 contents.append({"role": "user", "parts": results})
-            results.extend(_response(i, r, names, sink) for r in tool_results)
+            results.extend(_response(r, names, user) for r in tool_results)
         if rest:
-            user = _user_parts(i, rest, sink)
+            written = [p for part in rest for p in user.user_part(part)]
             if results is not None:
-                results.extend(user)  # text after the results, in the same user turn
+                results.extend(written)  # text after the results, in the same user turn
             else:
-                contents.append({"role": "user", "parts": user})
+                contents.append({"role": "user", "parts": written})
         if msg.role not in ("tool", "function") and not tool_results:
             results = None
     body: dict[str, Any] = {"contents": contents}
@@ -301,161 +256,46 @@ def _text_of(parts: Sequence[Part]) -> str:
     return "".join(p.text for p in parts if isinstance(p, TextPart))
 
 
-def _response(i: int, result: ToolResultPart, names: dict[str, str], lossy: list[str]) -> dict[str, Any]:
+def _response(result: ToolResultPart, names: dict[str, str], wire: ToWire) -> dict[str, Any]:
     name = result.name or names.get(result.tool_call_id)
     if name is None:
-        lossy.append(
-            f"messages[{i}]: tool result {result.tool_call_id} answers no known call; name left empty"
-        )
+        wire.drop("tool_result", "name of a tool result that answers no known call (left empty)")
         name = ""
-    response: Any
-    media: list[dict[str, Any]] = []
-    if isinstance(result.content, str):
-        response = _as_object(result.content)
-    else:
-        texts: list[str] = []
-        for part in result.content:
-            if isinstance(part, TextPart):
-                texts.append(part.text)
-            elif (body := media_body(part)) is not None:
-                media.append(body)
-            else:
-                lossy.append(
-                    f"messages[{i}]: {part.__struct_config__.tag} part in tool result {result.tool_call_id}"
-                )
-        response = _as_object("".join(texts))
-    if result.is_error:
-        response = (
-            {"error": response.get("output", response)} if "output" in response else {"error": response}
-        )
-    fr: dict[str, Any] = {"name": name, "response": response}
-    if result.tool_call_id and not result.tool_call_id.startswith(SYNTH_PREFIX):
-        fr = {"id": result.tool_call_id, **fr}
-    if media:
-        fr["parts"] = media
-    return {"functionResponse": fr}
+    return wire.function_response(result, name)
 
 
-def _as_object(text: str) -> dict[str, Any]:
-    try:
-        value = _dec.decode(text)
-    except msgspec.DecodeError:
-        return {"output": text}
-    return value if isinstance(value, dict) else {"output": value}
-
-
-def _user_parts(i: int, parts: Sequence[Part], lossy: list[str]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for part in parts:
-        if isinstance(part, TextPart):
-            if part.signature is not None:
-                lossy.append(f"messages[{i}]: signature on user text")
-            out.append({"text": part.text})
-        elif (body := media_body(part)) is not None:
-            out.append(body)
-        elif (
-            isinstance(part, UnknownPart)
-            and part.provider_type.startswith("part.")
-            and isinstance(part.raw, dict)
-        ):
-            out.append(part.raw)
-        else:
-            lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Gemini equivalent here)")
-    return out
-
-
-def _model_parts(
-    i: int, msg: Message, parts: list[Part], names: dict[str, str], lossy: list[str], placeholder: bool
+def _model_turn(
+    msg: Message, parts: list[Part], names: dict[str, str], wire: ToWire, placeholder: bool
 ) -> list[dict[str, Any]]:
-    google = msg.provider == "google"
+    """A model turn's parts.
+
+    Each signature goes on the part it came with (or on the one after a kept
+    :data:`SIGNATURE_TYPE` part), and the placeholder on a foreign turn's first call.
+    """
     out: list[dict[str, Any]] = []
     pending: str | None = None
     first_call = True
     for part in parts:
-        if isinstance(part, UnknownPart) and google and part.provider_type == SIGNATURE_TYPE:
-            value = part.raw.get("thoughtSignature") if isinstance(part.raw, dict) else None
-            pending = value if isinstance(value, str) else None
+        if isinstance(part, UnknownPart) and part.provider_type == SIGNATURE_TYPE:
+            pending = wire.kept_signature(part)
             continue
-        body, sig = _model_part(i, part, google, names, lossy)
-        if body is None:
+        if isinstance(part, ToolCallPart) and part.kind in ("function", "custom"):
+            names[part.id] = part.name
+        written = wire.part(part)
+        if not written:
             continue
-        if sig is not None and not google:
-            lossy.append(f"messages[{i}]: signature from another provider (dropped)")
-            sig = None
-        sig = sig if sig is not None else pending
+        head = written[0]
+        if pending is not None and "thoughtSignature" not in head:
+            head["thoughtSignature"] = pending
         pending = None
-        if "functionCall" in body and first_call:
+        if "functionCall" in head and first_call:
             first_call = False
-            if sig is None and not google and placeholder:
-                sig = PLACEHOLDER_SIGNATURE  # Gemini 3 rejects a rebuilt call turn without one
-        if sig is not None:
-            body["thoughtSignature"] = sig
-        out.append(body)
+            if "thoughtSignature" not in head and not wire.own and placeholder:
+                head["thoughtSignature"] = (
+                    PLACEHOLDER_SIGNATURE  # Gemini 3 rejects a rebuilt call turn without one
+                )
+        out.extend(written)
     return out
-
-
-def _model_part(
-    i: int, part: Part, google: bool, names: dict[str, str], lossy: list[str]
-) -> tuple[dict[str, Any] | None, str | None]:
-    """One model-turn part as a Gemini part and its signature; ``(None, None)`` when dropped."""
-    body: dict[str, Any] | None = None
-    if isinstance(part, TextPart):
-        return {"text": part.text}, part.signature
-    if isinstance(part, ReasoningPart):
-        if part.redacted or part.data is not None or part.encrypted_content is not None:
-            lossy.append(f"messages[{i}]: redacted or encrypted reasoning (Gemini cannot replay it)")
-        if not google:
-            lossy.append(f"messages[{i}]: reasoning from another provider (not replayed to Gemini)")
-            return None, None
-        text = part.text if part.text is not None else "".join(part.summary or ())
-        return {"text": text, "thought": True}, part.signature
-    if isinstance(part, ToolCallPart):
-        return _call_body(i, part, google, names, lossy)
-    if isinstance(part, ToolResultPart) and google:
-        tr = _as_object(part.content) if isinstance(part.content, str) else {}
-        body = {"toolResponse": {"toolType": part.name or "", "response": tr, "id": part.tool_call_id}}
-    elif isinstance(part, CodePart):
-        body = _code(part)
-    elif isinstance(part, UnknownPart) and google and isinstance(part.raw, dict):
-        body = dict(part.raw) if part.provider_type.startswith("part.") else None
-    elif isinstance(part, ImagePart | AudioPart | FilePart):
-        body = media_body(part)
-    if body is None:
-        lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Gemini equivalent)")
-    return body, None
-
-
-def _call_body(
-    i: int, part: ToolCallPart, google: bool, names: dict[str, str], lossy: list[str]
-) -> tuple[dict[str, Any] | None, str | None]:
-    args = call_args(part.arguments)
-    if args is None:
-        lossy.append(f"messages[{i}]: tool call {part.id} arguments are not a JSON object")
-        args = {}
-    if part.kind == "server":
-        if not google:
-            lossy.append(f"messages[{i}]: server tool call {part.name!r} of another provider")
-            return None, None
-        return {"toolCall": {"toolType": part.name, "args": args, "id": part.id}}, part.signature
-    if part.kind == "mcp":
-        lossy.append(f"messages[{i}]: MCP tool call {part.name!r} (no Gemini equivalent)")
-        return None, None
-    names[part.id] = part.name
-    call: dict[str, Any] = {"name": part.name, "args": args}
-    if part.id and not part.id.startswith(SYNTH_PREFIX):
-        call = {"id": part.id, **call}
-    return {"functionCall": call}, part.signature
-
-
-def _code(part: CodePart) -> dict[str, Any] | None:
-    if part.code is not None:
-        return {"executableCode": {"language": part.language or "PYTHON", "code": part.code}}
-    if part.outcome is not None or part.output is not None:
-        result: dict[str, Any] = {"outcome": part.outcome or "OUTCOME_OK"}
-        if part.output is not None:
-            result["output"] = part.output
-        return {"codeExecutionResult": result}
-    return None
 
 
 # ---------------------------------------------------------------------- validation

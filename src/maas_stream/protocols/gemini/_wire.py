@@ -10,7 +10,7 @@ They are ``gc=False``: decoded fresh per chunk, they hold only strings, numbers 
 values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
 in ``benchmarks/bench_gemini.py``.
 
-It must not hold state or build events.
+It must not hold state, build events or know canonical types.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, UnsetType
+
+from ..._exceptions import RemoteProtocolError
 
 __all__ = [
     "Blob",
@@ -32,10 +34,14 @@ __all__ = [
     "FunctionCall",
     "PartialArg",
     "WirePart",
-    "decode_chunk",
+    "block_reason",
+    "candidate_fields",
     "decode_any",
+    "decode_chunk",
+    "decode_part",
     "normalize",
     "raw_part",
+    "response_fields",
 ]
 
 
@@ -105,11 +111,11 @@ class WirePart(msgspec.Struct, rename="camel", gc=False):
     inline_data: Blob | None = None
     file_data: FileData | None = None
     function_call: FunctionCall | None = None
-    function_response: Any = None
+    function_response: dict[str, Any] | None = None
     executable_code: ExecutableCode | None = None
     code_execution_result: CodeResult | None = None
-    tool_call: Any = None
-    tool_response: Any = None
+    tool_call: dict[str, Any] | None = None
+    tool_response: dict[str, Any] | None = None
 
 
 class Content(msgspec.Struct, rename="camel", gc=False):
@@ -142,12 +148,12 @@ class Chunk(msgspec.Struct, rename="camel", gc=False):
     """
 
     candidates: list[Candidate] = msgspec.field(default_factory=list)
-    prompt_feedback: Any = None
+    prompt_feedback: dict[str, Any] | None = None
     usage_metadata: msgspec.Raw = _NO_RAW
     model_version: str | None = None
     response_id: str | None = None
     create_time: msgspec.Raw = _NO_RAW
-    model_status: Any = None
+    model_status: dict[str, Any] | None = None
     error: Any = None
 
 
@@ -164,6 +170,7 @@ CANDIDATE_EXTRAS: Final = (
 """Candidate fields with no canonical home: (attribute, wire name), kept raw per candidate."""
 
 _chunk: Final = msgspec.json.Decoder(Chunk)
+_part: Final = msgspec.json.Decoder(WirePart)
 _any: Final = msgspec.json.Decoder()
 _json: Final = msgspec.json.Encoder()
 
@@ -203,15 +210,69 @@ def _snake(data: bytes | str) -> bool:
 
 
 def decode_chunk(data: bytes | str) -> Chunk:
-    """Decode one chunk, accepting camelCase and snake_case field names.
+    """Decode one chunk (or a whole response body), accepting camelCase and snake_case names.
 
     Raises:
         msgspec.DecodeError: Not JSON.
         msgspec.ValidationError: JSON of the wrong shape.
+        RemoteProtocolError: JSON nested too deeply to decode.
     """
-    if not _snake(data):
-        return _chunk.decode(data)
-    return _chunk.decode(_json.encode(normalize(_any.decode(data))))
+    try:
+        if not _snake(data):
+            return _chunk.decode(data)
+        return _chunk.decode(_json.encode(normalize(_any.decode(data))))
+    except RecursionError as exc:
+        raise RemoteProtocolError("JSON nested too deeply") from exc
+
+
+def decode_part(raw: dict[str, Any]) -> WirePart:
+    """Decode one part given as plain JSON values (camelCase keys), as the stream decoder would.
+
+    Raises:
+        msgspec.ValidationError: A field of the wrong type.
+    """
+    return _part.decode(_json.encode(raw))
+
+
+def candidate_fields(cand: Candidate) -> dict[str, Any]:
+    """A candidate's fields with no canonical home (safety ratings, grounding, ...), decoded."""
+    out: dict[str, Any] = {}
+    if (
+        cand.safety_ratings
+        or cand.grounding_metadata
+        or cand.citation_metadata
+        or cand.url_context_metadata
+        or cand.finish_message
+        or cand.avg_logprobs
+        or cand.logprobs_result
+        or cand.token_count
+    ):
+        for attr, name in CANDIDATE_EXTRAS:
+            value = getattr(cand, attr)
+            if value:
+                decoded = _any.decode(value)
+                if decoded is not None and decoded != {}:
+                    out[name] = decoded
+    return out
+
+
+def response_fields(chunk: Chunk) -> dict[str, Any]:
+    """A response's fields with no canonical home (``createTime``, ``modelStatus``, ``promptFeedback``)."""
+    raw: dict[str, Any] = {}
+    if chunk.create_time:
+        raw["createTime"] = _any.decode(chunk.create_time)
+    if chunk.model_status is not None:
+        raw["modelStatus"] = chunk.model_status
+    if chunk.prompt_feedback is not None:
+        raw["promptFeedback"] = chunk.prompt_feedback
+    return raw
+
+
+def block_reason(chunk: Chunk) -> str | None:
+    """The ``promptFeedback.blockReason`` of a chunk whose prompt was blocked."""
+    feedback = chunk.prompt_feedback
+    reason = feedback.get("blockReason") if feedback is not None else None
+    return reason if isinstance(reason, str) else None
 
 
 def raw_part(data: bytes | str, candidate: int, part: int) -> Any:
