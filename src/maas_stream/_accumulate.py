@@ -197,9 +197,18 @@ class MessageState:
         self.provider_finish_reason: str | None = None
         self.value: Message | None = None
 
-    def build(self, in_progress: bool) -> Message:
+    def build(self, in_progress: bool, provider: str | None = None) -> Message:
+        """Build the message as it stands. Reads state, never changes it.
+
+        Args:
+            in_progress: The stream is still open (an open message says ``in_progress``).
+            provider: The protocol that decoded it, for the replay rule (``Message.provider``).
+        """
         if self.value is not None and not self.parts:
-            return self.value
+            value = self.value
+            if value.provider is None and provider is not None:
+                value = msgspec.structs.replace(value, provider=provider)
+            return value
         start = self.start
         status = self.status
         if status is None and in_progress and not self.closed:
@@ -207,7 +216,11 @@ class MessageState:
         base = self.value
         if base is not None:
             return msgspec.structs.replace(
-                base, content=[p.build() for p in self.parts], status=status or base.status
+                base,
+                content=[p.build() for p in self.parts],
+                status=status or base.status,
+                finish_reason=self.finish_reason or base.finish_reason,
+                provider=base.provider or provider,
             )
         return Message(
             role=start.role,
@@ -218,6 +231,7 @@ class MessageState:
             phase=cast("Any", start.phase),
             choice_index=start.choice_index,
             finish_reason=self.finish_reason,
+            provider=provider,
             provider_raw=start.provider_raw,
         )
 

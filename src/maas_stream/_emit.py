@@ -104,7 +104,7 @@ class EmittingAggregator(Aggregator):
                 status=msg.status,
                 finish_reason=msg.finish_reason,
                 provider_finish_reason=msg.provider_finish_reason,
-                value=msg.build(False),
+                value=msg.build(False, self.protocol),
             )
         )
 

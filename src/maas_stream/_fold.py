@@ -124,8 +124,10 @@ class Fold:
                     finish_reason = msg.finish_reason
                     provider_finish = msg.provider_finish_reason
                     break
-        if finish_reason == "stop" and any(has_client_call(m) for m in self._messages):
-            finish_reason = "tool_calls"  # one rule for every protocol: client calls end a turn
+        if done is None and finish_reason == "stop" and any(has_client_call(m) for m in self._open()):
+            # One rule for every protocol: client calls end a turn (a done response was
+            # normalized when it ended; a session's earlier turns do not count).
+            finish_reason = "tool_calls"
         if self._error is not None:
             status = "failed"
             finish_reason = finish_reason or "error"
@@ -142,7 +144,7 @@ class Fold:
         return Response(
             protocol=self.protocol,
             status=status,
-            messages=[m.build(not final) for m in self._messages],
+            messages=[m.build(not final, self.protocol) for m in self._messages],
             id=self._id,
             model=self._model,
             finish_reason=finish_reason,
@@ -193,8 +195,14 @@ class Fold:
             return
         part.closed = True
         if isinstance(part.base, ToolCallPart) and part.status is None:
-            part.status = status or "completed"
+            final = part.final
+            done_status = final.status if isinstance(final, ToolCallPart) else None
+            part.status = done_status or status or "completed"  # the provider's final word wins
         self._closed_part(msg, part, out)
+
+    def _open(self) -> list[MessageState]:
+        """The messages of the current response (a session's earlier turns are closed)."""
+        return self._messages[self._first_open :]
 
     def _close_message(self, msg: MessageState, status: MessageStatus | None, out: list[Event]) -> None:
         if msg.finish_reason == "stop" and has_client_call(msg):

@@ -299,6 +299,11 @@ def without_logprobs(choices: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize(("path", "mode"), sources())
 def test_body_and_stream_agree(path: Path, mode: openai_chat.ReasoningMode) -> None:
+    if path.name == "array_args_missing_terminal_call.sse" and mode == "auto":
+        pytest.xfail(
+            "Chat cannot mark a call the source cut as incomplete: the stream's 'stop' with a call"
+            " reads back as 'tool_calls' (tests/convert/test_body_stream_agreement.py CHAT_CUT_CALL)"
+        )
     data = path.read_bytes()
     response = ms.aggregate(data)
     body_drops = ms.DropLog(PROTOCOL, response.protocol)

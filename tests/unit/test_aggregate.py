@@ -331,6 +331,7 @@ def test_response_json_uses_the_contract_names() -> None:
                 "status": "completed",
                 "choice_index": 0,
                 "finish_reason": "stop",
+                "provider": "test",  # the decoding protocol: the replay rule's origin
             }
         ],
         "usage": {"input_tokens": 1, "cache_read_tokens": 0},
