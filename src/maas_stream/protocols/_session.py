@@ -1,0 +1,187 @@
+"""The shared base of the session (websocket) stream encoders: Google Live and OpenAI Realtime.
+
+It owns what those two encoders do alike: the ``{"dir", "msg"}`` JSON-lines framing of server
+and client messages, the drop log and which kind each drop is, the source protocol, usage held
+until a turn ends, what neither protocol carries (refusals, citations, log-probabilities), input
+messages that are no server message, and the pass-through of session and client frames that the
+same protocol's decoder kept.
+
+It must not know either protocol's message shapes (the subclasses write those) nor decide any
+cross-protocol rule (finish reasons, replay: see the aggregator and ``_replay``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import msgspec
+
+from .._drops import DropKind, DropLog, Dropped
+from .._model import Part, TextPart, ToolCallPart, ToolResultPart, Usage
+from ._base import EventEncoder
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from .. import events
+    from .._model import Message
+
+__all__ = ["SessionEncoder", "drop_kind", "frame", "result_text", "tool_parts"]
+
+_json = msgspec.json.Encoder()
+_SERVER: Final = b'{"dir":"server","msg":'
+_CLIENT: Final = b'{"dir":"client","msg":'
+
+_PART_KINDS: Final[dict[str, DropKind]] = {
+    "image": "media",
+    "audio": "media",
+    "file": "media",
+    "citation": "citation",
+    "code": "code",
+    "refusal": "refusal",
+    "reasoning": "reasoning",
+    "tool_result": "tool_result",
+    "tool_call": "server_call",
+    "unknown": "unknown",
+}
+
+
+def frame(msg: Any, *, client: bool = False) -> bytes:
+    """One recorded websocket message: ``{"dir": "server"|"client", "msg": msg}`` and a newline."""
+    return (_CLIENT if client else _SERVER) + _json.encode(msg) + b"}\n"
+
+
+def drop_kind(part: Part) -> DropKind:
+    """The drop kind of a whole part a target has no form for (a tool call here is a server one)."""
+    return _PART_KINDS.get(part.__struct_config__.tag, "field")  # type: ignore[arg-type]
+
+
+def result_text(result: ToolResultPart) -> str:
+    """A tool result's content as text: the string, or its text parts joined."""
+    content = result.content
+    return (
+        content if isinstance(content, str) else "".join(p.text for p in content if isinstance(p, TextPart))
+    )
+
+
+def tool_parts(messages: list[Message]) -> Iterator[tuple[int, ToolCallPart | ToolResultPart, bool]]:
+    """Each tool call and tool result of a history in order, for a codec's ``validate``.
+
+    Yields ``(message index, part, answered)``: ``answered`` is true for a call, and for a
+    result whose call id appeared in an earlier call.
+    """
+    calls: set[str] = set()
+    for i, message in enumerate(messages):
+        for part in message.content if isinstance(message.content, list) else ():
+            if isinstance(part, ToolCallPart):
+                calls.add(part.id)
+                yield i, part, True
+            elif isinstance(part, ToolResultPart):
+                yield i, part, part.tool_call_id in calls
+
+
+class SessionEncoder(EventEncoder):
+    """Base of the session-protocol stream encoders (events → ``{"dir", "msg"}`` lines).
+
+    Subclasses set :attr:`protocol` and :attr:`title`, write their own messages and may override
+    :meth:`_end` (what :meth:`finish` still has to write) and :meth:`_pass` (how a kept frame of
+    their own protocol goes back out).
+    """
+
+    protocol: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    """The protocol's name in drop descriptions (``Live``, ``Realtime``)."""
+
+    def __init__(self) -> None:
+        self.drops = DropLog(self.protocol)
+        """What the target protocol could not carry, one record per kind and description."""
+        self._source = ""
+        self._ended = False
+        self._usage: Usage | None = None
+        self._roles: dict[Any, str] = {}
+
+    @property
+    def lossy(self) -> list[Dropped]:
+        """What was dropped so far, as records."""
+        return self.drops.records
+
+    def encode(self, event: events.Event) -> bytes:
+        """Encode one canonical event; return the JSON lines it completes (maybe ``b""``)."""
+        if self._ended:
+            return b""
+        return self._route(event)
+
+    def finish(self) -> bytes:
+        """End the output; return what is still held (a cut source is never completed)."""
+        if self._ended:
+            return b""
+        self._ended = True
+        return self._end()
+
+    def _end(self) -> bytes:
+        return b""
+
+    @property
+    def _same(self) -> bool:
+        """Whether the source is this protocol (its kept frames and ids may pass through)."""
+        return self._source == self.protocol
+
+    def _lose(self, kind: DropKind, what: str, where: str | None = None) -> None:
+        self.drops.add(kind, what, where=where)
+
+    def _lose_part(self, value: Part) -> None:
+        tag = value.__struct_config__.tag
+        self._lose(drop_kind(value), f"a {tag} part has no {self.title} form; dropped")
+
+    # ------------------------------------------------------------------ written by the subclasses
+
+    def _nothing(self, ev: Any) -> bytes:
+        return b""
+
+    _on_part_start = _on_text = _on_reasoning = _on_summary = _on_signature = _nothing
+    _on_arguments = _on_audio = _on_part_done = _on_message_done = _nothing
+    _on_response_done = _on_error = _nothing
+
+    # ------------------------------------------------------------------ shared handlers
+
+    def _on_response_start(self, ev: events.ResponseStart) -> bytes:
+        self._source = ev.protocol
+        self.drops.source = ev.protocol or None
+        return b""
+
+    def _on_message_start(self, ev: events.MessageStart) -> bytes:
+        self._roles[ev.message] = ev.role
+        if ev.role in ("user", "system", "developer") and ev.type != "input_transcription":
+            self._lose("message", f"{ev.role} messages are not {self.title} server messages; dropped")
+        return b""
+
+    def _on_usage(self, ev: events.UsageUpdate) -> bytes:
+        self._usage = ev.usage
+        return b""
+
+    def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
+        self._lose("refusal", f"a refusal part has no {self.title} form; dropped")
+        return b""
+
+    def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
+        self._lose("citation", f"a citation part has no {self.title} form; dropped")
+        return b""
+
+    def _on_logprobs(self, ev: events.LogprobsDelta) -> bytes:
+        self._lose("logprobs", f"log-probabilities have no {self.title} form; dropped")
+        return b""
+
+    def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
+        raw = ev.raw
+        if self._same and isinstance(raw, dict):
+            return self._pass(ev, raw)
+        source = self._source or "another protocol"
+        if ev.passthrough:
+            self._lose("session_frame", f"{source} session frames ({ev.provider_type!r}) dropped")
+        else:
+            self._lose("unknown", f"unknown {source} frames ({ev.provider_type!r}) dropped")
+        return b""
+
+    def _pass(self, ev: events.UnknownEvent, raw: dict[str, Any]) -> bytes:
+        """A frame of this protocol kept whole by its decoder, written back unchanged."""
+        return frame(raw, client=ev.provider_type.startswith("client."))
