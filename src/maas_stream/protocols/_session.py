@@ -1,6 +1,8 @@
-"""The shared base of the session (websocket) stream encoders: Google Live and OpenAI Realtime.
+"""What the two session (websocket) protocols, Google Live and OpenAI Realtime, share.
 
-It owns what those two encoders do alike: the ``{"dir", "msg"}`` JSON-lines framing of server
+:class:`SessionDecoder` is their decoders' fast path: a recorded server line decoded typed in one
+pass, envelope included. :class:`SessionEncoder` is the base of their stream encoders; it owns
+what those two encoders do alike: the ``{"dir", "msg"}`` JSON-lines framing of server
 and client messages, the drop log and which kind each drop is, the source protocol, usage held
 until a turn ends, what neither protocol carries (refusals, citations, log-probabilities), input
 messages that are no server message, and the pass-through of session and client frames that the
@@ -17,8 +19,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import msgspec
 
 from .._drops import DropKind, DropLog, Dropped
-from .._model import Part, TextPart, ToolCallPart, ToolResultPart, Usage
-from ._base import EventEncoder
+from .._exceptions import RemoteProtocolError
+from .._model import Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart, Usage
+from ._base import EventEncoder, JSONLinesStreamDecoder, WrappedLine, _State, flush_warnings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from .. import events
     from .._model import Message
 
-__all__ = ["SessionEncoder", "drop_kind", "frame", "result_text", "tool_parts"]
+__all__ = ["SessionDecoder", "SessionEncoder", "drop_kind", "frame", "part_name", "result_text", "tool_parts"]
 
 _json = msgspec.json.Encoder()
 _SERVER: Final = b'{"dir":"server","msg":'
@@ -53,7 +56,15 @@ def frame(msg: Any, *, client: bool = False) -> bytes:
 
 def drop_kind(part: Part) -> DropKind:
     """The drop kind of a whole part a target has no form for (a tool call here is a server one)."""
-    return _PART_KINDS.get(part.__struct_config__.tag, "field")  # type: ignore[arg-type]
+    return _PART_KINDS.get(str(part.__struct_config__.tag), "field")
+
+
+def part_name(part: Part) -> str:
+    """A part as a drop description names it: ``an image part``, ``an unknown 'mcp_call' part``."""
+    tag = part.__struct_config__.tag
+    if isinstance(part, UnknownPart):
+        return f"an unknown {part.provider_type!r} part"
+    return f"{'an' if str(tag)[0] in 'aeiou' else 'a'} {tag} part"
 
 
 def result_text(result: ToolResultPart) -> str:
@@ -78,6 +89,46 @@ def tool_parts(messages: list[Message]) -> Iterator[tuple[int, ToolCallPart | To
                 yield i, part, True
             elif isinstance(part, ToolResultPart):
                 yield i, part, part.tool_call_id in calls
+
+
+class SessionDecoder(JSONLinesStreamDecoder):
+    """Base of the session decoders: recorded server lines take a typed one-pass fast path.
+
+    Subclasses set :attr:`frame_decoder` (a decoder of ``{"dir", "msg"}`` whose ``msg`` is their
+    typed server message) and implement :meth:`_server_frame`; every other line (client lines,
+    odd frames) takes the base path through ``on_message``.
+    """
+
+    frame_decoder: ClassVar[Any]
+
+    def _fast(self) -> bool:
+        """Whether the fast path may be taken now (a subclass may wait for its first message)."""
+        return True
+
+    def _server_frame(self, message: Any, msg: WrappedLine) -> list[events.Event]:
+        """The events of one typed server message (``msg`` is its line, for a raw copy)."""
+        raise NotImplementedError
+
+    def _line(self, line: bytes) -> list[events.Event]:
+        frame = None
+        if self._fast():
+            try:
+                frame = self.frame_decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                frame = None
+        if frame is None or frame.dir != "server" or frame.msg is None:
+            return super()._line(line)
+        self._frames += 1
+        try:
+            out = self._server_frame(frame.msg, WrappedLine(line))
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = exc.protocol or self.protocol
+            exc.frame = exc.frame or self._frames
+            raise
+        if self.warnings:
+            out += flush_warnings(self.warnings)
+        return out
 
 
 class SessionEncoder(EventEncoder):
@@ -130,8 +181,7 @@ class SessionEncoder(EventEncoder):
         self.drops.add(kind, what, where=where)
 
     def _lose_part(self, value: Part) -> None:
-        tag = value.__struct_config__.tag
-        self._lose(drop_kind(value), f"a {tag} part has no {self.title} form; dropped")
+        self._lose(drop_kind(value), f"{part_name(value)} (no {self.title} form)")
 
     # ------------------------------------------------------------------ written by the subclasses
 
@@ -152,7 +202,7 @@ class SessionEncoder(EventEncoder):
     def _on_message_start(self, ev: events.MessageStart) -> bytes:
         self._roles[ev.message] = ev.role
         if ev.role in ("user", "system", "developer") and ev.type != "input_transcription":
-            self._lose("message", f"{ev.role} messages are not {self.title} server messages; dropped")
+            self._lose("message", f"{ev.role} messages (not {self.title} server messages)")
         return b""
 
     def _on_usage(self, ev: events.UsageUpdate) -> bytes:
@@ -160,15 +210,15 @@ class SessionEncoder(EventEncoder):
         return b""
 
     def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
-        self._lose("refusal", f"a refusal part has no {self.title} form; dropped")
+        self._lose("refusal", f"a refusal part (no {self.title} form)")
         return b""
 
     def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
-        self._lose("citation", f"a citation part has no {self.title} form; dropped")
+        self._lose("citation", f"a citation part (no {self.title} form)")
         return b""
 
     def _on_logprobs(self, ev: events.LogprobsDelta) -> bytes:
-        self._lose("logprobs", f"log-probabilities have no {self.title} form; dropped")
+        self._lose("logprobs", f"log-probabilities (no {self.title} form)")
         return b""
 
     def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
@@ -177,9 +227,9 @@ class SessionEncoder(EventEncoder):
             return self._pass(ev, raw)
         source = self._source or "another protocol"
         if ev.passthrough:
-            self._lose("session_frame", f"{source} session frames ({ev.provider_type!r}) dropped")
+            self._lose("session_frame", f"{source} session frames ({ev.provider_type!r})")
         else:
-            self._lose("unknown", f"unknown {source} frames ({ev.provider_type!r}) dropped")
+            self._lose("unknown", f"unknown {source} frames ({ev.provider_type!r})")
         return b""
 
     def _pass(self, ev: events.UnknownEvent, raw: dict[str, Any]) -> bytes:

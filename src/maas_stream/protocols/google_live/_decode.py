@@ -42,8 +42,9 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, ImagePart, MessageStatus, ReasoningPart, TextPart, ToolResultPart
-from .._base import JSONLinesStreamDecoder, Msg, WrappedLine, _State, raw_message
+from .._base import Msg, WrappedLine, raw_message
 from .._names import GOOGLE_LIVE as PROTOCOL
+from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
 from ._wire import LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
@@ -63,10 +64,11 @@ CLIENT_KEYS: Final[dict[str, str]] = {
 _SESSION_KEYS: Final = ("setupComplete", "toolCallCancellation", "goAway", "sessionResumptionUpdate")
 
 
-class StreamDecoder(JSONLinesStreamDecoder):
+class StreamDecoder(SessionDecoder):
     """Decode a Google Live session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
     protocol = PROTOCOL
+    frame_decoder = frame_decoder
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -87,23 +89,8 @@ class StreamDecoder(JSONLinesStreamDecoder):
 
     # ------------------------------------------------------------------ entry
 
-    def _line(self, line: bytes) -> list[ev.Event]:
-        # Fast path (the hot one): a server message line decoded typed in one pass, envelope
-        # included. Anything else (client lines, odd frames) takes the base path.
-        try:
-            frame = frame_decoder.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return super()._line(line)
-        if frame.dir != "server" or frame.msg is None:
-            return super()._line(line)
-        self._frames += 1
-        try:
-            return self._server(frame.msg, WrappedLine(line))
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = exc.protocol or self.protocol
-            exc.frame = exc.frame or self._frames
-            raise
+    def _server_frame(self, message: ServerMessage, msg: WrappedLine) -> list[ev.Event]:
+        return self._server(message, msg)
 
     def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
         if direction == "client":

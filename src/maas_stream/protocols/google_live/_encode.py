@@ -121,7 +121,7 @@ class StreamEncoder(SessionEncoder):
                 self._args[key] = []
             else:
                 self._kinds[key] = "skip"
-                self._lose("server_call", f"{value.kind} tool call {value.name!r} has no Live form; dropped")
+                self._lose("server_call", f"{value.kind} tool call {value.name!r} (no Live form)")
             return b""
         out = self._flush()
         if isinstance(value, TextPart):
@@ -129,7 +129,7 @@ class StreamEncoder(SessionEncoder):
         elif isinstance(value, ReasoningPart):
             self._kinds[key] = "thought"
             if value.encrypted_content or value.data:
-                self._lose("encrypted_reasoning", "encrypted or redacted reasoning has no Live form; dropped")
+                self._lose("encrypted_reasoning", "encrypted or redacted reasoning (no Live form)")
             for text in value.summary or ():
                 out += self._mt({"text": text, "thought": True})
         elif isinstance(value, AudioPart):
@@ -175,12 +175,13 @@ class StreamEncoder(SessionEncoder):
         kind = self._kind(ev.message, ev.part)
         if kind not in ("text", "thought"):
             if kind is not None:
-                self._lose(
-                    "signature", "signatures outside text and thought parts have no Live form; dropped"
-                )
+                self._lose("signature", "signatures outside text and thought parts (no Live form)")
             return b""
         if not replayable(self._source, PROTOCOL):
-            self._lose("signature", f"signatures from {self._source or 'another protocol'} dropped")
+            self._lose(
+                "signature",
+                f"signatures from {self._source or 'another protocol'} (not replayable to {PROTOCOL})",
+            )
             return b""
         part: dict[str, Any] = {"text": "", "thoughtSignature": ev.signature}
         if kind == "thought":
@@ -289,7 +290,7 @@ class StreamEncoder(SessionEncoder):
         return out + frame(msg)
 
     def _on_error(self, ev: events.StreamErrorEvent) -> bytes:
-        self._lose("error", f"in-band {ev.error.type!r} errors: Live has no error message; dropped")
+        self._lose("error", f"in-band {ev.error.type!r} errors (Live has no error message)")
         return b""
 
     def _pass(self, ev: events.UnknownEvent, raw: dict[str, Any]) -> bytes:

@@ -39,7 +39,7 @@ from ..._model import (
 )
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._replay import replayable
-from .._session import drop_kind, tool_parts
+from .._session import drop_kind, part_name, tool_parts
 from ._decode import CLIENT_KEYS
 from ._parts import (
     DEFAULT_AUDIO_MIME,
@@ -185,7 +185,7 @@ def _wire_parts(part: Part, replay: bool, drops: DropLog, where: str) -> list[di
         if part.encrypted_content or part.data or part.redacted:
             drops.add(
                 "encrypted_reasoning",
-                "encrypted or redacted reasoning has no Live form; dropped",
+                "encrypted or redacted reasoning (no Live form)",
                 where=where,
             )
         text = part.text or "\n".join(part.summary or [])
@@ -208,15 +208,18 @@ def _wire_parts(part: Part, replay: bool, drops: DropLog, where: str) -> list[di
         return [part.raw]
     if out is None:
         if not isinstance(part, ReasoningPart):
-            tag = part.__struct_config__.tag
-            drops.add(drop_kind(part), f"a {tag} part has no Live client-content form; dropped", where=where)
+            drops.add(drop_kind(part), f"{part_name(part)} (no Live client-content form)", where=where)
         return []
     signature = getattr(part, "signature", None)
     if isinstance(signature, str):
         if replay:
             out["thoughtSignature"] = signature
         else:
-            drops.add("signature", "thought signatures from another protocol dropped", where=where)
+            drops.add(
+                "signature",
+                f"thought signatures of another protocol (not replayable to {PROTOCOL})",
+                where=where,
+            )
     return [out]
 
 

@@ -139,7 +139,11 @@ def function_call(
     """
     if call.status == "incomplete":
         if drops is not None:
-            drops.add("field", f"a {call.name!r} tool call cut before it ended is not sent", where=where)
+            drops.add(
+                "field",
+                f"{call.name!r} tool calls cut before they ended (not sent: Live calls are whole)",
+                where=where,
+            )
         return None
     try:
         args = msgspec.json.decode(arguments) if arguments else {}
@@ -150,7 +154,7 @@ def function_call(
         if drops is not None:
             drops.add(
                 "field",
-                f"{call.name!r} tool call arguments are not a JSON object; sent as {{'arguments': text}}",
+                f"{call.name!r} tool call arguments that are not a JSON object (sent as {{'arguments': text}})",
                 where=where,
             )
     return {"id": call.id, "name": call.name, "args": args}

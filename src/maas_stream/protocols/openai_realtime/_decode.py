@@ -42,11 +42,12 @@ import msgspec
 
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
-from ..._model import AudioPart, Role, ToolCallPart, ToolResultPart
-from .._base import JSONLinesStreamDecoder, Msg, WrappedLine, _State, raw_message
+from ..._model import AudioPart, Role, ToolCallPart
+from .._base import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
+from .._session import SessionDecoder
 from ..openai_chat._decode import error_from
-from ._items import finish_from, part_from_content, usage_from
+from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
 from ._wire import ServerEvent, frame_decoder, server_decoder
 
 __all__ = ["StreamDecoder"]
@@ -64,7 +65,7 @@ _QUIET: Final = frozenset(
         "response.audio_transcript.done",
     }
 )
-_ROLES: Final = frozenset({"system", "user", "assistant"})
+_ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
     "input_audio_buffer.",
@@ -85,10 +86,11 @@ def _string(obj: dict[str, Any], name: str) -> str:
     return value
 
 
-class StreamDecoder(JSONLinesStreamDecoder):
+class StreamDecoder(SessionDecoder):
     """Decode an OpenAI Realtime session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
     protocol = PROTOCOL
+    frame_decoder = frame_decoder
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -120,27 +122,12 @@ class StreamDecoder(JSONLinesStreamDecoder):
             "error": self._on_error,
         }
 
-    def _line(self, line: bytes) -> list[ev.Event]:
-        # Fast path (the hot one): a server event line decoded typed in one pass, envelope
-        # included, instead of envelope → raw message → event. Anything else takes the base path.
-        if not self._started:
-            return super()._line(line)
-        try:
-            frame = frame_decoder.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return super()._line(line)
-        event = frame.msg
-        if frame.dir != "server" or event is None:
-            return super()._line(line)
-        self._frames += 1
+    def _fast(self) -> bool:
+        return self._started  # the first message goes through on_message, which starts the session
+
+    def _server_frame(self, event: ServerEvent, msg: WrappedLine) -> list[ev.Event]:
         out: list[ev.Event] = []
-        try:
-            self._server(event, WrappedLine(line), out)
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = exc.protocol or self.protocol
-            exc.frame = exc.frame or self._frames
-            raise
+        self._server(event, msg, out)
         return out
 
     def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
@@ -267,7 +254,8 @@ class StreamDecoder(JSONLinesStreamDecoder):
         item_id = _string(item, "id")
         self._items.add(item_id)
         kind = _string(item, "type")
-        role: Role = item["role"] if item.get("role") in _ROLES else "assistant"
+        given = item.get("role")
+        role = _ROLES.get(given, "assistant") if isinstance(given, str) else "assistant"
         out.append(ev.MessageStart(message=item_id, role=role, type=kind, id=item_id or None))
         if kind == "function_call":
             value = self._call(item, item_id)
@@ -281,14 +269,12 @@ class StreamDecoder(JSONLinesStreamDecoder):
                     out.append(ev.PartStart(message=item_id, part=i, value=part))
 
     def _call(self, item: dict[str, Any], item_id: str) -> ToolCallPart:
-        incomplete = item.get("status") == "incomplete"
-        return ToolCallPart(
-            id=_string(item, "call_id"),
-            name=_string(item, "name") or self._names.get(item_id, ""),
-            arguments=_string(item, "arguments"),
-            item_id=item_id or None,
-            status="incomplete" if incomplete else None,
-        )
+        call = call_from_item(item)
+        if call is None:
+            raise RemoteProtocolError(
+                "a Realtime function_call's call_id, name and arguments must be strings"
+            )
+        return call if call.name else msgspec.structs.replace(call, name=self._names.get(item_id, ""))
 
     def _on_item_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
         if event.item is None:
@@ -388,17 +374,15 @@ class StreamDecoder(JSONLinesStreamDecoder):
         out.append(ev.UnknownEvent(provider_type=f"client.{raw['type']}", raw=raw, passthrough=True))
 
     def _function_output(self, item: dict[str, Any], out: list[ev.Event]) -> None:
-        call_id = _string(item, "call_id")
-        item_id = _string(item, "id") or None
-        output = item.get("output")
-        result = ToolResultPart(
-            tool_call_id=call_id,
-            content=output if isinstance(output, str) else msgspec.json.encode(output).decode(),
-        )
+        result = result_from_item(item)
+        if result is None:
+            raise RemoteProtocolError("a function_call_output's call_id must be a string")
         self._ensure_open(out)
         key = ("tool", self._tools)
         self._tools += 1
-        out.append(ev.MessageStart(message=key, role="tool", type="function_call_output", id=item_id))
-        out += [ev.PartStart(message=key, part=0, value=result), ev.PartDone(message=key, part=0)]
+        start = ev.MessageStart(
+            message=key, role="tool", type="function_call_output", id=_string(item, "id") or None
+        )
+        out += [start, ev.PartStart(message=key, part=0, value=result), ev.PartDone(message=key, part=0)]
         out.append(ev.MessageDone(message=key))
         self._close_ours(out)

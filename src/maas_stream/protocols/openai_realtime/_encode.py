@@ -122,7 +122,7 @@ class StreamEncoder(SessionEncoder):
 
     def _call_start(self, key: _Key, value: ToolCallPart) -> bytes:
         if value.kind not in ("function", "custom"):
-            self._lose("server_call", f"{value.kind} tool call {value.name!r} has no Realtime form; dropped")
+            self._lose("server_call", f"{value.kind} tool call {value.name!r} (no Realtime form)")
             return b""
         # A call is an item of its own; text after it belongs to a new message item, so the
         # order of the output is kept.
@@ -185,11 +185,11 @@ class StreamEncoder(SessionEncoder):
         return self._w.arguments(item, ev.delta) if item is not None else b""
 
     def _on_reasoning_lost(self, ev: events.ReasoningDelta | events.SummaryDelta) -> bytes:
-        self._lose("reasoning", "a reasoning part has no Realtime form; dropped")
+        self._lose("reasoning", "a reasoning part (no Realtime form)")
         return b""
 
     def _on_signature(self, ev: events.SignatureDelta) -> bytes:
-        self._lose("signature", "signatures have no Realtime form; dropped")
+        self._lose("signature", "signatures (no Realtime form)")
         return b""
 
     def _on_part_done(self, ev: events.PartDone) -> bytes:

@@ -20,8 +20,8 @@ from typing import Any
 from ..._drops import DropLog
 from ..._exceptions import ValidationError
 from ..._model import AudioPart, Message, Part, Role, TextPart, ToolCallPart, ToolResultPart, UnknownPart
-from .._session import drop_kind, tool_parts
-from ._items import call_item, content_wire, output_item, part_from_content
+from .._session import drop_kind, part_name, tool_parts
+from ._items import call_from_item, call_item, content_wire, output_item, part_from_content, result_from_item
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
@@ -60,20 +60,10 @@ def to_canonical(body: Any) -> list[Message]:
                 part = part_from_content(c)
                 parts.append(part if part is not None else UnknownPart(provider_type="content", raw=c))
             out.append(Message(role=role, content=parts, id=_str(item.get("id")), provider=PROTOCOL))
-        elif kind == "function_call":
-            call = ToolCallPart(
-                id=_str(item.get("call_id")) or "",
-                name=_str(item.get("name")) or "",
-                arguments=_str(item.get("arguments")) or "",
-                item_id=_str(item.get("id")),
-            )
+        elif kind == "function_call" and (call := call_from_item(item)) is not None:
             out.append(Message(role="assistant", type=kind, content=[call], provider=PROTOCOL))
-        elif kind == "function_call_output":
-            call_id = _str(item.get("call_id")) or ""
-            output = item.get("output")
-            result = ToolResultPart(
-                tool_call_id=call_id, content=output if isinstance(output, str) else str(output)
-            )
+        elif kind == "function_call_output" and (result := result_from_item(item)) is not None:
+            call_id = result.tool_call_id
             out.append(
                 Message(role="tool", type=kind, content=[result], tool_call_id=call_id, provider=PROTOCOL)
             )
@@ -112,12 +102,7 @@ def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> 
             elif isinstance(part, ToolResultPart):
                 items.append(output_item(part))
             else:
-                tag = part.__struct_config__.tag
-                log.add(
-                    drop_kind(part),
-                    f"a {tag} part has no Realtime item form; dropped",
-                    where=f"messages[{i}]",
-                )
+                log.add(drop_kind(part), f"{part_name(part)} (no Realtime item form)", where=f"messages[{i}]")
         if content:
             items.append({"type": "message", "role": role, "content": content})
     return {"items": items}

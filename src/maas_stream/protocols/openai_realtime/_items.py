@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import msgspec
+
 from ..._model import (
     AudioPart,
     FinishReason,
@@ -25,11 +27,13 @@ from ..._model import (
 from .._session import result_text
 
 __all__ = [
+    "call_from_item",
     "call_item",
     "content_wire",
     "finish_from",
     "output_item",
     "part_from_content",
+    "result_from_item",
     "status_wire",
     "usage_from",
     "usage_wire",
@@ -58,6 +62,37 @@ def part_from_content(content: Any) -> Part | None:
             data=audio if isinstance(audio, str) else None,
         )
     return None
+
+
+def call_from_item(item: dict[str, Any]) -> ToolCallPart | None:
+    """A ``function_call`` item as a tool call (``status: "incomplete"`` when the item says so).
+
+    Returns ``None`` when its ``call_id``, ``name``, ``arguments`` or ``id`` is not a string.
+    """
+    fields = [item.get(name) for name in ("call_id", "name", "arguments", "id")]
+    if not all(isinstance(value, str | None) for value in fields):
+        return None
+    call_id, name, arguments, item_id = fields
+    return ToolCallPart(
+        id=call_id or "",
+        name=name or "",
+        arguments=arguments or "",
+        item_id=item_id or None,
+        status="incomplete" if item.get("status") == "incomplete" else None,
+    )
+
+
+def result_from_item(item: dict[str, Any]) -> ToolResultPart | None:
+    """A ``function_call_output`` item as a tool result (a non-string output as JSON text).
+
+    Returns ``None`` when its ``call_id`` is not a string.
+    """
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str | None):
+        return None
+    output = item.get("output")
+    content = output if isinstance(output, str) else msgspec.json.encode(output).decode()
+    return ToolResultPart(tool_call_id=call_id or "", content=content)
 
 
 def usage_from(raw: Any) -> Usage | None:
