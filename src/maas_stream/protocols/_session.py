@@ -14,10 +14,11 @@ cross-protocol rule (finish reasons, replay: see the aggregator and ``_replay``)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 import msgspec
 
+from .. import events
 from .._drops import DropKind, DropLog, Dropped
 from .._exceptions import RemoteProtocolError
 from .._model import Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart, Usage
@@ -26,12 +27,21 @@ from ._base import EventEncoder, JSONLinesStreamDecoder, WrappedLine, _State, fl
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from .. import events
     from .._model import Message
 
-__all__ = ["SessionDecoder", "SessionEncoder", "drop_kind", "frame", "part_name", "result_text", "tool_parts"]
+__all__ = [
+    "Frame",
+    "SessionDecoder",
+    "SessionEncoder",
+    "drop_kind",
+    "frame",
+    "part_name",
+    "result_text",
+    "tool_parts",
+]
 
 _json = msgspec.json.Encoder()
+_M = TypeVar("_M")
 _SERVER: Final = b'{"dir":"server","msg":'
 _CLIENT: Final = b'{"dir":"client","msg":'
 
@@ -47,6 +57,17 @@ _PART_KINDS: Final[dict[str, DropKind]] = {
     "tool_call": "server_call",
     "unknown": "unknown",
 }
+
+
+class Frame(msgspec.Struct, Generic[_M], gc=False):
+    """A recorded ``{"dir", "msg"}`` line whose message is typed (decoded in one pass).
+
+    ``Frame[ServerMessage]`` is what a protocol's ``frame_decoder`` reads; ``gc=False`` as for
+    the wire Structs it holds (measured in ``benchmarks/bench_realtime.py``).
+    """
+
+    dir: str = ""
+    msg: _M | None = None
 
 
 def frame(msg: Any, *, client: bool = False) -> bytes:
@@ -100,6 +121,34 @@ class SessionDecoder(JSONLinesStreamDecoder):
     """
 
     frame_decoder: ClassVar[Any]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._model: str | None = None
+        """The session's model (from its setup), for each ``ResponseStart``."""
+        self._started = False
+        """Whether the first message arrived (the session's ``ResponseStart`` went out)."""
+        self._open = False
+        """Whether a response is open."""
+        self._ours = False
+        """Whether the decoder opened it, to hold session messages outside any model response."""
+
+    def _response_id(self) -> str | None:
+        return None
+
+    def _ensure_open(self, out: list[events.Event], *, ours: bool) -> None:
+        if not self._open:
+            self._open = True
+            self._ours = ours
+            out.append(
+                events.ResponseStart(protocol=self.protocol, id=self._response_id(), model=self._model)
+            )
+
+    def _close_response(self, out: list[events.Event], *, only_ours: bool = False, **done: Any) -> None:
+        if self._open and (self._ours or not only_ours):
+            self._open = False
+            self._ours = False
+            out.append(events.ResponseDone(**done))
 
     def _fast(self) -> bool:
         """Whether the fast path may be taken now (a subclass may wait for its first message)."""

@@ -72,11 +72,7 @@ class StreamDecoder(SessionDecoder):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._model: str | None = None
         self._session: str | None = None
-        self._started = False
-        self._open = False
-        self._ours = False
         self._turn = 0
         self._msg_open = False
         self._pos = -1
@@ -149,21 +145,11 @@ class StreamDecoder(SessionDecoder):
 
     # ------------------------------------------------------------------ responses and turns
 
-    def _ensure_open(self, out: list[ev.Event], *, ours: bool = False) -> None:
-        if self._open:
-            return
-        self._open = True
-        self._ours = ours
-        out.append(ev.ResponseStart(protocol=PROTOCOL, id=self._session, model=self._model))
-
-    def _close_response(self, out: list[ev.Event], **done: Any) -> None:
-        if self._open:
-            self._open = False
-            self._ours = False
-            out.append(ev.ResponseDone(**done))
+    def _response_id(self) -> str | None:
+        return self._session
 
     def _ensure_turn(self, out: list[ev.Event]) -> None:
-        self._ensure_open(out)
+        self._ensure_open(out, ours=False)
         self._ours = False
         if not self._msg_open:
             self._msg_open = True
@@ -206,7 +192,7 @@ class StreamDecoder(SessionDecoder):
     def _input(self, text: str | None, finished: bool, out: list[ev.Event]) -> None:
         key = ("input", self._inputs)
         if not self._input_open and (text or finished):
-            self._ensure_open(out)
+            self._ensure_open(out, ours=False)
             self._input_open = True
             out.append(ev.MessageStart(message=key, role="user", type="input_transcription"))
             out.append(ev.PartStart(message=key, part=0, value=AudioPart()))

@@ -24,20 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..._model import (
-    AudioPart,
-    CodePart,
-    ImagePart,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-)
+from ..._model import AudioPart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._replay import replayable
 from .._session import SessionEncoder, frame
-from ._parts import DEFAULT_AUDIO_MIME, blob, code_parts, function_call, function_response, usage_wire
+from ._parts import DEFAULT_AUDIO_MIME, blob, function_call, function_response, usage_wire, whole_parts
 
 if TYPE_CHECKING:
     from ... import events
@@ -136,11 +127,8 @@ class StreamEncoder(SessionEncoder):
             self._kinds[key] = "audio"
             self._formats[key] = value.format if value.format and "/" in value.format else self.audio_mime
             out += self._audio(key, value.data, value.transcript)
-        elif isinstance(value, ImagePart | CodePart | UnknownPart):
-            self._kinds[key] = "whole"
         else:
-            self._kinds[key] = "skip"
-            self._lose_part(value)
+            self._kinds[key] = "whole"  # sent, or reported, when it is done
         return out
 
     def _input_part(self, key: _Key, role: str, value: Part) -> bytes:
@@ -233,11 +221,10 @@ class StreamEncoder(SessionEncoder):
         return b""
 
     def _whole(self, value: Part) -> bytes:
-        if isinstance(value, ImagePart) and value.data:
-            return self._flush() + self._mt(blob(value.media_type or "image/png", value.data))
-        if isinstance(value, CodePart):
+        parts = whole_parts(value)
+        if parts is not None and not isinstance(value, UnknownPart | AudioPart):
             out = self._flush()
-            for part in code_parts(value):
+            for part in parts:
                 out += self._mt(part)
             return out
         if isinstance(value, UnknownPart) and self._same and isinstance(value.raw, dict):

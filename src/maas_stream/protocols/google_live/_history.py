@@ -26,7 +26,6 @@ from ..._drops import DropLog
 from ..._exceptions import ValidationError
 from ..._model import (
     AudioPart,
-    CodePart,
     ImagePart,
     Message,
     Part,
@@ -41,16 +40,7 @@ from .._names import GOOGLE_LIVE as PROTOCOL
 from .._replay import replayable
 from .._session import drop_kind, part_name, tool_parts
 from ._decode import CLIENT_KEYS
-from ._parts import (
-    DEFAULT_AUDIO_MIME,
-    blob,
-    call_part,
-    code_part,
-    code_parts,
-    function_call,
-    function_response,
-    result_part,
-)
+from ._parts import call_part, code_part, function_call, function_response, result_part, whole_parts
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
@@ -191,21 +181,15 @@ def _wire_parts(part: Part, replay: bool, drops: DropLog, where: str) -> list[di
         text = part.text or "\n".join(part.summary or [])
         if text:
             out = {"text": text, "thought": True}
-    elif isinstance(part, AudioPart | ImagePart) and part.data:
-        mime = (part.format if isinstance(part, AudioPart) else part.media_type) or ""
-        default = DEFAULT_AUDIO_MIME if isinstance(part, AudioPart) else "image/png"
-        out = blob(mime if "/" in mime else default, part.data)
     elif isinstance(part, ToolCallPart) and part.kind in ("function", "custom"):
         call = function_call(part, part.arguments, drops, where)
-        out = None if call is None else {"functionCall": call}
         if call is None:
-            return []
+            return []  # reported
+        out = {"functionCall": call}
     elif isinstance(part, ToolResultPart):
         return [{"functionResponse": function_response(part)}]
-    elif isinstance(part, CodePart):
-        return code_parts(part)
-    elif isinstance(part, UnknownPart) and part.provider_type == "part" and isinstance(part.raw, dict):
-        return [part.raw]
+    elif (whole := whole_parts(part)) is not None:
+        return whole
     if out is None:
         if not isinstance(part, ReasoningPart):
             drops.add(drop_kind(part), f"{part_name(part)} (no Live client-content form)", where=where)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ..._model import CodePart, ToolCallPart, ToolResultPart, Usage
+from ..._model import AudioPart, CodePart, ImagePart, Part, ToolCallPart, ToolResultPart, UnknownPart, Usage
 from .._session import result_text
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = [
     "result_part",
     "usage_from",
     "usage_wire",
+    "whole_parts",
 ]
 
 DEFAULT_AUDIO_MIME: Final = "audio/pcm;rate=24000"
@@ -39,11 +40,17 @@ DEFAULT_AUDIO_MIME: Final = "audio/pcm;rate=24000"
 _json = msgspec.json.Encoder()
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 # ---------------------------------------------------------------------- wire → canonical
+
+
+def _named(obj: Any) -> tuple[str, str | None] | None:
+    """An object's ``id`` (``""`` when absent) and ``name``; ``None`` unless both are strings."""
+    if not isinstance(obj, dict):
+        return None
+    given, name = obj.get("id"), obj.get("name")
+    if not isinstance(given, str | None) or not isinstance(name, str | None):
+        return None
+    return given or "", name
 
 
 def call_part(call: Any) -> ToolCallPart | None:
@@ -51,18 +58,12 @@ def call_part(call: Any) -> ToolCallPart | None:
 
     Returns ``None`` when it is not an object or its ``id`` or ``name`` is not a string.
     """
-    if not isinstance(call, dict):
-        return None
-    call_id = call.get("id")
-    name = call.get("name")
-    if not isinstance(call_id, str | None) or not isinstance(name, str | None):
+    named = _named(call)
+    if named is None:
         return None
     args = call.get("args")
-    return ToolCallPart(
-        id=call_id or "",
-        name=name or "",
-        arguments=_json.encode(args).decode() if args is not None else "{}",
-    )
+    text = _json.encode(args).decode() if args is not None else "{}"
+    return ToolCallPart(id=named[0], name=named[1] or "", arguments=text)
 
 
 def result_part(response: Any) -> ToolResultPart | None:
@@ -70,46 +71,34 @@ def result_part(response: Any) -> ToolResultPart | None:
 
     Returns ``None`` when it is not an object or its ``id`` or ``name`` is not a string.
     """
-    if not isinstance(response, dict):
+    named = _named(response)
+    if named is None:
         return None
-    call_id = response.get("id")
-    name = response.get("name")
-    if not isinstance(call_id, str | None) or not isinstance(name, str | None):
-        return None
-    return ToolResultPart(
-        tool_call_id=call_id or "", content=_json.encode(response.get("response")).decode(), name=name
-    )
+    content = _json.encode(response.get("response")).decode()
+    return ToolResultPart(tool_call_id=named[0], content=content, name=named[1])
 
 
 def code_part(executable: Any, result: Any) -> CodePart:
     """An ``executableCode`` and/or ``codeExecutionResult`` object as one code part."""
-    code = executable if isinstance(executable, dict) else {}
-    outcome = result if isinstance(result, dict) else {}
-    return CodePart(
-        language=_str(code.get("language")),
-        code=_str(code.get("code")),
-        outcome=_str(outcome.get("outcome")),
-        output=_str(outcome.get("output")),
-    )
+    fields: dict[str, str] = {}
+    for obj, names in ((executable, ("language", "code")), (result, ("outcome", "output"))):
+        if isinstance(obj, dict):
+            fields.update((name, obj[name]) for name in names if isinstance(obj.get(name), str))
+    return CodePart(**fields)
 
 
 def usage_from(raw: Any) -> Usage | None:
-    """Map a Live/Gemini ``usageMetadata`` object to canonical usage."""
+    """Map a Live/Gemini ``usageMetadata`` object to canonical usage (Vertex's names too)."""
     if not isinstance(raw, dict):
         return None
-
-    def num(name: str) -> int | None:
-        value = raw.get(name)
-        return value if type(value) is int else None
-
+    counts = {key: value for key, value in raw.items() if type(value) is int}
+    output = "responseTokenCount" if "responseTokenCount" in raw else "candidatesTokenCount"
     return Usage(
-        input_tokens=num("promptTokenCount"),
-        output_tokens=num("responseTokenCount")
-        if "responseTokenCount" in raw
-        else num("candidatesTokenCount"),
-        total_tokens=num("totalTokenCount"),
-        reasoning_tokens=num("thoughtsTokenCount"),
-        cache_read_tokens=num("cachedContentTokenCount"),
+        input_tokens=counts.get("promptTokenCount"),
+        output_tokens=counts.get(output),
+        total_tokens=counts.get("totalTokenCount"),
+        reasoning_tokens=counts.get("thoughtsTokenCount"),
+        cache_read_tokens=counts.get("cachedContentTokenCount"),
         raw=raw,
     )
 
@@ -179,6 +168,22 @@ def function_response(result: ToolResultPart) -> dict[str, Any]:
     return out
 
 
+def whole_parts(part: Part) -> list[dict[str, Any]] | None:
+    """A part Live sends whole as Live parts: media with data, code, a kept Live ``part``.
+
+    Returns ``None`` for any other part (or media without data).
+    """
+    if isinstance(part, AudioPart | ImagePart) and part.data:
+        mime = (part.format if isinstance(part, AudioPart) else part.media_type) or ""
+        default = DEFAULT_AUDIO_MIME if isinstance(part, AudioPart) else "image/png"
+        return [blob(mime if "/" in mime else default, part.data)]
+    if isinstance(part, CodePart):
+        return code_parts(part)
+    if isinstance(part, UnknownPart) and part.provider_type == "part" and isinstance(part.raw, dict):
+        return [part.raw]
+    return None
+
+
 def code_parts(code: CodePart) -> list[dict[str, Any]]:
     """A code part as Live parts: ``executableCode`` and/or ``codeExecutionResult``."""
     out: list[dict[str, Any]] = []
@@ -195,11 +200,11 @@ def usage_wire(usage: Usage) -> dict[str, Any]:
     raw = usage.raw
     if isinstance(raw, dict) and ("promptTokenCount" in raw or "totalTokenCount" in raw):
         return raw
-    pairs = (
-        ("promptTokenCount", usage.input_tokens),
-        ("cachedContentTokenCount", usage.cache_read_tokens),
-        ("responseTokenCount", usage.output_tokens),
-        ("thoughtsTokenCount", usage.reasoning_tokens),
-        ("totalTokenCount", usage.total_tokens),
-    )
-    return {name: value for name, value in pairs if value is not None}
+    counts = {
+        "promptTokenCount": usage.input_tokens,
+        "cachedContentTokenCount": usage.cache_read_tokens,
+        "responseTokenCount": usage.output_tokens,
+        "thoughtsTokenCount": usage.reasoning_tokens,
+        "totalTokenCount": usage.total_tokens,
+    }
+    return {name: count for name, count in counts.items() if count is not None}

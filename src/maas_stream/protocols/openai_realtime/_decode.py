@@ -94,10 +94,6 @@ class StreamDecoder(SessionDecoder):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._model: str | None = None
-        self._started = False
-        self._open = False
-        self._ours = False
         self._items: set[str] = set()
         self._names: dict[str, str] = {}
         self._inputs: dict[str, list[str]] = {}
@@ -139,7 +135,7 @@ class StreamDecoder(SessionDecoder):
             if event is not None and event.type == "session.created":
                 model = (event.session or {}).get("model")
                 self._model = model if isinstance(model, str) else None
-            self._ensure_open(out)
+            self._ensure_open(out, ours=True)
         if event is None:
             self._client(msg, out)
         else:
@@ -160,26 +156,13 @@ class StreamDecoder(SessionDecoder):
 
     # ------------------------------------------------------------------ responses
 
-    def _ensure_open(self, out: list[ev.Event], *, ours: bool = True) -> None:
-        if self._open:
-            return
-        self._open = True
-        self._ours = ours
-        out.append(ev.ResponseStart(protocol=PROTOCOL, model=self._model))
-
-    def _close_ours(self, out: list[ev.Event]) -> None:
-        if self._open and self._ours:
-            self._open = False
-            self._ours = False
-            out.append(ev.ResponseDone())
-
     def on_finish(self) -> list[ev.Event]:
         out: list[ev.Event] = []
         for item_id, held in self._inputs.items():
             # Cut before .completed: keep what was transcribed, left open (incomplete).
             self._input_message(item_id, "".join(held), False, out)
         if self._open and self._ours and not self._inputs:
-            self._close_ours(out)
+            self._close_response(out, only_ours=True)
         return out
 
     def _on_session(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
@@ -206,7 +189,7 @@ class StreamDecoder(SessionDecoder):
 
     def _on_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
         response = event.response or {}
-        self._ensure_open(out)
+        self._ensure_open(out, ours=True)
         status = _string(response, "status") or "completed"
         details = response.get("status_details")
         reason = details.get("reason") if isinstance(details, dict) else None
@@ -247,7 +230,7 @@ class StreamDecoder(SessionDecoder):
     def _on_item_added(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
         if event.item is None:
             raise RemoteProtocolError("response.output_item.added without an item")
-        self._ensure_open(out)
+        self._ensure_open(out, ours=True)
         self._item_start(event.item, out)
 
     def _item_start(self, item: dict[str, Any], out: list[ev.Event]) -> None:
@@ -279,7 +262,7 @@ class StreamDecoder(SessionDecoder):
     def _on_item_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
         if event.item is None:
             raise RemoteProtocolError("response.output_item.done without an item")
-        self._ensure_open(out)
+        self._ensure_open(out, ours=True)
         if _string(event.item, "id") not in self._items:
             self._item_start(event.item, out)
         self._item_done(event.item, out)
@@ -352,13 +335,13 @@ class StreamDecoder(SessionDecoder):
         self._input_message(item_id, transcript, True, out)
 
     def _input_message(self, item_id: str, transcript: str, done: bool, out: list[ev.Event]) -> None:
-        self._ensure_open(out)
+        self._ensure_open(out, ours=True)
         key = ("input", item_id)
         out.append(ev.MessageStart(message=key, role="user", type="input_transcription", id=item_id or None))
         out.append(ev.PartStart(message=key, part=0, value=AudioPart(transcript=transcript)))
         if done:
             out += [ev.PartDone(message=key, part=0), ev.MessageDone(message=key)]
-            self._close_ours(out)
+            self._close_response(out, only_ours=True)
 
     # ------------------------------------------------------------------ client events
 
@@ -377,7 +360,7 @@ class StreamDecoder(SessionDecoder):
         result = result_from_item(item)
         if result is None:
             raise RemoteProtocolError("a function_call_output's call_id must be a string")
-        self._ensure_open(out)
+        self._ensure_open(out, ours=True)
         key = ("tool", self._tools)
         self._tools += 1
         start = ev.MessageStart(
@@ -385,4 +368,4 @@ class StreamDecoder(SessionDecoder):
         )
         out += [start, ev.PartStart(message=key, part=0, value=result), ev.PartDone(message=key, part=0)]
         out.append(ev.MessageDone(message=key))
-        self._close_ours(out)
+        self._close_response(out, only_ours=True)
