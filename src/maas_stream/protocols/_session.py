@@ -132,6 +132,8 @@ class SessionDecoder(JSONLinesStreamDecoder):
         """Whether a response is open."""
         self._ours = False
         """Whether the decoder opened it, to hold session messages outside any model response."""
+        self._typed_lines = True
+        """Whether recorded server lines may take the fast path now (a subclass may wait)."""
 
     def _response_id(self) -> str | None:
         return None
@@ -150,17 +152,13 @@ class SessionDecoder(JSONLinesStreamDecoder):
             self._ours = False
             out.append(events.ResponseDone(**done))
 
-    def _fast(self) -> bool:
-        """Whether the fast path may be taken now (a subclass may wait for its first message)."""
-        return True
-
-    def _server_frame(self, message: Any, msg: WrappedLine) -> list[events.Event]:
+    def _server_frame(self, message: Any, msg: Any) -> list[events.Event]:
         """The events of one typed server message (``msg`` is its line, for a raw copy)."""
         raise NotImplementedError
 
     def _line(self, line: bytes) -> list[events.Event]:
         frame = None
-        if self._fast():
+        if self._typed_lines:
             try:
                 frame = self.frame_decoder.decode(line)
             except (msgspec.DecodeError, msgspec.ValidationError):

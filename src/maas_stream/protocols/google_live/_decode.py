@@ -42,7 +42,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, ImagePart, MessageStatus, ReasoningPart, TextPart, ToolResultPart
-from .._base import Msg, WrappedLine, raw_message
+from .._base import Msg, raw_message
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
@@ -85,17 +85,14 @@ class StreamDecoder(SessionDecoder):
 
     # ------------------------------------------------------------------ entry
 
-    def _server_frame(self, message: ServerMessage, msg: WrappedLine) -> list[ev.Event]:
-        return self._server(message, msg)
-
     def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
         if direction == "client":
             out: list[ev.Event] = []
             self._client(msg, out)
             return out
-        return self._server(server_decoder.decode(msg), msg)
+        return self._server_frame(server_decoder.decode(msg), msg)
 
-    def _server(self, message: ServerMessage, msg: Msg) -> list[ev.Event]:
+    def _server_frame(self, message: ServerMessage, msg: Msg) -> list[ev.Event]:
         out: list[ev.Event] = []
         if not self._started:
             # The session starts: say which protocol this is before any session message.
@@ -181,13 +178,14 @@ class StreamDecoder(SessionDecoder):
             out.append(ev.AudioDelta(message=self._turn, part="audio", transcript=transcript.text))
         if content.interrupted:
             self._interrupted = True
-        for name, raw in (
-            ("groundingMetadata", content.grounding_metadata),
-            ("urlContextMetadata", content.url_context_metadata),
-        ):
-            if raw is not None:
-                self._ensure_turn(out)
-                out.append(ev.UnknownEvent(provider_type=name, raw=raw, message=self._turn))
+        if content.grounding_metadata is not None:
+            self._metadata("groundingMetadata", content.grounding_metadata, out)
+        if content.url_context_metadata is not None:
+            self._metadata("urlContextMetadata", content.url_context_metadata, out)
+
+    def _metadata(self, name: str, raw: Any, out: list[ev.Event]) -> None:
+        self._ensure_turn(out)
+        out.append(ev.UnknownEvent(provider_type=name, raw=raw, message=self._turn))
 
     def _input(self, text: str | None, finished: bool, out: list[ev.Event]) -> None:
         key = ("input", self._inputs)

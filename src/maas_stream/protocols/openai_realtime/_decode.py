@@ -94,6 +94,7 @@ class StreamDecoder(SessionDecoder):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._typed_lines = False  # the first message goes through on_message, which starts the session
         self._items: set[str] = set()
         self._names: dict[str, str] = {}
         self._inputs: dict[str, list[str]] = {}
@@ -118,9 +119,6 @@ class StreamDecoder(SessionDecoder):
             "error": self._on_error,
         }
 
-    def _fast(self) -> bool:
-        return self._started  # the first message goes through on_message, which starts the session
-
     def _server_frame(self, event: ServerEvent, msg: WrappedLine) -> list[ev.Event]:
         out: list[ev.Event] = []
         self._server(event, msg, out)
@@ -131,7 +129,7 @@ class StreamDecoder(SessionDecoder):
         event = server_decoder.decode(msg) if direction != "client" else None
         if not self._started:
             # The session starts: say which protocol this is before any session event.
-            self._started = True
+            self._started = self._typed_lines = True
             if event is not None and event.type == "session.created":
                 model = (event.session or {}).get("model")
                 self._model = model if isinstance(model, str) else None
