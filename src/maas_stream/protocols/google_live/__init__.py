@@ -14,18 +14,17 @@ from typing import Final
 from ..._registry import Auth, spec_of
 from .. import _names
 from .._errors import google_error_body
-from ._decode import StreamDecoder as StreamDecoder
-from ._detect import detect as detect
-from ._encode import StreamEncoder as StreamEncoder
-from ._history import from_canonical as from_canonical
-from ._history import to_canonical as to_canonical
-from ._history import validate as validate
+from ._decode import StreamDecoder
+from ._detect import detect
+from ._encode import DEFAULT_AUDIO_MIME, StreamEncoder
+from ._history import from_canonical, to_canonical, validate
 
 __all__ = (
     "SPEC",
     "NAME",
     "StreamDecoder",
     "StreamEncoder",
+    "DEFAULT_AUDIO_MIME",
     "detect",
     "from_canonical",
     "to_canonical",

@@ -1,134 +1,91 @@
 """Google Live encoder: canonical events → Live server messages as ``{"dir", "msg"}`` JSON lines.
 
 Text, thought text, audio data and transcripts go out as they arrive (``serverContent`` with a
-``modelTurn`` part, ``outputTranscription`` or ``inputTranscription``). Function calls are held
-until their message ends (or other output follows) and sent together in one ``toolCall``, the
-way Live sends parallel calls. A response that ends for tool calls ends there (Live sends no
-``turnComplete`` before the results); any other end sends ``generationComplete`` and
-``turnComplete`` (with the last ``usageMetadata``), or ``interrupted`` then ``turnComplete`` for an
-interrupted turn. Tool results (``tool`` messages) are written as the client's
-``toolResponse`` (``dir: "client"``), so a recording keeps both sides; Live session and client
-messages kept by the Live decoder pass through unchanged.
+``modelTurn`` part, ``outputTranscription`` or ``inputTranscription``). A function call's
+arguments are gathered from its deltas; calls are held until their message ends (or other output
+follows) and sent together in one ``toolCall``, the way Live sends parallel calls. A call that
+is cancelled before it went out is never sent; one cancelled after it went out (from another
+protocol) is followed by a ``toolCallCancellation``. A response that ends for tool calls ends
+there (Live sends no ``turnComplete`` before the results); any other end sends
+``generationComplete`` and ``turnComplete`` (with the last ``usageMetadata``), or
+``interrupted`` then ``turnComplete`` for an interrupted turn. Tool results (``tool`` messages)
+are written as the client's ``toolResponse`` (``dir: "client"``), so a recording keeps both
+sides; Live session and client messages kept by the Live decoder pass through unchanged.
 
-Dropped (listed in :attr:`StreamEncoder.lossy`): server and MCP tool calls, signatures from
-non-Google sources, encrypted reasoning, refusals, citations, files, in-band errors (Live has
-none), other user input, and unknown frames of other protocols.
+Dropped and reported as records (:attr:`StreamEncoder.lossy`): server and MCP tool calls,
+signatures from other protocols, encrypted reasoning, refusals, citations, files, in-band errors
+(Live has none), user and system input, and frames of other protocols.
+
+Calls, results, code and usage map through ``_parts``, as in the decoder and history codec. It
+must not decide cross-protocol rules (finish reasons, replay) or do IO.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import msgspec
+from ..._model import AudioPart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
+from .._names import GOOGLE_LIVE as PROTOCOL
+from .._replay import replayable
+from .._session import SessionEncoder, frame
+from ._parts import DEFAULT_AUDIO_MIME, blob, function_call, function_response, usage_wire, whole_parts
 
-from ..._model import (
-    AudioPart,
-    CodePart,
-    ImagePart,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-    Usage,
-)
-from ...events import (
-    AnnotationAdded,
-    ArgumentsDelta,
-    AudioDelta,
-    Event,
-    LogprobsDelta,
-    MessageDone,
-    MessageStart,
-    PartDone,
-    PartStart,
-    ReasoningDelta,
-    RefusalDelta,
-    ResponseDone,
-    ResponseStart,
-    SignatureDelta,
-    StreamErrorEvent,
-    SummaryDelta,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
-from .._base import EventEncoder
+if TYPE_CHECKING:
+    from ... import events
+    from ..._model import Part
 
 __all__ = ["DEFAULT_AUDIO_MIME", "StreamEncoder"]
 
-from .._names import GOOGLE_LIVE as PROTOCOL
-
-DEFAULT_AUDIO_MIME: Final = "audio/pcm;rate=24000"
-"""Live's output audio format (24 kHz 16-bit PCM), used when the source did not say."""
-SIGNATURE_SOURCES: Final = frozenset({"google-interactions", "gemini", "google-live"})
-
-_json = msgspec.json.Encoder()
-_SERVER: Final = b'{"dir":"server","msg":'
-_CLIENT: Final = b'{"dir":"client","msg":'
-
-
-def _line(msg: Any, client: bool = False) -> bytes:
-    return (_CLIENT if client else _SERVER) + _json.encode(msg) + b"}\n"
+_Key = tuple[Any, Any]
 
 
 def _turn(part: dict[str, Any]) -> bytes:
-    return _line({"serverContent": {"modelTurn": {"parts": [part]}}})
+    return frame({"serverContent": {"modelTurn": {"parts": [part]}}})
 
 
-class StreamEncoder(EventEncoder):
+class StreamEncoder(SessionEncoder):
     """Encode canonical events as a Google Live session (server messages, JSON lines).
 
     Args:
         audio_mime: The ``mimeType`` of audio whose source gave no format.
     """
 
-    _ROUTES: ClassVar[dict[type[Any], str]] = {ArgumentsDelta: "_on_nothing"}
     protocol: ClassVar[str] = PROTOCOL
+    title: ClassVar[str] = "Live"
 
     def __init__(self, *, audio_mime: str = DEFAULT_AUDIO_MIME) -> None:
+        super().__init__()
         self.audio_mime = audio_mime
-        self.lossy: list[str] = []
-        """What the target protocol could not carry and was dropped, one line each."""
-        self._source = ""
-        self._ended = False
-        self._kinds: dict[tuple[Any, Any], str] = {}
-        self._formats: dict[tuple[Any, Any], str] = {}
-        self._roles: dict[Any, str] = {}
-        self._calls: list[dict[str, Any]] = []
+        self._kinds: dict[_Key, str] = {}
+        """What each open part is written as (``text``, ``thought``, ``audio``, ``call``...)."""
+        self._formats: dict[_Key, str] = {}
+        self._args: dict[_Key, list[str]] = {}
+        """The argument deltas of each open call."""
+        self._calls: list[tuple[_Key, dict[str, Any]]] = []
+        """Closed calls not sent yet (they go out together in one ``toolCall``)."""
+        self._sent: dict[Any, dict[Any, str]] = {}
+        """Ids of the calls sent, by message and part (for a later cancellation)."""
         self._results: dict[Any, list[dict[str, Any]]] = {}
-        self._usage: Usage | None = None
         self._active = False
         """Whether model output went out in the current response (else no turn to complete)."""
         self._after_call = False
         """Whether model output went out after the last ``toolCall``."""
 
-    def encode(self, event: Event) -> bytes:
-        """Encode one canonical event; return the JSON lines it completes (maybe ``b""``)."""
-        if self._ended:
-            return b""
-        result: bytes = self._route(event)
-        return result
-
-    def finish(self) -> bytes:
-        """End the output; complete calls still held are sent (a cut source is not completed)."""
-        self._ended = True
+    def _end(self) -> bytes:
         return self._flush()
 
     # ------------------------------------------------------------------ helpers
-
-    def _lose(self, what: str) -> None:
-        if what not in self.lossy:
-            self.lossy.append(what)
 
     def _flush(self) -> bytes:
         if not self._calls:
             return b""
         self._active = True
         self._after_call = False
-        calls = self._calls
-        self._calls = []
-        return _line({"toolCall": {"functionCalls": calls}})
+        calls, self._calls = self._calls, []
+        if not self._same:  # a Live source cancels with its own frame, which passes through
+            for (message, part), call in calls:
+                self._sent.setdefault(message, {})[part] = call["id"]
+        return frame({"toolCall": {"functionCalls": [call for _, call in calls]}})
 
     def _mt(self, part: dict[str, Any]) -> bytes:
         self._active = self._after_call = True
@@ -136,200 +93,169 @@ class StreamEncoder(EventEncoder):
 
     def _ml(self, msg: dict[str, Any]) -> bytes:
         self._active = self._after_call = True
-        return _line(msg)
+        return frame(msg)
 
     def _kind(self, message: Any, part: Any) -> str | None:
         return self._kinds.get((message, part))
 
-    # ------------------------------------------------------------------ handlers
+    # ------------------------------------------------------------------ parts
 
-    def _on_response_start(self, ev: ResponseStart) -> bytes:
-        self._source = ev.protocol
-        return b""
-
-    def _on_message_start(self, ev: MessageStart) -> bytes:
-        self._roles[ev.message] = ev.role
-        if ev.role == "user" and ev.type != "input_transcription":
-            self._lose("user input messages are not Live server messages; dropped")
-        elif ev.role in ("system", "developer"):
-            self._lose("system messages are not Live server messages; dropped")
-        return b""
-
-    def _on_part_start(self, ev: PartStart) -> bytes:
+    def _on_part_start(self, ev: events.PartStart) -> bytes:
         key = (ev.message, ev.part)
         role = self._roles.get(ev.message, "assistant")
         value = ev.value
         if role not in ("assistant", "model"):
             return self._input_part(key, role, value)
-        out = b""
         if isinstance(value, ToolCallPart):
             if value.kind in ("function", "custom"):
                 self._kinds[key] = "call"
+                self._args[key] = []
             else:
                 self._kinds[key] = "skip"
-                self._lose(f"{value.kind} tool call {value.name!r} has no Live form; dropped")
-            return out
+                self._lose("server_call", f"{value.kind} tool call {value.name!r} (no Live form)")
+            return b""
         out = self._flush()
         if isinstance(value, TextPart):
-            self._kinds[key] = "text"
-            if value.text:
-                out += self._mt({"text": value.text})
+            self._kinds[key] = "text"  # its text follows as deltas
         elif isinstance(value, ReasoningPart):
             self._kinds[key] = "thought"
             if value.encrypted_content or value.data:
-                self._lose("encrypted or redacted reasoning has no Live form; dropped")
-            for text in value.summary or ([value.text] if value.text else []):
+                self._lose("encrypted_reasoning", "encrypted or redacted reasoning (no Live form)")
+            for text in value.summary or ():
                 out += self._mt({"text": text, "thought": True})
         elif isinstance(value, AudioPart):
             self._kinds[key] = "audio"
             self._formats[key] = value.format if value.format and "/" in value.format else self.audio_mime
-            if value.data:
-                out += self._mt({"inlineData": {"mimeType": self._formats[key], "data": value.data}})
-            if value.transcript:
-                out += self._ml({"serverContent": {"outputTranscription": {"text": value.transcript}}})
-        elif isinstance(value, ImagePart | CodePart | UnknownPart):
-            self._kinds[key] = "whole"
+            out += self._audio(key, value.data, value.transcript)
         else:
-            self._kinds[key] = "skip"
-            self._lose(f"a {value.__struct_config__.tag} part has no Live form; dropped")
+            self._kinds[key] = "whole"  # sent, or reported, when it is done
         return out
 
-    def _input_part(self, key: tuple[Any, Any], role: str, value: Any) -> bytes:
+    def _input_part(self, key: _Key, role: str, value: Part) -> bytes:
+        self._kinds[key] = "skip"
         if role == "tool":
-            self._kinds[key] = "result" if isinstance(value, ToolResultPart) else "skip"
+            if isinstance(value, ToolResultPart):
+                self._kinds[key] = "result"
+            else:
+                self._lose_part(value)
         elif role == "user" and isinstance(value, AudioPart):
             self._kinds[key] = "input"
             if value.transcript:
-                return _line({"serverContent": {"inputTranscription": {"text": value.transcript}}})
-        else:
-            self._kinds[key] = "skip"
+                return frame({"serverContent": {"inputTranscription": {"text": value.transcript}}})
         return b""
 
-    def _on_text(self, ev: TextDelta) -> bytes:
+    def _on_text(self, ev: events.TextDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "text":
             return b""
         return self._flush() + self._mt({"text": ev.text})
 
-    def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
+    def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "thought":
             return b""
         return self._flush() + self._mt({"text": ev.text, "thought": True})
 
-    def _on_summary(self, ev: SummaryDelta) -> bytes:
+    def _on_summary(self, ev: events.SummaryDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "thought" or not ev.text:
             return b""
         return self._flush() + self._mt({"text": ev.text, "thought": True})
 
-    def _on_signature(self, ev: SignatureDelta) -> bytes:
+    def _on_signature(self, ev: events.SignatureDelta) -> bytes:
         kind = self._kind(ev.message, ev.part)
         if kind not in ("text", "thought"):
             if kind is not None:
-                self._lose("signatures outside text and thought parts have no Live form; dropped")
+                self._lose("signature", "signatures outside text and thought parts (no Live form)")
             return b""
-        if self._source not in SIGNATURE_SOURCES:
-            self._lose(f"signatures from {self._source or 'another protocol'} dropped (not valid for Gemini)")
+        if not replayable(self._source, PROTOCOL):
+            self._lose(
+                "signature",
+                f"signatures from {self._source or 'another protocol'} (not replayable to {PROTOCOL})",
+            )
             return b""
         part: dict[str, Any] = {"text": "", "thoughtSignature": ev.signature}
         if kind == "thought":
             part["thought"] = True
         return self._flush() + self._mt(part)
 
-    def _on_audio(self, ev: AudioDelta) -> bytes:
+    def _on_audio(self, ev: events.AudioDelta) -> bytes:
         key = (ev.message, ev.part)
         kind = self._kinds.get(key)
-        out = b""
         if kind == "input":
-            if ev.transcript:
-                out += _line({"serverContent": {"inputTranscription": {"text": ev.transcript}}})
-            return out
+            if not ev.transcript:
+                return b""
+            return frame({"serverContent": {"inputTranscription": {"text": ev.transcript}}})
         if kind != "audio":
             return b""
-        out = self._flush()
-        if ev.data:
-            out += self._mt(
-                {"inlineData": {"mimeType": self._formats.get(key, self.audio_mime), "data": ev.data}}
-            )
-        if ev.transcript:
-            out += self._ml({"serverContent": {"outputTranscription": {"text": ev.transcript}}})
+        return self._flush() + self._audio(key, ev.data, ev.transcript)
+
+    def _audio(self, key: _Key, data: str | None, transcript: str | None) -> bytes:
+        out = b""
+        if data:
+            out += self._mt(blob(self._formats.get(key, self.audio_mime), data))
+        if transcript:
+            out += self._ml({"serverContent": {"outputTranscription": {"text": transcript}}})
         return out
 
-    def _on_refusal(self, ev: RefusalDelta) -> bytes:
-        self._lose("refusal text has no Live form; dropped")
+    def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
+        args = self._args.get((ev.message, ev.part))
+        if args is not None:
+            args.append(ev.delta)
         return b""
 
-    def _on_annotation(self, ev: AnnotationAdded) -> bytes:
-        self._lose("citations have no Live form; dropped")
-        return b""
-
-    def _on_logprobs(self, ev: LogprobsDelta) -> bytes:
-        self._lose("log-probabilities have no Live form; dropped")
-        return b""
-
-    def _on_nothing(self, ev: Event) -> bytes:
-        return b""
-
-    def _on_part_done(self, ev: PartDone) -> bytes:
+    def _on_part_done(self, ev: events.PartDone) -> bytes:
         key = (ev.message, ev.part)
-        kind = self._kinds.get(key)
+        kind = self._kinds.pop(key, None)
+        self._formats.pop(key, None)
         value = ev.value
-        if kind == "call" and isinstance(value, ToolCallPart):
-            if value.status == "incomplete":
-                # A cut call would run with half its arguments: never handed to the client.
-                self._lose(f"tool call {value.id} was cut before it ended; not sent")
-                return b""
-            try:
-                args = msgspec.json.decode(value.arguments) if value.arguments else {}
-            except msgspec.DecodeError:
-                args = {"arguments": value.arguments}
-                self._lose(f"tool call {value.id}: arguments are not JSON; wrapped as {{'arguments': text}}")
-            self._calls.append({"id": value.id, "name": value.name, "args": args})
+        if kind == "call":
+            arguments = "".join(self._args.pop(key, ()))
+            if isinstance(value, ToolCallPart):
+                call = function_call(value, arguments, self.drops, where=value.id or None)
+                if call is not None:
+                    self._calls.append((key, call))
             return b""
         if kind == "result" and isinstance(value, ToolResultPart):
-            self._results.setdefault(ev.message, []).append(_function_response(value))
+            self._results.setdefault(ev.message, []).append(function_response(value))
             return b""
         if kind == "whole" and value is not None:
             return self._whole(value)
         return b""
 
-    def _whole(self, value: Any) -> bytes:
-        if isinstance(value, ImagePart) and value.data:
-            return self._flush() + self._mt(
-                {"inlineData": {"mimeType": value.media_type or "image/png", "data": value.data}}
-            )
-        if isinstance(value, CodePart):
+    def _whole(self, value: Part) -> bytes:
+        parts = whole_parts(value)
+        if parts is not None and not isinstance(value, UnknownPart | AudioPart):
             out = self._flush()
-            if value.code is not None:
-                out += self._mt(
-                    {"executableCode": {"language": value.language or "PYTHON", "code": value.code}}
-                )
-            if value.outcome is not None or value.output is not None:
-                result = {
-                    k: v for k, v in (("outcome", value.outcome), ("output", value.output)) if v is not None
-                }
-                out += self._mt({"codeExecutionResult": result})
+            for part in parts:
+                out += self._mt(part)
             return out
-        if isinstance(value, UnknownPart) and self._source == PROTOCOL and isinstance(value.raw, dict):
+        if isinstance(value, UnknownPart) and self._same and isinstance(value.raw, dict):
             if value.provider_type == "part":
                 return self._flush() + self._mt(value.raw)
             return self._flush() + self._ml({"serverContent": {value.provider_type: value.raw}})
-        self._lose(f"a {value.__struct_config__.tag} part has no Live form; dropped")
+        self._lose_part(value)
         return b""
 
-    def _on_message_done(self, ev: MessageDone) -> bytes:
+    # ------------------------------------------------------------------ messages and responses
+
+    def _on_message_done(self, ev: events.MessageDone) -> bytes:
         results = self._results.pop(ev.message, None)
         if results:
-            return self._flush() + _line({"toolResponse": {"functionResponses": results}}, client=True)
+            return self._flush() + frame({"toolResponse": {"functionResponses": results}}, client=True)
         if self._roles.get(ev.message) in ("assistant", "model"):
             return self._flush()
         return b""
 
-    def _on_usage(self, ev: UsageUpdate) -> bytes:
-        self._usage = ev.usage
-        return b""
+    def _on_cancelled(self, ev: events.Cancelled) -> bytes:
+        if self._same:
+            return b""  # the Live source's own toolCallCancellation passes through
+        hit = (lambda part: part == ev.part) if ev.part is not None else (lambda part: True)
+        self._calls = [(key, call) for key, call in self._calls if not (key[0] == ev.message and hit(key[1]))]
+        sent = self._sent.get(ev.message, {})
+        ids = [sent.pop(part) for part in list(sent) if hit(part)]
+        return frame({"toolCallCancellation": {"ids": ids}}) if ids else b""
 
-    def _on_response_done(self, ev: ResponseDone) -> bytes:
+    def _on_response_done(self, ev: events.ResponseDone) -> bytes:
         active = self._active or bool(self._calls)
-        out = self._flush() if self._calls else b""
+        out = self._flush()
         waiting = ev.finish_reason == "tool_calls" and not self._after_call
         self._active = self._after_call = False
         if waiting or not (active or self._usage is not None):
@@ -338,64 +264,25 @@ class StreamEncoder(EventEncoder):
             return out
         content: dict[str, Any] = {"turnComplete": True}
         if ev.provider_finish_reason == "interrupted":
-            out += _line({"serverContent": {"interrupted": True}})
+            out += frame({"serverContent": {"interrupted": True}})
         else:
-            out += _line({"serverContent": {"generationComplete": True}})
+            out += frame({"serverContent": {"generationComplete": True}})
             reason = ev.provider_finish_reason
-            if self._source == PROTOCOL and ev.finish_reason == "other" and reason and reason.isupper():
+            if self._same and ev.finish_reason == "other" and reason and reason.isupper():
                 content["turnCompleteReason"] = reason
         msg: dict[str, Any] = {"serverContent": content}
         if self._usage is not None:
-            msg["usageMetadata"] = _usage_wire(self._usage)
+            msg["usageMetadata"] = usage_wire(self._usage)
             self._usage = None
-        return out + _line(msg)
+        return out + frame(msg)
 
-    def _on_error(self, ev: StreamErrorEvent) -> bytes:
-        self._lose(f"in-band error {ev.error.type!r}: Live has no error message; dropped")
+    def _on_error(self, ev: events.StreamErrorEvent) -> bytes:
+        self._lose("error", f"in-band {ev.error.type!r} errors (Live has no error message)")
         return b""
 
-    def _on_unknown(self, ev: UnknownEvent) -> bytes:
-        raw = ev.raw
-        if self._source != PROTOCOL or not isinstance(raw, dict):
-            self._lose(f"unknown {ev.provider_type!r} frames of another protocol dropped")
-            return b""
+    def _pass(self, ev: events.UnknownEvent, raw: dict[str, Any]) -> bytes:
         if ev.provider_type.startswith("client."):
-            return _line(raw, client=True)
+            return frame(raw, client=True)
         if ev.message is not None:
-            return _line({"serverContent": {ev.provider_type: raw}})
-        return self._flush() + _line(raw)
-
-
-def _function_response(value: ToolResultPart) -> dict[str, Any]:
-    content = value.content
-    response: Any
-    if isinstance(content, str):
-        try:
-            response = msgspec.json.decode(content)
-        except msgspec.DecodeError:
-            response = {"output": content}
-        if not isinstance(response, dict):
-            response = {"output": response}
-    else:
-        texts = [p.text for p in content if isinstance(p, TextPart)]
-        response = {"output": "".join(texts)}
-    out: dict[str, Any] = {"id": value.tool_call_id}
-    if value.name is not None:
-        out["name"] = value.name
-    out["response"] = response
-    return out
-
-
-def _usage_wire(usage: Usage) -> dict[str, Any]:
-    raw = usage.raw
-    if isinstance(raw, dict) and ("promptTokenCount" in raw or "totalTokenCount" in raw):
-        return raw
-    pairs = (
-        ("promptTokenCount", usage.input_tokens),
-        ("cachedContentTokenCount", usage.cache_read_tokens),
-        ("responseTokenCount", usage.output_tokens),
-        ("thoughtsTokenCount", usage.reasoning_tokens),
-        ("totalTokenCount", usage.total_tokens),
-    )
-    out: dict[str, Any] = {name: value for name, value in pairs if value is not None}
-    return out
+            return frame({"serverContent": {ev.provider_type: raw}})
+        return self._flush() + frame(raw)

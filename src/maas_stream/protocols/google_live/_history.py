@@ -6,8 +6,14 @@ A "body" is one client message or a list of them (a session's client side). ``cl
 turns are Gemini ``Content`` objects: ``user`` → user, ``model`` → assistant; parts map as in
 generateContent (``text``, ``thought`` text → reasoning with its ``thoughtSignature``,
 ``inlineData`` → image or audio, ``functionCall`` → tool call, ``functionResponse`` → tool
-result). ``setup.systemInstruction`` becomes a system message. :func:`from_canonical` returns
-``{"setup": {"systemInstruction"}?, "clientContent": {"turns", "turnComplete": true}}``.
+result, ``executableCode`` / ``codeExecutionResult`` → code). ``setup.systemInstruction``
+becomes a system message; every message read is marked ``provider="google-live"``.
+:func:`from_canonical` returns ``{"setup": {"systemInstruction"}?, "clientContent": {"turns",
+"turnComplete": true}}``; thought signatures go back only to Live (``_replay``), and what has no
+Live form is dropped and reported in a :class:`~maas_stream.DropLog`.
+
+Calls, results, code and media map through ``_parts``, the same functions the stream decoder and
+encoder use. It must not hold state or do IO.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from ..._drops import DropLog
 from ..._exceptions import ValidationError
 from ..._model import (
     AudioPart,
@@ -29,13 +36,13 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
+from .._names import GOOGLE_LIVE as PROTOCOL
+from .._replay import replayable
+from .._session import drop_kind, part_name, tool_parts
 from ._decode import CLIENT_KEYS
+from ._parts import call_part, code_part, function_call, function_response, result_part, whole_parts
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
-
-from .._names import GOOGLE_LIVE as PROTOCOL
-
-_json = msgspec.json.Encoder()
 
 
 def _messages_of(body: Any) -> list[dict[str, Any]]:
@@ -66,13 +73,14 @@ def to_canonical(body: Any) -> list[Message]:
         if name == "setup" and isinstance(value, dict):
             system = value.get("systemInstruction") or value.get("system_instruction")
             if isinstance(system, dict):
-                out.append(Message(role="system", content=_parts(system.get("parts"))))
+                out.append(Message(role="system", content=_parts(system.get("parts")), provider=PROTOCOL))
         elif name == "clientContent" and isinstance(value, dict):
             turns = value.get("turns")
             out.extend(_content(turn) for turn in (turns if isinstance(turns, list) else []))
         elif name == "toolResponse" and isinstance(value, dict):
             responses = value.get("functionResponses") or value.get("function_responses") or []
-            out.append(Message(role="tool", content=[_result(r) for r in responses if isinstance(r, dict)]))
+            results: list[Part] = [_result(r) for r in responses] if isinstance(responses, list) else []
+            out.append(Message(role="tool", content=results, provider=PROTOCOL))
         elif name == "realtimeInput":
             continue
         else:
@@ -82,12 +90,12 @@ def to_canonical(body: Any) -> list[Message]:
 
 def _content(turn: Any) -> Message:
     if not isinstance(turn, dict):
-        return Message(role="user", content=[UnknownPart(provider_type="turn", raw=turn)])
+        return Message(role="user", content=[UnknownPart(provider_type="turn", raw=turn)], provider=PROTOCOL)
     role: Role = "assistant" if turn.get("role") == "model" else "user"
     parts = _parts(turn.get("parts"))
     if role == "user" and parts and all(isinstance(p, ToolResultPart) for p in parts):
-        return Message(role="tool", content=parts)
-    return Message(role=role, content=parts)
+        return Message(role="tool", content=parts, provider=PROTOCOL)
+    return Message(role=role, content=parts, provider=PROTOCOL)
 
 
 def _parts(raw: Any) -> list[Part]:
@@ -97,60 +105,54 @@ def _parts(raw: Any) -> list[Part]:
             continue
         signature = part.get("thoughtSignature")
         sig = signature if isinstance(signature, str) else None
+        value: Part | None = None
         if isinstance(part.get("text"), str):
-            if part.get("thought"):
-                out.append(ReasoningPart(text=part["text"], signature=sig))
-            else:
-                out.append(TextPart(text=part["text"], signature=sig))
+            text = part["text"]
+            thought = bool(part.get("thought"))
+            value = ReasoningPart(text=text, signature=sig) if thought else TextPart(text=text, signature=sig)
         elif isinstance(part.get("inlineData"), dict):
-            blob = part["inlineData"]
-            mime = blob.get("mimeType")
-            if isinstance(mime, str) and mime.startswith("audio/"):
-                out.append(AudioPart(data=blob.get("data"), format=mime))
-            else:
-                out.append(ImagePart(data=blob.get("data"), media_type=mime))
-        elif isinstance(part.get("functionCall"), dict):
-            call = part["functionCall"]
-            out.append(
-                ToolCallPart(
-                    id=str(call.get("id") or ""),
-                    name=str(call.get("name") or ""),
-                    arguments=_json.encode(call.get("args") or {}).decode(),
-                    signature=sig,
+            data = part["inlineData"]
+            mime, content = data.get("mimeType"), data.get("data")
+            if isinstance(mime, str | None) and isinstance(content, str | None):
+                is_audio = isinstance(mime, str) and mime.startswith("audio/")
+                value = (
+                    AudioPart(data=content, format=mime)
+                    if is_audio
+                    else ImagePart(data=content, media_type=mime)
                 )
-            )
-        elif isinstance(part.get("functionResponse"), dict):
-            out.append(_result(part["functionResponse"]))
-        else:
-            out.append(UnknownPart(provider_type="part", raw=part))
+        elif "functionCall" in part:
+            call = call_part(part["functionCall"])
+            value = None if call is None else msgspec.structs.replace(call, signature=sig)
+        elif "functionResponse" in part:
+            value = result_part(part["functionResponse"])
+        elif "executableCode" in part or "codeExecutionResult" in part:
+            value = code_part(part.get("executableCode"), part.get("codeExecutionResult"))
+        out.append(value if value is not None else UnknownPart(provider_type="part", raw=part))
     return out
 
 
-def _result(raw: dict[str, Any]) -> ToolResultPart:
-    name = raw.get("name")
-    return ToolResultPart(
-        tool_call_id=str(raw.get("id") or ""),
-        content=_json.encode(raw.get("response")).decode(),
-        name=name if isinstance(name, str) else None,
-    )
+def _result(raw: Any) -> Part:
+    result = result_part(raw)
+    return result if result is not None else UnknownPart(provider_type="functionResponse", raw=raw)
 
 
-def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -> dict[str, Any]:
-    """Convert canonical messages to Live client content (and a setup system instruction)."""
-    from ._encode import _function_response
+def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> dict[str, Any]:
+    """Convert canonical messages to Live client content (and a setup system instruction).
 
+    Args:
+        messages: The conversation.
+        drops: Receives a record for each kind of thing Live cannot carry (dropped).
+    """
+    log = drops if drops is not None else DropLog(PROTOCOL)
     turns: list[dict[str, Any]] = []
     system: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         content = message.content
         parts_in: list[Part] = [TextPart(text=content)] if isinstance(content, str) else list(content)
+        replay = replayable(message.provider, PROTOCOL)
         parts: list[dict[str, Any]] = []
         for part in parts_in:
-            wire = _wire_part(part, i, lossy)
-            if wire is not None:
-                parts.append(wire)
-            elif isinstance(part, ToolResultPart):
-                parts.append({"functionResponse": _function_response(part)})
+            parts += _wire_parts(part, replay, log, f"messages[{i}]")
         if message.role in ("system", "developer"):
             system.extend(parts)
         elif parts:
@@ -164,29 +166,45 @@ def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -
     return body
 
 
-def _wire_part(part: Part, index: int, lossy: list[str] | None) -> dict[str, Any] | None:
-    out: dict[str, Any]
+def _wire_parts(part: Part, replay: bool, drops: DropLog, where: str) -> list[dict[str, Any]]:
+    """One canonical part as Live parts (none when it has no Live form: dropped, reported)."""
+    out: dict[str, Any] | None = None
     if isinstance(part, TextPart):
         out = {"text": part.text}
     elif isinstance(part, ReasoningPart):
-        out = {"text": part.text or "\n".join(part.summary or []), "thought": True}
-    elif isinstance(part, AudioPart) and part.data:
-        out = {"inlineData": {"mimeType": part.format or "audio/pcm;rate=24000", "data": part.data}}
-    elif isinstance(part, ImagePart) and part.data:
-        out = {"inlineData": {"mimeType": part.media_type or "image/png", "data": part.data}}
-    elif isinstance(part, ToolCallPart) and part.kind == "function":
-        args = msgspec.json.decode(part.arguments) if part.arguments else {}
-        out = {"functionCall": {"id": part.id, "name": part.name, "args": args}}
-    elif isinstance(part, UnknownPart) and part.provider_type == "part" and isinstance(part.raw, dict):
-        return part.raw
-    else:
-        if not isinstance(part, ToolResultPart) and lossy is not None:
-            lossy.append(f"messages[{index}]: a {part.__struct_config__.tag} part has no Live form; dropped")
-        return None
+        if part.encrypted_content or part.data or part.redacted:
+            drops.add(
+                "encrypted_reasoning",
+                "encrypted or redacted reasoning (no Live form)",
+                where=where,
+            )
+        text = part.text or "\n".join(part.summary or [])
+        if text:
+            out = {"text": text, "thought": True}
+    elif isinstance(part, ToolCallPart) and part.kind in ("function", "custom"):
+        call = function_call(part, part.arguments, drops, where)
+        if call is None:
+            return []  # reported
+        out = {"functionCall": call}
+    elif isinstance(part, ToolResultPart):
+        return [{"functionResponse": function_response(part)}]
+    elif (whole := whole_parts(part)) is not None:
+        return whole
+    if out is None:
+        if not isinstance(part, ReasoningPart):
+            drops.add(drop_kind(part), f"{part_name(part)} (no Live client-content form)", where=where)
+        return []
     signature = getattr(part, "signature", None)
     if isinstance(signature, str):
-        out["thoughtSignature"] = signature
-    return out
+        if replay:
+            out["thoughtSignature"] = signature
+        else:
+            drops.add(
+                "signature",
+                f"thought signatures of another protocol (not replayable to {PROTOCOL})",
+                where=where,
+            )
+    return [out]
 
 
 def validate(body: Any) -> list[str]:
@@ -200,13 +218,11 @@ def validate(body: Any) -> list[str]:
     except ValidationError as exc:
         return list(exc.faults)
     faults: list[str] = []
-    calls: set[str] = set()
-    for i, message in enumerate(messages):
-        for part in message.content if isinstance(message.content, list) else []:
-            if isinstance(part, ToolCallPart):
-                calls.add(part.id)
-            elif isinstance(part, ToolResultPart) and calls and part.tool_call_id not in calls:
-                faults.append(
-                    f"messages[{i}]: functionResponse id {part.tool_call_id} answers no earlier functionCall"
-                )
+    calls = False  # a history holding no call may answer calls made before it
+    for i, part, answered in tool_parts(messages):
+        calls = calls or isinstance(part, ToolCallPart)
+        if isinstance(part, ToolResultPart) and calls and not answered:
+            faults.append(
+                f"messages[{i}]: functionResponse id {part.tool_call_id} answers no earlier functionCall"
+            )
     return faults

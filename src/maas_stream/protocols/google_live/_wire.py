@@ -16,7 +16,9 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Blob", "Frame", "LivePart", "ServerContent", "ServerMessage", "frame_decoder", "server_decoder"]
+from .._session import Frame
+
+__all__ = ["Blob", "LivePart", "ServerContent", "ServerMessage", "frame_decoder", "server_decoder"]
 
 
 class Blob(msgspec.Struct, rename="camel", gc=False):
@@ -87,11 +89,5 @@ class ServerMessage(msgspec.Struct, rename="camel", gc=False):
 server_decoder = msgspec.json.Decoder(ServerMessage)
 
 
-class Frame(msgspec.Struct, gc=False):
-    """A recorded ``{"dir", "msg"}`` line whose message is a server message (one-pass decode)."""
-
-    dir: str = ""
-    msg: ServerMessage | None = None
-
-
-frame_decoder = msgspec.json.Decoder(Frame)
+frame_decoder = msgspec.json.Decoder(Frame[ServerMessage])
+"""Reads a recorded server line, envelope included, in one pass."""

@@ -2,7 +2,8 @@
 
 Public: :class:`StreamDecoder` (server and client events; each response's output items as
 messages), :class:`StreamEncoder` (server events), the conversation-item history codec
-(:func:`to_canonical`, :func:`from_canonical`) and :func:`validate`. Wire Structs are private.
+(:func:`to_canonical`, :func:`from_canonical`, :func:`validate`). The wire Structs, the item
+mapping (``_items``) and the event writer (``_writer``) are private.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from typing import Final
 from ..._registry import Auth, spec_of
 from .. import _names
 from .._errors import openai_error_body
-from ._decode import StreamDecoder as StreamDecoder
-from ._detect import detect as detect
-from ._encode import StreamEncoder as StreamEncoder
-from ._history import from_canonical as from_canonical
-from ._history import to_canonical as to_canonical
-from ._history import validate as validate
+from ._decode import StreamDecoder
+from ._detect import detect
+from ._encode import StreamEncoder
+from ._history import from_canonical, to_canonical, validate
 
 __all__ = (
     "SPEC",

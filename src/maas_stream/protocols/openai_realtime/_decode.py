@@ -7,7 +7,10 @@ A Realtime connection is a session holding several responses:
   last response's). Each output item is one message keyed by its item id: a ``message`` item's
   content parts (text, or audio with its transcript) keyed by ``content_index``; a
   ``function_call`` item holds one tool call (``id`` = ``call_id``, ``item_id`` = the item id).
-  ``response.done`` is the oracle: items it lists that were never streamed are added from it.
+  ``response.done`` is the authority: items it lists that were never streamed are added from
+  it, and an item it lists ``incomplete`` (cut by a cancellation, say) is ``Cancelled``, so a
+  call it ended is never reported ``completed``. A completed response says ``stop``; the
+  aggregator says ``tool_calls`` when it holds client calls.
 * Both the GA event names (``response.output_text.delta``, ``response.output_audio.delta``,
   ``response.output_audio_transcript.delta``) and the beta ones (``response.text.delta``,
   ``response.audio.delta``, ``response.audio_transcript.delta``) are read.
@@ -21,7 +24,14 @@ A Realtime connection is a session holding several responses:
   counted, and passed through by the Realtime encoder.
 * ``error`` is an in-band error (the response ends ``failed``).
 
-Session-local state only: whether a response is open, the items and call names seen in it.
+It keeps framing-level state only: whether a response is open (and whether the decoder opened
+it), the model, the ids of the items the open response streamed (``response.done`` adds the
+others from its list, and they must not start twice), the call names of the open response
+(the beta ``function_call_arguments.done`` carries none, and a final value without its name
+would blank the streamed one), a counter for tool-result message keys, and input transcription
+deltas until ``.completed``: a transcription often outlives the response it began in, and a
+message must not straddle two responses (the aggregator closes a response's messages at its
+end). Item values and statuses are the aggregator's.
 """
 
 from __future__ import annotations
@@ -30,40 +40,17 @@ from typing import Any, Final
 
 import msgspec
 
+from ... import events as ev
 from ..._exceptions import RemoteProtocolError
-from ..._model import (
-    AudioPart,
-    FinishReason,
-    Part,
-    ResponseStatus,
-    Role,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    Usage,
-)
-from ...events import (
-    ArgumentsDelta,
-    AudioDelta,
-    Event,
-    MessageDone,
-    MessageStart,
-    PartDone,
-    PartStart,
-    ResponseDone,
-    ResponseStart,
-    StreamErrorEvent,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
-from .._base import JSONLinesStreamDecoder, Msg, WrappedLine, _State, raw_message
+from ..._model import AudioPart, Role, ToolCallPart
+from .._base import Msg, WrappedLine, raw_message
+from .._names import OPENAI_REALTIME as PROTOCOL
+from .._session import SessionDecoder
 from ..openai_chat._decode import error_from
+from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
 from ._wire import ServerEvent, frame_decoder, server_decoder
 
-__all__ = ["StreamDecoder", "part_from_content", "usage_from"]
-
-from .._names import OPENAI_REALTIME as PROTOCOL
+__all__ = ["StreamDecoder"]
 
 _TEXT: Final = frozenset({"response.output_text.delta", "response.text.delta"})
 _AUDIO: Final = frozenset({"response.output_audio.delta", "response.audio.delta"})
@@ -78,45 +65,7 @@ _QUIET: Final = frozenset(
         "response.audio_transcript.done",
     }
 )
-_ROLES: Final = frozenset({"system", "user", "assistant"})
-
-
-def usage_from(raw: Any) -> Usage | None:
-    """Map a Realtime ``response.usage`` object to canonical usage."""
-    if not isinstance(raw, dict):
-        return None
-    details = raw.get("input_token_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-
-    def num(value: Any) -> int | None:
-        return value if type(value) is int else None
-
-    return Usage(
-        input_tokens=num(raw.get("input_tokens")),
-        output_tokens=num(raw.get("output_tokens")),
-        total_tokens=num(raw.get("total_tokens")),
-        cache_read_tokens=num(cached),
-        raw=raw,
-    )
-
-
-def part_from_content(content: Any) -> Part | None:
-    """A Realtime content part (``output_text``, ``output_audio``, ``text``, ``audio``)."""
-    if not isinstance(content, dict):
-        return None
-    kind = content.get("type")
-    if kind in ("text", "output_text", "input_text"):
-        return TextPart(text=str(content.get("text") or ""))
-    if kind in ("audio", "output_audio", "input_audio"):
-        transcript = content.get("transcript")
-        audio = content.get("audio")
-        return AudioPart(
-            transcript=transcript if isinstance(transcript, str) and transcript else None,
-            data=audio if isinstance(audio, str) else None,
-        )
-    return None
-
-
+_ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
     "input_audio_buffer.",
@@ -127,17 +76,25 @@ _SESSION_FAMILIES = (
 )
 
 
-class StreamDecoder(JSONLinesStreamDecoder):
+def _string(obj: dict[str, Any], name: str) -> str:
+    """A string field of a provider object ("" when absent or null)."""
+    value = obj.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RemoteProtocolError(f"a Realtime {name!r} must be a string, not {type(value).__name__}")
+    return value
+
+
+class StreamDecoder(SessionDecoder):
     """Decode an OpenAI Realtime session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
     protocol = PROTOCOL
+    frame_decoder = frame_decoder
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._model: str | None = None
-        self._started = False
-        self._open = False
-        self._ours = False
+        self._typed_lines = False  # the first message goes through on_message, which starts the session
         self._items: set[str] = set()
         self._names: dict[str, str] = {}
         self._inputs: dict[str, list[str]] = {}
@@ -162,93 +119,58 @@ class StreamDecoder(JSONLinesStreamDecoder):
             "error": self._on_error,
         }
 
-    def _line(self, line: bytes) -> list[Event]:
-        # Fast path (the hot one): a server event line decoded typed in one pass, envelope
-        # included, instead of envelope → raw message → event. Anything else takes the base path.
-        if not self._started:
-            return super()._line(line)
-        try:
-            frame = frame_decoder.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return super()._line(line)
-        ev = frame.msg
-        if frame.dir != "server" or ev is None:
-            return super()._line(line)
-        self._frames += 1
-        out: list[Event] = []
-        try:
-            self._server(ev, WrappedLine(line), out)
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = exc.protocol or self.protocol
-            exc.frame = exc.frame or self._frames
-            raise
+    def _server_frame(self, event: ServerEvent, msg: WrappedLine) -> list[ev.Event]:
+        out: list[ev.Event] = []
+        self._server(event, msg, out)
         return out
 
-    def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
-        out: list[Event] = []
+    def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
+        out: list[ev.Event] = []
+        event = server_decoder.decode(msg) if direction != "client" else None
         if not self._started:
             # The session starts: say which protocol this is before any session event.
-            self._started = True
-            if direction == "server" and b'"session.created"' in (
-                msg if isinstance(msg, bytes) else msg.encode()
-            ):
-                session = msgspec.json.decode(msg).get("session")
-                model = session.get("model") if isinstance(session, dict) else None
+            self._started = self._typed_lines = True
+            if event is not None and event.type == "session.created":
+                model = (event.session or {}).get("model")
                 self._model = model if isinstance(model, str) else None
-            self._ensure_open(out)
-        if direction == "client":
+            self._ensure_open(out, ours=True)
+        if event is None:
             self._client(msg, out)
-            return out
-        self._server(server_decoder.decode(msg), msg, out)
+        else:
+            self._server(event, msg, out)
         return out
 
-    def _server(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        if not ev.type:
+    def _server(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        if not event.type:
             raise RemoteProtocolError("a Realtime server event without a type")
-        handler = self._handlers.get(ev.type)
+        handler = self._handlers.get(event.type)
         if handler is None:
             # Session-level server events of known families carry no response content; they
             # are kept for a same-protocol re-encode and never fail a conversion closed.
-            known = ev.type.startswith(_SESSION_FAMILIES)
-            out.append(UnknownEvent(provider_type=ev.type, raw=raw_message(msg), passthrough=known))
+            known = event.type.startswith(_SESSION_FAMILIES)
+            out.append(ev.UnknownEvent(provider_type=event.type, raw=raw_message(msg), passthrough=known))
         else:
-            handler(ev, msg, out)
+            handler(event, msg, out)
 
     # ------------------------------------------------------------------ responses
 
-    def _ensure_open(self, out: list[Event], *, ours: bool = True) -> bool:
-        if self._open:
-            return False
-        self._open = True
-        self._ours = ours
-        out.append(ResponseStart(protocol=PROTOCOL, model=self._model))
-        return True
-
-    def _close_ours(self, out: list[Event]) -> None:
-        if self._open and self._ours:
-            self._open = False
-            self._ours = False
-            out.append(ResponseDone())
-
-    def on_finish(self) -> list[Event]:
-        out: list[Event] = []
+    def on_finish(self) -> list[ev.Event]:
+        out: list[ev.Event] = []
         for item_id, held in self._inputs.items():
             # Cut before .completed: keep what was transcribed, left open (incomplete).
             self._input_message(item_id, "".join(held), False, out)
         if self._open and self._ours and not self._inputs:
-            self._close_ours(out)
+            self._close_response(out, only_ours=True)
         return out
 
-    def _on_session(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        session = ev.session or {}
-        model = session.get("model")
+    def _on_session(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        model = (event.session or {}).get("model")
         if isinstance(model, str):
             self._model = model
-        out.append(UnknownEvent(provider_type=ev.type, raw=raw_message(msg), passthrough=True))
+        out.append(ev.UnknownEvent(provider_type=event.type, raw=raw_message(msg), passthrough=True))
 
-    def _on_created(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        response = ev.response or {}
+    def _on_created(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        response = event.response or {}
         raw = {
             k: v
             for k, v in response.items()
@@ -257,195 +179,191 @@ class StreamDecoder(JSONLinesStreamDecoder):
         self._open = True
         self._ours = False
         self._items = set()
-        out.append(
-            ResponseStart(protocol=PROTOCOL, id=response.get("id"), model=self._model, provider_raw=raw)
+        self._names = {}
+        start = ev.ResponseStart(
+            protocol=PROTOCOL, id=_string(response, "id") or None, model=self._model, provider_raw=raw
         )
+        out.append(start)
 
-    def _on_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        response = ev.response or {}
-        self._ensure_open(out)
+    def _on_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        response = event.response or {}
+        self._ensure_open(out, ours=True)
+        status = _string(response, "status") or "completed"
+        details = response.get("status_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        reason = reason if isinstance(reason, str) else None
         output = response.get("output")
-        calls = False
         for item in output if isinstance(output, list) else []:
             if not isinstance(item, dict):
                 continue
-            calls = calls or item.get("type") == "function_call"
-            item_id = item.get("id")
-            if isinstance(item_id, str) and item_id not in self._items:
+            item_id = _string(item, "id")
+            if item_id not in self._items:
                 self._item_start(item, out)
                 self._item_done(item, out)
+            elif item.get("status") == "incomplete":
+                # The authority on item status: a call cut by a cancellation is not completed,
+                # even if its own events closed it.
+                out.append(ev.Cancelled(message=item_id, reason=reason or status))
         usage = usage_from(response.get("usage"))
         if usage is not None:
-            out.append(UsageUpdate(usage=usage))
-        status = str(response.get("status") or "completed")
-        details = response.get("status_details")
-        reason = details.get("reason") if isinstance(details, dict) else None
-        mapped_status: ResponseStatus = "completed"
-        finish: FinishReason = "tool_calls" if calls else "stop"
-        if status == "failed":
+            out.append(ev.UsageUpdate(usage=usage))
+        mapped, finish = finish_from(status, reason)
+        if mapped == "failed":
             error = details.get("error") if isinstance(details, dict) else None
-            out.append(
-                StreamErrorEvent(error=error_from(error or {"type": "failed", "message": "response failed"}))
-            )
-            mapped_status, finish = "failed", "error"
-        elif status in ("cancelled", "incomplete"):
-            mapped_status = "incomplete"
-            finish = {"max_output_tokens": "length", "content_filter": "content_filter"}.get(
-                str(reason), "other"
-            )  # type: ignore[assignment]
+            failed = error or {"type": "failed", "message": "response failed"}
+            out.append(ev.StreamErrorEvent(error=error_from(failed)))
         self._open = False
         self._ours = False
+        self._items = set()
+        self._names = {}
         out.append(
-            ResponseDone(
-                status=mapped_status,
-                finish_reason=finish,
-                provider_finish_reason=str(reason) if isinstance(reason, str) else status,
-            )
+            ev.ResponseDone(status=mapped, finish_reason=finish, provider_finish_reason=reason or status)
         )
 
-    def _on_error(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        out.append(StreamErrorEvent(error=error_from(ev.error)))
+    def _on_error(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        out.append(ev.StreamErrorEvent(error=error_from(event.error)))
 
     # ------------------------------------------------------------------ items
 
-    def _on_item_added(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        if ev.item is None:
+    def _on_item_added(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        if event.item is None:
             raise RemoteProtocolError("response.output_item.added without an item")
-        self._ensure_open(out)
-        self._item_start(ev.item, out)
+        self._ensure_open(out, ours=True)
+        self._item_start(event.item, out)
 
-    def _item_start(self, item: dict[str, Any], out: list[Event]) -> None:
-        item_id = str(item.get("id") or "")
+    def _item_start(self, item: dict[str, Any], out: list[ev.Event]) -> None:
+        item_id = _string(item, "id")
         self._items.add(item_id)
-        kind = str(item.get("type") or "")
-        role: Role = item["role"] if item.get("role") in _ROLES else "assistant"
-        out.append(MessageStart(message=item_id, role=role, type=kind, id=item_id or None))
+        kind = _string(item, "type")
+        given = item.get("role")
+        role = _ROLES.get(given, "assistant") if isinstance(given, str) else "assistant"
+        out.append(ev.MessageStart(message=item_id, role=role, type=kind, id=item_id or None))
         if kind == "function_call":
-            name = str(item.get("name") or "")
-            self._names[item_id] = name
-            value = ToolCallPart(
-                id=str(item.get("call_id") or ""),
-                name=name,
-                arguments=str(item.get("arguments") or ""),
-                item_id=item_id or None,
-            )
-            out.append(PartStart(message=item_id, part="call", value=value))
+            value = self._call(item, item_id)
+            self._names[item_id] = value.name
+            out.append(ev.PartStart(message=item_id, part="call", value=value))
         elif kind == "message":
             content = item.get("content")
             for i, c in enumerate(content if isinstance(content, list) else []):
                 part = part_from_content(c)
                 if part is not None:
-                    out.append(PartStart(message=item_id, part=i, value=part))
+                    out.append(ev.PartStart(message=item_id, part=i, value=part))
 
-    def _on_item_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        if ev.item is None:
-            raise RemoteProtocolError("response.output_item.done without an item")
-        self._ensure_open(out)
-        if str(ev.item.get("id") or "") not in self._items:
-            self._item_start(ev.item, out)
-        self._item_done(ev.item, out)
-
-    def _item_done(self, item: dict[str, Any], out: list[Event]) -> None:
-        item_id = str(item.get("id") or "")
-        kind = item.get("type")
-        if kind == "function_call":
-            value = ToolCallPart(
-                id=str(item.get("call_id") or ""),
-                name=str(item.get("name") or self._names.get(item_id, "")),
-                arguments=str(item.get("arguments") or ""),
-                item_id=item_id or None,
+    def _call(self, item: dict[str, Any], item_id: str) -> ToolCallPart:
+        call = call_from_item(item)
+        if call is None:
+            raise RemoteProtocolError(
+                "a Realtime function_call's call_id, name and arguments must be strings"
             )
-            out.append(PartDone(message=item_id, part="call", value=value))
+        return call if call.name else msgspec.structs.replace(call, name=self._names.get(item_id, ""))
+
+    def _on_item_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        if event.item is None:
+            raise RemoteProtocolError("response.output_item.done without an item")
+        self._ensure_open(out, ours=True)
+        if _string(event.item, "id") not in self._items:
+            self._item_start(event.item, out)
+        self._item_done(event.item, out)
+
+    def _item_done(self, item: dict[str, Any], out: list[ev.Event]) -> None:
+        item_id = _string(item, "id")
+        kind = _string(item, "type")
+        if kind == "function_call":
+            out.append(ev.PartDone(message=item_id, part="call", value=self._call(item, item_id)))
         elif kind != "message":
-            out.append(UnknownEvent(provider_type=str(kind), raw=item, message=item_id, part="item"))
-        status = item.get("status")
-        out.append(MessageDone(message=item_id, status="incomplete" if status == "incomplete" else None))
+            out.append(ev.UnknownEvent(provider_type=kind, raw=item, message=item_id, part="item"))
+        incomplete = item.get("status") == "incomplete"
+        out.append(ev.MessageDone(message=item_id, status="incomplete" if incomplete else None))
 
-    def _on_part_added(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        part = part_from_content(ev.part)
+    def _on_part_added(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        part = part_from_content(event.part)
         if part is None:
-            out.append(UnknownEvent(provider_type="content_part", raw=ev.part, message=ev.item_id or ""))
+            out.append(
+                ev.UnknownEvent(provider_type="content_part", raw=event.part, message=event.item_id or "")
+            )
             return
-        out.append(PartStart(message=ev.item_id or "", part=ev.content_index, value=part))
+        out.append(ev.PartStart(message=event.item_id or "", part=event.content_index, value=part))
 
-    def _on_part_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        out.append(PartDone(message=ev.item_id or "", part=ev.content_index))
+    def _on_part_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        out.append(ev.PartDone(message=event.item_id or "", part=event.content_index))
 
-    def _on_text(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        if ev.delta:
-            out.append(TextDelta(message=ev.item_id or "", part=ev.content_index, text=ev.delta))
+    def _on_text(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        if event.delta:
+            out.append(ev.TextDelta(message=event.item_id or "", part=event.content_index, text=event.delta))
 
-    def _on_audio(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        if ev.delta:
-            out.append(AudioDelta(message=ev.item_id or "", part=ev.content_index, data=ev.delta))
+    def _on_audio(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        if event.delta:
+            out.append(ev.AudioDelta(message=event.item_id or "", part=event.content_index, data=event.delta))
 
-    def _on_transcript(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        if ev.delta:
-            out.append(AudioDelta(message=ev.item_id or "", part=ev.content_index, transcript=ev.delta))
+    def _on_transcript(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        if event.delta:
+            key = event.item_id or ""
+            out.append(ev.AudioDelta(message=key, part=event.content_index, transcript=event.delta))
 
-    def _on_quiet(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
+    def _on_quiet(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
         # The full text / transcript is repeated in content_part.done and response.done.
         return
 
-    def _on_arguments(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        if ev.delta:
-            out.append(ArgumentsDelta(message=ev.item_id or "", part="call", delta=ev.delta))
+    def _on_arguments(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        if event.delta:
+            out.append(ev.ArgumentsDelta(message=event.item_id or "", part="call", delta=event.delta))
 
-    def _on_arguments_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        item_id = ev.item_id or ""
+    def _on_arguments_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        item_id = event.item_id or ""
         value = ToolCallPart(
-            id=ev.call_id or "",
-            name=ev.name or self._names.get(item_id, ""),
-            arguments=ev.arguments or "",
+            id=event.call_id or "",
+            name=event.name or self._names.get(item_id, ""),
+            arguments=event.arguments or "",
             item_id=item_id or None,
         )
-        out.append(PartDone(message=item_id, part="call", value=value))
+        out.append(ev.PartDone(message=item_id, part="call", value=value))
 
     # ------------------------------------------------------------------ input transcription
 
-    def _on_input_delta(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
+    def _on_input_delta(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
         # Held until .completed: the transcription often outlives the response it started in,
         # and a message must not straddle two responses.
-        if ev.delta:
-            self._inputs.setdefault(ev.item_id or "", []).append(ev.delta)
+        if event.delta:
+            self._inputs.setdefault(event.item_id or "", []).append(event.delta)
 
-    def _on_input_done(self, ev: ServerEvent, msg: Msg, out: list[Event]) -> None:
-        item_id = ev.item_id or ""
+    def _on_input_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        item_id = event.item_id or ""
         held = self._inputs.pop(item_id, [])
-        transcript = ev.transcript if ev.transcript is not None else "".join(held)
+        transcript = event.transcript if event.transcript is not None else "".join(held)
         self._input_message(item_id, transcript, True, out)
 
-    def _input_message(self, item_id: str, transcript: str, done: bool, out: list[Event]) -> None:
-        self._ensure_open(out)
+    def _input_message(self, item_id: str, transcript: str, done: bool, out: list[ev.Event]) -> None:
+        self._ensure_open(out, ours=True)
         key = ("input", item_id)
-        out.append(MessageStart(message=key, role="user", type="input_transcription", id=item_id or None))
-        out.append(PartStart(message=key, part=0, value=AudioPart(transcript=transcript)))
+        out.append(ev.MessageStart(message=key, role="user", type="input_transcription", id=item_id or None))
+        out.append(ev.PartStart(message=key, part=0, value=AudioPart(transcript=transcript)))
         if done:
-            out += [PartDone(message=key, part=0), MessageDone(message=key)]
-            self._close_ours(out)
+            out += [ev.PartDone(message=key, part=0), ev.MessageDone(message=key)]
+            self._close_response(out, only_ours=True)
 
     # ------------------------------------------------------------------ client events
 
-    def _client(self, msg: bytes | str, out: list[Event]) -> None:
+    def _client(self, msg: bytes | str, out: list[ev.Event]) -> None:
         raw = msgspec.json.decode(msg)
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             raise RemoteProtocolError("a Realtime client event must be an object with a type")
         item = raw.get("item")
         if raw["type"] == "conversation.item.create" and isinstance(item, dict):
             if item.get("type") == "function_call_output":
-                self._ensure_open(out)
-                key = ("tool", self._tools)
-                self._tools += 1
-                output = item.get("output")
-                result = ToolResultPart(
-                    tool_call_id=str(item.get("call_id") or ""),
-                    content=output if isinstance(output, str) else msgspec.json.encode(output).decode(),
-                )
-                out.append(
-                    MessageStart(message=key, role="tool", type="function_call_output", id=item.get("id"))
-                )
-                out += [PartStart(message=key, part=0, value=result), PartDone(message=key, part=0)]
-                out.append(MessageDone(message=key))
-                self._close_ours(out)
+                self._function_output(item, out)
                 return
-        out.append(UnknownEvent(provider_type=f"client.{raw['type']}", raw=raw, passthrough=True))
+        out.append(ev.UnknownEvent(provider_type=f"client.{raw['type']}", raw=raw, passthrough=True))
+
+    def _function_output(self, item: dict[str, Any], out: list[ev.Event]) -> None:
+        result = result_from_item(item)
+        if result is None:
+            raise RemoteProtocolError("a function_call_output's call_id must be a string")
+        self._ensure_open(out, ours=True)
+        key = ("tool", self._tools)
+        self._tools += 1
+        start = ev.MessageStart(
+            message=key, role="tool", type="function_call_output", id=_string(item, "id") or None
+        )
+        out += [start, ev.PartStart(message=key, part=0, value=result), ev.PartDone(message=key, part=0)]
+        out.append(ev.MessageDone(message=key))
+        self._close_response(out, only_ours=True)

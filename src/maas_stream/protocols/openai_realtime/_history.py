@@ -5,16 +5,23 @@ A "body" is ``{"items": [ConversationItem]}``, a list of items, or a list of cli
 ``system`` / ``user`` / ``assistant``; ``input_text`` / ``text`` / ``output_text`` → text,
 ``input_audio`` / ``output_audio`` → audio), ``function_call`` → an assistant tool call,
 ``function_call_output`` → a tool message with one result. :func:`from_canonical` returns
-``{"items": [...]}`` ready to send one by one as ``conversation.item.create``.
+``{"items": [...]}`` ready to send one by one as ``conversation.item.create``; what has no item
+form is dropped and reported in a :class:`~maas_stream.DropLog`. Every message read is marked
+``provider="openai-realtime"``.
+
+Content parts and items map through ``_items``, the same functions the stream decoder and
+encoder use. It must not hold state or do IO.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..._drops import DropLog
 from ..._exceptions import ValidationError
 from ..._model import AudioPart, Message, Part, Role, TextPart, ToolCallPart, ToolResultPart, UnknownPart
-from ._decode import part_from_content
+from .._session import drop_kind, part_name, tool_parts
+from ._items import call_from_item, call_item, content_wire, output_item, part_from_content, result_from_item
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
@@ -48,34 +55,36 @@ def to_canonical(body: Any) -> list[Message]:
         if kind == "message":
             role: Role = item["role"] if item.get("role") in ("system", "user", "assistant") else "user"
             parts: list[Part] = []
-            for c in item.get("content") or []:
+            content = item.get("content")
+            for c in content if isinstance(content, list) else []:
                 part = part_from_content(c)
                 parts.append(part if part is not None else UnknownPart(provider_type="content", raw=c))
-            out.append(Message(role=role, content=parts, id=item.get("id")))
-        elif kind == "function_call":
-            call = ToolCallPart(
-                id=str(item.get("call_id") or ""),
-                name=str(item.get("name") or ""),
-                arguments=str(item.get("arguments") or ""),
-                item_id=item.get("id"),
-            )
-            out.append(Message(role="assistant", type=kind, content=[call]))
-        elif kind == "function_call_output":
-            call_id = str(item.get("call_id") or "")
-            output = item.get("output")
-            result = ToolResultPart(
-                tool_call_id=call_id, content=output if isinstance(output, str) else str(output)
-            )
-            out.append(Message(role="tool", type=kind, content=[result], tool_call_id=call_id))
-        else:
+            out.append(Message(role=role, content=parts, id=_str(item.get("id")), provider=PROTOCOL))
+        elif kind == "function_call" and (call := call_from_item(item)) is not None:
+            out.append(Message(role="assistant", type=kind, content=[call], provider=PROTOCOL))
+        elif kind == "function_call_output" and (result := result_from_item(item)) is not None:
+            call_id = result.tool_call_id
             out.append(
-                Message(role="user", type=str(kind), content=[UnknownPart(provider_type=str(kind), raw=item)])
+                Message(role="tool", type=kind, content=[result], tool_call_id=call_id, provider=PROTOCOL)
             )
+        else:
+            unknown = UnknownPart(provider_type=str(kind), raw=item)
+            out.append(Message(role="user", type=str(kind), content=[unknown], provider=PROTOCOL))
     return out
 
 
-def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -> dict[str, Any]:
-    """Convert canonical messages to Realtime conversation items."""
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> dict[str, Any]:
+    """Convert canonical messages to Realtime conversation items.
+
+    Args:
+        messages: The conversation.
+        drops: Receives a record for each kind of thing Realtime items cannot carry (dropped).
+    """
+    log = drops if drops is not None else DropLog(PROTOCOL)
     items: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         role = message.role if message.role in ("system", "user", "assistant") else "user"
@@ -86,36 +95,14 @@ def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -
         )
         content: list[dict[str, Any]] = []
         for part in content_in:
-            if isinstance(part, TextPart):
-                content.append(
-                    {"type": "output_text" if role == "assistant" else "input_text", "text": part.text}
-                )
-            elif isinstance(part, AudioPart):
-                wire: dict[str, Any] = {"type": "output_audio" if role == "assistant" else "input_audio"}
-                if part.data is not None:
-                    wire["audio"] = part.data
-                if part.transcript is not None:
-                    wire["transcript"] = part.transcript
-                content.append(wire)
+            if isinstance(part, TextPart | AudioPart):
+                content.append(content_wire(part, role))
             elif isinstance(part, ToolCallPart) and part.kind in ("function", "custom"):
-                items.append(
-                    {
-                        "type": "function_call",
-                        "call_id": part.id,
-                        "name": part.name,
-                        "arguments": part.arguments,
-                    }
-                )
+                items.append(call_item(part, part.arguments))
             elif isinstance(part, ToolResultPart):
-                out = part.content
-                text = (
-                    out if isinstance(out, str) else "".join(p.text for p in out if isinstance(p, TextPart))
-                )
-                items.append({"type": "function_call_output", "call_id": part.tool_call_id, "output": text})
-            elif lossy is not None:
-                lossy.append(
-                    f"messages[{i}]: a {part.__struct_config__.tag} part has no Realtime item form; dropped"
-                )
+                items.append(output_item(part))
+            else:
+                log.add(drop_kind(part), f"{part_name(part)} (no Realtime item form)", where=f"messages[{i}]")
         if content:
             items.append({"type": "message", "role": role, "content": content})
     return {"items": items}
@@ -132,15 +119,11 @@ def validate(body: Any) -> list[str]:
     except ValidationError as exc:
         return list(exc.faults)
     faults: list[str] = []
-    calls: set[str] = set()
-    for i, message in enumerate(messages):
-        for part in message.content if isinstance(message.content, list) else []:
-            if isinstance(part, ToolCallPart):
-                if not part.id:
-                    faults.append(f"messages[{i}]: function_call {part.name!r} has no call_id")
-                calls.add(part.id)
-            elif isinstance(part, ToolResultPart) and part.tool_call_id not in calls:
-                faults.append(
-                    f"messages[{i}]: function_call_output {part.tool_call_id} answers no earlier function_call"
-                )
+    for i, part, answered in tool_parts(messages):
+        if isinstance(part, ToolCallPart) and not part.id:
+            faults.append(f"messages[{i}]: function_call {part.name!r} has no call_id")
+        elif isinstance(part, ToolResultPart) and not answered:
+            faults.append(
+                f"messages[{i}]: function_call_output {part.tool_call_id} answers no earlier function_call"
+            )
     return faults

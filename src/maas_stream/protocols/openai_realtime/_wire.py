@@ -1,10 +1,8 @@
 """OpenAI Realtime wire Struct (private): one envelope for every server event, typed by ``type``.
 
-Only the fields the decoder reads are declared; unknown fields are ignored, never forbidden.
-
-They are ``gc=False``: decoded fresh per message, they hold only strings, numbers and plain JSON
-values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
-in ``benchmarks/bench_realtime.py``.
+It declares only the fields the decoder reads (unknown ones are ignored, never forbidden) and is
+``gc=False`` like the Live Structs (fresh per message, plain JSON values inside, no cycles;
+measured in ``benchmarks/bench_realtime.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +11,9 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Frame", "ServerEvent", "frame_decoder", "server_decoder"]
+from .._session import Frame
+
+__all__ = ["ServerEvent", "frame_decoder", "server_decoder"]
 
 
 class ServerEvent(msgspec.Struct, gc=False):
@@ -37,11 +37,5 @@ class ServerEvent(msgspec.Struct, gc=False):
 server_decoder = msgspec.json.Decoder(ServerEvent)
 
 
-class Frame(msgspec.Struct, gc=False):
-    """A recorded ``{"dir", "msg"}`` line whose message is a server event (decoded in one pass)."""
-
-    dir: str = ""
-    msg: ServerEvent | None = None
-
-
-frame_decoder = msgspec.json.Decoder(Frame)
+frame_decoder = msgspec.json.Decoder(Frame[ServerEvent])
+"""Reads a recorded server line, envelope included, in one pass."""

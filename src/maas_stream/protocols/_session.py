@@ -1,0 +1,284 @@
+"""What the two session (websocket) protocols, Google Live and OpenAI Realtime, share.
+
+:class:`SessionDecoder` is their decoders' fast path: a recorded server line decoded typed in one
+pass, envelope included. :class:`SessionEncoder` is the base of their stream encoders; it owns
+what those two encoders do alike: the ``{"dir", "msg"}`` JSON-lines framing of server
+and client messages, the drop log and which kind each drop is, the source protocol, usage held
+until a turn ends, what neither protocol carries (refusals, citations, log-probabilities), input
+messages that are no server message, and the pass-through of session and client frames that the
+same protocol's decoder kept.
+
+It must not know either protocol's message shapes (the subclasses write those) nor decide any
+cross-protocol rule (finish reasons, replay: see the aggregator and ``_replay``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
+
+import msgspec
+
+from .. import events
+from .._drops import DropKind, DropLog, Dropped
+from .._exceptions import RemoteProtocolError
+from .._model import Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart, Usage
+from ._base import EventEncoder, JSONLinesStreamDecoder, WrappedLine, _State, flush_warnings
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from .._model import Message
+
+__all__ = [
+    "Frame",
+    "SessionDecoder",
+    "SessionEncoder",
+    "drop_kind",
+    "frame",
+    "part_name",
+    "result_text",
+    "tool_parts",
+]
+
+_json = msgspec.json.Encoder()
+_M = TypeVar("_M")
+_SERVER: Final = b'{"dir":"server","msg":'
+_CLIENT: Final = b'{"dir":"client","msg":'
+
+_PART_KINDS: Final[dict[str, DropKind]] = {
+    "image": "media",
+    "audio": "media",
+    "file": "media",
+    "citation": "citation",
+    "code": "code",
+    "refusal": "refusal",
+    "reasoning": "reasoning",
+    "tool_result": "tool_result",
+    "tool_call": "server_call",
+    "unknown": "unknown",
+}
+
+
+class Frame(msgspec.Struct, Generic[_M], gc=False):
+    """A recorded ``{"dir", "msg"}`` line whose message is typed (decoded in one pass).
+
+    ``Frame[ServerMessage]`` is what a protocol's ``frame_decoder`` reads; ``gc=False`` as for
+    the wire Structs it holds (measured in ``benchmarks/bench_realtime.py``).
+    """
+
+    dir: str = ""
+    msg: _M | None = None
+
+
+def frame(msg: Any, *, client: bool = False) -> bytes:
+    """One recorded websocket message: ``{"dir": "server"|"client", "msg": msg}`` and a newline."""
+    return (_CLIENT if client else _SERVER) + _json.encode(msg) + b"}\n"
+
+
+def drop_kind(part: Part) -> DropKind:
+    """The drop kind of a whole part a target has no form for (a tool call here is a server one)."""
+    return _PART_KINDS.get(str(part.__struct_config__.tag), "field")
+
+
+def part_name(part: Part) -> str:
+    """A part as a drop description names it: ``an image part``, ``an unknown 'mcp_call' part``."""
+    tag = part.__struct_config__.tag
+    if isinstance(part, UnknownPart):
+        return f"an unknown {part.provider_type!r} part"
+    return f"{'an' if str(tag)[0] in 'aeiou' else 'a'} {tag} part"
+
+
+def result_text(result: ToolResultPart) -> str:
+    """A tool result's content as text: the string, or its text parts joined."""
+    content = result.content
+    return (
+        content if isinstance(content, str) else "".join(p.text for p in content if isinstance(p, TextPart))
+    )
+
+
+def tool_parts(messages: list[Message]) -> Iterator[tuple[int, ToolCallPart | ToolResultPart, bool]]:
+    """Each tool call and tool result of a history in order, for a codec's ``validate``.
+
+    Yields ``(message index, part, answered)``: ``answered`` is true for a call, and for a
+    result whose call id appeared in an earlier call.
+    """
+    calls: set[str] = set()
+    for i, message in enumerate(messages):
+        for part in message.content if isinstance(message.content, list) else ():
+            if isinstance(part, ToolCallPart):
+                calls.add(part.id)
+                yield i, part, True
+            elif isinstance(part, ToolResultPart):
+                yield i, part, part.tool_call_id in calls
+
+
+class SessionDecoder(JSONLinesStreamDecoder):
+    """Base of the session decoders: recorded server lines take a typed one-pass fast path.
+
+    Subclasses set :attr:`frame_decoder` (a decoder of ``{"dir", "msg"}`` whose ``msg`` is their
+    typed server message) and implement :meth:`_server_frame`; every other line (client lines,
+    odd frames) takes the base path through ``on_message``.
+    """
+
+    frame_decoder: ClassVar[Any]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._model: str | None = None
+        """The session's model (from its setup), for each ``ResponseStart``."""
+        self._started = False
+        """Whether the first message arrived (the session's ``ResponseStart`` went out)."""
+        self._open = False
+        """Whether a response is open."""
+        self._ours = False
+        """Whether the decoder opened it, to hold session messages outside any model response."""
+        self._typed_lines = True
+        """Whether recorded server lines may take the fast path now (a subclass may wait)."""
+
+    def _response_id(self) -> str | None:
+        return None
+
+    def _ensure_open(self, out: list[events.Event], *, ours: bool) -> None:
+        if not self._open:
+            self._open = True
+            self._ours = ours
+            out.append(
+                events.ResponseStart(protocol=self.protocol, id=self._response_id(), model=self._model)
+            )
+
+    def _close_response(self, out: list[events.Event], *, only_ours: bool = False, **done: Any) -> None:
+        if self._open and (self._ours or not only_ours):
+            self._open = False
+            self._ours = False
+            out.append(events.ResponseDone(**done))
+
+    def _server_frame(self, message: Any, msg: Any) -> list[events.Event]:
+        """The events of one typed server message (``msg`` is its line, for a raw copy)."""
+        raise NotImplementedError
+
+    def _line(self, line: bytes) -> list[events.Event]:
+        frame = None
+        if self._typed_lines:
+            try:
+                frame = self.frame_decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                frame = None
+        if frame is None or frame.dir != "server" or frame.msg is None:
+            return super()._line(line)
+        self._frames += 1
+        try:
+            out = self._server_frame(frame.msg, WrappedLine(line))
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = exc.protocol or self.protocol
+            exc.frame = exc.frame or self._frames
+            raise
+        if self.warnings:
+            out += flush_warnings(self.warnings)
+        return out
+
+
+class SessionEncoder(EventEncoder):
+    """Base of the session-protocol stream encoders (events → ``{"dir", "msg"}`` lines).
+
+    Subclasses set :attr:`protocol` and :attr:`title`, write their own messages and may override
+    :meth:`_end` (what :meth:`finish` still has to write) and :meth:`_pass` (how a kept frame of
+    their own protocol goes back out).
+    """
+
+    protocol: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    """The protocol's name in drop descriptions (``Live``, ``Realtime``)."""
+
+    def __init__(self) -> None:
+        self.drops = DropLog(self.protocol)
+        """What the target protocol could not carry, one record per kind and description."""
+        self._source = ""
+        self._ended = False
+        self._usage: Usage | None = None
+        self._roles: dict[Any, str] = {}
+
+    @property
+    def lossy(self) -> list[Dropped]:
+        """What was dropped so far, as records."""
+        return self.drops.records
+
+    def encode(self, event: events.Event) -> bytes:
+        """Encode one canonical event; return the JSON lines it completes (maybe ``b""``)."""
+        if self._ended:
+            return b""
+        return self._route(event)
+
+    def finish(self) -> bytes:
+        """End the output; return what is still held (a cut source is never completed)."""
+        if self._ended:
+            return b""
+        self._ended = True
+        return self._end()
+
+    def _end(self) -> bytes:
+        return b""
+
+    @property
+    def _same(self) -> bool:
+        """Whether the source is this protocol (its kept frames and ids may pass through)."""
+        return self._source == self.protocol
+
+    def _lose(self, kind: DropKind, what: str, where: str | None = None) -> None:
+        self.drops.add(kind, what, where=where)
+
+    def _lose_part(self, value: Part) -> None:
+        self._lose(drop_kind(value), f"{part_name(value)} (no {self.title} form)")
+
+    # ------------------------------------------------------------------ written by the subclasses
+
+    def _nothing(self, ev: Any) -> bytes:
+        return b""
+
+    _on_part_start = _on_text = _on_reasoning = _on_summary = _on_signature = _nothing
+    _on_arguments = _on_audio = _on_part_done = _on_message_done = _nothing
+    _on_response_done = _on_error = _nothing
+
+    # ------------------------------------------------------------------ shared handlers
+
+    def _on_response_start(self, ev: events.ResponseStart) -> bytes:
+        self._source = ev.protocol
+        self.drops.source = ev.protocol or None
+        return b""
+
+    def _on_message_start(self, ev: events.MessageStart) -> bytes:
+        self._roles[ev.message] = ev.role
+        if ev.role in ("user", "system", "developer") and ev.type != "input_transcription":
+            self._lose("message", f"{ev.role} messages (not {self.title} server messages)")
+        return b""
+
+    def _on_usage(self, ev: events.UsageUpdate) -> bytes:
+        self._usage = ev.usage
+        return b""
+
+    def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
+        self._lose("refusal", f"a refusal part (no {self.title} form)")
+        return b""
+
+    def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
+        self._lose("citation", f"a citation part (no {self.title} form)")
+        return b""
+
+    def _on_logprobs(self, ev: events.LogprobsDelta) -> bytes:
+        self._lose("logprobs", f"log-probabilities (no {self.title} form)")
+        return b""
+
+    def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
+        raw = ev.raw
+        if self._same and isinstance(raw, dict):
+            return self._pass(ev, raw)
+        source = self._source or "another protocol"
+        if ev.passthrough:
+            self._lose("session_frame", f"{source} session frames ({ev.provider_type!r})")
+        else:
+            self._lose("unknown", f"unknown {source} frames ({ev.provider_type!r})")
+        return b""
+
+    def _pass(self, ev: events.UnknownEvent, raw: dict[str, Any]) -> bytes:
+        """A frame of this protocol kept whole by its decoder, written back unchanged."""
+        return frame(raw, client=ev.provider_type.startswith("client."))

@@ -1,0 +1,235 @@
+"""The wire side of the Realtime stream encoder: one response's output items and their events.
+
+:class:`ResponseWriter` numbers the server events, synthesizes ids, opens a response with
+``response.created``, adds output items (``message``, ``function_call``, or a kept raw item),
+writes their content-part, delta and ``*.done`` events, and closes the response with
+``response.done`` listing every item with its own status. It also writes the session's other
+events: input transcription, the client's ``function_call_output`` and ``error``.
+
+It knows Realtime's event grammar only: which canonical part goes to which item is the
+encoder's business (``_encode``). It must not do IO.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._names import OPENAI_REALTIME as PROTOCOL
+from .._session import frame
+from ._items import call_item, output_item, status_wire, usage_wire
+
+if TYPE_CHECKING:
+    from ... import events
+    from ..._model import ToolCallPart, ToolResultPart, Usage
+
+__all__ = ["Item", "ResponseWriter"]
+
+
+class Item:
+    """One output item being written (``message``, ``function_call`` or ``raw``)."""
+
+    __slots__ = ("args", "call", "content", "done", "id", "index", "kind", "status")
+
+    def __init__(self, item_id: str, index: int, kind: str) -> None:
+        self.id = item_id
+        self.index = index
+        self.kind = kind
+        self.content: list[dict[str, Any]] = []
+        """The content parts as written so far (a raw item: the item itself)."""
+        self.args: list[str] = []
+        self.call: ToolCallPart | None = None
+        self.done = False
+        self.status = "completed"
+        """The status ``response.done`` lists (``incomplete`` once cut or cancelled)."""
+
+
+class ResponseWriter:
+    """Realtime server events for a session's responses, one response open at a time."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._ids = 0
+        self.response: str | None = None
+        """The id of the open response (``None`` between responses)."""
+        self.output: list[Item] = []
+
+    def event(self, body: dict[str, Any], *, client: bool = False) -> bytes:
+        """One event line (a server event gets the next ``event_id``)."""
+        if not client:
+            self._n += 1
+            body["event_id"] = f"event_maas_{self._n}"
+        return frame(body, client=client)
+
+    def synth(self, prefix: str) -> str:
+        """A new id of ours (``item_maas_3``)."""
+        self._ids += 1
+        return f"{prefix}_maas_{self._ids}"
+
+    def _base(self, item: Item) -> dict[str, Any]:
+        return {"response_id": self.response, "item_id": item.id, "output_index": item.index}
+
+    def wire(self, item: Item, status: str) -> dict[str, Any]:
+        """An item as the server lists it (without audio data)."""
+        if item.kind == "raw":
+            return item.content[0]
+        if item.kind == "function_call":
+            assert item.call is not None
+            return call_item(item.call, "".join(item.args), id=item.id, status=status)
+        return {
+            "id": item.id,
+            "type": "message",
+            "status": status,
+            "role": "assistant",
+            "content": item.content,
+        }
+
+    # ------------------------------------------------------------------ responses
+
+    def open(self, start: events.ResponseStart | None) -> bytes:
+        """``response.created`` unless a response is open (its id and, from Realtime, its fields)."""
+        if self.response is not None:
+            return b""
+        self.response = (start.id if start is not None and start.id else None) or self.synth("resp")
+        response: dict[str, Any] = {"object": "realtime.response", "id": self.response}
+        response.update(status="in_progress", status_details=None, output=[])
+        if start is not None and start.protocol == PROTOCOL and isinstance(start.provider_raw, dict):
+            for key, value in start.provider_raw.items():
+                response.setdefault(key, value)
+        response.setdefault("usage", None)
+        self.output = []
+        return self.event({"type": "response.created", "response": response})
+
+    def done(self, end: events.ResponseDone, usage: Usage | None) -> bytes:
+        """``response.done``: every item with its status, the response status and the usage."""
+        status, details = status_wire(end.status, end.finish_reason, end.provider_finish_reason)
+        output = [self.wire(item, item.status) for item in self.output]
+        response: dict[str, Any] = {"object": "realtime.response", "id": self.response}
+        response.update(status=status, status_details=details, output=output)
+        if usage is not None:
+            response["usage"] = usage_wire(usage)
+        self.response = None
+        return self.event({"type": "response.done", "response": response})
+
+    # ------------------------------------------------------------------ items
+
+    def add(
+        self, kind: str, item_id: str, start: events.ResponseStart | None, call: ToolCallPart | None = None
+    ) -> tuple[Item, bytes]:
+        """A new output item (opening the response if needed) and its ``output_item.added``.
+
+        Args:
+            kind: ``message``, ``function_call`` (with its ``call``) or ``raw``.
+            item_id: The item's id.
+            start: The source's response start, for ``response.created``.
+            call: The call of a ``function_call`` item (its id and name).
+        """
+        out = self.open(start)
+        item = Item(item_id, len(self.output), kind)
+        item.call = call
+        self.output.append(item)
+        if kind != "raw":
+            body = {"type": "response.output_item.added", **self._base(item)}
+            out += self.event({**body, "item": self.wire(item, "in_progress")})
+        return item, out
+
+    def raw(self, raw: dict[str, Any], start: events.ResponseStart | None) -> bytes:
+        """An item of a type this library does not know, kept whole by the Realtime decoder."""
+        item, out = self.add("raw", str(raw.get("id") or self.synth("item")), start)
+        item.content = [raw]
+        item.done = True
+        base = {"response_id": self.response, "output_index": item.index}
+        out += self.event({"type": "response.output_item.added", **base, "item": raw})
+        return out + self.event({"type": "response.output_item.done", **base, "item": raw})
+
+    def item_done(self, item: Item, status: str) -> bytes:
+        """``output_item.done`` with the item's status (kept for ``response.done``)."""
+        item.done = True
+        item.status = status
+        body = {"type": "response.output_item.done", **self._base(item)}
+        return self.event({**body, "item": self.wire(item, status)})
+
+    def content(self, item: Item, kind: str) -> tuple[int, bytes]:
+        """A new text or audio content part of a message item: its index and ``content_part.added``."""
+        index = len(item.content)
+        if kind == "text":
+            item.content.append({"type": "output_text", "text": ""})
+            part: dict[str, Any] = {"type": "text", "text": ""}
+        else:
+            item.content.append({"type": "output_audio", "transcript": ""})
+            part = {"type": "audio", "transcript": ""}
+        body = {"type": "response.content_part.added", **self._base(item), "content_index": index}
+        return index, self.event({**body, "part": part})
+
+    def text(self, item: Item, index: int, text: str) -> bytes:
+        """An ``output_text.delta``."""
+        item.content[index]["text"] += text
+        body = {"type": "response.output_text.delta", **self._base(item), "content_index": index}
+        return self.event({**body, "delta": text})
+
+    def audio(self, item: Item, index: int, data: str | None, transcript: str | None) -> bytes:
+        """``output_audio.delta`` and/or ``output_audio_transcript.delta``."""
+        out = b""
+        base = {**self._base(item), "content_index": index}
+        if data:
+            out += self.event({"type": "response.output_audio.delta", **base, "delta": data})
+        if transcript:
+            item.content[index]["transcript"] += transcript
+            out += self.event({"type": "response.output_audio_transcript.delta", **base, "delta": transcript})
+        return out
+
+    def content_done(self, item: Item, index: int, kind: str) -> bytes:
+        """The part's ``*.done`` events and ``content_part.done``, with what was streamed."""
+        base = {**self._base(item), "content_index": index}
+        wire = item.content[index]
+        if kind == "text":
+            out = self.event({"type": "response.output_text.done", **base, "text": wire["text"]})
+            part: dict[str, Any] = {"type": "text", "text": wire["text"]}
+        else:
+            transcript = wire["transcript"]
+            out = self.event({"type": "response.output_audio.done", **base})
+            out += self.event(
+                {"type": "response.output_audio_transcript.done", **base, "transcript": transcript}
+            )
+            part = {"type": "audio", "transcript": transcript}
+        return out + self.event({"type": "response.content_part.done", **base, "part": part})
+
+    def arguments(self, item: Item, delta: str) -> bytes:
+        """A ``function_call_arguments.delta``."""
+        assert item.call is not None
+        item.args.append(delta)
+        body = {"type": "response.function_call_arguments.delta", **self._base(item), "call_id": item.call.id}
+        return self.event({**body, "delta": delta})
+
+    def call_done(self, item: Item, status: str) -> bytes:
+        """A call's end: ``function_call_arguments.done`` (unless cut) and ``output_item.done``."""
+        assert item.call is not None
+        out = b""
+        if status == "completed":
+            body = {
+                "type": "response.function_call_arguments.done",
+                **self._base(item),
+                "call_id": item.call.id,
+            }
+            out = self.event({**body, "name": item.call.name, "arguments": "".join(item.args)})
+        return out + self.item_done(item, status)
+
+    # ------------------------------------------------------------------ session events
+
+    def input_delta(self, item_id: str, delta: str) -> bytes:
+        """A ``conversation.item.input_audio_transcription.delta``."""
+        body = {"type": "conversation.item.input_audio_transcription.delta", "item_id": item_id}
+        return self.event({**body, "content_index": 0, "delta": delta})
+
+    def input_done(self, item_id: str, transcript: str) -> bytes:
+        """A ``conversation.item.input_audio_transcription.completed``."""
+        body = {"type": "conversation.item.input_audio_transcription.completed", "item_id": item_id}
+        usage = {"type": "duration", "seconds": 0}
+        return self.event({**body, "content_index": 0, "transcript": transcript, "usage": usage})
+
+    def function_output(self, result: ToolResultPart) -> bytes:
+        """The client's ``conversation.item.create`` of a ``function_call_output``."""
+        return self.event({"type": "conversation.item.create", "item": output_item(result)}, client=True)
+
+    def error(self, error: dict[str, Any]) -> bytes:
+        """An ``error`` event."""
+        return self.event({"type": "error", "error": error})
