@@ -324,8 +324,10 @@ SDK_DIRECT = {
     "tests.protocols.test_anthropic": "anthropic stream accumulator as oracle",
     "tests.protocols.test_anthropic_body": "anthropic BetaMessage model and accumulator as oracles",
     "tests.protocols.test_google_live": "google-genai Live server message model",
+    "tests.protocols.test_google_live_session": "google-genai Live server message model",
     "tests.protocols.test_openai_chat": "openai chat stream oracle",
     "tests.protocols.test_openai_realtime": "openai realtime server event models",
+    "tests.protocols.test_openai_realtime_session": "openai realtime server event models",
     "tests.protocols.test_openai_responses": "openai responses stream oracle",
 }
 """Test modules that still import an SDK directly (to move behind tests/oracles.py)."""

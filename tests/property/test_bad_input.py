@@ -119,8 +119,6 @@ KNOWN_TYPES = {
     " without checking it is a string (TypeError: unhashable type)",
     "openai-responses": "openai_responses/_decode.py uses an output item's `type` as a dict key"
     " without checking it is a string (TypeError: unhashable type)",
-    "openai-realtime": "openai_realtime/_decode.py uses an item's `role` as a dict key without"
-    " checking it is a string (TypeError: unhashable type)",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from typing import Any
@@ -316,7 +317,9 @@ def mutated(protocol: str, seed: int) -> bytes:
     frames = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     for _ in range(rnd.randint(1, 3)):
         frame = rnd.choice(frames)
-        frame["msg"] = _set(frame["msg"], rnd.choice(_paths(frame["msg"])), rnd.choice(_VALUES))
+        frame["msg"] = _set(
+            frame["msg"], rnd.choice(_paths(frame["msg"])), copy.deepcopy(rnd.choice(_VALUES))
+        )
     return b"".join(json.dumps(f).encode() + b"\n" for f in frames)
 
 
