@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from ..._exceptions import RemoteProtocolError
-from ..._model import FinishReason, ReasoningPart, ResponseStatus, Role, StreamError, TextPart, ToolCallPart
+from ..._model import Message, Part, TextPart
 from ...events import (
     AnnotationAdded,
     ArgumentsDelta,
@@ -39,49 +39,31 @@ from ...events import (
     UsageUpdate,
 )
 from .._base import SSEStreamDecoder
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+from ._content import citation_from, part_from_content
 from ._steps import (
     arguments_text,
     call_from_step,
-    citation_from,
+    error_from,
+    failure_of,
+    finish_from_status,
+    interaction_extra,
+    legacy_step,
     message_from_step,
-    part_from_content,
+    role_of,
     step_kind,
+    usage_from,
 )
-from ._steps import usage_from as usage_from
-from ._wire import Delta, Envelope, envelope_decoder
+from ._wire import Delta, Envelope, InteractionFields, check_depth, decode_raw, envelope_decoder
 
-__all__ = ["StreamDecoder", "error_from"]
-
-from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+__all__ = ["StreamDecoder"]
 
 _MEDIA_DELTAS: Final = frozenset({"image", "audio", "document", "video"})
 
-# interaction status → (response status, finish reason)
-_STATUS: Final[dict[str, tuple[ResponseStatus, FinishReason]]] = {
-    "completed": ("completed", "stop"),
-    "requires_action": ("completed", "tool_calls"),
-    "incomplete": ("incomplete", "length"),
-    "budget_exceeded": ("incomplete", "length"),
-    "cancelled": ("incomplete", "other"),
-    "failed": ("failed", "error"),
-}
-
-
-def error_from(raw: Any) -> StreamError:
-    """Map an Interactions ``error`` object (``{code, message}``) to a StreamError."""
-    if isinstance(raw, dict):
-        code = raw.get("code")
-        message = raw.get("message")
-        return StreamError(
-            type=str(code or "error"),
-            message=message if isinstance(message, str) else None,
-            code=None if code is None else str(code),
-            raw=raw,
-        )
-    return StreamError(type="error", message=None if raw is None else str(raw), raw=raw)
-
 
 class _Step:
+    """One open step: its type, kind, last content part and (if emitted whole) gathered fields."""
+
     __slots__ = ("buffer", "kind", "last", "pos", "type")
 
     def __init__(self, step_type: str, kind: str) -> None:
@@ -92,18 +74,18 @@ class _Step:
         self.buffer: dict[str, Any] | None = None
 
 
-def _legacy_step(content: dict[str, Any]) -> dict[str, Any]:
-    kind = content.get("type")
-    if kind == "text" or kind in _MEDIA_DELTAS:
-        return {"type": "model_output", "content": [content]}
-    return content
+def _only_part(message: Message) -> Part:
+    content = message.content
+    assert isinstance(content, list)
+    return content[0]
 
 
 class StreamDecoder(SSEStreamDecoder):
     """Decode a Google Interactions SSE stream (``POST /v1beta/interactions`` with ``stream``).
 
     Accepts the current ``step.*`` schema and the legacy ``content.*`` schema, a trailing
-    ``data: [DONE]``, and ``event: error`` frames.
+    ``data: [DONE]``, and ``event: error`` frames. Invalid input (a field of the wrong JSON type,
+    JSON nested deeper than ``_wire.MAX_DEPTH``) raises ``RemoteProtocolError``.
     """
 
     protocol = PROTOCOL
@@ -112,6 +94,8 @@ class StreamDecoder(SSEStreamDecoder):
         super().__init__(**kwargs)
         self._steps: dict[int, _Step] = {}
         self._started = False
+        self._model: str | None = None
+        """The model announced at the start (a final interaction naming another one wins)."""
         self._handlers: dict[str, Any] = {
             "step.delta": self._on_delta,
             "content.delta": self._on_delta,
@@ -137,12 +121,21 @@ class StreamDecoder(SSEStreamDecoder):
             if text.startswith("[DONE]") or not text.strip():
                 return []
             raise
+        except RecursionError as exc:
+            raise RemoteProtocolError("the frame is nested too deeply") from exc
         kind = env.event_type or event
         handler = self._handlers.get(kind)
         out: list[Event] = []
         if handler is None:
-            out.append(UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data)))
+            out.append(UnknownEvent(provider_type=kind, raw=decode_raw(data)))
             return out
+        delta = env.delta
+        if delta is None or delta.type != "text":  # a text delta keeps nothing but its text
+            for value in (env.step, env.content, env.interaction, env.error):
+                check_depth(value)
+            if delta is not None:
+                for value in (delta.arguments, delta.content, delta.annotations):
+                    check_depth(value)
         handler(env, data, out)
         return out
 
@@ -153,15 +146,14 @@ class StreamDecoder(SSEStreamDecoder):
             return
         self._started = True
         inter = interaction or {}
-        raw = {
-            k: v for k, v in inter.items() if k not in ("id", "model", "status", "steps", "outputs", "usage")
-        }
+        fields = msgspec.convert(inter, InteractionFields)
+        self._model = fields.model or fields.agent or None
         out.append(
             ResponseStart(
                 protocol=PROTOCOL,
-                id=inter.get("id") or None,
-                model=inter.get("model") or inter.get("agent") or None,
-                provider_raw=raw or None,
+                id=fields.id or None,
+                model=self._model,
+                provider_raw=interaction_extra(inter),
             )
         )
 
@@ -175,20 +167,23 @@ class StreamDecoder(SSEStreamDecoder):
 
     def _on_completed(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         inter = env.interaction or {}
+        fields = msgspec.convert(inter, InteractionFields)
+        model = fields.model or fields.agent or None
+        if self._started and model is not None and model != self._model:
+            # The final interaction is the authority (a model fallback mid-stream, say).
+            out.append(ResponseStart(protocol=PROTOCOL, id=fields.id or None, model=model))
         self._start(inter, out)
         self._close_all(out)
-        usage = usage_from(inter.get("usage"))
+        usage = usage_from(fields.usage)
         if usage is not None:
             out.append(UsageUpdate(usage=usage))
-        status = str(inter.get("status") or "completed")
-        mapped = _STATUS.get(status, ("completed", "other"))
-        if mapped[0] == "failed":
-            errors = inter.get("errors")
-            first = errors[0] if isinstance(errors, list) and errors else {"message": "interaction failed"}
-            out.append(StreamErrorEvent(error=error_from(first)))
+        wire = fields.status or "completed"
+        status, finish = finish_from_status(wire)
+        if status == "failed":
+            out.append(StreamErrorEvent(error=failure_of(fields.errors)))
         # A later interaction.created on the same stream starts the next response.
         self._started = False
-        out.append(ResponseDone(status=mapped[0], finish_reason=mapped[1], provider_finish_reason=status))
+        out.append(ResponseDone(status=status, finish_reason=finish, provider_finish_reason=wire))
 
     def _on_error(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
         out.append(StreamErrorEvent(error=error_from(env.error)))
@@ -212,32 +207,30 @@ class StreamDecoder(SSEStreamDecoder):
         raw = env.step if env.step is not None else env.content
         if raw is None:
             raise RemoteProtocolError("step.start without a step", event_type=env.event_type)
-        if env.content is not None and env.step is None:
-            raw = _legacy_step(raw)
+        if env.step is None:
+            raw = legacy_step(raw)
         self._start(None, out)
         if index in self._steps:
             self._stop(index, out)
-        step_type = str(raw.get("type") or "")
+        found = raw.get("type")
+        step_type = found if isinstance(found, str) else ""
         kind = step_kind(step_type)
         step = _Step(step_type, kind)
         self._steps[index] = step
-        role: Role = "tool" if kind == "result" else "user" if step_type == "user_input" else "assistant"
-        out.append(MessageStart(message=index, role=role, type=step_type))
+        out.append(MessageStart(message=index, role=role_of(step_type), type=step_type))
         if kind == "thought":
-            value = message_from_step(raw).content[0]
-            assert isinstance(value, ReasoningPart)
-            out.append(PartStart(message=index, part=0, value=value))
-        elif kind == "output":
-            content = raw.get("content")
-            if isinstance(content, list):
-                for item in content:
-                    step.pos += 1
-                    step.last = str(item.get("type")) if isinstance(item, dict) else ""
-                    out.append(PartStart(message=index, part=step.pos, value=part_from_content(item)))
+            out.append(PartStart(message=index, part=0, value=_only_part(message_from_step(raw))))
+        elif kind in ("output", "input"):
+            content = message_from_step(raw).content
+            for part in content if isinstance(content, list) else ():
+                step.pos += 1
+                step.last = "text" if isinstance(part, TextPart) else "content"
+                out.append(PartStart(message=index, part=step.pos, value=part))
         elif kind in ("call", "mcp_call"):
-            if raw.get("id") or raw.get("name"):
+            call = call_from_step(raw)
+            if call.id or call.name:
                 # (A legacy function_call block may start empty; its delta then starts the call.)
-                out.append(PartStart(message=index, part="call", value=call_from_step(raw)))
+                out.append(PartStart(message=index, part="call", value=call))
         else:
             step.buffer = dict(raw)
 
@@ -256,14 +249,11 @@ class StreamDecoder(SSEStreamDecoder):
         merged = step.buffer or {}
         step.buffer = None
         if step.kind == "server_call":
-            value: Any = call_from_step(merged)
-            out.append(PartStart(message=index, part="call", value=value))
+            out.append(PartStart(message=index, part="call", value=call_from_step(merged)))
             if close:
                 out.append(PartDone(message=index, part="call"))
         elif step.kind == "result":
-            part = message_from_step(merged).content
-            assert isinstance(part, list)
-            out.append(PartStart(message=index, part="step", value=part[0]))
+            out.append(PartStart(message=index, part="step", value=_only_part(message_from_step(merged))))
             if close:
                 out.append(PartDone(message=index, part="step"))
         else:
@@ -282,22 +272,23 @@ class StreamDecoder(SSEStreamDecoder):
             self._start(None, out)
             step = self._steps[index] = _Step("model_output", "output")
             out.append(MessageStart(message=index, type="model_output"))
-        dtype = delta.type
-        if dtype == "text":
-            if step.last != "text" or step.pos < 0:
-                step.pos += 1
-                step.last = "text"
-                out.append(PartStart(message=index, part=step.pos, value=TextPart(text="")))
+        if delta.type == "text":
+            self._text_part(index, step, out)
             if delta.text:
                 out.append(TextDelta(message=index, part=step.pos, text=delta.text))
             return
         if step.buffer is not None:
-            raw = msgspec.json.decode(data).get("delta") or {}
-            for key, value in raw.items():
+            for key, value in decode_raw(data)["delta"].items():
                 if key != "type" or value != step.type:
                     step.buffer[key] = value
             return
         self._other_delta(index, step, delta, data, out)
+
+    def _text_part(self, index: int, step: _Step, out: list[Event]) -> None:
+        if step.last != "text":
+            step.pos += 1
+            step.last = "text"
+            out.append(PartStart(message=index, part=step.pos, value=TextPart(text="")))
 
     def _other_delta(
         self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[Event]
@@ -322,33 +313,36 @@ class StreamDecoder(SSEStreamDecoder):
                 out.append(ArgumentsDelta(message=index, part="call", delta=delta.arguments))
         elif dtype in ("text_annotation_delta", "text_annotation"):
             if isinstance(delta.annotations, list):
-                if step.last != "text":
-                    step.pos += 1
-                    step.last = "text"
-                    out.append(PartStart(message=index, part=step.pos, value=TextPart(text="")))
+                self._text_part(index, step, out)
                 out.extend(
                     AnnotationAdded(message=index, part=step.pos, citation=citation_from(a))
                     for a in delta.annotations
                 )
         elif dtype in ("function_call", "mcp_server_tool_call") and step.kind in ("call", "mcp_call"):
-            # Legacy: the whole call in one delta.
-            if delta.id or delta.name:
-                value = ToolCallPart(id=delta.id or "", name=delta.name or "", arguments="")
-                out.append(PartStart(message=index, part="call", value=value))
-            text = arguments_text(delta.arguments)
-            if text:
-                out.append(ArgumentsDelta(message=index, part="call", delta=text))
-            if delta.signature is not None:
-                out.append(SignatureDelta(message=index, part="call", signature=delta.signature))
+            self._legacy_call(index, step, decode_raw(data)["delta"], out)
         elif dtype in _MEDIA_DELTAS:
-            raw = msgspec.json.decode(data).get("delta")
             step.pos += 1
-            step.last = dtype
-            out.append(PartStart(message=index, part=step.pos, value=part_from_content(raw)))
+            step.last = "content"
+            out.append(
+                PartStart(message=index, part=step.pos, value=part_from_content(decode_raw(data)["delta"]))
+            )
             out.append(PartDone(message=index, part=step.pos))
         else:
-            raw = msgspec.json.decode(data).get("delta")
-            out.append(UnknownEvent(provider_type=f"delta.{dtype}", raw=raw, message=index))
+            out.append(
+                UnknownEvent(provider_type=f"delta.{dtype}", raw=decode_raw(data)["delta"], message=index)
+            )
+
+    def _legacy_call(self, index: int, step: _Step, raw: dict[str, Any], out: list[Event]) -> None:
+        """Legacy: the whole call in one delta (its arguments and signature as deltas)."""
+        call = call_from_step({**raw, "type": step.type, "arguments": None, "signature": None})
+        if call.id or call.name:
+            out.append(PartStart(message=index, part="call", value=call))
+        text = arguments_text(raw.get("arguments"))
+        if text:
+            out.append(ArgumentsDelta(message=index, part="call", delta=text))
+        signature = raw.get("signature")
+        if isinstance(signature, str):
+            out.append(SignatureDelta(message=index, part="call", signature=signature))
 
 
 def _index(env: Envelope) -> int:
