@@ -33,6 +33,7 @@ from ._steps import (
     message_from_step,
     status_wire,
     steps_from_message,
+    unknown_what,
     usage_from,
     usage_wire,
 )
@@ -68,8 +69,7 @@ def encode_response(response: Response, *, drops: DropLog | None = None) -> dict
         steps.extend(steps_from_message(message, origin=origin, drops=drops, where=where))
     for event in response.unknown_events or ():
         # Stream-level frames: a same-protocol stream passes them on; a body has no place.
-        origin = "" if same else " of another protocol"
-        report(drops, "unknown", f"unknown {event.provider_type!r} frames{origin}")
+        report(drops, "unknown", unknown_what(event.provider_type, "frames", same=same))
     body: dict[str, Any] = {}
     if response.id:
         body["id"] = response.id

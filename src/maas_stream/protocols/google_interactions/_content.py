@@ -170,30 +170,21 @@ def _media(
             where,
         )
         return None
-    out: dict[str, Any] = {"type": kind}
-    if data:
-        out["data"] = data
-    if uri:
-        out["uri"] = uri
-    if mime is not None:
-        out["mime_type"] = mime
-    return out
+    fields = (("data", data), ("uri", uri), ("mime_type", mime))
+    return {"type": kind, **{key: value for key, value in fields if value}}
 
 
 def annotation_from(citation: CitationPart) -> Any:
     """The wire annotation of a citation (its raw object when it came from Interactions)."""
     if isinstance(citation.raw, dict) and citation.raw.get("type") == citation.kind:
         return citation.raw
-    out: dict[str, Any] = {"type": "url_citation"}
-    if citation.url is not None:
-        out["url"] = citation.url
-    if citation.title is not None:
-        out["title"] = citation.title
-    if citation.start is not None:
-        out["start_index"] = citation.start
-    if citation.end is not None:
-        out["end_index"] = citation.end
-    return out
+    fields = (
+        ("url", citation.url),
+        ("title", citation.title),
+        ("start_index", citation.start),
+        ("end_index", citation.end),
+    )
+    return {"type": "url_citation", **{key: value for key, value in fields if value is not None}}
 
 
 def result_wire(content: list[Part] | str, *, drops: DropLog | None, where: str | None = None) -> Any:

@@ -19,25 +19,9 @@ from typing import Any, Final
 
 import msgspec
 
+from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, Part, TextPart
-from ...events import (
-    AnnotationAdded,
-    ArgumentsDelta,
-    Event,
-    MessageDone,
-    MessageStart,
-    PartDone,
-    PartStart,
-    ResponseDone,
-    ResponseStart,
-    SignatureDelta,
-    StreamErrorEvent,
-    SummaryDelta,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
 from .._base import SSEStreamDecoder
 from .._names import GOOGLE_INTERACTIONS as PROTOCOL
 from ._content import citation_from, part_from_content
@@ -111,45 +95,31 @@ class StreamDecoder(SSEStreamDecoder):
             "error": self._on_error,
         }
 
-    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
-        # The raw-bytes fast path: the typed decode reads the payload as it came; a frame that
-        # is not JSON (``[DONE]``, a blank keep-alive, bad bytes) is told apart only then.
-        try:
-            env = envelope_decoder.decode(data)
-        except msgspec.DecodeError:
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-            if text.startswith("[DONE]") or not text.strip():
-                return []
-            raise
-        except RecursionError as exc:
-            raise RemoteProtocolError("the frame is nested too deeply") from exc
+    def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
+        env = _envelope(data)
+        if env is None:
+            return []
         kind = env.event_type or event
         handler = self._handlers.get(kind)
-        out: list[Event] = []
+        out: list[ev.Event] = []
         if handler is None:
-            out.append(UnknownEvent(provider_type=kind, raw=decode_raw(data)))
+            out.append(ev.UnknownEvent(provider_type=kind, raw=decode_raw(data)))
             return out
-        delta = env.delta
-        if delta is None or delta.type != "text":  # a text delta keeps nothing but its text
-            for value in (env.step, env.content, env.interaction, env.error):
-                check_depth(value)
-            if delta is not None:
-                for value in (delta.arguments, delta.content, delta.annotations):
-                    check_depth(value)
         handler(env, data, out)
         return out
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _start(self, interaction: dict[str, Any] | None, out: list[Event]) -> None:
+    def _start(self, interaction: dict[str, Any] | None, out: list[ev.Event]) -> None:
+        inter = interaction or {}
+        check_depth(inter)
+        fields = msgspec.convert(inter, InteractionFields)  # checked even when already started
         if self._started:
             return
         self._started = True
-        inter = interaction or {}
-        fields = msgspec.convert(inter, InteractionFields)
         self._model = fields.model or fields.agent or None
         out.append(
-            ResponseStart(
+            ev.ResponseStart(
                 protocol=PROTOCOL,
                 id=fields.id or None,
                 model=self._model,
@@ -157,43 +127,45 @@ class StreamDecoder(SSEStreamDecoder):
             )
         )
 
-    def _on_created(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_created(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         self._steps.clear()
         self._start(env.interaction, out)
 
-    def _on_status(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_status(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         # The final status is repeated in interaction.completed; nothing to keep here.
         return
 
-    def _on_completed(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_completed(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         inter = env.interaction or {}
+        check_depth(inter)
         fields = msgspec.convert(inter, InteractionFields)
         model = fields.model or fields.agent or None
         if self._started and model is not None and model != self._model:
             # The final interaction is the authority (a model fallback mid-stream, say).
-            out.append(ResponseStart(protocol=PROTOCOL, id=fields.id or None, model=model))
+            out.append(ev.ResponseStart(protocol=PROTOCOL, id=fields.id or None, model=model))
         self._start(inter, out)
         self._close_all(out)
         usage = usage_from(fields.usage)
         if usage is not None:
-            out.append(UsageUpdate(usage=usage))
+            out.append(ev.UsageUpdate(usage=usage))
         wire = fields.status or "completed"
         status, finish = finish_from_status(wire)
         if status == "failed":
-            out.append(StreamErrorEvent(error=failure_of(fields.errors)))
+            out.append(ev.StreamErrorEvent(error=failure_of(fields.errors)))
         # A later interaction.created on the same stream starts the next response.
         self._started = False
-        out.append(ResponseDone(status=status, finish_reason=finish, provider_finish_reason=wire))
+        out.append(ev.ResponseDone(status=status, finish_reason=finish, provider_finish_reason=wire))
 
-    def _on_error(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
-        out.append(StreamErrorEvent(error=error_from(env.error)))
+    def _on_error(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
+        check_depth(env.error)
+        out.append(ev.StreamErrorEvent(error=error_from(env.error)))
 
-    def _close_all(self, out: list[Event]) -> None:
+    def _close_all(self, out: list[ev.Event]) -> None:
         for index in list(self._steps):
             self._stop(index, out)
 
-    def on_finish(self) -> list[Event]:
-        out: list[Event] = []
+    def on_finish(self) -> list[ev.Event]:
+        out: list[ev.Event] = []
         for index, step in list(self._steps.items()):
             # A cut stream: a buffered step is emitted as far as it got, but left open.
             if step.buffer is not None:
@@ -202,11 +174,12 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ steps
 
-    def _on_start(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_start(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         index = _index(env)
         raw = env.step if env.step is not None else env.content
         if raw is None:
             raise RemoteProtocolError("step.start without a step", event_type=env.event_type)
+        check_depth(raw)
         if env.step is None:
             raw = legacy_step(raw)
         self._start(None, out)
@@ -217,51 +190,51 @@ class StreamDecoder(SSEStreamDecoder):
         kind = step_kind(step_type)
         step = _Step(step_type, kind)
         self._steps[index] = step
-        out.append(MessageStart(message=index, role=role_of(step_type), type=step_type))
+        out.append(ev.MessageStart(message=index, role=role_of(step_type), type=step_type))
         if kind == "thought":
-            out.append(PartStart(message=index, part=0, value=_only_part(message_from_step(raw))))
+            out.append(ev.PartStart(message=index, part=0, value=_only_part(message_from_step(raw))))
         elif kind in ("output", "input"):
             content = message_from_step(raw).content
             for part in content if isinstance(content, list) else ():
                 step.pos += 1
                 step.last = "text" if isinstance(part, TextPart) else "content"
-                out.append(PartStart(message=index, part=step.pos, value=part))
+                out.append(ev.PartStart(message=index, part=step.pos, value=part))
         elif kind in ("call", "mcp_call"):
             call = call_from_step(raw)
             if call.id or call.name:
                 # (A legacy function_call block may start empty; its delta then starts the call.)
-                out.append(PartStart(message=index, part="call", value=call))
+                out.append(ev.PartStart(message=index, part="call", value=call))
         else:
             step.buffer = dict(raw)
 
-    def _on_stop(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_stop(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         self._stop(_index(env), out)
 
-    def _stop(self, index: int, out: list[Event]) -> None:
+    def _stop(self, index: int, out: list[ev.Event]) -> None:
         step = self._steps.pop(index, None)
         if step is None:
             return
         if step.buffer is not None:
             self._emit_buffer(index, step, out, close=True)
-        out.append(MessageDone(message=index))
+        out.append(ev.MessageDone(message=index))
 
-    def _emit_buffer(self, index: int, step: _Step, out: list[Event], *, close: bool) -> None:
+    def _emit_buffer(self, index: int, step: _Step, out: list[ev.Event], *, close: bool) -> None:
         merged = step.buffer or {}
         step.buffer = None
         if step.kind == "server_call":
-            out.append(PartStart(message=index, part="call", value=call_from_step(merged)))
+            out.append(ev.PartStart(message=index, part="call", value=call_from_step(merged)))
             if close:
-                out.append(PartDone(message=index, part="call"))
+                out.append(ev.PartDone(message=index, part="call"))
         elif step.kind == "result":
-            out.append(PartStart(message=index, part="step", value=_only_part(message_from_step(merged))))
+            out.append(ev.PartStart(message=index, part="step", value=_only_part(message_from_step(merged))))
             if close:
-                out.append(PartDone(message=index, part="step"))
+                out.append(ev.PartDone(message=index, part="step"))
         else:
-            out.append(UnknownEvent(provider_type=step.type, raw=merged, message=index, part="step"))
+            out.append(ev.UnknownEvent(provider_type=step.type, raw=merged, message=index, part="step"))
 
     # ------------------------------------------------------------------ deltas
 
-    def _on_delta(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_delta(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         index = _index(env)
         delta = env.delta
         if delta is None:
@@ -271,11 +244,12 @@ class StreamDecoder(SSEStreamDecoder):
             # A delta for a step that never started: treat it as a model output step.
             self._start(None, out)
             step = self._steps[index] = _Step("model_output", "output")
-            out.append(MessageStart(message=index, type="model_output"))
+            out.append(ev.MessageStart(message=index, type="model_output"))
         if delta.type == "text":
-            self._text_part(index, step, out)
+            if step.last != "text":
+                self._text_part(index, step, out)
             if delta.text:
-                out.append(TextDelta(message=index, part=step.pos, text=delta.text))
+                out.append(ev.TextDelta(message=index, part=step.pos, text=delta.text))
             return
         if step.buffer is not None:
             for key, value in decode_raw(data)["delta"].items():
@@ -284,20 +258,20 @@ class StreamDecoder(SSEStreamDecoder):
             return
         self._other_delta(index, step, delta, data, out)
 
-    def _text_part(self, index: int, step: _Step, out: list[Event]) -> None:
+    def _text_part(self, index: int, step: _Step, out: list[ev.Event]) -> None:
         if step.last != "text":
             step.pos += 1
             step.last = "text"
-            out.append(PartStart(message=index, part=step.pos, value=TextPart(text="")))
+            out.append(ev.PartStart(message=index, part=step.pos, value=TextPart(text="")))
 
     def _other_delta(
-        self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[Event]
+        self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[ev.Event]
     ) -> None:
         dtype = delta.type
         main: int | str = "call" if step.kind in ("call", "mcp_call") else 0
         if dtype == "thought_signature":
             if delta.signature is not None:
-                out.append(SignatureDelta(message=index, part=main, signature=delta.signature))
+                out.append(ev.SignatureDelta(message=index, part=main, signature=delta.signature))
         elif dtype == "thought_summary":
             content = delta.content
             if (
@@ -305,17 +279,19 @@ class StreamDecoder(SSEStreamDecoder):
                 and content.get("type") == "text"
                 and isinstance(content.get("text"), str)
             ):
-                out.append(SummaryDelta(message=index, part=main, index=0, text=content["text"]))
+                out.append(ev.SummaryDelta(message=index, part=main, index=0, text=content["text"]))
             else:
-                out.append(UnknownEvent(provider_type="thought_summary", raw=content, message=index))
+                check_depth(content)
+                out.append(ev.UnknownEvent(provider_type="thought_summary", raw=content, message=index))
         elif dtype == "arguments_delta":
             if isinstance(delta.arguments, str):
-                out.append(ArgumentsDelta(message=index, part="call", delta=delta.arguments))
+                out.append(ev.ArgumentsDelta(message=index, part="call", delta=delta.arguments))
         elif dtype in ("text_annotation_delta", "text_annotation"):
             if isinstance(delta.annotations, list):
+                check_depth(delta.annotations)
                 self._text_part(index, step, out)
                 out.extend(
-                    AnnotationAdded(message=index, part=step.pos, citation=citation_from(a))
+                    ev.AnnotationAdded(message=index, part=step.pos, citation=citation_from(a))
                     for a in delta.annotations
                 )
         elif dtype in ("function_call", "mcp_server_tool_call") and step.kind in ("call", "mcp_call"):
@@ -324,28 +300,45 @@ class StreamDecoder(SSEStreamDecoder):
             step.pos += 1
             step.last = "content"
             out.append(
-                PartStart(message=index, part=step.pos, value=part_from_content(decode_raw(data)["delta"]))
+                ev.PartStart(message=index, part=step.pos, value=part_from_content(decode_raw(data)["delta"]))
             )
-            out.append(PartDone(message=index, part=step.pos))
+            out.append(ev.PartDone(message=index, part=step.pos))
         else:
             out.append(
-                UnknownEvent(provider_type=f"delta.{dtype}", raw=decode_raw(data)["delta"], message=index)
+                ev.UnknownEvent(provider_type=f"delta.{dtype}", raw=decode_raw(data)["delta"], message=index)
             )
 
-    def _legacy_call(self, index: int, step: _Step, raw: dict[str, Any], out: list[Event]) -> None:
+    def _legacy_call(self, index: int, step: _Step, raw: dict[str, Any], out: list[ev.Event]) -> None:
         """Legacy: the whole call in one delta (its arguments and signature as deltas)."""
         call = call_from_step({**raw, "type": step.type, "arguments": None, "signature": None})
         if call.id or call.name:
-            out.append(PartStart(message=index, part="call", value=call))
+            out.append(ev.PartStart(message=index, part="call", value=call))
         text = arguments_text(raw.get("arguments"))
         if text:
-            out.append(ArgumentsDelta(message=index, part="call", delta=text))
+            out.append(ev.ArgumentsDelta(message=index, part="call", delta=text))
         signature = raw.get("signature")
         if isinstance(signature, str):
-            out.append(SignatureDelta(message=index, part="call", signature=signature))
+            out.append(ev.SignatureDelta(message=index, part="call", signature=signature))
 
 
 def _index(env: Envelope) -> int:
     if env.index is None:
         raise RemoteProtocolError(f"{env.event_type} without an index", event_type=env.event_type)
     return env.index
+
+
+def _envelope(data: bytes | str) -> Envelope | None:
+    """The typed envelope of a frame; ``None`` for one that carries nothing.
+
+    The raw-bytes fast path: the typed decode reads the payload as it came; a frame that is not
+    JSON (``[DONE]``, a blank keep-alive, bad bytes) is told apart only when it fails.
+    """
+    try:
+        return envelope_decoder.decode(data)
+    except RecursionError as exc:
+        raise RemoteProtocolError("the frame is nested too deeply") from exc
+    except msgspec.DecodeError:
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        if text.startswith("[DONE]") or text.isspace() or not text:
+            return None
+        raise

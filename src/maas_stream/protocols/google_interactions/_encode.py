@@ -36,33 +36,14 @@ from ._steps import (
     step_from_call,
     step_of_part,
     thought_step,
+    unknown_what,
     usage_wire,
 )
 
 if TYPE_CHECKING:
+    from ... import events
     from ..._drops import Dropped
     from ..._model import FinishReason, Usage
-    from ...events import (
-        AnnotationAdded,
-        ArgumentsDelta,
-        AudioDelta,
-        Event,
-        LogprobsDelta,
-        MessageDone,
-        MessageStart,
-        PartDone,
-        PartStart,
-        ReasoningDelta,
-        RefusalDelta,
-        ResponseDone,
-        ResponseStart,
-        SignatureDelta,
-        StreamErrorEvent,
-        SummaryDelta,
-        TextDelta,
-        UnknownEvent,
-        UsageUpdate,
-    )
 
 __all__ = ["StreamEncoder"]
 
@@ -115,12 +96,9 @@ class StreamEncoder(EventEncoder):
 
     # ------------------------------------------------------------------ API
 
-    def encode(self, event: Event) -> bytes:
+    def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the SSE frames it completes (maybe ``b""``)."""
-        if self._ended:
-            return b""
-        result: bytes = self._route(event)
-        return result
+        return b"" if self._ended else self._route(event)
 
     def finish(self) -> bytes:
         """End the output. A cut source stays cut: no ``interaction.completed`` is invented."""
@@ -183,14 +161,14 @@ class StreamEncoder(EventEncoder):
 
     # ------------------------------------------------------------------ handlers
 
-    def _on_response_start(self, ev: ResponseStart) -> bytes:
+    def _on_response_start(self, ev: events.ResponseStart) -> bytes:
         self._source = ev.protocol
         self.drops.source = ev.protocol
         self._id = ev.id or self._id
         self._model = ev.model or self._model
         return b""
 
-    def _on_message_start(self, ev: MessageStart) -> bytes:
+    def _on_message_start(self, ev: events.MessageStart) -> bytes:
         if ev.role in INPUT_ROLES:
             self._skip.add(ev.message)
             report(self.drops, "message", INPUT_DROP)
@@ -199,7 +177,7 @@ class StreamEncoder(EventEncoder):
             report(self.drops, "message", CHOICE_DROP, f"choice {ev.choice_index}")
         return b""
 
-    def _on_part_start(self, ev: PartStart) -> bytes:
+    def _on_part_start(self, ev: events.PartStart) -> bytes:
         if ev.message in self._skip:
             return b""
         value = ev.value
@@ -234,35 +212,35 @@ class StreamEncoder(EventEncoder):
         self._parts[key] = _Out("whole", -1)
         return out
 
-    def _on_text(self, ev: TextDelta) -> bytes:
+    def _on_text(self, ev: events.TextDelta) -> bytes:
         part = self._part(ev.message, ev.part, "content")
         if part is None:
             return b""
         part.wrote = True
         return self._delta(part.step, {"type": "text", "text": ev.text})
 
-    def _on_refusal(self, ev: RefusalDelta) -> bytes:
+    def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
         return b""  # reported once, at its PartDone (Interactions has no refusal)
 
-    def _on_audio(self, ev: AudioDelta) -> bytes:
+    def _on_audio(self, ev: events.AudioDelta) -> bytes:
         return b""  # the audio goes out whole at its PartDone (a transcript is reported there)
 
-    def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
+    def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
         part = self._part(ev.message, ev.part, "thought")
         return b"" if part is None else self._summary(part.step, ev.text)
 
-    def _on_summary(self, ev: SummaryDelta) -> bytes:
+    def _on_summary(self, ev: events.SummaryDelta) -> bytes:
         part = self._part(ev.message, ev.part, "thought")
         return b"" if part is None or not ev.text else self._summary(part.step, ev.text)
 
-    def _on_signature(self, ev: SignatureDelta) -> bytes:
+    def _on_signature(self, ev: events.SignatureDelta) -> bytes:
         # A signature on content is reported at its PartDone (the value holds it).
         part = self._part(ev.message, ev.part, "thought", "call")
         if part is None or not keep_signature(self._source, self.drops):
             return b""
         return self._delta(part.step, {"type": "thought_signature", "signature": ev.signature})
 
-    def _on_arguments(self, ev: ArgumentsDelta) -> bytes:
+    def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
         part = self._part(ev.message, ev.part, "call")
         return (
             b""
@@ -270,7 +248,7 @@ class StreamEncoder(EventEncoder):
             else self._delta(part.step, {"type": "arguments_delta", "arguments": ev.delta})
         )
 
-    def _on_annotation(self, ev: AnnotationAdded) -> bytes:
+    def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
         part = self._part(ev.message, ev.part, "content")
         if part is None:
             return b""
@@ -278,11 +256,11 @@ class StreamEncoder(EventEncoder):
             part.step, {"type": "text_annotation_delta", "annotations": [annotation_from(ev.citation)]}
         )
 
-    def _on_logprobs(self, ev: LogprobsDelta) -> bytes:
+    def _on_logprobs(self, ev: events.LogprobsDelta) -> bytes:
         report(self.drops, "logprobs", LOGPROBS)
         return b""
 
-    def _on_part_done(self, ev: PartDone) -> bytes:
+    def _on_part_done(self, ev: events.PartDone) -> bytes:
         part = self._parts.pop((ev.message, ev.part), None)
         value = ev.value
         if part is None or value is None:
@@ -316,7 +294,7 @@ class StreamEncoder(EventEncoder):
             out += self._delta(index, {"type": step["type"], "arguments": arguments})
         return out + self._stop(index)
 
-    def _on_message_done(self, ev: MessageDone) -> bytes:
+    def _on_message_done(self, ev: events.MessageDone) -> bytes:
         if (
             ev.finish_reason is not None
             and ev.message not in self._skip
@@ -332,11 +310,11 @@ class StreamEncoder(EventEncoder):
             return b""
         return self._close_output()
 
-    def _on_usage(self, ev: UsageUpdate) -> bytes:
+    def _on_usage(self, ev: events.UsageUpdate) -> bytes:
         self._usage = ev.usage
         return b""
 
-    def _on_response_done(self, ev: ResponseDone) -> bytes:
+    def _on_response_done(self, ev: events.ResponseDone) -> bytes:
         out = self._start() + self._close_output()
         for index in sorted(self._open):
             out += self._stop(index)
@@ -359,16 +337,16 @@ class StreamEncoder(EventEncoder):
         self._failed = False
         return out + self._frame("interaction.completed", {"interaction": inter})
 
-    def _on_error(self, ev: StreamErrorEvent) -> bytes:
+    def _on_error(self, ev: events.StreamErrorEvent) -> bytes:
         self._failed = True
         return self._start() + self._frame("error", {"error": error_wire(ev.error, same=self._same)})
 
-    def _on_unknown(self, ev: UnknownEvent) -> bytes:
+    def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
         raw = ev.raw
         if self._same and isinstance(raw, dict) and isinstance(raw.get("event_type"), str):
             body = dict(raw)
             return self._frame(str(body.pop("event_type")), body)
-        report(self.drops, "unknown", f"unknown {ev.provider_type!r} frames of another protocol")
+        report(self.drops, "unknown", unknown_what(ev.provider_type, "frames", same=self._same))
         return b""
 
 

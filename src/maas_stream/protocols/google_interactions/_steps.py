@@ -93,6 +93,7 @@ __all__ = [
     "steps_from_message",
     "summary_texts",
     "thought_step",
+    "unknown_what",
     "usage_from",
     "usage_wire",
 ]
@@ -532,7 +533,7 @@ def step_of_part(
         return [result_step(part, drops=drops, where=where)]
     if isinstance(part, UnknownPart) and origin == PROTOCOL and _kept_step(part):
         return [dict(part.raw)]
-    _drop_part(part, drops, where)
+    _drop_part(part, drops, where, same=origin == PROTOCOL)
     return []
 
 
@@ -553,7 +554,14 @@ def _kept_step(part: UnknownPart) -> bool:
     return is_step(raw) or (isinstance(raw, dict) and raw.get("type") == part.provider_type)
 
 
-def _drop_part(part: Part, drops: DropLog | None, where: str | None) -> None:
+def unknown_what(provider_type: str, things: str, *, same: bool) -> str:
+    """How an unknown part or frame that cannot be written is reported (one wording)."""
+    if same:
+        return f"unknown {provider_type!r} {things} with no Interactions form"
+    return f"unknown {provider_type!r} {things} of another protocol"
+
+
+def _drop_part(part: Part, drops: DropLog | None, where: str | None, *, same: bool) -> None:
     if isinstance(part, RefusalPart):
         report(drops, "refusal", "refusal text (Interactions has no refusal)", where)
         if part.logprobs:
@@ -563,6 +571,6 @@ def _drop_part(part: Part, drops: DropLog | None, where: str | None) -> None:
     elif isinstance(part, CitationPart):
         report(drops, "citation", "citations outside text (Interactions annotates text only)", where)
     elif isinstance(part, UnknownPart):
-        report(drops, "unknown", f"unknown {part.provider_type!r} parts of another protocol", where)
+        report(drops, "unknown", unknown_what(part.provider_type, "parts", same=same), where)
     else:
         report(drops, "field", f"{part.__struct_config__.tag} parts (no Interactions step)", where)
