@@ -430,3 +430,61 @@ def test_history_accepts_string_content_and_turns() -> None:
         ("user", [TextPart(text="a")]),
         ("assistant", [TextPart(text="b")]),
     ]
+
+
+def test_history_from_another_protocol_drops_and_reports() -> None:
+    messages = [
+        Message(role="user", content="Weather?"),
+        Message(
+            role="assistant",
+            provider="anthropic",
+            content=[
+                ReasoningPart(text="Two lookups.", signature="ant-sig"),
+                ToolCallPart(id="srvtoolu_1", name="web_search", arguments="{}", kind="server"),
+                TextPart(text="Checking."),
+                ToolCallPart(id="toolu_1", name="get_weather", arguments='{"city": "Paris"}', signature="s2"),
+            ],
+        ),
+        Message(
+            role="tool",
+            provider="anthropic",
+            content=[
+                ToolResultPart(
+                    tool_call_id="toolu_1", content=[TextPart(text="18C"), ReasoningPart(text="x")]
+                )
+            ],
+        ),
+    ]
+    drops = ms.DropLog(PROTO, "anthropic")
+    body = gi.from_canonical(messages, drops=drops)
+    assert body["input"] == [
+        {"type": "user_input", "content": [{"type": "text", "text": "Weather?"}]},
+        {"type": "thought", "summary": [{"type": "text", "text": "Two lookups."}]},
+        {"type": "model_output", "content": [{"type": "text", "text": "Checking."}]},
+        {"type": "function_call", "id": "toolu_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+        {"type": "function_result", "call_id": "toolu_1", "result": [{"type": "text", "text": "18C"}]},
+    ]
+    assert {r.kind: (r.count, r.where) for r in drops.records} == {
+        "signature": (2, ("messages[1]",)),
+        "server_call": (1, ("messages[1]",)),
+        "tool_result": (1, ("messages[2]",)),
+    }
+    assert all("toolu" not in r.what for r in drops.records)
+    assert gi.validate(body) == []
+
+
+def test_history_fields_of_the_wrong_type_are_faults() -> None:
+    faults = gi.validate({"input": [{"type": "function_call", "id": 5, "name": "f", "arguments": {}}]})
+    assert len(faults) == 1
+    assert faults[0].startswith("input[0]: Expected `str | null`, got `int`")
+    with pytest.raises(ms.ValidationError, match=r"input\[1\]"):
+        gi.to_canonical({"input": [{"type": "thought"}, {"type": "thought", "summary": "not a list"}]})
+
+
+def test_history_keeps_step_fields_with_no_canonical_home() -> None:
+    step = {"type": "google_search_call", "id": "gs_1", "arguments": {"queries": ["q"]}, "search_type": "web"}
+    error = {"type": "model_output", "content": [], "error": {"code": "x", "message": "y"}}
+    body = {"previous_interaction_id": "v1_a", "input": [step, error]}
+    messages = gi.to_canonical(body)
+    assert messages[0].provider_raw == {"search_type": "web", "previous_interaction_id": "v1_a"}
+    assert gi.from_canonical(messages) == body

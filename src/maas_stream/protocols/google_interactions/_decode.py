@@ -6,11 +6,17 @@ Current schema: ``interaction.created`` → (``step.start`` → ``step.delta``* 
 event's type, so both are accepted without configuration; a legacy content block is read as the
 step it became (a text block as a ``model_output`` step).
 
-Keys it emits: ``message`` is the step (or legacy content) index; ``part`` is ``0`` for a
-thought, ``"call"`` for a call, the content position inside a ``model_output`` step, and
-``"step"`` for a step kept whole. Built-in tool steps and result steps are buffered until their
-``step.stop`` (their fields arrive in a delta of their own type) and then emitted whole. The
-only state is per open step: its kind, its content position, and that buffer.
+Keys it emits: ``message`` is the step (or legacy content) index, a dict key and never a size;
+``part`` is ``0`` for a thought, ``"call"`` for a call, the content position inside a
+``model_output`` (or ``user_input``) step, and ``"step"`` for a step kept whole. Built-in tool
+steps and result steps are buffered until their ``step.stop`` (their fields arrive in a delta of
+their own type) and then emitted whole. Parts, usage, status and errors are built by the
+package's one mapping (``_steps``). The only state is per open step (its kind, its content
+position, that buffer) and the model the stream announced.
+
+Invalid input (a field the mapping reads with the wrong JSON type, JSON nested deeper than
+``_wire.MAX_DEPTH``, a frame without its index) raises ``RemoteProtocolError``; it must not
+raise anything else for what the provider sent.
 """
 
 from __future__ import annotations
@@ -143,6 +149,7 @@ class StreamDecoder(SSEStreamDecoder):
         if self._started and model is not None and model != self._model:
             # The final interaction is the authority (a model fallback mid-stream, say).
             out.append(ev.ResponseStart(protocol=PROTOCOL, id=fields.id or None, model=model))
+            self._model = model
         self._start(inter, out)
         self._close_all(out)
         usage = usage_from(fields.usage)

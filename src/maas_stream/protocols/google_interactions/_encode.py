@@ -199,9 +199,7 @@ class StreamEncoder(EventEncoder):
             # Summary items are no streamed content: the start holds them (its text is a delta).
             return out + frame + b"".join(self._summary(index, t) for t in value.summary or ())
         if isinstance(value, ToolCallPart) and value.kind != "server":
-            step = step_from_call(
-                msgspec.structs.replace(value, kind="mcp" if value.kind == "mcp" else "function")
-            )
+            step = step_from_call(value)  # (its arguments, {} so far, follow as deltas)
             assert step is not None
             if value.signature is not None and keep_signature(self._source, self.drops):
                 step["signature"] = value.signature
