@@ -77,11 +77,16 @@ def test_corpus_status_usage_and_steps(path: Path) -> None:
     assert resp.id == (completed.get("id") or None)
     assert resp.model == completed["model"]
     assert resp.usage is not None
-    assert resp.usage.raw == completed["usage"]
-    assert resp.usage.input_tokens == completed["usage"]["total_input_tokens"]
-    assert resp.usage.output_tokens == completed["usage"]["total_output_tokens"]
-    assert resp.usage.reasoning_tokens == completed["usage"]["total_thought_tokens"]
-    assert resp.usage.total_tokens == completed["usage"]["total_tokens"]
+    wire = completed["usage"]
+    assert resp.usage.raw == wire
+    # One meaning of usage everywhere: input counts tool-use prompt tokens, output counts
+    # thoughts, and total = input + output (the wire's total says so too).
+    assert resp.usage.input_tokens == wire["total_input_tokens"] + wire.get("total_tool_use_tokens", 0)
+    assert resp.usage.output_tokens == wire["total_output_tokens"] + wire["total_thought_tokens"]
+    assert resp.usage.reasoning_tokens == wire["total_thought_tokens"]
+    assert resp.usage.cache_read_tokens == wire["total_cached_tokens"]
+    assert resp.usage.total_tokens == wire["total_tokens"]
+    assert (resp.usage.input_tokens or 0) + (resp.usage.output_tokens or 0) == wire["total_tokens"]
     assert resp.provider_finish_reason == completed["status"]
     if completed["status"] == "requires_action":
         assert (resp.status, resp.finish_reason) == ("completed", "tool_calls")
@@ -153,7 +158,7 @@ def test_corpus_same_protocol_reencode_is_lossless(path: Path) -> None:
 @pytest.mark.parametrize("path", need_corpus(PROTO))
 def test_corpus_history_replays_thought_and_signatures(path: Path) -> None:
     resp = ms.aggregate(path.read_bytes(), protocol=PROTO)
-    body = gi.from_canonical(resp.messages)
+    body = gi.from_canonical(resp.messages, source=resp.protocol)
     payloads = sse_payloads(path)
     steps = expected_steps(payloads)
     assert [s["type"] for s in body["input"]] == [steps[i]["type"] for i in sorted(steps)]
@@ -169,7 +174,24 @@ def _plain(m: Message) -> Message:
     content = m.content
     assert isinstance(content, list)
     parts = [msgspec.structs.replace(p, status=None) if isinstance(p, ToolCallPart) else p for p in content]
-    return Message(role=m.role, type=m.type, content=parts)
+    return Message(role=m.role, type=m.type, content=parts, provider=PROTO)
+
+
+@pytest.mark.parametrize("path", need_corpus(PROTO))
+def test_corpus_history_of_unknown_origin_keeps_no_signature(path: Path) -> None:
+    resp = ms.aggregate(path.read_bytes(), protocol=PROTO)
+    drops = ms.DropLog(PROTO)
+    body = gi.from_canonical(resp.messages, drops=drops)  # origin unknown: never replayed
+    assert not any("signature" in step for step in body["input"])
+    kept = [m.type for m in resp.messages if isinstance(m.content[0], UnknownPart)]
+    assert [r.kind for r in drops.records] == ["signature"] + (["unknown"] if kept else [])
+    signatures = drops.records[0]
+    assert signatures.count == sum(
+        1 for m in resp.messages for p in m.content if getattr(p, "signature", None) is not None
+    )
+    assert "messages[0]" in signatures.where
+    # a whole step of unknown origin is not replayed either
+    assert [s["type"] for s in body["input"]] == [m.type for m in resp.messages if m.type not in kept]
 
 
 # ---------------------------------------------------------------- recordings
@@ -283,19 +305,31 @@ def test_random_frame_gives_clear_protocol_error() -> None:
 
 
 def test_encoder_keeps_foreign_signatures_out_and_reports() -> None:
-    from maas_stream.events import Event, PartDone, PartStart, ResponseDone, ResponseStart, SignatureDelta
+    from maas_stream.events import (
+        Event,
+        PartDone,
+        PartStart,
+        ReasoningDelta,
+        ResponseDone,
+        ResponseStart,
+        SignatureDelta,
+    )
 
     enc = gi.StreamEncoder()
     events: list[Event] = [
         ResponseStart(protocol="anthropic", id="msg_1"),
-        PartStart(message=0, part=0, value=ReasoningPart(text="thinking")),
+        PartStart(message=0, part=0, value=ReasoningPart()),
+        ReasoningDelta(message=0, part=0, text="thinking"),
         SignatureDelta(message=0, part=0, signature="anthropic-sig"),
-        PartDone(message=0, part=0),
+        PartDone(message=0, part=0, value=ReasoningPart(text="thinking", signature="anthropic-sig")),
         ResponseDone(finish_reason="stop"),
     ]
     out = b"".join(enc.encode(e) for e in events)
     assert b"anthropic-sig" not in out
-    assert any("signatures from anthropic" in line for line in map(str, enc.lossy))
+    assert [(r.kind, r.source, r.target, r.count) for r in enc.lossy] == [
+        ("signature", "anthropic", PROTO, 1)
+    ]
+    assert "another or unknown origin" in str(enc.lossy[0])
     resp = ms.aggregate(out, protocol=PROTO)
     assert resp.messages[0].content == [ReasoningPart(summary=["thinking"])]
 
@@ -338,7 +372,8 @@ STATELESS = {
 
 def test_stateless_history_round_trip_is_byte_exact() -> None:
     messages = gi.to_canonical(STATELESS)
-    assert messages[0] == Message(role="system", content=[TextPart(text="Be brief.")])
+    assert messages[0] == Message(role="system", content=[TextPart(text="Be brief.")], provider=PROTO)
+    assert {m.provider for m in messages} == {PROTO}
     body = gi.from_canonical(messages)
     assert body["system_instruction"] == "Be brief."
     assert json.dumps(body["input"], sort_keys=True) == json.dumps(STATELESS["input"], sort_keys=True)
@@ -380,7 +415,9 @@ def test_validate_names_faults() -> None:
 
 
 def test_history_accepts_string_content_and_turns() -> None:
-    assert gi.to_canonical({"input": "hi"}) == [Message(role="user", content=[TextPart(text="hi")])]
+    assert gi.to_canonical({"input": "hi"}) == [
+        Message(role="user", content=[TextPart(text="hi")], provider=PROTO)
+    ]
     turns = gi.to_canonical(
         {
             "input": [
@@ -393,3 +430,61 @@ def test_history_accepts_string_content_and_turns() -> None:
         ("user", [TextPart(text="a")]),
         ("assistant", [TextPart(text="b")]),
     ]
+
+
+def test_history_from_another_protocol_drops_and_reports() -> None:
+    messages = [
+        Message(role="user", content="Weather?"),
+        Message(
+            role="assistant",
+            provider="anthropic",
+            content=[
+                ReasoningPart(text="Two lookups.", signature="ant-sig"),
+                ToolCallPart(id="srvtoolu_1", name="web_search", arguments="{}", kind="server"),
+                TextPart(text="Checking."),
+                ToolCallPart(id="toolu_1", name="get_weather", arguments='{"city": "Paris"}', signature="s2"),
+            ],
+        ),
+        Message(
+            role="tool",
+            provider="anthropic",
+            content=[
+                ToolResultPart(
+                    tool_call_id="toolu_1", content=[TextPart(text="18C"), ReasoningPart(text="x")]
+                )
+            ],
+        ),
+    ]
+    drops = ms.DropLog(PROTO, "anthropic")
+    body = gi.from_canonical(messages, drops=drops)
+    assert body["input"] == [
+        {"type": "user_input", "content": [{"type": "text", "text": "Weather?"}]},
+        {"type": "thought", "summary": [{"type": "text", "text": "Two lookups."}]},
+        {"type": "model_output", "content": [{"type": "text", "text": "Checking."}]},
+        {"type": "function_call", "id": "toolu_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+        {"type": "function_result", "call_id": "toolu_1", "result": [{"type": "text", "text": "18C"}]},
+    ]
+    assert {r.kind: (r.count, r.where) for r in drops.records} == {
+        "signature": (2, ("messages[1]",)),
+        "server_call": (1, ("messages[1]",)),
+        "tool_result": (1, ("messages[2]",)),
+    }
+    assert all("toolu" not in r.what for r in drops.records)
+    assert gi.validate(body) == []
+
+
+def test_history_fields_of_the_wrong_type_are_faults() -> None:
+    faults = gi.validate({"input": [{"type": "function_call", "id": 5, "name": "f", "arguments": {}}]})
+    assert len(faults) == 1
+    assert faults[0].startswith("input[0]: Expected `str | null`, got `int`")
+    with pytest.raises(ms.ValidationError, match=r"input\[1\]"):
+        gi.to_canonical({"input": [{"type": "thought"}, {"type": "thought", "summary": "not a list"}]})
+
+
+def test_history_keeps_step_fields_with_no_canonical_home() -> None:
+    step = {"type": "google_search_call", "id": "gs_1", "arguments": {"queries": ["q"]}, "search_type": "web"}
+    error = {"type": "model_output", "content": [], "error": {"code": "x", "message": "y"}}
+    body = {"previous_interaction_id": "v1_a", "input": [step, error]}
+    messages = gi.to_canonical(body)
+    assert messages[0].provider_raw == {"search_type": "web", "previous_interaction_id": "v1_a"}
+    assert gi.from_canonical(messages) == body

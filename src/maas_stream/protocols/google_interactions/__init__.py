@@ -1,8 +1,10 @@
 """Google Interactions (``POST /v1beta/interactions`` with ``stream: true``), both stream schemas.
 
 Public: :class:`StreamDecoder` (current ``step.*`` and legacy ``content.*`` events, told apart
-automatically), :class:`StreamEncoder` (current schema), the stateless history codec
-(:func:`to_canonical`, :func:`from_canonical`) and :func:`validate`. Wire Structs are private.
+automatically), :class:`StreamEncoder` (current schema), the non-streaming Interaction body
+(:func:`encode_response`, :func:`decode_response`), the stateless history codec
+(:func:`to_canonical`, :func:`from_canonical`) and :func:`validate`. All of them render steps,
+usage and status through one mapping (``_steps``). Wire Structs are private.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Final
 from ..._registry import Auth, spec_of
 from .. import _names
 from .._errors import google_error_body
+from ._body import decode_response as decode_response
+from ._body import encode_response as encode_response
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
@@ -26,8 +30,10 @@ __all__ = (
     "NAME",
     "StreamDecoder",
     "StreamEncoder",
+    "decode_response",
     "detect",
     "detect_body",
+    "encode_response",
     "from_canonical",
     "to_canonical",
     "validate",

@@ -6,11 +6,17 @@ Current schema: ``interaction.created`` → (``step.start`` → ``step.delta``* 
 event's type, so both are accepted without configuration; a legacy content block is read as the
 step it became (a text block as a ``model_output`` step).
 
-Keys it emits: ``message`` is the step (or legacy content) index; ``part`` is ``0`` for a
-thought, ``"call"`` for a call, the content position inside a ``model_output`` step, and
-``"step"`` for a step kept whole. Built-in tool steps and result steps are buffered until their
-``step.stop`` (their fields arrive in a delta of their own type) and then emitted whole. The
-only state is per open step: its kind, its content position, and that buffer.
+Keys it emits: ``message`` is the step (or legacy content) index, a dict key and never a size;
+``part`` is ``0`` for a thought, ``"call"`` for a call, the content position inside a
+``model_output`` (or ``user_input``) step, and ``"step"`` for a step kept whole. Built-in tool
+steps and result steps are buffered until their ``step.stop`` (their fields arrive in a delta of
+their own type) and then emitted whole. Parts, usage, status and errors are built by the
+package's one mapping (``_steps``). The only state is per open step (its kind, its content
+position, that buffer) and the model the stream announced.
+
+Invalid input (a field the mapping reads with the wrong JSON type, JSON nested deeper than
+``_wire.MAX_DEPTH``, a frame without its index) raises ``RemoteProtocolError``; it must not
+raise anything else for what the provider sent.
 """
 
 from __future__ import annotations
@@ -19,69 +25,35 @@ from typing import Any, Final
 
 import msgspec
 
+from ... import events as ev
 from ..._exceptions import RemoteProtocolError
-from ..._model import FinishReason, ReasoningPart, ResponseStatus, Role, StreamError, TextPart, ToolCallPart
-from ...events import (
-    AnnotationAdded,
-    ArgumentsDelta,
-    Event,
-    MessageDone,
-    MessageStart,
-    PartDone,
-    PartStart,
-    ResponseDone,
-    ResponseStart,
-    SignatureDelta,
-    StreamErrorEvent,
-    SummaryDelta,
-    TextDelta,
-    UnknownEvent,
-    UsageUpdate,
-)
+from ..._model import Message, Part, TextPart
 from .._base import SSEStreamDecoder
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+from ._content import citation_from, part_from_content
 from ._steps import (
     arguments_text,
     call_from_step,
-    citation_from,
+    error_from,
+    failure_of,
+    finish_from_status,
+    interaction_extra,
+    legacy_step,
     message_from_step,
-    part_from_content,
+    role_of,
     step_kind,
+    usage_from,
 )
-from ._steps import usage_from as usage_from
-from ._wire import Delta, Envelope, envelope_decoder
+from ._wire import Delta, Envelope, InteractionFields, check_depth, decode_raw, envelope_decoder
 
-__all__ = ["StreamDecoder", "error_from"]
-
-from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+__all__ = ["StreamDecoder"]
 
 _MEDIA_DELTAS: Final = frozenset({"image", "audio", "document", "video"})
 
-# interaction status → (response status, finish reason)
-_STATUS: Final[dict[str, tuple[ResponseStatus, FinishReason]]] = {
-    "completed": ("completed", "stop"),
-    "requires_action": ("completed", "tool_calls"),
-    "incomplete": ("incomplete", "length"),
-    "budget_exceeded": ("incomplete", "length"),
-    "cancelled": ("incomplete", "other"),
-    "failed": ("failed", "error"),
-}
-
-
-def error_from(raw: Any) -> StreamError:
-    """Map an Interactions ``error`` object (``{code, message}``) to a StreamError."""
-    if isinstance(raw, dict):
-        code = raw.get("code")
-        message = raw.get("message")
-        return StreamError(
-            type=str(code or "error"),
-            message=message if isinstance(message, str) else None,
-            code=None if code is None else str(code),
-            raw=raw,
-        )
-    return StreamError(type="error", message=None if raw is None else str(raw), raw=raw)
-
 
 class _Step:
+    """One open step: its type, kind, last content part and (if emitted whole) gathered fields."""
+
     __slots__ = ("buffer", "kind", "last", "pos", "type")
 
     def __init__(self, step_type: str, kind: str) -> None:
@@ -92,18 +64,18 @@ class _Step:
         self.buffer: dict[str, Any] | None = None
 
 
-def _legacy_step(content: dict[str, Any]) -> dict[str, Any]:
-    kind = content.get("type")
-    if kind == "text" or kind in _MEDIA_DELTAS:
-        return {"type": "model_output", "content": [content]}
-    return content
+def _only_part(message: Message) -> Part:
+    content = message.content
+    assert isinstance(content, list)
+    return content[0]
 
 
 class StreamDecoder(SSEStreamDecoder):
     """Decode a Google Interactions SSE stream (``POST /v1beta/interactions`` with ``stream``).
 
     Accepts the current ``step.*`` schema and the legacy ``content.*`` schema, a trailing
-    ``data: [DONE]``, and ``event: error`` frames.
+    ``data: [DONE]``, and ``event: error`` frames. Invalid input (a field of the wrong JSON type,
+    JSON nested deeper than ``_wire.MAX_DEPTH``) raises ``RemoteProtocolError``.
     """
 
     protocol = PROTOCOL
@@ -112,6 +84,8 @@ class StreamDecoder(SSEStreamDecoder):
         super().__init__(**kwargs)
         self._steps: dict[int, _Step] = {}
         self._started = False
+        self._model: str | None = None
+        """The model announced at the start (a final interaction naming another one wins)."""
         self._handlers: dict[str, Any] = {
             "step.delta": self._on_delta,
             "content.delta": self._on_delta,
@@ -127,78 +101,78 @@ class StreamDecoder(SSEStreamDecoder):
             "error": self._on_error,
         }
 
-    def on_frame(self, event: str, data: bytes | str) -> list[Event]:
-        # The raw-bytes fast path: the typed decode reads the payload as it came; a frame that
-        # is not JSON (``[DONE]``, a blank keep-alive, bad bytes) is told apart only then.
-        try:
-            env = envelope_decoder.decode(data)
-        except msgspec.DecodeError:
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-            if text.startswith("[DONE]") or not text.strip():
-                return []
-            raise
+    def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
+        env = _envelope(data)
+        if env is None:
+            return []
         kind = env.event_type or event
         handler = self._handlers.get(kind)
-        out: list[Event] = []
+        out: list[ev.Event] = []
         if handler is None:
-            out.append(UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data)))
+            out.append(ev.UnknownEvent(provider_type=kind, raw=decode_raw(data)))
             return out
         handler(env, data, out)
         return out
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _start(self, interaction: dict[str, Any] | None, out: list[Event]) -> None:
+    def _start(self, interaction: dict[str, Any] | None, out: list[ev.Event]) -> None:
+        inter = interaction or {}
+        check_depth(inter)
+        fields = msgspec.convert(inter, InteractionFields)  # checked even when already started
         if self._started:
             return
         self._started = True
-        inter = interaction or {}
-        raw = {
-            k: v for k, v in inter.items() if k not in ("id", "model", "status", "steps", "outputs", "usage")
-        }
+        self._model = fields.model or fields.agent or None
         out.append(
-            ResponseStart(
+            ev.ResponseStart(
                 protocol=PROTOCOL,
-                id=inter.get("id") or None,
-                model=inter.get("model") or inter.get("agent") or None,
-                provider_raw=raw or None,
+                id=fields.id or None,
+                model=self._model,
+                provider_raw=interaction_extra(inter),
             )
         )
 
-    def _on_created(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_created(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         self._steps.clear()
         self._start(env.interaction, out)
 
-    def _on_status(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_status(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         # The final status is repeated in interaction.completed; nothing to keep here.
         return
 
-    def _on_completed(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_completed(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         inter = env.interaction or {}
+        check_depth(inter)
+        fields = msgspec.convert(inter, InteractionFields)
+        model = fields.model or fields.agent or None
+        if self._started and model is not None and model != self._model:
+            # The final interaction is the authority (a model fallback mid-stream, say).
+            out.append(ev.ResponseStart(protocol=PROTOCOL, id=fields.id or None, model=model))
+            self._model = model
         self._start(inter, out)
         self._close_all(out)
-        usage = usage_from(inter.get("usage"))
+        usage = usage_from(fields.usage)
         if usage is not None:
-            out.append(UsageUpdate(usage=usage))
-        status = str(inter.get("status") or "completed")
-        mapped = _STATUS.get(status, ("completed", "other"))
-        if mapped[0] == "failed":
-            errors = inter.get("errors")
-            first = errors[0] if isinstance(errors, list) and errors else {"message": "interaction failed"}
-            out.append(StreamErrorEvent(error=error_from(first)))
+            out.append(ev.UsageUpdate(usage=usage))
+        wire = fields.status or "completed"
+        status, finish = finish_from_status(wire)
+        if status == "failed":
+            out.append(ev.StreamErrorEvent(error=failure_of(fields.errors)))
         # A later interaction.created on the same stream starts the next response.
         self._started = False
-        out.append(ResponseDone(status=mapped[0], finish_reason=mapped[1], provider_finish_reason=status))
+        out.append(ev.ResponseDone(status=status, finish_reason=finish, provider_finish_reason=wire))
 
-    def _on_error(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
-        out.append(StreamErrorEvent(error=error_from(env.error)))
+    def _on_error(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
+        check_depth(env.error)
+        out.append(ev.StreamErrorEvent(error=error_from(env.error)))
 
-    def _close_all(self, out: list[Event]) -> None:
+    def _close_all(self, out: list[ev.Event]) -> None:
         for index in list(self._steps):
             self._stop(index, out)
 
-    def on_finish(self) -> list[Event]:
-        out: list[Event] = []
+    def on_finish(self) -> list[ev.Event]:
+        out: list[ev.Event] = []
         for index, step in list(self._steps.items()):
             # A cut stream: a buffered step is emitted as far as it got, but left open.
             if step.buffer is not None:
@@ -207,71 +181,67 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ steps
 
-    def _on_start(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_start(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         index = _index(env)
         raw = env.step if env.step is not None else env.content
         if raw is None:
             raise RemoteProtocolError("step.start without a step", event_type=env.event_type)
-        if env.content is not None and env.step is None:
-            raw = _legacy_step(raw)
+        check_depth(raw)
+        if env.step is None:
+            raw = legacy_step(raw)
         self._start(None, out)
         if index in self._steps:
             self._stop(index, out)
-        step_type = str(raw.get("type") or "")
+        found = raw.get("type")
+        step_type = found if isinstance(found, str) else ""
         kind = step_kind(step_type)
         step = _Step(step_type, kind)
         self._steps[index] = step
-        role: Role = "tool" if kind == "result" else "user" if step_type == "user_input" else "assistant"
-        out.append(MessageStart(message=index, role=role, type=step_type))
+        out.append(ev.MessageStart(message=index, role=role_of(step_type), type=step_type))
         if kind == "thought":
-            value = message_from_step(raw).content[0]
-            assert isinstance(value, ReasoningPart)
-            out.append(PartStart(message=index, part=0, value=value))
-        elif kind == "output":
-            content = raw.get("content")
-            if isinstance(content, list):
-                for item in content:
-                    step.pos += 1
-                    step.last = str(item.get("type")) if isinstance(item, dict) else ""
-                    out.append(PartStart(message=index, part=step.pos, value=part_from_content(item)))
+            out.append(ev.PartStart(message=index, part=0, value=_only_part(message_from_step(raw))))
+        elif kind in ("output", "input"):
+            content = message_from_step(raw).content
+            for part in content if isinstance(content, list) else ():
+                step.pos += 1
+                step.last = "text" if isinstance(part, TextPart) else "content"
+                out.append(ev.PartStart(message=index, part=step.pos, value=part))
         elif kind in ("call", "mcp_call"):
-            if raw.get("id") or raw.get("name"):
+            call = call_from_step(raw)
+            if call.id or call.name:
                 # (A legacy function_call block may start empty; its delta then starts the call.)
-                out.append(PartStart(message=index, part="call", value=call_from_step(raw)))
+                out.append(ev.PartStart(message=index, part="call", value=call))
         else:
             step.buffer = dict(raw)
 
-    def _on_stop(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_stop(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         self._stop(_index(env), out)
 
-    def _stop(self, index: int, out: list[Event]) -> None:
+    def _stop(self, index: int, out: list[ev.Event]) -> None:
         step = self._steps.pop(index, None)
         if step is None:
             return
         if step.buffer is not None:
             self._emit_buffer(index, step, out, close=True)
-        out.append(MessageDone(message=index))
+        out.append(ev.MessageDone(message=index))
 
-    def _emit_buffer(self, index: int, step: _Step, out: list[Event], *, close: bool) -> None:
+    def _emit_buffer(self, index: int, step: _Step, out: list[ev.Event], *, close: bool) -> None:
         merged = step.buffer or {}
         step.buffer = None
         if step.kind == "server_call":
-            value: Any = call_from_step(merged)
-            out.append(PartStart(message=index, part="call", value=value))
+            out.append(ev.PartStart(message=index, part="call", value=call_from_step(merged)))
             if close:
-                out.append(PartDone(message=index, part="call"))
+                out.append(ev.PartDone(message=index, part="call"))
         elif step.kind == "result":
-            part = message_from_step(merged).content
-            assert isinstance(part, list)
-            out.append(PartStart(message=index, part="step", value=part[0]))
+            out.append(ev.PartStart(message=index, part="step", value=_only_part(message_from_step(merged))))
             if close:
-                out.append(PartDone(message=index, part="step"))
+                out.append(ev.PartDone(message=index, part="step"))
         else:
-            out.append(UnknownEvent(provider_type=step.type, raw=merged, message=index, part="step"))
+            out.append(ev.UnknownEvent(provider_type=step.type, raw=merged, message=index, part="step"))
 
     # ------------------------------------------------------------------ deltas
 
-    def _on_delta(self, env: Envelope, data: bytes | str, out: list[Event]) -> None:
+    def _on_delta(self, env: Envelope, data: bytes | str, out: list[ev.Event]) -> None:
         index = _index(env)
         delta = env.delta
         if delta is None:
@@ -281,32 +251,34 @@ class StreamDecoder(SSEStreamDecoder):
             # A delta for a step that never started: treat it as a model output step.
             self._start(None, out)
             step = self._steps[index] = _Step("model_output", "output")
-            out.append(MessageStart(message=index, type="model_output"))
-        dtype = delta.type
-        if dtype == "text":
-            if step.last != "text" or step.pos < 0:
-                step.pos += 1
-                step.last = "text"
-                out.append(PartStart(message=index, part=step.pos, value=TextPart(text="")))
+            out.append(ev.MessageStart(message=index, type="model_output"))
+        if delta.type == "text":
+            if step.last != "text":
+                self._text_part(index, step, out)
             if delta.text:
-                out.append(TextDelta(message=index, part=step.pos, text=delta.text))
+                out.append(ev.TextDelta(message=index, part=step.pos, text=delta.text))
             return
         if step.buffer is not None:
-            raw = msgspec.json.decode(data).get("delta") or {}
-            for key, value in raw.items():
+            for key, value in decode_raw(data)["delta"].items():
                 if key != "type" or value != step.type:
                     step.buffer[key] = value
             return
         self._other_delta(index, step, delta, data, out)
 
+    def _text_part(self, index: int, step: _Step, out: list[ev.Event]) -> None:
+        if step.last != "text":
+            step.pos += 1
+            step.last = "text"
+            out.append(ev.PartStart(message=index, part=step.pos, value=TextPart(text="")))
+
     def _other_delta(
-        self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[Event]
+        self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[ev.Event]
     ) -> None:
         dtype = delta.type
         main: int | str = "call" if step.kind in ("call", "mcp_call") else 0
         if dtype == "thought_signature":
             if delta.signature is not None:
-                out.append(SignatureDelta(message=index, part=main, signature=delta.signature))
+                out.append(ev.SignatureDelta(message=index, part=main, signature=delta.signature))
         elif dtype == "thought_summary":
             content = delta.content
             if (
@@ -314,44 +286,66 @@ class StreamDecoder(SSEStreamDecoder):
                 and content.get("type") == "text"
                 and isinstance(content.get("text"), str)
             ):
-                out.append(SummaryDelta(message=index, part=main, index=0, text=content["text"]))
+                out.append(ev.SummaryDelta(message=index, part=main, index=0, text=content["text"]))
             else:
-                out.append(UnknownEvent(provider_type="thought_summary", raw=content, message=index))
+                check_depth(content)
+                out.append(ev.UnknownEvent(provider_type="thought_summary", raw=content, message=index))
         elif dtype == "arguments_delta":
             if isinstance(delta.arguments, str):
-                out.append(ArgumentsDelta(message=index, part="call", delta=delta.arguments))
+                out.append(ev.ArgumentsDelta(message=index, part="call", delta=delta.arguments))
         elif dtype in ("text_annotation_delta", "text_annotation"):
             if isinstance(delta.annotations, list):
-                if step.last != "text":
-                    step.pos += 1
-                    step.last = "text"
-                    out.append(PartStart(message=index, part=step.pos, value=TextPart(text="")))
+                check_depth(delta.annotations)
+                self._text_part(index, step, out)
                 out.extend(
-                    AnnotationAdded(message=index, part=step.pos, citation=citation_from(a))
+                    ev.AnnotationAdded(message=index, part=step.pos, citation=citation_from(a))
                     for a in delta.annotations
                 )
         elif dtype in ("function_call", "mcp_server_tool_call") and step.kind in ("call", "mcp_call"):
-            # Legacy: the whole call in one delta.
-            if delta.id or delta.name:
-                value = ToolCallPart(id=delta.id or "", name=delta.name or "", arguments="")
-                out.append(PartStart(message=index, part="call", value=value))
-            text = arguments_text(delta.arguments)
-            if text:
-                out.append(ArgumentsDelta(message=index, part="call", delta=text))
-            if delta.signature is not None:
-                out.append(SignatureDelta(message=index, part="call", signature=delta.signature))
+            self._legacy_call(index, step, decode_raw(data)["delta"], out)
         elif dtype in _MEDIA_DELTAS:
-            raw = msgspec.json.decode(data).get("delta")
             step.pos += 1
-            step.last = dtype
-            out.append(PartStart(message=index, part=step.pos, value=part_from_content(raw)))
-            out.append(PartDone(message=index, part=step.pos))
+            step.last = "content"
+            out.append(
+                ev.PartStart(message=index, part=step.pos, value=part_from_content(decode_raw(data)["delta"]))
+            )
+            out.append(ev.PartDone(message=index, part=step.pos))
         else:
-            raw = msgspec.json.decode(data).get("delta")
-            out.append(UnknownEvent(provider_type=f"delta.{dtype}", raw=raw, message=index))
+            out.append(
+                ev.UnknownEvent(provider_type=f"delta.{dtype}", raw=decode_raw(data)["delta"], message=index)
+            )
+
+    def _legacy_call(self, index: int, step: _Step, raw: dict[str, Any], out: list[ev.Event]) -> None:
+        """Legacy: the whole call in one delta (its arguments and signature as deltas)."""
+        call = call_from_step({**raw, "type": step.type, "arguments": None, "signature": None})
+        if call.id or call.name:
+            out.append(ev.PartStart(message=index, part="call", value=call))
+        text = arguments_text(raw.get("arguments"))
+        if text:
+            out.append(ev.ArgumentsDelta(message=index, part="call", delta=text))
+        signature = raw.get("signature")
+        if isinstance(signature, str):
+            out.append(ev.SignatureDelta(message=index, part="call", signature=signature))
 
 
 def _index(env: Envelope) -> int:
     if env.index is None:
         raise RemoteProtocolError(f"{env.event_type} without an index", event_type=env.event_type)
     return env.index
+
+
+def _envelope(data: bytes | str) -> Envelope | None:
+    """The typed envelope of a frame; ``None`` for one that carries nothing.
+
+    The raw-bytes fast path: the typed decode reads the payload as it came; a frame that is not
+    JSON (``[DONE]``, a blank keep-alive, bad bytes) is told apart only when it fails.
+    """
+    try:
+        return envelope_decoder.decode(data)
+    except RecursionError as exc:
+        raise RemoteProtocolError("the frame is nested too deeply") from exc
+    except msgspec.DecodeError:
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        if text.startswith("[DONE]") or text.isspace() or not text:
+            return None
+        raise

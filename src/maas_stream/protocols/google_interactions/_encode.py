@@ -1,86 +1,64 @@
 """Google Interactions stream encoder: canonical events → current-schema SSE.
 
-Each canonical part becomes a step: reasoning → ``thought``; a run of text / image / audio / file
-parts of one message → one ``model_output`` step; a function call → ``function_call`` (its
-argument deltas as ``arguments_delta``); a built-in server call → its ``<tool>_call`` step; a tool
-result → ``function_result``; an unknown part holding an Interactions step → that step, verbatim.
-Text and argument deltas go out at once; built-in steps, results and media go out whole when
-their part ends (Interactions sends them in one delta anyway).
+Each canonical part becomes a step through the package's one mapping (``_steps``): reasoning →
+``thought``; a run of text / image / audio / file parts of one message → one ``model_output``
+step; a function, custom or MCP call → its call step (argument deltas as ``arguments_delta``);
+built-in server calls, tool results and kept Interactions steps → their steps, whole, when the
+part ends (Interactions sends them in one delta anyway). Content travels only as the deltas the
+aggregator emits (a start carries none); ``PartDone.value`` is read for whole steps and media.
 
-Dropped (and listed in :attr:`StreamEncoder.lossy`), never turned into text: signatures from
-non-Google sources, encrypted or redacted reasoning, refusals, code parts, audio transcripts,
-server tool calls of tools Interactions does not have, input (user) messages and unknown
-frames of other protocols.
+What Interactions cannot carry is reported in :attr:`StreamEncoder.drops` (records, kinds as in
+``_steps``), never turned into text: foreign signatures (:func:`~._replay.replayable`),
+encrypted or redacted reasoning, refusals, code parts, transcripts, log-probabilities, server
+calls of tools Interactions does not have, input (user) messages and unknown frames of other
+protocols. It keeps only framing state: which output step each open part writes to.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from ..._model import (
-    AudioPart,
-    FilePart,
-    ImagePart,
-    Part,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-    Usage,
-)
+from ..._drops import DropLog
+from ..._model import ReasoningPart, TextPart, ToolCallPart
 from .._base import EventEncoder
-from ._steps import annotation_from, content_from_part, is_step, result_wire, step_from_call
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+from ._content import LOGPROBS, annotation_from, content_from_part, is_content, report
+from ._steps import (
+    CHOICE_DROP,
+    INPUT_DROP,
+    INPUT_ROLES,
+    error_wire,
+    keep_signature,
+    reasoning_drops,
+    status_wire,
+    step_from_call,
+    step_of_part,
+    thought_step,
+    unknown_what,
+    usage_wire,
+)
 
 if TYPE_CHECKING:
-    from ...events import (
-        AnnotationAdded,
-        ArgumentsDelta,
-        AudioDelta,
-        Event,
-        LogprobsDelta,
-        MessageDone,
-        MessageStart,
-        PartDone,
-        PartStart,
-        ReasoningDelta,
-        RefusalDelta,
-        ResponseDone,
-        ResponseStart,
-        SignatureDelta,
-        StreamErrorEvent,
-        SummaryDelta,
-        TextDelta,
-        UnknownEvent,
-        UsageUpdate,
-    )
+    from ... import events
+    from ..._drops import Dropped
+    from ..._model import FinishReason, Usage
 
 __all__ = ["StreamEncoder"]
 
-from .._names import GOOGLE_INTERACTIONS as PROTOCOL
-
-SIGNATURE_SOURCES: Final = frozenset({"google-interactions", "gemini", "google-live"})
-
 _json = msgspec.json.Encoder()
-
-_STATUS: Final[dict[str | None, str]] = {
-    "tool_calls": "requires_action",
-    "length": "incomplete",
-    "content_filter": "incomplete",
-    "error": "failed",
-}
 
 
 class _Out:
-    __slots__ = ("args", "audio", "kind", "step")
+    """Where one open canonical part is written: its kind, its output step, whether text went."""
+
+    __slots__ = ("kind", "step", "wrote")
 
     def __init__(self, kind: str, step: int) -> None:
         self.kind = kind
         self.step = step
-        self.args = False
-        self.audio: list[str] = []
+        self.wrote = False
 
 
 class StreamEncoder(EventEncoder):
@@ -94,28 +72,33 @@ class StreamEncoder(EventEncoder):
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, interaction_id: str | None = None, model: str | None = None) -> None:
-        self.lossy: list[str] = []
-        """What the target protocol could not carry and was dropped, one line each."""
+        self.drops = DropLog(PROTOCOL)
+        """What the target protocol could not carry and was dropped, one record per kind+what."""
         self._id = interaction_id
         self._model = model
-        self._source = ""
+        self._source: str | None = None
         self._started = False
         self._ended = False
         self._next = 0
         self._skip: set[Any] = set()
         self._output: tuple[Any, int] | None = None
         self._parts: dict[tuple[Any, Any], _Out] = {}
-        self._open: dict[int, bool] = {}
+        self._open: set[int] = set()
         self._usage: Usage | None = None
+        self._finish: tuple[Any, FinishReason, str | None] | None = None
+        """The first output message's key and finish (per-choice sources give it there only)."""
+        self._failed = False
+
+    @property
+    def lossy(self) -> list[Dropped]:
+        """The drops so far, as records."""
+        return self.drops.records
 
     # ------------------------------------------------------------------ API
 
-    def encode(self, event: Event) -> bytes:
+    def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the SSE frames it completes (maybe ``b""``)."""
-        if self._ended:
-            return b""
-        result: bytes = self._route(event)
-        return result
+        return b"" if self._ended else self._route(event)
 
     def finish(self) -> bytes:
         """End the output. A cut source stays cut: no ``interaction.completed`` is invented."""
@@ -124,38 +107,42 @@ class StreamEncoder(EventEncoder):
 
     # ------------------------------------------------------------------ framing
 
+    @property
+    def _same(self) -> bool:
+        return self._source == PROTOCOL
+
     @staticmethod
     def _frame(event_type: str, body: dict[str, Any]) -> bytes:
         body["event_type"] = event_type
         return b"event: " + event_type.encode() + b"\ndata: " + _json.encode(body) + b"\n\n"
 
-    def _lose(self, what: str) -> None:
-        if what not in self.lossy:
-            self.lossy.append(what)
+    def _interaction(self, status: str) -> dict[str, Any]:
+        inter: dict[str, Any] = {"status": status, "object": "interaction"}
+        if self._id:
+            inter["id"] = self._id
+        if self._model:
+            inter["model"] = self._model
+        return inter
 
     def _start(self) -> bytes:
         if self._started:
             return b""
         self._started = True
-        inter: dict[str, Any] = {"status": "in_progress", "object": "interaction"}
-        if self._id:
-            inter["id"] = self._id
-        if self._model:
-            inter["model"] = self._model
-        return self._frame("interaction.created", {"interaction": inter})
+        return self._frame("interaction.created", {"interaction": self._interaction("in_progress")})
 
     def _step_start(self, step: dict[str, Any]) -> tuple[int, bytes]:
         index = self._next
         self._next += 1
-        self._open[index] = True
+        self._open.add(index)
         return index, self._start() + self._frame("step.start", {"index": index, "step": step})
 
     def _delta(self, index: int, delta: dict[str, Any]) -> bytes:
         return self._frame("step.delta", {"index": index, "delta": delta})
 
     def _stop(self, index: int) -> bytes:
-        if self._open.pop(index, None) is None:
+        if index not in self._open:
             return b""
+        self._open.discard(index)
         return self._frame("step.stop", {"index": index})
 
     def _close_output(self) -> bytes:
@@ -165,253 +152,204 @@ class StreamEncoder(EventEncoder):
         self._output = None
         return self._stop(index)
 
-    def _signatures_ok(self) -> bool:
-        if self._source in SIGNATURE_SOURCES:
-            return True
-        self._lose(f"signatures from {self._source or 'another protocol'} dropped (not valid for Gemini)")
-        return False
+    def _summary(self, index: int, text: str) -> bytes:
+        return self._delta(index, {"type": "thought_summary", "content": {"type": "text", "text": text}})
+
+    def _part(self, message: Any, part: Any, *kinds: str) -> _Out | None:
+        out = self._parts.get((message, part))
+        return out if out is not None and out.kind in kinds else None
 
     # ------------------------------------------------------------------ handlers
 
-    def _on_response_start(self, ev: ResponseStart) -> bytes:
+    def _on_response_start(self, ev: events.ResponseStart) -> bytes:
         self._source = ev.protocol
+        self.drops.source = ev.protocol
         self._id = ev.id or self._id
         self._model = ev.model or self._model
         return b""
 
-    def _on_message_start(self, ev: MessageStart) -> bytes:
-        if ev.role in ("user", "system", "developer"):
+    def _on_message_start(self, ev: events.MessageStart) -> bytes:
+        if ev.role in INPUT_ROLES:
             self._skip.add(ev.message)
-            self._lose("input (user) messages are not part of an Interactions output stream; dropped")
+            report(self.drops, "message", INPUT_DROP)
+        elif ev.choice_index not in (None, 0):
+            self._skip.add(ev.message)
+            report(self.drops, "message", CHOICE_DROP, f"choice {ev.choice_index}")
         return b""
 
-    def _on_part_start(self, ev: PartStart) -> bytes:
+    def _on_part_start(self, ev: events.PartStart) -> bytes:
         if ev.message in self._skip:
             return b""
         value = ev.value
         key = (ev.message, ev.part)
-        if isinstance(value, TextPart | ImagePart | AudioPart | FilePart):
+        if is_content(value, same=self._same):
+            # Text follows as deltas; media goes out whole at its PartDone.
             out = b""
             if self._output is None or self._output[0] != ev.message:
                 out = self._close_output()
-                index, frame = self._step_start({"type": "model_output"})
-                out += frame
+                index, out_frame = self._step_start({"type": "model_output"})
+                out += out_frame
                 self._output = (ev.message, index)
             self._parts[key] = _Out("content", self._output[1])
-            if isinstance(value, TextPart) and value.text:
-                out += self._delta(self._output[1], {"type": "text", "text": value.text})
             return out
         out = self._close_output()
         if isinstance(value, ReasoningPart):
-            step: dict[str, Any] = {"type": "thought"}
-            if value.signature is not None and self._signatures_ok():
-                step["signature"] = value.signature
-            if value.encrypted_content or value.data:
-                self._lose("encrypted or redacted reasoning has no Interactions form; dropped")
-            index, frame = self._step_start(step)
+            index, frame = self._step_start(thought_step(value, origin=self._source, drops=self.drops))
             self._parts[key] = _Out("thought", index)
-            out += frame
-            for text in value.summary or ([value.text] if value.text else []):
-                out += self._summary(index, text)
-            return out
-        if isinstance(value, ToolCallPart) and value.kind in ("function", "custom", "mcp"):
-            call = ToolCallPart(
-                id=value.id,
-                name=value.name,
-                arguments="",
-                kind="mcp" if value.kind == "mcp" else "function",
-                server_name=value.server_name,
-                signature=value.signature if value.signature is None or self._signatures_ok() else None,
-            )
-            found = step_from_call(call)
-            assert found is not None
-            index, frame = self._step_start(found)
+            # Summary items are no streamed content: the start holds them (its text is a delta).
+            return out + frame + b"".join(self._summary(index, t) for t in value.summary or ())
+        if isinstance(value, ToolCallPart) and value.kind != "server":
+            step = step_from_call(value)  # (its arguments, {} so far, follow as deltas)
+            assert step is not None
+            if value.signature is not None and keep_signature(self._source, self.drops):
+                step["signature"] = value.signature
+            index, frame = self._step_start(step)
             self._parts[key] = _Out("call", index)
             return out + frame
-        # Built-in calls, results and unknown parts go out whole at PartDone.
+        # Built-in calls, results and other parts go out whole at PartDone.
         self._parts[key] = _Out("whole", -1)
         return out
 
-    def _summary(self, index: int, text: str) -> bytes:
-        return self._delta(index, {"type": "thought_summary", "content": {"type": "text", "text": text}})
-
-    def _on_text(self, ev: TextDelta) -> bytes:
-        part = self._parts.get((ev.message, ev.part))
-        if part is None or part.kind != "content":
+    def _on_text(self, ev: events.TextDelta) -> bytes:
+        part = self._part(ev.message, ev.part, "content")
+        if part is None:
             return b""
+        part.wrote = True
         return self._delta(part.step, {"type": "text", "text": ev.text})
 
-    def _on_refusal(self, ev: RefusalDelta) -> bytes:
-        self._lose("refusal text has no Interactions form; dropped")
-        return b""
+    def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
+        return b""  # reported once, at its PartDone (Interactions has no refusal)
 
-    def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
-        part = self._parts.get((ev.message, ev.part))
-        if part is None or part.kind != "thought":
-            return b""
-        return self._summary(part.step, ev.text)
+    def _on_audio(self, ev: events.AudioDelta) -> bytes:
+        return b""  # the audio goes out whole at its PartDone (a transcript is reported there)
 
-    def _on_summary(self, ev: SummaryDelta) -> bytes:
-        part = self._parts.get((ev.message, ev.part))
-        if part is None or part.kind != "thought" or not ev.text:
-            return b""
-        return self._summary(part.step, ev.text)
+    def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
+        part = self._part(ev.message, ev.part, "thought")
+        return b"" if part is None else self._summary(part.step, ev.text)
 
-    def _on_signature(self, ev: SignatureDelta) -> bytes:
-        part = self._parts.get((ev.message, ev.part))
-        if part is None or part.kind not in ("thought", "call"):
-            if part is not None:
-                self._lose("signatures on text or media parts have no Interactions form; dropped")
-            return b""
-        if not self._signatures_ok():
+    def _on_summary(self, ev: events.SummaryDelta) -> bytes:
+        part = self._part(ev.message, ev.part, "thought")
+        return b"" if part is None or not ev.text else self._summary(part.step, ev.text)
+
+    def _on_signature(self, ev: events.SignatureDelta) -> bytes:
+        # A signature on content is reported at its PartDone (the value holds it).
+        part = self._part(ev.message, ev.part, "thought", "call")
+        if part is None or not keep_signature(self._source, self.drops):
             return b""
         return self._delta(part.step, {"type": "thought_signature", "signature": ev.signature})
 
-    def _on_arguments(self, ev: ArgumentsDelta) -> bytes:
-        part = self._parts.get((ev.message, ev.part))
-        if part is None or part.kind != "call":
-            return b""
-        part.args = True
-        return self._delta(part.step, {"type": "arguments_delta", "arguments": ev.delta})
+    def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
+        part = self._part(ev.message, ev.part, "call")
+        return (
+            b""
+            if part is None
+            else self._delta(part.step, {"type": "arguments_delta", "arguments": ev.delta})
+        )
 
-    def _on_audio(self, ev: AudioDelta) -> bytes:
-        if ev.transcript:
-            self._lose("audio transcripts have no Interactions form; dropped")
-        return b""
-
-    def _on_annotation(self, ev: AnnotationAdded) -> bytes:
-        part = self._parts.get((ev.message, ev.part))
-        if part is None or part.kind != "content":
+    def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
+        part = self._part(ev.message, ev.part, "content")
+        if part is None:
             return b""
         return self._delta(
             part.step, {"type": "text_annotation_delta", "annotations": [annotation_from(ev.citation)]}
         )
 
-    def _on_logprobs(self, ev: LogprobsDelta) -> bytes:
-        self._lose("log-probabilities have no Interactions form; dropped")
+    def _on_logprobs(self, ev: events.LogprobsDelta) -> bytes:
+        report(self.drops, "logprobs", LOGPROBS)
         return b""
 
-    def _on_part_done(self, ev: PartDone) -> bytes:
+    def _on_part_done(self, ev: events.PartDone) -> bytes:
         part = self._parts.pop((ev.message, ev.part), None)
         value = ev.value
         if part is None or value is None:
             return b""
         if part.kind == "content":
-            if isinstance(value, ImagePart | AudioPart | FilePart):
-                item = content_from_part(value)
-                if item is not None and (item.get("data") or item.get("uri")):
-                    return self._delta(part.step, item)
-            return b""
-        if part.kind == "thought":
-            return self._stop(part.step)
-        if part.kind == "call":
-            out = b""
-            if isinstance(value, ToolCallPart):
-                if not part.args and value.arguments and value.arguments != "{}":
-                    out += self._delta(part.step, {"type": "arguments_delta", "arguments": value.arguments})
-                if value.status == "incomplete":
-                    self._open.pop(part.step, None)
-                    return out
-            return out + self._stop(part.step)
-        return self._whole(value)
-
-    def _whole(self, value: Part) -> bytes:
-        step: dict[str, Any] | None = None
-        if isinstance(value, ToolCallPart):
-            found = step_from_call(value)
-            if found is None:
-                self._lose(f"server tool call {value.name!r} has no Interactions step; dropped")
+            # Reports what the item cannot carry; only media go out here (text went as deltas).
+            item = content_from_part(value, drops=self.drops)
+            if item is None or (isinstance(value, TextPart) and part.wrote):
                 return b""
-            if "signature" in found and not self._signatures_ok():
-                del found["signature"]
-            arguments = found.pop("arguments", None)
-            index, out = self._step_start(found)
-            if arguments is not None:
-                out += self._delta(index, {"type": found["type"], "arguments": arguments})
-            return out + self._stop(index)
-        if isinstance(value, ToolResultPart):
-            step = {"type": "function_result", "call_id": value.tool_call_id}
-            if value.name is not None:
-                step["name"] = value.name
-            step["result"] = result_wire(value.content)
-            if value.is_error is not None:
-                step["is_error"] = value.is_error
-        elif isinstance(value, UnknownPart) and self._source == PROTOCOL and _kept_step(value):
-            step = dict(value.raw)
-        if step is None:
-            self._lose(f"a {value.__struct_config__.tag} part has no Interactions step; dropped")
+            if isinstance(value, TextPart):
+                # A text part with no text still is one (as in a body); its text went as deltas.
+                return self._delta(part.step, {"type": "text", "text": ""})
+            return self._delta(part.step, item)
+        if part.kind == "call" and isinstance(value, ToolCallPart) and value.status == "incomplete":
+            self._open.discard(part.step)  # a cut call stays cut: no step.stop
             return b""
+        if part.kind == "thought" and isinstance(value, ReasoningPart):
+            reasoning_drops(value, self.drops)
+        if part.kind in ("thought", "call"):
+            return self._stop(part.step)
+        out = b""
+        for step in step_of_part(value, origin=self._source, drops=self.drops):
+            out += self._whole(step)
+        return out
+
+    def _whole(self, step: dict[str, Any]) -> bytes:
+        """A whole step: a call's arguments in a delta of its own type, anything else at once."""
+        arguments = step.pop("arguments", None) if step["type"].endswith("_call") else None
         index, out = self._step_start(step)
+        if arguments is not None:
+            out += self._delta(index, {"type": step["type"], "arguments": arguments})
         return out + self._stop(index)
 
-    def _on_message_done(self, ev: MessageDone) -> bytes:
-        if self._output is not None and self._output[0] == ev.message:
-            if ev.status == "incomplete":
-                # A cut source stays cut: the step is left without its step.stop.
-                self._open.pop(self._output[1], None)
-                self._output = None
-                return b""
-            return self._close_output()
-        return b""
+    def _on_message_done(self, ev: events.MessageDone) -> bytes:
+        if (
+            ev.finish_reason is not None
+            and ev.message not in self._skip
+            and _earlier(ev.message, self._finish)
+        ):
+            self._finish = (ev.message, ev.finish_reason, ev.provider_finish_reason)
+        if self._output is None or self._output[0] != ev.message:
+            return b""
+        if ev.status == "incomplete":
+            # A cut source stays cut: the step is left without its step.stop.
+            self._open.discard(self._output[1])
+            self._output = None
+            return b""
+        return self._close_output()
 
-    def _on_usage(self, ev: UsageUpdate) -> bytes:
+    def _on_usage(self, ev: events.UsageUpdate) -> bytes:
         self._usage = ev.usage
         return b""
 
-    def _on_response_done(self, ev: ResponseDone) -> bytes:
+    def _on_response_done(self, ev: events.ResponseDone) -> bytes:
         out = self._start() + self._close_output()
-        for index in list(self._open):
+        for index in sorted(self._open):
             out += self._stop(index)
-        if self._source == PROTOCOL and ev.provider_finish_reason:
-            status = ev.provider_finish_reason
-        elif ev.status == "incomplete":
-            status = "incomplete"
-        else:
-            status = _STATUS.get(ev.finish_reason, "completed")
-        inter: dict[str, Any] = {"status": status, "object": "interaction"}
-        if self._id:
-            inter["id"] = self._id
-        if self._model:
-            inter["model"] = self._model
+        # One status per interaction: the response's finish, else its first message's (the
+        # aggregator already normalized both); after an in-band error the interaction failed.
+        finish, provider = ev.finish_reason, ev.provider_finish_reason
+        if finish is None and self._finish is not None:
+            _, finish, provider = self._finish
+        status = status_wire("failed" if self._failed else ev.status, finish, provider, same=self._same)
+        inter = self._interaction(status)
         if self._usage is not None:
-            inter["usage"] = _usage_wire(self._usage, self._source)
+            inter["usage"] = usage_wire(self._usage, same=self._same)
         # A session source (Live, Realtime) may start another response: a new interaction.
         self._started = False
         self._next = 0
         self._output = None
         self._parts = {}
+        self._skip = set()
+        self._finish = None
+        self._failed = False
         return out + self._frame("interaction.completed", {"interaction": inter})
 
-    def _on_error(self, ev: StreamErrorEvent) -> bytes:
-        err = ev.error
-        raw = err.raw if self._source == PROTOCOL and isinstance(err.raw, dict) else None
-        body = raw or {k: v for k, v in (("code", err.code or err.type), ("message", err.message)) if v}
-        return self._start() + self._frame("error", {"error": body})
+    def _on_error(self, ev: events.StreamErrorEvent) -> bytes:
+        self._failed = True
+        return self._start() + self._frame("error", {"error": error_wire(ev.error, same=self._same)})
 
-    def _on_unknown(self, ev: UnknownEvent) -> bytes:
+    def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
         raw = ev.raw
-        if self._source == PROTOCOL and isinstance(raw, dict) and isinstance(raw.get("event_type"), str):
+        if self._same and isinstance(raw, dict) and isinstance(raw.get("event_type"), str):
             body = dict(raw)
             return self._frame(str(body.pop("event_type")), body)
-        self._lose(f"unknown {ev.provider_type!r} frames of another protocol dropped")
+        report(self.drops, "unknown", unknown_what(ev.provider_type, "frames", same=self._same))
         return b""
 
 
-def _usage_wire(usage: Usage, source: str) -> dict[str, Any]:
-    if source == PROTOCOL and isinstance(usage.raw, dict):
-        return usage.raw
-    pairs = (
-        ("total_input_tokens", usage.input_tokens),
-        ("total_output_tokens", usage.output_tokens),
-        ("total_thought_tokens", usage.reasoning_tokens),
-        ("total_cached_tokens", usage.cache_read_tokens),
-        ("total_tokens", usage.total_tokens),
-    )
-    out: dict[str, Any] = {name: value for name, value in pairs if value is not None}
-    return out
-
-
-def _kept_step(part: UnknownPart) -> bool:
-    """An unknown part our decoder made from a whole step (of any type, known or not)."""
-    raw = part.raw
-    return is_step(raw) or (isinstance(raw, dict) and raw.get("type") == part.provider_type)
+def _earlier(message: Any, than: tuple[Any, Any, Any] | None) -> bool:
+    """Whether ``message`` comes before the message ``than`` holds (canonical keys count up)."""
+    if than is None:
+        return True
+    return isinstance(message, int) and isinstance(than[0], int) and message < than[0]

@@ -7,23 +7,29 @@ message. Going back, every model-generated step is rebuilt exactly: thought step
 ``signature`` and ``summary`` byte for byte, function calls their id, name, arguments and any
 signature they carried (spec: "never drop thought or signature fields").
 
-``previous_interaction_id`` (stateful use) rides on the first input message's
-``provider_raw`` and is written back by :func:`from_canonical`.
+Every message it reads has ``provider`` set to this protocol, so its signatures and kept steps
+are replayed (see ``protocols/_replay.py``); a message of another origin loses them, reported in
+the :class:`~maas_stream.DropLog`. ``previous_interaction_id`` (stateful use) rides on the first
+input message's ``provider_raw`` and is written back by :func:`from_canonical`. It must not do IO.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ..._exceptions import ValidationError
 from ..._model import Message, Part, ReasoningPart, Role, TextPart, ToolCallPart, ToolResultPart
-from ._steps import is_step, message_from_step, part_from_content, steps_from_message
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+from ._content import CONTENT_TYPES, part_from_content
+from ._steps import PREVIOUS_INTERACTION as _PREV
+from ._steps import is_step, message_from_step, steps_from_message
+
+if TYPE_CHECKING:
+    from ..._drops import DropLog
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
-
-from .._names import GOOGLE_INTERACTIONS as PROTOCOL
-
-_PREV: Final = "previous_interaction_id"
 
 
 def _input_of(body: Any) -> tuple[Any, dict[str, Any]]:
@@ -40,26 +46,21 @@ def to_canonical(body: Any) -> list[Message]:
     """Convert an Interactions request body (or its ``input``) to canonical messages.
 
     Raises:
-        ValidationError: The body is not an Interactions request shape at all.
+        ValidationError: The body is not an Interactions request shape, or a step field has
+            the wrong JSON type.
     """
     data, envelope = _input_of(body)
     out: list[Message] = []
     system = envelope.get("system_instruction")
     if isinstance(system, str):
-        out.append(Message(role="system", content=[TextPart(text=system)]))
-    messages = _input_messages(data)
+        out.append(Message(role="system", content=[TextPart(text=system)], provider=PROTOCOL))
+    messages = [msgspec.structs.replace(m, provider=PROTOCOL) for m in _input_messages(data)]
     prev = envelope.get(_PREV)
     if isinstance(prev, str) and messages:
         first = messages[0]
         raw = dict(first.provider_raw) if isinstance(first.provider_raw, dict) else {}
         raw[_PREV] = prev
-        messages[0] = Message(
-            role=first.role,
-            content=first.content,
-            type=first.type,
-            tool_call_id=first.tool_call_id,
-            provider_raw=raw,
-        )
+        messages[0] = msgspec.structs.replace(first, provider_raw=raw)
     return out + messages
 
 
@@ -70,19 +71,24 @@ def _input_messages(data: Any) -> list[Message]:
         return [Message(role="user", content=[part_from_content(data)])]
     if not isinstance(data, list):
         raise ValidationError(PROTOCOL, ["'input' must be a string, a Content or a list"])
-    if data and all(
-        isinstance(c, dict) and c.get("type") in ("text", "image", "audio", "document", "video") for c in data
-    ):
+    if data and all(isinstance(c, dict) and _is_content_type(c.get("type")) for c in data):
         return [Message(role="user", content=[part_from_content(c) for c in data])]
     out: list[Message] = []
     for i, item in enumerate(data):
-        if isinstance(item, dict) and "role" in item and "type" not in item:
-            out.append(_turn(item))
-        elif is_step(item):
-            out.append(message_from_step(item))
-        else:
-            raise ValidationError(PROTOCOL, [f"input[{i}]: neither a step nor a turn"])
+        try:
+            if isinstance(item, dict) and "role" in item and "type" not in item:
+                out.append(_turn(item))
+            elif is_step(item):
+                out.append(message_from_step(item))
+            else:
+                raise ValidationError(PROTOCOL, [f"input[{i}]: neither a step nor a turn"])
+        except msgspec.ValidationError as exc:
+            raise ValidationError(PROTOCOL, [f"input[{i}]: {exc}"]) from exc
     return out
+
+
+def _is_content_type(kind: Any) -> bool:
+    return isinstance(kind, str) and kind in CONTENT_TYPES
 
 
 def _turn(item: dict[str, Any]) -> Message:
@@ -101,16 +107,27 @@ def _turn(item: dict[str, Any]) -> Message:
 
 
 def from_canonical(
-    messages: list[Message], *, lossy: list[str] | None = None, previous_interaction_id: str | None = None
+    messages: list[Message],
+    *,
+    drops: DropLog | None = None,
+    source: str | None = None,
+    previous_interaction_id: str | None = None,
 ) -> dict[str, Any]:
     """Convert canonical messages to an Interactions request body (``input`` as steps).
 
+    Signatures and kept steps go back only for messages this protocol made (their
+    ``provider``, else ``source``, else the log's source); others lose them, reported.
+
     Args:
         messages: The conversation.
-        lossy: If given, collects a line for each thing Interactions cannot carry.
+        drops: If given, records everything Interactions cannot carry (dropped).
+        source: The protocol the messages came from, for messages without a ``provider``
+            (defaults to ``drops.source``).
         previous_interaction_id: Continue a stored interaction (stateful use); defaults to the
             one kept from :func:`to_canonical`.
     """
+    if source is None and drops is not None:
+        source = drops.source
     steps: list[dict[str, Any]] = []
     system: list[str] = []
     prev = previous_interaction_id
@@ -127,7 +144,8 @@ def from_canonical(
             )
             system.extend(texts)
             continue
-        steps.extend(steps_from_message(message, lossy, i))
+        origin = message.provider or source
+        steps.extend(steps_from_message(message, origin=origin, drops=drops, where=f"messages[{i}]"))
     body: dict[str, Any] = {}
     if prev is not None:
         body[_PREV] = prev

@@ -1,52 +1,101 @@
-"""Interactions steps and content ↔ canonical parts.
+"""Interactions steps ↔ canonical parts, usage ↔ ``usage``, finish ↔ ``status``: THE mapping.
 
-This is the mapping shared by the decoder, the encoder and the history codec.
+Every rendering of this package goes through here, in both directions: the stream decoder
+(parts it builds), the stream encoder, the response body (``_body``) and the history codec
+(``_history``). So the three encoders cannot disagree on a step, a usage count or a status.
 
-A step becomes one canonical :class:`~maas_stream.Message` whose ``type`` is the step type:
+A step is one canonical :class:`~maas_stream.Message` whose ``type`` is the step type:
 
-* ``thought`` → a reasoning part (``signature`` and ``summary`` byte-exact);
-* ``model_output`` → its content items as text / image / audio / file parts;
-* ``function_call`` → a ``function`` tool call (``arguments`` as JSON text, a ``signature`` kept
-  when the step has one, even an empty one);
-* ``function_result`` → a ``tool`` message with a tool result;
-* built-in tool calls (``google_search_call``, ``code_execution_call``, ...) → a ``server`` tool
-  call named after the tool; ``mcp_server_tool_call`` → an ``mcp`` call;
-* built-in results and any other step type → an ``unknown`` part holding the whole step.
+* ``thought`` ↔ a reasoning part (``signature`` byte-exact; ``summary`` items as the summary);
+* ``model_output`` / ``user_input`` ↔ a run of text / image / audio / file parts (see
+  ``_content``);
+* ``function_call`` ↔ a ``function`` tool call (``arguments`` object ↔ JSON text; a
+  ``signature`` kept when the step has one, even an empty one);
+* ``function_result`` ↔ a ``tool`` message with a tool result;
+* built-in tool calls (``google_search_call``, ...) ↔ a ``server`` call named after the tool;
+  ``mcp_server_tool_call`` ↔ an ``mcp`` call;
+* built-in results and any other step type ↔ an ``unknown`` part holding the whole step.
 
-It must not hold stream state.
+Canonical usage counts ``output_tokens`` with thoughts and ``input_tokens`` with tool-use
+prompt tokens (``total_tokens`` = input + output), so the wire's ``total_output_tokens`` (without
+thoughts) and ``total_input_tokens`` (without tool use) are restated on the way out.
+
+Continuation state (signatures, steps kept whole) goes back only where
+:func:`~maas_stream.protocols._replay.replayable` allows it; what cannot be written is reported
+to a :class:`~maas_stream.DropLog` with a kind that says what it was. It must not hold stream
+state or do IO.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from ..._model import (
-    AudioPart,
     CitationPart,
-    FilePart,
-    ImagePart,
+    CodePart,
+    FinishReason,
     Message,
     Part,
     ReasoningPart,
-    TextPart,
+    RefusalPart,
+    ResponseStatus,
+    Role,
+    StreamError,
     ToolCallPart,
     ToolResultPart,
     UnknownPart,
     Usage,
 )
+from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+from .._replay import replayable
+from ._content import (
+    CONTENT_TYPES,
+    LOGPROBS,
+    content_from_part,
+    is_content,
+    part_from_content,
+    report,
+    result_content,
+    result_wire,
+)
+from ._wire import StepFields, UsageFields
+
+if TYPE_CHECKING:
+    from ..._drops import DropLog
 
 __all__ = [
     "BUILTIN_TOOLS",
-    "citation_from",
+    "CHOICE_DROP",
+    "HISTORY_KEYS",
+    "INPUT_DROP",
+    "INPUT_ROLES",
+    "PREVIOUS_INTERACTION",
+    "arguments_object",
+    "arguments_text",
+    "call_from_step",
+    "error_from",
+    "error_wire",
+    "failure_of",
+    "finish_from_status",
+    "interaction_extra",
+    "reasoning_drops",
     "is_step",
-    "content_from_part",
+    "keep_signature",
+    "legacy_step",
     "message_from_step",
-    "part_from_content",
+    "role_of",
+    "status_wire",
+    "step_from_call",
     "step_kind",
+    "step_of_part",
     "steps_from_message",
+    "summary_texts",
+    "thought_step",
+    "unknown_what",
     "usage_from",
+    "usage_wire",
 ]
 
 BUILTIN_TOOLS: Final = frozenset(
@@ -62,8 +111,16 @@ BUILTIN_TOOLS: Final = frozenset(
 )
 """Server-side tools whose steps are ``<tool>_call`` / ``<tool>_result``."""
 
+INPUT_ROLES: Final = frozenset({"user", "system", "developer"})
+"""Roles whose content is a ``user_input`` step (never part of an interaction's output)."""
+
+INPUT_DROP: Final = "input (user) messages in an interaction's output"
+CHOICE_DROP: Final = "choices after the first (an interaction has one output; choice 0 is kept)"
+
+_STEP_TYPES: Final = frozenset({"user_input", "model_output", "thought", "function_call", "function_result"})
 _json = msgspec.json.Encoder()
-_MEDIA: Final = frozenset({"image", "audio", "document", "video"})
+
+# ---------------------------------------------------------------------------------- step types
 
 
 def is_step(raw: Any) -> bool:
@@ -74,19 +131,19 @@ def is_step(raw: Any) -> bool:
     return isinstance(kind, str) and (kind in _STEP_TYPES or kind.endswith(("_call", "_result")))
 
 
-_STEP_TYPES: Final = frozenset({"user_input", "model_output", "thought", "function_call", "function_result"})
-
-
 def step_kind(step_type: str) -> str:
     """Classify a step type.
 
-    Returns ``thought``, ``output``, ``call``, ``server_call``, ``mcp_call``, ``result``
-    (function result) or ``whole`` (kept as one unknown part).
+    Returns ``thought``, ``output`` (model output), ``input`` (user input), ``call``,
+    ``server_call``, ``mcp_call``, ``result`` (function result) or ``whole`` (kept as one
+    unknown part).
     """
     if step_type == "thought":
         return "thought"
     if step_type == "model_output":
         return "output"
+    if step_type == "user_input":
+        return "input"
     if step_type == "function_call":
         return "call"
     if step_type == "function_result":
@@ -98,120 +155,148 @@ def step_kind(step_type: str) -> str:
     return "whole"
 
 
+def role_of(step_type: str) -> Role:
+    """The canonical role of a step's message."""
+    kind = step_kind(step_type)
+    return "tool" if kind == "result" else "user" if kind == "input" else "assistant"
+
+
+def legacy_step(content: dict[str, Any]) -> dict[str, Any]:
+    """A legacy content block (``outputs[]``, ``content.start``) as the step it became."""
+    kind = content.get("type")
+    if isinstance(kind, str) and kind in CONTENT_TYPES:
+        return {"type": "model_output", "content": [content]}
+    return content
+
+
+# ---------------------------------------------------------------------------------- usage
+
+
 def usage_from(raw: Any) -> Usage | None:
-    """Map an Interactions ``usage`` object to canonical usage."""
+    """Map an Interactions ``usage`` object to canonical usage.
+
+    Raises:
+        msgspec.ValidationError: A count is not an integer.
+    """
     if not isinstance(raw, dict):
         return None
+    f = msgspec.convert(raw, UsageFields)
+    inp, tool = f.total_input_tokens, f.total_tool_use_tokens
+    out, thought = f.total_output_tokens, f.total_thought_tokens
     return Usage(
-        input_tokens=_int(raw.get("total_input_tokens")),
-        output_tokens=_int(raw.get("total_output_tokens")),
-        total_tokens=_int(raw.get("total_tokens")),
-        reasoning_tokens=_int(raw.get("total_thought_tokens")),
-        cache_read_tokens=_int(raw.get("total_cached_tokens")),
+        input_tokens=None if inp is None and tool is None else (inp or 0) + (tool or 0),
+        output_tokens=None if out is None and thought is None else (out or 0) + (thought or 0),
+        total_tokens=f.total_tokens,
+        reasoning_tokens=thought,
+        cache_read_tokens=f.total_cached_tokens,
         raw=raw,
     )
 
 
-def _int(value: Any) -> int | None:
-    return value if type(value) is int else None
+def usage_wire(usage: Usage, *, same: bool) -> dict[str, Any]:
+    """Canonical usage → an Interactions ``usage`` object (the one writer of every encoder).
 
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def citation_from(raw: Any) -> CitationPart:
-    """Map an annotation (``url_citation``, ``file_citation``, ``place_citation``, ...)."""
-    if not isinstance(raw, dict):
-        return CitationPart(kind="unknown", raw=raw)
-    kind = str(raw.get("type") or "unknown")
-    start = raw.get("start_index")
-    end = raw.get("end_index")
-    return CitationPart(
-        kind=kind,
-        url=_str(raw.get("url")) or _str(raw.get("document_uri")),
-        title=_str(raw.get("title")) or _str(raw.get("file_name")) or _str(raw.get("name")),
-        start=start if type(start) is int else None,
-        end=end if type(end) is int else None,
-        raw=raw,
-    )
-
-
-def part_from_content(content: Any) -> Part:
-    """Map one Content item (``text``, ``image``, ``audio``, ``document``, ``video``) to a part."""
-    if not isinstance(content, dict):
-        return UnknownPart(provider_type="content", raw=content)
-    kind = content.get("type")
-    if kind == "text" and isinstance(content.get("text"), str):
-        annotations = content.get("annotations")
-        return TextPart(
-            text=content["text"],
-            annotations=[citation_from(a) for a in annotations] if isinstance(annotations, list) else None,
-        )
-    if kind == "image" and set(content) <= {"type", "data", "uri", "mime_type"}:
-        return ImagePart(
-            data=_str(content.get("data")),
-            url=_str(content.get("uri")),
-            media_type=_str(content.get("mime_type")),
-        )
-    if kind == "audio" and set(content) <= {"type", "data", "mime_type"}:
-        return AudioPart(data=_str(content.get("data")), format=_str(content.get("mime_type")))
-    if kind == "document" and set(content) <= {"type", "data", "uri", "mime_type"}:
-        return FilePart(
-            data=_str(content.get("data")),
-            url=_str(content.get("uri")),
-            media_type=_str(content.get("mime_type")),
-        )
-    return UnknownPart(provider_type=str(kind or "content"), raw=content)
-
-
-def content_from_part(part: Part) -> dict[str, Any] | None:
-    """Map a part back to a Content item; ``None`` when Content cannot carry it."""
-    if isinstance(part, TextPart):
-        out: dict[str, Any] = {"type": "text", "text": part.text}
-        if part.annotations:
-            out["annotations"] = [annotation_from(c) for c in part.annotations]
-        return out
-    if isinstance(part, ImagePart):
-        return _media("image", part.data, part.url, part.media_type)
-    if isinstance(part, AudioPart):
-        return _media("audio", part.data, None, part.format)
-    if isinstance(part, FilePart):
-        return _media("document", part.data, part.url, part.media_type)
-    if (
-        isinstance(part, UnknownPart)
-        and isinstance(part.raw, dict)
-        and part.raw.get("type") in _MEDIA | {"text"}
-    ):
-        return part.raw
-    return None
-
-
-def _media(kind: str, data: str | None, uri: str | None, mime: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": kind}
-    if data is not None:
-        out["data"] = data
-    if uri is not None:
-        out["uri"] = uri
-    if mime is not None:
-        out["mime_type"] = mime
+    From an Interactions source the provider's object is kept (its breakdowns by modality)
+    and its counts restated from the canonical fields, so it reads back the same.
+    """
+    out: dict[str, Any] = dict(usage.raw) if same and isinstance(usage.raw, dict) else {}
+    tool = out.get("total_tool_use_tokens")
+    tool = tool if type(tool) is int else 0
+    if usage.input_tokens is not None:
+        out["total_input_tokens"] = max(usage.input_tokens - tool, 0)
+    if usage.output_tokens is not None:
+        out["total_output_tokens"] = max(usage.output_tokens - (usage.reasoning_tokens or 0), 0)
+    if usage.reasoning_tokens is not None:
+        out["total_thought_tokens"] = usage.reasoning_tokens
+    if usage.cache_read_tokens is not None:
+        out["total_cached_tokens"] = usage.cache_read_tokens
+    if usage.total_tokens is not None:
+        out["total_tokens"] = usage.total_tokens
     return out
 
 
-def annotation_from(citation: CitationPart) -> Any:
-    """The wire annotation of a citation (its raw object when it came from Interactions)."""
-    if isinstance(citation.raw, dict) and citation.raw.get("type") == citation.kind:
-        return citation.raw
-    out: dict[str, Any] = {"type": "url_citation"}
-    if citation.url is not None:
-        out["url"] = citation.url
-    if citation.title is not None:
-        out["title"] = citation.title
-    if citation.start is not None:
-        out["start_index"] = citation.start
-    if citation.end is not None:
-        out["end_index"] = citation.end
-    return out
+# ---------------------------------------------------------------------------------- status
+
+_FROM_STATUS: Final[dict[str, tuple[ResponseStatus, FinishReason | None]]] = {
+    "completed": ("completed", "stop"),
+    "requires_action": ("completed", "tool_calls"),
+    "incomplete": ("incomplete", "length"),
+    "budget_exceeded": ("incomplete", "length"),
+    "cancelled": ("incomplete", "other"),
+    "failed": ("failed", "error"),
+    "in_progress": ("in_progress", None),
+    "queued": ("in_progress", None),
+}
+"""Interaction ``status`` → (canonical status, finish reason). The canonical → wire direction
+is :data:`_TO_STATUS` plus the response status; both live here and nowhere else."""
+
+_TO_STATUS: Final[dict[str, str]] = {
+    "stop": "completed",
+    "tool_calls": "requires_action",
+    "length": "incomplete",
+    "content_filter": "incomplete",
+    "error": "failed",
+}
+
+
+def finish_from_status(status: str) -> tuple[ResponseStatus, FinishReason | None]:
+    """An interaction ``status`` → (canonical response status, finish reason)."""
+    return _FROM_STATUS.get(status, ("completed", "other"))
+
+
+def status_wire(
+    status: ResponseStatus | None, finish: FinishReason | None, provider: str | None, *, same: bool
+) -> str:
+    """Canonical status and finish reason → an interaction ``status``.
+
+    From an Interactions source, the provider's own status (``budget_exceeded``, ...) stands.
+    """
+    if same and provider:
+        return provider
+    if status == "failed" or finish == "error":
+        return "failed"
+    if status in ("incomplete", "in_progress"):
+        return status
+    return _TO_STATUS.get(finish or "stop", "completed")
+
+
+# ---------------------------------------------------------------------------------- errors
+
+
+def error_from(raw: Any) -> StreamError:
+    """Map an Interactions ``error`` object (``{code, message}``) to a StreamError."""
+    if isinstance(raw, dict):
+        code = raw.get("code")
+        message = raw.get("message")
+        return StreamError(
+            type=str(code or "error"),
+            message=message if isinstance(message, str) else None,
+            code=None if code is None else str(code),
+            raw=raw,
+        )
+    return StreamError(type="error", message=None if raw is None else str(raw), raw=raw)
+
+
+def failure_of(errors: list[Any] | None) -> StreamError:
+    """The error of a ``failed`` interaction: its first ``errors[]`` entry, or a generic one."""
+    return error_from(errors[0] if errors else {"message": "interaction failed"})
+
+
+def error_wire(error: StreamError, *, same: bool) -> dict[str, Any]:
+    """A canonical error → an Interactions ``{code, message}`` (the provider's own when same)."""
+    if same and isinstance(error.raw, dict):
+        return error.raw
+    return {k: v for k, v in (("code", error.code or error.type), ("message", error.message)) if v}
+
+
+def interaction_extra(inter: dict[str, Any]) -> dict[str, Any] | None:
+    """An interaction's fields with no canonical home (``object``, ``created``, ``service_tier``...)."""
+    drop = ("id", "model", "status", "steps", "outputs", "usage", "errors")
+    extra = {k: v for k, v in inter.items() if k not in drop}
+    return extra or None
+
+
+# ---------------------------------------------------------------------------------- calls
 
 
 def arguments_text(value: Any) -> str:
@@ -229,101 +314,43 @@ def arguments_object(text: str) -> Any:
         return {}
     try:
         return msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return text
 
 
-def result_content(result: Any) -> list[Part] | str:
-    """A ``function_result.result`` as tool-result content (objects as JSON text)."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, list) and all(
-        isinstance(c, dict) and c.get("type") in _MEDIA | {"text"} for c in result
-    ):
-        return [part_from_content(c) for c in result]
-    return _json.encode(result).decode()
-
-
-def result_wire(content: list[Part] | str) -> Any:
-    """Tool-result content back to a ``result`` value."""
-    if isinstance(content, str):
-        return content
-    out = [content_from_part(p) for p in content]
-    return [c for c in out if c is not None]
-
-
-def message_from_step(step: dict[str, Any]) -> Message:
-    """One whole step → one canonical message (history and non-streamed steps)."""
-    kind = str(step.get("type") or "")
-    sk = step_kind(kind)
-    if sk == "thought":
-        summary = step.get("summary")
-        texts = [c.get("text") for c in summary if isinstance(c, dict)] if isinstance(summary, list) else None
-        return Message(
-            role="assistant",
-            type=kind,
-            content=[
-                ReasoningPart(
-                    signature=_str(step.get("signature")),
-                    summary=[t for t in texts if isinstance(t, str)] if texts is not None else None,
-                )
-            ],
-        )
-    if sk == "output":
-        content = step.get("content")
-        parts = [part_from_content(c) for c in content] if isinstance(content, list) else []
-        return Message(role="assistant", type=kind, content=parts)
-    if sk in ("call", "server_call", "mcp_call"):
-        return Message(role="assistant", type=kind, content=[call_from_step(step)])
-    if sk == "result":
-        call_id = str(step.get("call_id") or "")
-        is_error = step.get("is_error")
-        part = ToolResultPart(
-            tool_call_id=call_id,
-            content=result_content(step.get("result")),
-            name=_str(step.get("name")),
-            is_error=is_error if isinstance(is_error, bool) else None,
-        )
-        return Message(role="tool", type=kind, content=[part], tool_call_id=call_id)
-    if kind == "user_input":
-        content = step.get("content")
-        parts = [part_from_content(c) for c in content] if isinstance(content, list) else []
-        return Message(role="user", type=kind, content=parts)
-    return Message(role="assistant", type=kind, content=[UnknownPart(provider_type=kind, raw=step)])
-
-
 def call_from_step(step: dict[str, Any]) -> ToolCallPart:
-    """A call step (function, built-in or MCP) → a tool-call part."""
-    kind = str(step.get("type") or "")
-    sk = step_kind(kind)
-    signature = _str(step.get("signature"))
-    if sk == "call":
-        return ToolCallPart(
-            id=str(step.get("id") or ""),
-            name=str(step.get("name") or ""),
-            arguments=arguments_text(step.get("arguments")),
-            signature=signature,
-        )
+    """A call step (function, built-in or MCP) → a tool-call part.
+
+    Raises:
+        msgspec.ValidationError: A field the mapping reads has the wrong JSON type.
+    """
+    return _call(msgspec.convert(step, StepFields))
+
+
+def _call(f: StepFields) -> ToolCallPart:
+    sk = step_kind(f.type)
+    arguments = arguments_text(f.arguments)
     if sk == "mcp_call":
         return ToolCallPart(
-            id=str(step.get("id") or ""),
-            name=str(step.get("name") or ""),
-            arguments=arguments_text(step.get("arguments")),
+            id=f.id or "",
+            name=f.name or "",
+            arguments=arguments,
             kind="mcp",
-            server_name=_str(step.get("server_name")),
-            signature=signature,
+            server_name=f.server_name,
+            signature=f.signature,
         )
-    return ToolCallPart(
-        id=str(step.get("id") or ""),
-        name=kind[:-5],
-        arguments=arguments_text(step.get("arguments")),
-        kind="server",
-        signature=signature,
-    )
+    if sk == "server_call":
+        return ToolCallPart(
+            id=f.id or "", name=f.type[:-5], arguments=arguments, kind="server", signature=f.signature
+        )
+    return ToolCallPart(id=f.id or "", name=f.name or "", arguments=arguments, signature=f.signature)
 
 
-def step_from_call(part: ToolCallPart, extra: Any = None) -> dict[str, Any] | None:
-    """A tool-call part → its step; ``None`` for a server tool Interactions does not have."""
+def step_from_call(part: ToolCallPart) -> dict[str, Any] | None:
+    """A tool-call part → its step; ``None`` for a server tool Interactions does not have.
+
+    The signature is left to the caller (it may not be replayable).
+    """
     step: dict[str, Any]
     if part.kind == "server":
         if part.name not in BUILTIN_TOOLS:
@@ -331,85 +358,219 @@ def step_from_call(part: ToolCallPart, extra: Any = None) -> dict[str, Any] | No
         step = {"type": f"{part.name}_call", "id": part.id}
         if part.arguments:
             step["arguments"] = arguments_object(part.arguments)
-    elif part.kind == "mcp":
+        return step
+    if part.kind == "mcp":
         step = {"type": "mcp_server_tool_call", "id": part.id, "name": part.name}
         if part.server_name is not None:
             step["server_name"] = part.server_name
-        step["arguments"] = arguments_object(part.arguments)
     else:
         step = {"type": "function_call", "id": part.id, "name": part.name}
-        step["arguments"] = arguments_object(part.arguments)
-    if part.signature is not None:
-        step["signature"] = part.signature
-    if isinstance(extra, dict):
-        for key, value in extra.items():
-            step.setdefault(key, value)
+    step["arguments"] = arguments_object(part.arguments)
     return step
 
 
-def steps_from_message(message: Message, lossy: list[str] | None, index: int) -> list[dict[str, Any]]:
-    """One canonical message → the steps that carry it (history direction)."""
+# ---------------------------------------------------------------------------------- thoughts
+
+
+def thought_step(
+    part: ReasoningPart, *, origin: str | None, drops: DropLog | None, where: str | None = None
+) -> dict[str, Any]:
+    """A reasoning part → a ``thought`` step, without its summary (see :func:`summary_texts`).
+
+    Its opaque state is checked by :func:`reasoning_drops` once the part is whole.
+    """
+    step: dict[str, Any] = {"type": "thought"}
+    if part.signature is not None and keep_signature(origin, drops, where):
+        step["signature"] = part.signature
+    return step
+
+
+def reasoning_drops(part: ReasoningPart, drops: DropLog | None, where: str | None = None) -> None:
+    """Report what of a whole reasoning part no ``thought`` step carries."""
+    if part.encrypted_content or part.data:
+        report(
+            drops,
+            "encrypted_reasoning",
+            "encrypted or redacted reasoning (Interactions has no such field)",
+            where,
+        )
+
+
+def summary_texts(part: ReasoningPart) -> list[str]:
+    """A reasoning part's ``thought.summary`` texts: its summary items, then its text."""
+    return [*(part.summary or ()), *([part.text] if part.text else [])]
+
+
+def keep_signature(origin: str | None, drops: DropLog | None, where: str | None = None) -> bool:
+    """Whether a signature from ``origin`` may be written; reports it dropped when not."""
+    if replayable(origin, PROTOCOL):
+        return True
+    report(
+        drops,
+        "signature",
+        "signatures of another or unknown origin (Interactions takes back only its own)",
+        where,
+    )
+    return False
+
+
+# ---------------------------------------------------------------------------------- whole steps
+
+
+_READ: Final[dict[str, frozenset[str]]] = {
+    "thought": frozenset({"type", "signature", "summary"}),
+    "output": frozenset({"type", "content"}),
+    "input": frozenset({"type", "content"}),
+    "call": frozenset({"type", "id", "name", "arguments", "signature"}),
+    "mcp_call": frozenset({"type", "id", "name", "server_name", "arguments", "signature"}),
+    "server_call": frozenset({"type", "id", "arguments", "signature"}),
+    "result": frozenset({"type", "call_id", "name", "result", "is_error"}),
+}
+"""The step fields the canonical parts carry, per step kind; the rest ride on
+``Message.provider_raw`` (a ``search_type``, a ``model_output.error``) for a same-protocol
+replay."""
+
+PREVIOUS_INTERACTION: Final = "previous_interaction_id"
+"""Where the history codec keeps a stateful body's previous interaction (on ``provider_raw``)."""
+
+HISTORY_KEYS: Final = frozenset({PREVIOUS_INTERACTION})
+"""Keys the history codec keeps on ``provider_raw`` too: never step fields."""
+
+
+def message_from_step(step: dict[str, Any]) -> Message:
+    """One whole step → one canonical message (a body's steps, history, non-streamed steps).
+
+    Raises:
+        msgspec.ValidationError: A field the mapping reads has the wrong JSON type.
+    """
+    kind = step.get("type")
+    step_type = kind if isinstance(kind, str) else ""
+    sk = step_kind(step_type)
+    role = role_of(step_type)
+    if sk == "whole":
+        return Message(role=role, type=step_type, content=[UnknownPart(provider_type=step_type, raw=step)])
+    f = msgspec.convert(step, StepFields)
+    extra = {k: v for k, v in step.items() if k not in _READ[sk]} or None
+    parts: list[Part]
+    if sk == "thought":
+        texts = [c.get("text") for c in f.summary if isinstance(c, dict)] if f.summary is not None else None
+        summary = [t for t in texts if isinstance(t, str)] if texts is not None else None
+        parts = [ReasoningPart(signature=f.signature, summary=summary)]
+    elif sk in ("output", "input"):
+        parts = [part_from_content(c) for c in f.content or ()]
+    elif sk == "result":
+        result = ToolResultPart(
+            tool_call_id=f.call_id or "", content=result_content(f.result), name=f.name, is_error=f.is_error
+        )
+        return Message(
+            role=role, type=step_type, content=[result], tool_call_id=f.call_id or "", provider_raw=extra
+        )
+    else:
+        parts = [_call(f)]
+    return Message(role=role, type=step_type, content=parts, provider_raw=extra)
+
+
+def steps_from_message(
+    message: Message, *, origin: str | None, drops: DropLog | None, where: str | None = None
+) -> list[dict[str, Any]]:
+    """One canonical message → the steps that carry it (body and history).
+
+    A run of content parts is one ``user_input`` (input roles) or ``model_output`` step; every
+    other part is a step of its own (:func:`step_of_part`).
+    """
+    run_type = "user_input" if message.role in INPUT_ROLES else "model_output"
     content = message.content
     if isinstance(content, str):
-        kind = "user_input" if message.role in ("user", "system", "developer") else "model_output"
-        return [{"type": kind, "content": [{"type": "text", "text": content}]}]
+        return [{"type": run_type, "content": [{"type": "text", "text": content}]}]
     steps: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-    out_kind = "user_input" if message.role in ("user", "system", "developer") else "model_output"
-
-    def flush() -> None:
-        if pending:
-            steps.append({"type": out_kind, "content": list(pending)})
-            pending.clear()
-
+    run: list[dict[str, Any]] = []
     for part in content:
-        item = content_from_part(part)
-        if item is not None:
-            pending.append(item)
+        if is_content(part, same=origin == PROTOCOL):
+            item = content_from_part(part, drops=drops, where=where)
+            if item is not None:
+                run.append(item)
             continue
-        flush()
-        step = _step_of_part(part, message, lossy, index)
-        if step is not None:
-            steps.append(step)
-    flush()
-    if not steps and message.type == "model_output":
-        steps.append({"type": "model_output", "content": []})
+        if run:
+            steps.append({"type": run_type, "content": run})
+            run = []
+        steps.extend(step_of_part(part, origin=origin, drops=drops, where=where))
+    if run or (not steps and message.type == run_type):
+        steps.append({"type": run_type, "content": run})
+    raw = message.provider_raw
+    if origin == PROTOCOL and len(steps) == 1 and isinstance(raw, dict):
+        # The step's own fields with no canonical home, back where they were.
+        for key, value in raw.items():
+            if key not in HISTORY_KEYS:
+                steps[0].setdefault(key, value)
     return steps
 
 
-def _step_of_part(part: Part, message: Message, lossy: list[str] | None, index: int) -> dict[str, Any] | None:
+def step_of_part(
+    part: Part, *, origin: str | None, drops: DropLog | None, where: str | None = None
+) -> list[dict[str, Any]]:
+    """A part that is not content → its step; none when Interactions cannot carry it (reported)."""
     if isinstance(part, ReasoningPart):
-        step: dict[str, Any] = {"type": "thought"}
-        if part.signature is not None:
-            step["signature"] = part.signature
-        if part.summary is not None:
-            step["summary"] = [{"type": "text", "text": s} for s in part.summary]
-        elif part.text:
-            step["summary"] = [{"type": "text", "text": part.text}]
-        if (part.encrypted_content or part.data) and lossy is not None:
-            lossy.append(
-                f"messages[{index}]: encrypted or redacted reasoning has no Interactions form; dropped"
-            )
-        return step
+        step = thought_step(part, origin=origin, drops=drops, where=where)
+        reasoning_drops(part, drops, where)
+        texts = summary_texts(part)
+        if texts:
+            step["summary"] = [{"type": "text", "text": t} for t in texts]
+        return [step]
     if isinstance(part, ToolCallPart):
         found = step_from_call(part)
-        if found is None and lossy is not None:
-            lossy.append(
-                f"messages[{index}]: server tool call {part.name!r} ({part.id}) has no Interactions form"
+        if found is None:
+            report(
+                drops,
+                "server_call",
+                f"server tool call {part.name!r} (no such Interactions built-in tool)",
+                where,
             )
-        return found
+            return []
+        if part.signature is not None and keep_signature(origin, drops, where):
+            found["signature"] = part.signature
+        return [found]
     if isinstance(part, ToolResultPart):
-        result: dict[str, Any] = {"type": "function_result", "call_id": part.tool_call_id}
-        if part.name is not None:
-            result["name"] = part.name
-        result["result"] = result_wire(part.content)
-        if part.is_error is not None:
-            result["is_error"] = part.is_error
-        return result
-    if isinstance(part, UnknownPart) and is_step(part.raw):
-        return dict(part.raw)
-    if lossy is not None:
-        lossy.append(
-            f"messages[{index}]: a {part.__struct_config__.tag} part has no Interactions step; dropped"
-        )
-    return None
+        return [result_step(part, drops=drops, where=where)]
+    if isinstance(part, UnknownPart) and origin == PROTOCOL and _kept_step(part):
+        return [dict(part.raw)]
+    _drop_part(part, drops, where, same=origin == PROTOCOL)
+    return []
+
+
+def result_step(part: ToolResultPart, *, drops: DropLog | None, where: str | None = None) -> dict[str, Any]:
+    """A tool result → a ``function_result`` step."""
+    step: dict[str, Any] = {"type": "function_result", "call_id": part.tool_call_id}
+    if part.name is not None:
+        step["name"] = part.name
+    step["result"] = result_wire(part.content, drops=drops, where=where)
+    if part.is_error is not None:
+        step["is_error"] = part.is_error
+    return step
+
+
+def _kept_step(part: UnknownPart) -> bool:
+    """An unknown part our decoder made from a whole step (of any type, known or not)."""
+    raw = part.raw
+    return is_step(raw) or (isinstance(raw, dict) and raw.get("type") == part.provider_type)
+
+
+def unknown_what(provider_type: str, things: str, *, same: bool) -> str:
+    """How an unknown part or frame that cannot be written is reported (one wording)."""
+    if same:
+        return f"unknown {provider_type!r} {things} with no Interactions form"
+    return f"unknown {provider_type!r} {things} of another protocol"
+
+
+def _drop_part(part: Part, drops: DropLog | None, where: str | None, *, same: bool) -> None:
+    if isinstance(part, RefusalPart):
+        report(drops, "refusal", "refusal text (Interactions has no refusal)", where)
+        if part.logprobs:
+            report(drops, "logprobs", LOGPROBS, where)
+    elif isinstance(part, CodePart):
+        report(drops, "code", "code parts (no Interactions step outside code execution)", where)
+    elif isinstance(part, CitationPart):
+        report(drops, "citation", "citations outside text (Interactions annotates text only)", where)
+    elif isinstance(part, UnknownPart):
+        report(drops, "unknown", unknown_what(part.provider_type, "parts", same=same), where)
+    else:
+        report(drops, "field", f"{part.__struct_config__.tag} parts (no Interactions step)", where)
