@@ -115,8 +115,6 @@ def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 
 KNOWN_TYPES = {
-    "google-interactions": "google_interactions/_decode.py uses a step/content `type` as a dict key"
-    " without checking it is a string (TypeError: unhashable type)",
     "openai-responses": "openai_responses/_decode.py uses an output item's `type` as a dict key"
     " without checking it is a string (TypeError: unhashable type)",
 }
