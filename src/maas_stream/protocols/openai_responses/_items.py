@@ -1,7 +1,10 @@
-"""OpenAI Responses items ↔ canonical messages and parts (shared by the stream and history codecs).
+"""OpenAI Responses items ↔ canonical messages and parts: the one two-way mapping of the package.
 
-One Responses item is one canonical :class:`~maas_stream.Message` whose ``type`` is the item type
-and whose ``id`` is the item id (PROTOCOLS.md §2.5, DESIGN.md "Canonical model"):
+The stream decoder, :func:`~._body.decode_response` and the history codec read items with it;
+the stream encoder, the body encoder and the history codec write items with it, so the three
+renderings cannot disagree. One Responses item is one canonical :class:`~maas_stream.Message`
+whose ``type`` is the item type, whose ``id`` is the item id and whose ``provider`` is
+``openai-responses`` (PROTOCOLS.md §2.5, DESIGN.md "Canonical model"):
 
 * ``message`` → text / refusal parts (annotations as citations, logprobs kept), ``phase`` kept;
   input messages' ``input_text`` / ``input_image`` / ``input_file`` → text / image / file parts.
@@ -19,18 +22,25 @@ Fields without a canonical home are kept in ``Message.provider_raw``: the extra 
 item types rebuilt from canonical parts, or the whole item for every other type, so a
 same-protocol re-encode is lossless.
 
-It must not know the stream's event grammar.
+Back to the wire: text and refusals are ``message`` content, client calls are their own
+``function_call`` / ``custom_tool_call`` items (:func:`output_route`), reasoning is replayed only
+where :func:`~maas_stream.protocols._replay.replayable` allows it, and everything else is dropped
+and recorded with the kind that fits (:func:`drop_part`). Odd JSON types in an item never raise:
+they map to empty or unknown values (bad framing is the decoders' business).
+
+It must not know the stream's event grammar or the response envelope (``_envelope``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
 from ..._model import (
     AudioPart,
     CitationPart,
+    CodePart,
     FilePart,
     ImagePart,
     Message,
@@ -45,21 +55,31 @@ from ..._model import (
     ToolResultPart,
     UnknownPart,
 )
+from .._names import OPENAI_RESPONSES as PROTOCOL
 from ..openai_chat._decode import citation_from_annotation
 
 if TYPE_CHECKING:
+    from ..._drops import DropKind, DropLog
     from ...events import Key
 
 __all__ = [
     "CALL_TYPES",
+    "OUTPUT_TYPES",
     "REBUILT_TYPES",
     "annotation_from_citation",
     "call_item",
+    "content_json",
     "content_part",
+    "drop_part",
+    "drop_signature",
     "item_message",
     "item_parts",
+    "message_item",
     "message_status",
+    "output_route",
+    "reasoning_drops",
     "reasoning_item",
+    "text_json",
 ]
 
 _json = msgspec.json.Encoder()
@@ -130,10 +150,19 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _type(value: Any) -> str | None:
+    """An item's or part's ``type``, when it is a string (anything else is no type)."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else _json.encode(value).decode()
+
+
+# ---------------------------------------------------------------------- items → canonical
 
 
 def _call_arguments(kind: str, item: dict[str, Any]) -> str:
@@ -178,16 +207,18 @@ def _call_part(kind: str, item: dict[str, Any]) -> ToolCallPart:
 
 def content_part(raw: Any) -> Part:
     """Map one message content part (output or input) to a canonical part."""
+    kind = _type(raw)
     if not isinstance(raw, dict):
         return UnknownPart(provider_type=type(raw).__name__, raw=raw)
-    kind = raw.get("type")
     if kind in ("output_text", "input_text", "text"):
         annotations = raw.get("annotations")
         logprobs = raw.get("logprobs")
         return TextPart(
             text=_text(raw.get("text")),
-            annotations=[citation_from_annotation(a) for a in annotations] if annotations else None,
-            logprobs=logprobs if logprobs else None,
+            annotations=[citation_from_annotation(a) for a in annotations]
+            if isinstance(annotations, list) and annotations
+            else None,
+            logprobs=logprobs if isinstance(logprobs, list) and logprobs else None,
         )
     if kind == "refusal":
         return RefusalPart(text=_text(raw.get("refusal")))
@@ -205,21 +236,21 @@ def content_part(raw: Any) -> Part:
     if kind == "input_audio" and isinstance(raw.get("input_audio"), dict):
         audio = raw["input_audio"]
         return AudioPart(data=_str(audio.get("data")), format=_str(audio.get("format")))
-    return UnknownPart(provider_type=str(kind), raw=raw)
+    return UnknownPart(provider_type=str(raw.get("type")), raw=raw)
 
 
 def _reasoning_part(item: dict[str, Any]) -> ReasoningPart:
     summary = item.get("summary")
     content = item.get("content")
     texts = (
-        [c.get("text") or "" for c in content if isinstance(c, dict)]
+        [_text(c.get("text")) for c in content if isinstance(c, dict)]
         if isinstance(content, list) and content
         else None
     )
     return ReasoningPart(
         id=_str(item.get("id")),
         summary=[_text(s.get("text")) if isinstance(s, dict) else _text(s) for s in summary]
-        if summary
+        if isinstance(summary, list) and summary
         else None,
         text="".join(texts) if texts else None,
         encrypted_content=_str(item.get("encrypted_content")),
@@ -230,13 +261,31 @@ def _result_content(item: dict[str, Any]) -> list[Part] | str:
     output = item.get("output")
     if isinstance(output, str):
         return output
-    if isinstance(output, list) and all(isinstance(o, dict) and "type" in o for o in output) and output:
+    if isinstance(output, list) and output and all(_type(o) is not None for o in output):
         return [content_part(o) for o in output]
     if item.get("type") == "tool_search_output":
         return _text(item.get("tools"))
     if item.get("type") == "mcp_approval_response":
         return _text({"approve": item.get("approve"), "reason": item.get("reason")})
     return _text(output if output is not None else item.get("result"))
+
+
+def _call_parts(kind: str, item: dict[str, Any]) -> list[tuple[Key, Part]]:
+    call = _call_part(kind, item)
+    parts: list[tuple[Key, Part]] = [("call", call)]
+    if kind == "mcp_call" and (item.get("output") is not None or item.get("error") is not None):
+        error = item.get("error")
+        result = ToolResultPart(
+            tool_call_id=call.id,
+            name=call.name,
+            content=_text(item.get("output") if error is None else error),
+            is_error=True if error is not None else None,
+        )
+        parts.append(("result", result))
+    elif kind == "image_generation_call" and isinstance(item.get("result"), str):
+        fmt = _str(item.get("output_format"))
+        parts.append(("image", ImagePart(data=item["result"], media_type=f"image/{fmt}" if fmt else None)))
+    return parts
 
 
 def item_parts(item: Any) -> list[tuple[Key, Part]]:
@@ -247,8 +296,8 @@ def item_parts(item: Any) -> list[tuple[Key, Part]]:
     """
     if not isinstance(item, dict):
         return [("unknown", UnknownPart(provider_type=type(item).__name__, raw=item))]
-    kind = item.get("type")
-    if kind == "message" or (kind is None and "role" in item):
+    kind = _type(item)
+    if kind == "message" or (item.get("type") is None and "role" in item):
         content = item.get("content")
         if isinstance(content, str):
             return [(0, TextPart(text=content))]
@@ -256,58 +305,31 @@ def item_parts(item: Any) -> list[tuple[Key, Part]]:
     if kind == "reasoning":
         return [("reasoning", _reasoning_part(item))]
     if kind == "compaction":
-        return [
-            (
-                "reasoning",
-                ReasoningPart(
-                    id=_str(item.get("id")),
-                    encrypted_content=_str(item.get("encrypted_content")),
-                    format="compaction",
-                ),
-            )
-        ]
-    if isinstance(kind, str) and kind in CALL_TYPES:
-        call = _call_part(kind, item)
-        parts: list[tuple[Key, Part]] = [("call", call)]
-        if kind == "mcp_call" and (item.get("output") is not None or item.get("error") is not None):
-            error = item.get("error")
-            parts.append(
-                (
-                    "result",
-                    ToolResultPart(
-                        tool_call_id=call.id,
-                        name=call.name,
-                        content=_text(item.get("output") if error is None else error),
-                        is_error=True if error is not None else None,
-                    ),
-                )
-            )
-        elif kind == "image_generation_call" and isinstance(item.get("result"), str):
-            fmt = _str(item.get("output_format"))
-            parts.append(
-                ("image", ImagePart(data=item["result"], media_type=f"image/{fmt}" if fmt else None))
-            )
-        return parts
-    if isinstance(kind, str) and kind in OUTPUT_TYPES:
+        compaction = ReasoningPart(
+            id=_str(item.get("id")),
+            encrypted_content=_str(item.get("encrypted_content")),
+            format="compaction",
+        )
+        return [("reasoning", compaction)]
+    if kind in CALL_TYPES:
+        return _call_parts(kind, item)
+    if kind in OUTPUT_TYPES:
         call_id = (
             _str(item.get("call_id")) or _str(item.get("approval_request_id")) or _str(item.get("id")) or ""
         )
         return [("result", ToolResultPart(tool_call_id=call_id, content=_result_content(item)))]
-    return [("unknown", UnknownPart(provider_type=str(kind), raw=item))]
+    return [("unknown", UnknownPart(provider_type=str(item.get("type")), raw=item))]
 
 
 def item_message(item: Any, parts: list[Part] | None = None) -> Message:
     """The canonical message of one item (``parts``, when given, is its content)."""
     if not isinstance(item, dict):
-        return Message(role="assistant", content=parts or [], provider_raw=item)
-    kind_raw = item.get("type") or ("message" if "role" in item else None)
-    kind = kind_raw if isinstance(kind_raw, str) else None
+        return Message(role="assistant", content=parts or [], provider=PROTOCOL, provider_raw=item)
+    kind = _type(item) or ("message" if "role" in item else None)
     known = _KNOWN_KEYS.get(kind) if kind is not None else None
+    raw: Any = item
     if known is not None:
-        extras = {k: v for k, v in item.items() if k not in known}
-        raw: Any = extras or None
-    else:
-        raw = item
+        raw = {k: v for k, v in item.items() if k not in known} or None
     role: Any = "tool" if kind in OUTPUT_TYPES else "assistant"
     if kind == "message":
         item_role = item.get("role")
@@ -321,24 +343,109 @@ def item_message(item: Any, parts: list[Part] | None = None) -> Message:
         status=message_status(item.get("status")),
         phase=phase if phase in ("commentary", "final_answer") else None,
         tool_call_id=_str(item.get("call_id")) if role == "tool" else None,
+        provider=PROTOCOL,
         provider_raw=raw,
     )
 
 
 # ---------------------------------------------------------------------- canonical → items
 
-_ANNOTATION_TYPES: Final = frozenset(
-    {"url_citation", "file_citation", "container_file_citation", "file_path"}
-)
+Route = Literal["text", "refusal", "call", "reasoning"]
+
+
+def output_route(part: Part, *, replay: bool) -> Route | None:
+    """Where a part of an assistant message goes in a Responses output (``None``: dropped).
+
+    Text and refusals are ``message`` content; function and custom calls are items of their own;
+    reasoning is a ``reasoning`` item only when ``replay`` (its origin is Responses, see
+    :func:`~maas_stream.protocols._replay.replayable`). Anything else has no output item here
+    and goes to :func:`drop_part`.
+    """
+    if isinstance(part, TextPart):
+        return "text"
+    if isinstance(part, RefusalPart):
+        return "refusal"
+    if isinstance(part, ToolCallPart) and part.kind in ("function", "custom"):
+        return "call"
+    if isinstance(part, ReasoningPart) and replay:
+        return "reasoning"
+    return None
+
+
+def reasoning_drops(part: ReasoningPart) -> list[tuple[DropKind, str]]:
+    """The drops of a reasoning part Responses may not replay (one per kind of content held)."""
+    out: list[tuple[DropKind, str]] = []
+    if part.text or part.summary:
+        out.append(
+            ("reasoning", "reasoning of another protocol (Responses replays only its own reasoning items)")
+        )
+    if part.signature:
+        out.append(("signature", "reasoning signature of another protocol (Responses has no field for it)"))
+    if part.encrypted_content or part.data or part.redacted:
+        out.append(
+            (
+                "encrypted_reasoning",
+                "encrypted or redacted reasoning of another protocol (Responses replays only its own)",
+            )
+        )
+    return out or [
+        ("reasoning", "empty reasoning block of another protocol (Responses replays only its own)")
+    ]
+
+
+_PART_KINDS: Final[dict[type[Any], DropKind]] = {
+    ImagePart: "media",
+    AudioPart: "media",
+    FilePart: "media",
+    CodePart: "code",
+    CitationPart: "citation",
+    ToolResultPart: "tool_result",
+    TextPart: "field",
+    RefusalPart: "refusal",
+}
+
+
+def drop_part(drops: DropLog, part: Part, *, where: str | None = None, place: str = "output") -> None:
+    """Record that ``part`` was dropped, with the kind that fits it.
+
+    Args:
+        drops: The conversion's drop log.
+        part: The part Responses has no place for.
+        where: Its location (``messages[3]``); a call's id is used for a call.
+        place: ``output`` or ``input`` (the wording of the reason).
+    """
+    if isinstance(part, ReasoningPart):
+        for kind, what in reasoning_drops(part):
+            drops.add(kind, what, where=where or part.id)
+        return
+    if isinstance(part, ToolCallPart):
+        what = f"{part.kind} tool call {part.name!r} of another protocol (Responses runs only its own hosted tools)"
+        drops.add("server_call", what, where=part.id or where)
+        return
+    if isinstance(part, UnknownPart):
+        drops.add("unknown", f"unknown {part.provider_type!r} part of another protocol", where=where)
+        return
+    tag = part.__struct_config__.tag
+    drops.add(
+        _PART_KINDS.get(type(part), "field"), f"{tag} part (no Responses {place} item for it)", where=where
+    )
+
+
+def drop_signature(drops: DropLog, part: Part, *, where: str | None = None) -> None:
+    """Record the signature of a text or call part that is kept (Responses has no field for it)."""
+    if isinstance(part, TextPart | ToolCallPart) and part.signature:
+        tag = part.__struct_config__.tag
+        drops.add("signature", f"signature on a {tag} part (Responses has no field for it)", where=where)
 
 
 def annotation_from_citation(citation: CitationPart) -> dict[str, Any] | None:
     """A Responses annotation for a citation, or ``None`` when Responses has no shape for it."""
     raw = citation.raw
-    if isinstance(raw, dict) and raw.get("type") in _ANNOTATION_TYPES:
-        inner = raw.get(raw["type"])
+    kind = _type(raw)
+    if isinstance(raw, dict) and kind in _ANNOTATION_TYPES:
+        inner = raw.get(kind)
         if isinstance(inner, dict):  # Chat's nested url_citation: flatten it
-            return {"type": raw["type"], **inner}
+            return {"type": kind, **inner}
         return raw
     if citation.url is not None:
         return {
@@ -358,19 +465,58 @@ def annotation_from_citation(citation: CitationPart) -> dict[str, Any] | None:
     return None
 
 
-def text_json(part: TextPart, lossy: list[str] | None = None) -> dict[str, Any]:
-    """An ``output_text`` content part."""
+_ANNOTATION_TYPES: Final = frozenset(
+    {"url_citation", "file_citation", "container_file_citation", "file_path"}
+)
+
+
+def drop_citation(drops: DropLog | None, citation: CitationPart) -> None:
+    """Record a citation Responses has no annotation shape for."""
+    if drops is not None:
+        drops.add("citation", f"citation of kind {citation.kind!r} (no Responses annotation for it)")
+
+
+def text_json(part: TextPart, drops: DropLog | None = None) -> dict[str, Any]:
+    """An ``output_text`` content part (citations without a Responses shape are dropped)."""
     annotations: list[dict[str, Any]] = []
     for citation in part.annotations or ():
         annotation = annotation_from_citation(citation)
         if annotation is not None:
             annotations.append(annotation)
-        elif lossy is not None:
-            lossy.append(f"citation of kind {citation.kind!r} (no Responses annotation for it)")
+        else:
+            drop_citation(drops, citation)
     body: dict[str, Any] = {"type": "output_text", "text": part.text, "annotations": annotations}
     if part.logprobs:
         body["logprobs"] = part.logprobs
     return body
+
+
+def content_json(part: Part, drops: DropLog | None = None) -> dict[str, Any] | None:
+    """A ``message`` item's content part for a text, refusal or (same-protocol) unknown part."""
+    if isinstance(part, TextPart):
+        return text_json(part, drops)
+    if isinstance(part, RefusalPart):
+        return {"type": "refusal", "refusal": part.text}
+    if isinstance(part, UnknownPart) and isinstance(part.raw, dict):
+        raw: dict[str, Any] = part.raw
+        return raw
+    return None
+
+
+def message_item(
+    id: str | None,
+    status: str,
+    content: list[dict[str, Any]],
+    *,
+    phase: str | None = None,
+    extras: Any = None,
+) -> dict[str, Any]:
+    """An assistant ``message`` output item (``extras``: a Responses source's own extra keys)."""
+    item: dict[str, Any] = dict(extras) if isinstance(extras, dict) else {}
+    item.update(type="message", id=id, role="assistant", status=status, content=content)
+    if phase is not None:
+        item["phase"] = phase
+    return item
 
 
 def call_item(part: ToolCallPart, status: str | None, extras: Any = None) -> dict[str, Any]:
