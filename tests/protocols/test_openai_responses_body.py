@@ -38,14 +38,15 @@ def events_of(data: bytes) -> list[dict[str, Any]]:
 def terminal(data: bytes) -> dict[str, Any] | None:
     for ev in reversed(events_of(data)):
         if ev.get("type") in ("response.completed", "response.incomplete", "response.failed"):
-            return ev
+            found: dict[str, Any] = ev
+            return found
     return None
 
 
 def view(resp: ms.Response) -> dict[str, Any]:
     """What a client reads from a response: text, client calls, reasoning, finish, usage."""
     messages = [m for m in resp.messages if not m.choice_index and isinstance(m.content, list)]
-    parts = [p for m in messages if m.role in ("assistant", "model") for p in m.content]  # type: ignore[union-attr]
+    parts = [p for m in messages if m.role in ("assistant", "model") for p in m.content]
     usage = resp.usage
     return {
         "text": "".join(p.text for p in parts if isinstance(p, ms.TextPart)),

@@ -136,14 +136,11 @@ class StreamDecoder(SSEStreamDecoder):
         }
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
-        # The raw-bytes fast path: the typed decode reads the payload as it came; a frame that
-        # is not JSON (``[DONE]``, a blank keep-alive, bad bytes) is told apart only then.
-        try:
+        try:  # typed, straight from the bytes; only a frame that fails is looked at as text
             env = envelope_decoder.decode(data)
         except msgspec.DecodeError:
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-            if text.startswith("[DONE]") or not text.strip():
-                return []  # not documented for Responses, but the SDK stops on it: nothing to keep
+            if _no_payload(data):
+                return []
             raise
         seq = env.sequence_number
         if seq is not None:
@@ -333,6 +330,16 @@ class StreamDecoder(SSEStreamDecoder):
         raw = msgspec.json.decode(data)
         body = env.error if isinstance(env.error, dict) else raw  # nested (observed) or flat (documented)
         return [events.StreamErrorEvent(error=error_from(body, raw))]
+
+
+def _no_payload(data: bytes | str) -> bool:
+    """Whether a frame that is not JSON carries nothing to keep.
+
+    A ``[DONE]`` marker (not documented for Responses, but the SDK stops on it) or a blank
+    keep-alive; anything else that is not JSON is a protocol error.
+    """
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return text.startswith("[DONE]") or not text.strip()
 
 
 def _delta(env: Envelope) -> str:

@@ -47,21 +47,29 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_USAGE: Final = (
+    ("input_tokens", None, "input_tokens"),
+    ("output_tokens", None, "output_tokens"),
+    ("total_tokens", None, "total_tokens"),
+    ("reasoning_tokens", "output_tokens_details", "reasoning_tokens"),
+    ("cache_read_tokens", "input_tokens_details", "cached_tokens"),
+    ("cache_write_tokens", "input_tokens_details", "cache_write_tokens"),
+)
+"""Canonical usage field ↔ (details object or ``None`` for the top level, Responses key): the
+one table both directions read."""
+
+_DETAILS: Final = ("input_tokens_details", "output_tokens_details")
+
+
 def usage_from(raw: Any) -> Usage | None:
     """Map a Responses ``usage`` object to canonical usage (``None`` for a missing one)."""
     if not isinstance(raw, dict):
         return None
-    inputs = _dict(raw.get("input_tokens_details"))
-    outputs = _dict(raw.get("output_tokens_details"))
-    return Usage(
-        input_tokens=_int(raw.get("input_tokens")),
-        output_tokens=_int(raw.get("output_tokens")),
-        total_tokens=_int(raw.get("total_tokens")),
-        reasoning_tokens=_int(outputs.get("reasoning_tokens")),
-        cache_read_tokens=_int(inputs.get("cached_tokens")),
-        cache_write_tokens=_int(inputs.get("cache_write_tokens")),
-        raw=raw,
-    )
+    counts: dict[str, int | None] = {}
+    for name, group, key in _USAGE:
+        source = raw if group is None else _dict(raw.get(group))
+        counts[name] = _int(source.get(key))
+    return Usage(**counts, raw=raw)
 
 
 def usage_json(usage: Usage | None, *, same: bool) -> dict[str, Any] | None:
@@ -75,20 +83,14 @@ def usage_json(usage: Usage | None, *, same: bool) -> dict[str, Any] | None:
     if usage is None:
         return None
     body: dict[str, Any] = dict(usage.raw) if same and isinstance(usage.raw, dict) else {}
-    # The SDK's ResponseUsage requires every count: what the source did not report is 0 here.
-    body.setdefault("input_tokens", usage.input_tokens or 0)
-    body.setdefault("output_tokens", usage.output_tokens or 0)
-    total = usage.total_tokens
-    if total is None:
-        total = (usage.input_tokens or 0) + (usage.output_tokens or 0)
-    body.setdefault("total_tokens", total)
-    inputs = dict(_dict(body.get("input_tokens_details")))
-    inputs.setdefault("cached_tokens", usage.cache_read_tokens or 0)
-    inputs.setdefault("cache_write_tokens", usage.cache_write_tokens or 0)
-    outputs = dict(_dict(body.get("output_tokens_details")))
-    outputs.setdefault("reasoning_tokens", usage.reasoning_tokens or 0)
-    body["input_tokens_details"] = inputs
-    body["output_tokens_details"] = outputs
+    groups = {group: dict(_dict(body.get(group))) for group in _DETAILS}
+    for name, group, key in _USAGE:
+        value = getattr(usage, name)
+        if value is None and name == "total_tokens":
+            value = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        # The SDK's ResponseUsage requires every count: what the source did not report is 0.
+        (body if group is None else groups[group]).setdefault(key, value or 0)
+    body.update(groups)
     return body
 
 

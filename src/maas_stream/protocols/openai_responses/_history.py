@@ -32,22 +32,18 @@ import msgspec
 
 from ..._drops import DropLog
 from ..._exceptions import ValidationError
-from ..._model import (
-    AudioPart,
-    FilePart,
-    ImagePart,
-    Message,
-    Part,
-    ReasoningPart,
-    RefusalPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-)
+from ..._model import Message, Part, ReasoningPart, ToolCallPart, ToolResultPart
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
-from ._items import CALL_TYPES, OUTPUT_TYPES, call_item, drop_part, item_message, reasoning_item, text_json
+from ._items import (
+    CALL_TYPES,
+    OUTPUT_TYPES,
+    call_item,
+    drop_part,
+    input_content_json,
+    item_message,
+    reasoning_item,
+)
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
@@ -65,7 +61,10 @@ def _input_of(body: Any) -> tuple[Any, Any]:
 
 
 def to_canonical(body: Any) -> list[Message]:
-    """Convert a Responses request body (or its ``input``) to canonical messages.
+    """Read a Responses request's ``instructions`` and ``input`` items as canonical messages.
+
+    Args:
+        body: The request body, or its ``input`` (a list of items or a string).
 
     Raises:
         ValidationError: The body is not a Responses request shape at all.
@@ -179,7 +178,9 @@ def _to_items(i: int, msg: Message, drops: DropLog, custom: set[str]) -> list[di
             if converted_item is not None:
                 out.append(converted_item)
         else:
-            converted = _content(i, role, part, drops)
+            converted = input_content_json(
+                part, assistant=role == "assistant", drops=drops, where=f"messages[{i}]"
+            )
             if converted is not None:
                 texts.append(converted)
     if texts:
@@ -221,46 +222,14 @@ def _message_item(msg: Message, role: str, parts: list[dict[str, Any]]) -> dict[
     return item
 
 
-def _content(i: int, role: str, part: Part, drops: DropLog) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        if role == "assistant":
-            return text_json(part, drops)
-        return {"type": "input_text", "text": part.text}
-    if isinstance(part, RefusalPart):
-        return {"type": "refusal", "refusal": part.text}
-    if isinstance(part, ImagePart):
-        image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
-        url = part.url
-        if url is None and part.data is not None:
-            url = f"data:{part.media_type or 'image/png'};base64,{part.data}"
-        if url is not None:
-            image["image_url"] = url
-        if part.file_id is not None:
-            image["file_id"] = part.file_id
-        return image
-    if isinstance(part, FilePart):
-        fields = {
-            "file_id": part.file_id,
-            "file_url": part.url,
-            "file_data": part.data,
-            "filename": part.filename,
-        }
-        return {"type": "input_file", **{k: v for k, v in fields.items() if v is not None}}
-    if isinstance(part, AudioPart) and part.data is not None:
-        return {"type": "input_audio", "input_audio": {"data": part.data, "format": part.format or "wav"}}
-    if isinstance(part, UnknownPart) and isinstance(part.raw, dict) and "type" in part.raw:
-        raw: dict[str, Any] = part.raw
-        return raw
-    drop_part(drops, part, where=f"messages[{i}]", place="input")
-    return None
-
-
 def _result_item(i: int, part: ToolResultPart, drops: DropLog, custom: set[str]) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if isinstance(part.content, str):
         output = part.content
     else:
-        converted = [_content(i, "user", p, drops) for p in part.content]
+        converted = [
+            input_content_json(p, assistant=False, drops=drops, where=f"messages[{i}]") for p in part.content
+        ]
         output = [c for c in converted if c is not None]
     if part.is_error:
         drops.add(
