@@ -314,7 +314,7 @@ class StreamEncoder(EventEncoder):
             item = self._text_item[message] = Item(-1, "message", None)
             phase = meta.phase if meta is not None else None
             frames = self._out.open(item, message_item(None, "in_progress", [], phase=phase))
-        writer = TextWriter(self._out, item, refusal, continued=continued)
+        writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
         self._texts.setdefault(message, []).append(writer)
         return writer, frames + writer.open()
 
@@ -345,7 +345,7 @@ class StreamEncoder(EventEncoder):
 
     def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
         writer = self._writer(ev)
-        return writer.annotation(ev.citation, self.drops) if writer is not None else b""
+        return writer.annotation(ev.citation) if writer is not None else b""
 
     def _on_summary(self, ev: events.SummaryDelta) -> bytes:
         writer = self._writer(ev)

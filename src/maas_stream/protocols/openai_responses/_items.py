@@ -458,12 +458,6 @@ _ANNOTATION_TYPES: Final = frozenset(
 )
 
 
-def drop_citation(drops: DropLog | None, citation: canonical.CitationPart) -> None:
-    """Record a citation Responses has no annotation shape for."""
-    if drops is not None:
-        drops.add("citation", f"citation of kind {citation.kind!r} (no Responses annotation for it)")
-
-
 def text_json(part: canonical.TextPart, drops: DropLog | None = None) -> dict[str, Any]:
     """An ``output_text`` content part (citations without a Responses shape are dropped)."""
     annotations: list[dict[str, Any]] = []
@@ -471,8 +465,8 @@ def text_json(part: canonical.TextPart, drops: DropLog | None = None) -> dict[st
         annotation = annotation_from_citation(citation)
         if annotation is not None:
             annotations.append(annotation)
-        else:
-            drop_citation(drops, citation)
+        elif drops is not None:
+            drops.add("citation", f"citation of kind {citation.kind!r} (no Responses annotation for it)")
     body: dict[str, Any] = {"type": "output_text", "text": part.text, "annotations": annotations}
     if part.logprobs:
         body["logprobs"] = part.logprobs

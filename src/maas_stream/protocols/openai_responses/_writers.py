@@ -22,7 +22,6 @@ from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCa
 from ._items import (
     annotation_from_citation,
     call_item,
-    drop_citation,
     drop_part,
     reasoning_drops,
     reasoning_item,
@@ -88,7 +87,7 @@ class PartWriter:
     def logprobs(self, logprobs: list[Any]) -> None:
         """Log-probabilities of the next text delta."""
 
-    def annotation(self, citation: CitationPart, drops: DropLog) -> bytes:
+    def annotation(self, citation: CitationPart) -> bytes:
         """A citation added to the text."""
         return b""
 
@@ -123,6 +122,7 @@ class TextWriter(PartWriter):
         "annotations",
         "closed",
         "continued",
+        "drops",
         "index",
         "kind",
         "pending",
@@ -131,9 +131,13 @@ class TextWriter(PartWriter):
         "sent_logprobs",
     )
 
-    def __init__(self, out: Output, item: Item, refusal: bool, *, continued: bool = False) -> None:
+    def __init__(
+        self, out: Output, item: Item, refusal: bool, drops: DropLog, *, continued: bool = False
+    ) -> None:
         super().__init__(out, item)
         self.kind = "refusal" if refusal else "text"
+        self.drops = drops
+        """Where citations without a Responses shape are recorded, once, from the final value."""
         self.continued = continued
         """The rest of a part whose first item ended early: it ends with what it wrote."""
         self.index = len(item.content)
@@ -176,13 +180,12 @@ class TextWriter(PartWriter):
         if self.kind == "text" and not self.closed:
             self.pending.extend(logprobs)  # sent on the next text delta (Responses puts them there)
 
-    def annotation(self, citation: CitationPart, drops: DropLog) -> bytes:
+    def annotation(self, citation: CitationPart) -> bytes:
         if self.kind != "text" or self.closed:
             return b""
         annotation = annotation_from_citation(citation)
         if annotation is None:
-            drop_citation(drops, citation)
-            return b""
+            return b""  # recorded with the final value, as the body encoder records it
         index = self.annotations
         self.annotations += 1
         self.sent_annotations.append(citation)
@@ -209,7 +212,7 @@ class TextWriter(PartWriter):
             value = self.sent_value()
         common = self._common()
         if isinstance(value, TextPart):
-            part = text_json(value)
+            part = text_json(value, None if self.continued else self.drops)
             frames += self.out.frame(
                 "response.output_text.done", {**common, "text": value.text, "logprobs": value.logprobs or []}
             )
