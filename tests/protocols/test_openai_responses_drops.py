@@ -363,3 +363,25 @@ def test_output_and_content_indexes_are_keys(index: int) -> None:
     }
     resp = ms.aggregate(sse(created, delta), protocol=PROTO)
     assert [p.text for m in resp.messages for p in m.content if isinstance(p, ms.TextPart)] == ["x"]
+
+
+def test_summary_given_only_at_done_travels_in_the_item() -> None:
+    # The aggregator emits .done-only text, refusals and arguments as deltas, not summaries: the
+    # encoder resends nothing, and the summary reaches the client in output_item.done.
+    item = {"type": "reasoning", "id": "rs_1", "summary": []}
+    done = {**item, "summary": [{"type": "summary_text", "text": "only at done"}], "encrypted_content": "E"}
+    data = sse(
+        {"type": "response.created", "sequence_number": 0, "response": {"id": "r"}},
+        {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item},
+        {"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": done},
+        {
+            "type": "response.completed",
+            "sequence_number": 3,
+            "response": {"id": "r", "status": "completed", "output": [done]},
+        },
+    )
+    out = ms.convert(data, to=PROTO, protocol=PROTO)
+    assert not any(e["type"].startswith("response.reasoning_summary") for e in events_of(out))
+    (final,) = [e["item"] for e in events_of(out) if e["type"] == "response.output_item.done"]
+    assert final["summary"] == done["summary"]
+    assert ms.aggregate(out, protocol=PROTO).messages == ms.aggregate(data, protocol=PROTO).messages
