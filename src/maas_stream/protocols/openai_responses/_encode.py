@@ -95,6 +95,7 @@ class StreamEncoder(EventEncoder):
         self._text_item: dict[int, Item] = {}
         self._texts: dict[int, list[TextWriter]] = {}
         self._parts: dict[tuple[Key, Key], PartWriter] = {}
+        self._nothing = PartWriter(self._out, None)
         self._skip: set[int] = set()
         self._usage: Usage | None = None
         self._finish: tuple[FinishReason, str | None] | None = None
@@ -191,13 +192,9 @@ class StreamEncoder(EventEncoder):
     def _on_message_start(self, ev: events.MessageStart) -> bytes:
         assert isinstance(ev.message, int)
         if ev.choice_index:
-            self._skip.add(ev.message)
-            self.drops.add(
-                "message",
-                "choices after the first (a Responses response carries one)",
-                where=f"messages[{ev.message}]",
+            return self._skip_message(
+                ev.message, "choices after the first (a Responses response carries one)"
             )
-            return b""
         self._meta[ev.message] = ev
         if self._same and ev.type == "message":
             item = self._text_item[ev.message] = Item(-1, "message", ev.id)
@@ -212,12 +209,14 @@ class StreamEncoder(EventEncoder):
                 return self._out.open(item, ev.provider_raw if isinstance(ev.provider_raw, dict) else {})
             return b""
         if ev.role not in _ASSISTANT:
-            self._skip.add(ev.message)
-            self.drops.add(
-                "message",
-                f"{ev.role} message in the output (Responses outputs are the model's)",
-                where=f"messages[{ev.message}]",
+            return self._skip_message(
+                ev.message, f"{ev.role} message in the output (Responses outputs are the model's)"
             )
+        return b""
+
+    def _skip_message(self, message: int, what: str) -> bytes:
+        self._skip.add(message)  # its later events are not routed
+        self.drops.add("message", what, where=f"messages[{message}]")
         return b""
 
     def _on_message_done(self, ev: events.MessageDone) -> bytes:
@@ -318,60 +317,47 @@ class StreamEncoder(EventEncoder):
         self._texts.setdefault(message, []).append(writer)
         return writer, frames + writer.open()
 
-    def _writer(self, ev: Any) -> PartWriter | None:
-        return self._parts.get((ev.message, ev.part))
+    def _writer(self, ev: Any) -> PartWriter:
+        """The writer of the event's part (one that writes nothing for a part never started)."""
+        return self._parts.get((ev.message, ev.part)) or self._nothing
 
     def _on_text(self, ev: events.TextDelta | events.RefusalDelta) -> bytes:
-        key = (ev.message, ev.part)
-        writer = self._parts.get(key)
-        if writer is None:
-            return b""
+        writer = self._writer(ev)
         frames = b""
         if isinstance(writer, TextWriter) and writer.closed:
             # The part goes on after its message item ended (a call came between): the rest is
             # a new content part in a new message item, so no text is lost.
             assert isinstance(ev.message, int)
             writer, frames = self._text_part(ev.message, refusal=writer.kind == "refusal", continued=True)
-            self._parts[key] = writer
+            self._parts[ev.message, ev.part] = writer
         return frames + writer.text(ev.text)
 
     _on_refusal = _on_text
 
     def _on_logprobs(self, ev: events.LogprobsDelta) -> bytes:
-        writer = self._writer(ev)
-        if writer is not None:
-            writer.logprobs(ev.logprobs)
-        return b""
+        return self._writer(ev).logprobs(ev.logprobs)
 
     def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
-        writer = self._writer(ev)
-        return writer.annotation(ev.citation) if writer is not None else b""
+        return self._writer(ev).annotation(ev.citation)
 
     def _on_summary(self, ev: events.SummaryDelta) -> bytes:
-        writer = self._writer(ev)
-        return writer.summary(ev.index, ev.text) if writer is not None else b""
+        return self._writer(ev).summary(ev.index, ev.text)
 
     def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
-        writer = self._writer(ev)
-        return writer.reasoning(ev.text) if writer is not None and ev.text else b""
+        return self._writer(ev).reasoning(ev.text) if ev.text else b""
 
     def _on_signature(self, ev: events.SignatureDelta) -> bytes:
-        writer = self._writer(ev)
-        if writer is not None:
-            writer.signature(self.drops)
-        return b""
+        return self._writer(ev).signature()
 
     def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
-        writer = self._writer(ev)
-        return writer.args(ev.delta) if writer is not None else b""
+        return self._writer(ev).args(ev.delta)
 
     def _on_audio(self, ev: events.AudioDelta) -> bytes:
-        writer = self._writer(ev)
-        return writer.audio(ev.data, ev.transcript) if writer is not None else b""
+        return self._writer(ev).audio(ev.data, ev.transcript)
 
     def _on_part_done(self, ev: events.PartDone) -> bytes:
         writer = self._writer(ev)
-        if writer is None or ev.value is None:
+        if writer is self._nothing or ev.value is None:
             return b""
         if not isinstance(writer, DropWriter):
             drop_signature(self.drops, ev.value, where=f"messages[{ev.message}]")

@@ -84,8 +84,9 @@ class PartWriter:
         """A text or refusal delta."""
         return b""
 
-    def logprobs(self, logprobs: list[Any]) -> None:
+    def logprobs(self, logprobs: list[Any]) -> bytes:
         """Log-probabilities of the next text delta."""
+        return b""
 
     def annotation(self, citation: CitationPart) -> bytes:
         """A citation added to the text."""
@@ -103,8 +104,9 @@ class PartWriter:
         """A piece of reasoning text."""
         return b""
 
-    def signature(self, drops: DropLog) -> None:
+    def signature(self) -> bytes:
         """A signature: recorded when the part ends (its final value holds it), see ``_items``."""
+        return b""
 
     def audio(self, data: str | None, transcript: str | None) -> bytes:
         """A piece of audio or of its transcript."""
@@ -176,9 +178,10 @@ class TextWriter(PartWriter):
             self.pending = []
         return self.out.frame("response.output_text.delta", body)
 
-    def logprobs(self, logprobs: list[Any]) -> None:
+    def logprobs(self, logprobs: list[Any]) -> bytes:
         if self.kind == "text" and not self.closed:
             self.pending.extend(logprobs)  # sent on the next text delta (Responses puts them there)
+        return b""
 
     def annotation(self, citation: CitationPart) -> bytes:
         if self.kind != "text" or self.closed:
@@ -428,8 +431,9 @@ class DropWriter(PartWriter):
         self._record(ReasoningPart(text=text))
         return b""
 
-    def signature(self, drops: DropLog) -> None:
+    def signature(self) -> bytes:
         self._record(ReasoningPart(signature="-"))
+        return b""
 
     def done(self, value: Part) -> bytes:
         self._record(value)
