@@ -156,7 +156,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("corpus/gemini/array_args_missing_terminal_call.sse", "openai-chat"): CHAT_CUT_CALL,
     ("recordings/anthropic/cut_without_message_stop.sse", "openai-responses"): CUT_USAGE,
     ("recordings/gemini/streamed_call_cut.sse", "openai-responses"): CUT_USAGE,
-    ("recordings/anthropic/usage_cumulative_stop_sequence.sse", "openai-responses"): RESPONSES_CACHE_WRITE,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "openai-responses"): SESSION,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "anthropic"): SESSION,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "gemini"): SESSION,

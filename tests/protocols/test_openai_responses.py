@@ -14,6 +14,7 @@ import pytest
 
 import maas_stream as ms
 from maas_stream import ReasoningPart, TextPart, ToolCallPart
+from maas_stream.events import StreamWarning
 from maas_stream.protocols.openai_responses import StreamDecoder
 from tests.conftest import corpus, need_corpus, params, recordings
 
@@ -97,14 +98,6 @@ def has_unknown_items(data: bytes) -> bool:
 # ---------------------------------------------------------------------- corpus vs its own snapshot
 
 
-def done_items(data: bytes) -> dict[int, dict[str, Any]]:
-    return {
-        ev["output_index"]: ev["item"]
-        for ev in events_of(data)
-        if ev.get("type") == "response.output_item.done"
-    }
-
-
 @pytest.mark.parametrize("path", need_corpus(PROTO) + params(REC))
 def test_aggregate_equals_final_snapshot(path: Path) -> None:
     data = path.read_bytes()
@@ -119,7 +112,6 @@ def test_aggregate_equals_final_snapshot(path: Path) -> None:
         resp.status
         == {"completed": "completed", "incomplete": "incomplete", "failed": "failed"}[snap["status"]]
     )
-    dones = done_items(data)
     output = snap.get("output") or []
     assert len(resp.messages) >= len(output)
     for i, item in enumerate(output):
@@ -160,9 +152,8 @@ def test_aggregate_equals_final_snapshot(path: Path) -> None:
             assert isinstance(part, ReasoningPart)
             assert part.id == item["id"]
             assert (part.summary or []) == [s["text"] for s in item.get("summary", [])]
-            # The server re-encrypts per event: the output_item.done bytes are the item's own.
-            source = dones.get(i, item)
-            assert part.encrypted_content == source.get("encrypted_content")
+            # The server re-encrypts per event; the terminal response is the authority.
+            assert part.encrypted_content == item.get("encrypted_content")
             if item.get("content"):
                 assert part.text == "".join(c["text"] for c in item["content"])
         else:
@@ -212,13 +203,76 @@ def strip(resp: ms.Response) -> dict[str, Any]:
     return out
 
 
+def reencrypted(data: bytes) -> set[str]:
+    """Ids of the reasoning items whose encrypted_content the terminal response restates with
+    other bytes than their output_item.done (the server re-encrypts per event)."""
+    done = {
+        ev["item"].get("id"): ev["item"]
+        for ev in events_of(data)
+        if ev.get("type") == "response.output_item.done"
+    }
+    end = terminal(data)
+    output = end["response"].get("output") or [] if end is not None else []
+    return {
+        item["id"]
+        for item in output
+        if item.get("id") in done
+        and done[item["id"]].get("encrypted_content") != item.get("encrypted_content")
+    }
+
+
 @pytest.mark.parametrize("path", need_corpus(PROTO) + params(REC))
 def test_same_protocol_reencode_is_lossless(path: Path) -> None:
     data = path.read_bytes()
     conv = ms.StreamConverter(PROTO, protocol=PROTO)
     out = conv.feed(data) + conv.finish()
     assert conv.lossy == []
-    assert strip(ms.aggregate(out, protocol=PROTO)) == strip(ms.aggregate(data, protocol=PROTO))
+    source = ms.aggregate(data, protocol=PROTO)
+    again = ms.aggregate(out, protocol=PROTO)
+    assert reencode_view(again, data) == reencode_view(source, data)
+    # Usage is written by the one usage mapping: the source's object, with the counts the SDK
+    # requires filled in (what a non-streaming body of the same response says).
+    assert (again.usage.raw if again.usage else None) == ms.encode_response(source, PROTO)["usage"]
+    for msg in again.messages:
+        if msg.id in reencrypted(data):
+            assert isinstance(msg.content, list)
+            (part,) = msg.content
+            assert isinstance(part, ReasoningPart)
+            assert part.encrypted_content == done_encrypted(data, msg.id)
+
+
+def reencode_view(resp: ms.Response, source: bytes) -> dict[str, Any]:
+    """A response as a same-protocol re-encode of ``source`` must reproduce it.
+
+    Everything, except where the one mapping or the event model decides otherwise:
+
+    * usage as the one usage mapping writes it (the source's object, with the counts the SDK
+      requires filled in: what a non-streaming body of the same response says);
+    * the encrypted bytes of reasoning the source's terminal event restated with other bytes:
+      the terminal event is the provider's final word, which the aggregate keeps but which
+      reaches no encoder (each item is written when it ends);
+    * the decoder's name (``Message.provider``) on an incomplete message: a cut item has no
+      done value to carry it, and a re-encode completes it (as incomplete).
+    """
+    view: dict[str, Any] = strip(resp)
+    view["usage"] = ms.encode_response(resp, PROTO)["usage"]
+    changed = reencrypted(source)
+    for msg in view.get("messages", []):
+        if msg.get("id") in changed:
+            for part in msg["content"]:
+                part.pop("encrypted_content", None)
+            (msg.get("provider_raw") or {}).pop("encrypted_content", None)  # a compaction item
+        if msg.get("status") == "incomplete":
+            msg.pop("provider", None)
+    return view
+
+
+def done_encrypted(data: bytes, item_id: str) -> str | None:
+    for ev in events_of(data):
+        if ev.get("type") == "response.output_item.done" and ev["item"].get("id") == item_id:
+            found: str | None = ev["item"].get("encrypted_content")
+            return found
+    return None
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic warns on item types the SDK lacks
@@ -261,7 +315,8 @@ def test_foreign_reasoning_is_dropped_and_reported() -> None:
     data = (Path(__file__).parents[2] / "recordings/openai-chat/reasoning_details_signature.sse").read_bytes()
     conv = ms.StreamConverter(PROTO)
     out = conv.feed(data) + conv.finish()
-    assert any("reasoning" in line for line in map(str, conv.lossy))
+    assert "reasoning" in [r.kind for r in conv.lossy]
+    assert any("reasoning" in str(r) for r in conv.lossy)
     assert not any(ev.get("item", {}).get("type") == "reasoning" for ev in events_of(out))
 
 
@@ -274,12 +329,22 @@ def rec(name: str) -> bytes:
 
 def test_done_value_that_disagrees_wins_and_is_reported() -> None:
     data = rec("interleaved_calls").replace(
-        b'"item":{"id":"fc_a","type":"function_call","status":"completed","call_id":"call_A","name":"f","arguments":"{\\"x\\":1}"}',
-        b'"item":{"id":"fc_a","type":"function_call","status":"completed","call_id":"call_A","name":"f","arguments":"{\\"x\\":9}"}',
-        1,
+        b'"call_id":"call_A","name":"f","arguments":"{\\"x\\":1}"',
+        b'"call_id":"call_A","name":"f","arguments":"{\\"x\\":9}"',
     )
     resp = ms.aggregate(data, protocol=PROTO)
     assert calls(resp)[0] == ("call_A", "f", '{"x":9}')
+    assert resp.warnings is not None
+    assert any("call_A" in w for w in resp.warnings)
+
+
+def test_terminal_response_is_the_authority_on_items() -> None:
+    # Only the terminal response's restatement of the call disagrees: it is the final word.
+    data = rec("interleaved_calls")
+    head, tail = data.split(b"event: response.completed", 1)
+    tail = tail.replace(b'"arguments":"{\\"x\\":1}"', b'"arguments":"{\\"x\\":7}"')
+    resp = ms.aggregate(head + b"event: response.completed" + tail, protocol=PROTO)
+    assert calls(resp)[0] == ("call_A", "f", '{"x":7}')
     assert resp.warnings is not None
     assert any("call_A" in w for w in resp.warnings)
 
@@ -357,9 +422,11 @@ def test_gap_is_reported() -> None:
     blocks = data.split(b"\n\n")
     gapped = b"\n\n".join(blocks[:6] + blocks[8:])
     decoder = StreamDecoder()
-    decoder.feed(gapped)
-    decoder.finish()
-    assert decoder.gaps == [(6, 8)]
+    events = decoder.feed(gapped) + decoder.finish()
+    assert [e.text for e in events if isinstance(e, StreamWarning)] == [
+        "sequence_number jumped from 5 to 8: events 6..7 are missing"
+    ]
+    assert decoder.warnings == []  # flushed as events, kept nowhere else
     resp = ms.aggregate(gapped, protocol=PROTO)
     assert resp.warnings is not None
     assert any("sequence_number jumped from 5 to 8" in w for w in resp.warnings)

@@ -1,7 +1,10 @@
 """OpenAI Responses API (``POST /v1/responses`` with ``stream: true``, and resumed streams).
 
-Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the history codec
-(:func:`to_canonical`, :func:`from_canonical`) and :func:`validate`. Wire Structs are private.
+Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the non-streaming body codec
+(:func:`encode_response`, :func:`decode_response`), the history codec (:func:`to_canonical`,
+:func:`from_canonical`) and :func:`validate`. Wire Structs are private. One mapping serves them
+all: ``_items`` (output and input items ↔ messages and parts) and ``_meta`` (usage, status
+and finish, error).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Final
 from ..._registry import Auth, Endpoint, spec_of
 from .. import _names
 from .._errors import openai_error_body
+from ._body import decode_response as decode_response
 from ._body import encode_response as encode_response
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
@@ -26,6 +30,7 @@ __all__ = (
     "SPEC",
     "StreamDecoder",
     "StreamEncoder",
+    "decode_response",
     "detect",
     "detect_body",
     "encode_response",

@@ -1,55 +1,74 @@
-"""OpenAI Responses non-streaming body: a canonical Response → a ``response`` object.
+"""OpenAI Responses non-streaming body: canonical Response ↔ ``response`` object.
 
-It makes the decisions the stream encoder (``_encode``) makes: the assistant messages of
-choice 0 become output items (text and refusals in ``message`` items, client tool calls in
-``function_call`` / ``custom_tool_call`` items); reasoning, hosted-tool items and unknown items
-are kept only from a Responses source (whole, from their raw item); other protocols' reasoning,
-server and MCP calls, media and code are dropped and reported in ``lossy``. It must not do IO.
+:func:`encode_response` makes the decisions the stream encoder (``_encode``) makes, through the
+same mapping (``_items`` for the output items, ``_meta`` for usage, status and error): the
+assistant messages of choice 0 become output items (text and refusals in ``message`` items,
+client tool calls in ``function_call`` / ``custom_tool_call`` items); reasoning is replayed
+only from a Responses source (:func:`~maas_stream.protocols._replay.replayable`); hosted-tool and
+unknown items are kept whole from a Responses source; everything else is dropped and recorded.
+
+:func:`decode_response` reads a ``response`` object (a non-streaming answer, or the terminal
+event's) with the mapping the stream decoder uses, so it agrees with aggregating the stream.
+
+It must not do IO or know the stream's event grammar.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..._model import (
-    Message,
-    ReasoningPart,
-    RefusalPart,
-    Response,
-    StreamError,
-    TextPart,
-    ToolCallPart,
-    UnknownPart,
-)
+from ..._drops import DropLog
+from ..._exceptions import RemoteProtocolError
+from ..._model import Message, ReasoningPart, Response, TextPart, ToolCallPart, UnknownPart
 from .._names import OPENAI_RESPONSES as PROTOCOL
-from ._items import REBUILT_TYPES, call_item, reasoning_item, text_json
+from .._replay import replayable
+from ._items import (
+    REBUILT_TYPES,
+    call_item,
+    content_json,
+    drop_part,
+    drop_signature,
+    item_message,
+    item_parts,
+    message_item,
+    output_route,
+    reasoning_item,
+)
+from ._meta import (
+    error_from,
+    error_json,
+    finish_from,
+    incomplete_details,
+    response_fields,
+    response_object,
+    usage_from,
+    usage_json,
+)
 
-__all__ = ["encode_response"]
+if TYPE_CHECKING:
+    from ..._model import FinishReason
+
+__all__ = ["decode_response", "encode_response"]
 
 _ASSISTANT: Final = ("assistant", "model")
-_CODES: Final = frozenset({"server_error", "rate_limit_exceeded", "invalid_prompt"})
-_INCOMPLETE: Final = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
 
-def _lose(sink: list[str], what: str) -> None:
-    if what not in sink:
-        sink.append(what)
-
-
-def encode_response(response: Response, *, lossy: list[str] | None = None) -> dict[str, Any]:
+def encode_response(response: Response, *, drops: DropLog | None = None) -> dict[str, Any]:
     """Encode a canonical response as an OpenAI Responses ``response`` object.
 
     Args:
         response: The canonical response (e.g. from :func:`maas_stream.aggregate`).
-        lossy: If given, a line is appended for everything Responses cannot carry (dropped).
+        drops: If given, receives a record for everything Responses cannot carry (dropped).
 
     Returns:
         The JSON object a non-streaming ``POST /v1/responses`` answers with.
     """
-    sink: list[str] = lossy if lossy is not None else []
+    log = drops if drops is not None else DropLog(PROTOCOL, response.protocol)
     same = response.protocol == PROTOCOL
+    replay = replayable(response.protocol, PROTOCOL)
     output: list[dict[str, Any]] = []
-    for msg in response.messages:
+    for i, msg in enumerate(response.messages):
+        where = f"messages[{i}]"
         if (
             same
             and msg.type is not None
@@ -57,127 +76,143 @@ def encode_response(response: Response, *, lossy: list[str] | None = None) -> di
             and isinstance(msg.provider_raw, dict)
         ):
             output.append(dict(msg.provider_raw))  # a hosted-tool, tool-output or unknown item, whole
-            continue
-        if msg.role not in _ASSISTANT:
-            _lose(sink, f"{msg.role} message in the output")
-            continue
-        if msg.choice_index not in (None, 0):
-            _lose(sink, f"choice {msg.choice_index} (a Responses response carries one choice)")
-            continue
-        output.extend(_items(msg, same, sink, len(output)))
-    body: dict[str, Any] = {
-        "id": response.id or "resp_maas",
-        "object": "response",
-        "created_at": 0,
-        "model": response.model or "unknown",
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "error": None,
-        "incomplete_details": None,
-    }
-    raw = response.provider_raw
-    if same and isinstance(raw, dict):
-        body.update({k: v for k, v in raw.items() if k not in ("status", "output", "usage")})
-    body["id"] = response.id or body["id"]
-    body["model"] = response.model or body["model"]
-    body["status"] = response.status
+        elif msg.role not in _ASSISTANT:
+            log.add(
+                "message",
+                f"{msg.role} message in the output (Responses outputs are the model's)",
+                where=where,
+            )
+        elif msg.choice_index not in (None, 0):
+            log.add("message", "choices after the first (a Responses response carries one)", where=where)
+        else:
+            output.extend(_items(msg, len(output), same=same, replay=replay, drops=log, where=where))
+    body = response_object(
+        response.id,
+        response.model,
+        response_fields(response.provider_raw) if same else None,
+        response.status,
+        output,
+        usage_json(response.usage, same=same),
+    )
     if response.status == "incomplete":
-        reason = _INCOMPLETE.get(response.finish_reason or "")
-        if reason is not None:
-            body["incomplete_details"] = {"reason": reason}
+        body["incomplete_details"] = incomplete_details(
+            response.finish_reason, response.provider_finish_reason, same=same, drops=log
+        )
     if response.error is not None:
-        body["error"] = _error(response.error, sink)
-    body["output"] = output
-    body["usage"] = _usage(response, same)
+        body["error"] = error_json(response.error, log)
     return body
 
 
-def _error(error: StreamError, sink: list[str]) -> dict[str, Any]:
-    # Responses error codes are a closed set: anything else is reported as a server error.
-    code = error.code or error.type
-    if code not in _CODES:
-        _lose(sink, f"error code {code!r} (Responses error codes are a fixed set; sent as server_error)")
-        code = "rate_limit_exceeded" if "rate_limit" in code else "server_error"
-    return {"code": code, "message": error.message or error.type}
-
-
-def _status(msg: Message) -> str:
-    return msg.status if msg.status is not None else "completed"
-
-
-def _items(msg: Message, same: bool, sink: list[str], start: int) -> list[dict[str, Any]]:
+def _items(
+    msg: Message, start: int, *, same: bool, replay: bool, drops: DropLog, where: str
+) -> list[dict[str, Any]]:
+    """The output items of one assistant message, from output index ``start`` on."""
     raw = msg.provider_raw if same else None
     parts = [TextPart(text=msg.content)] if isinstance(msg.content, str) else msg.content
     items: list[dict[str, Any]] = []
     content: list[dict[str, Any]] = []
 
-    def flush() -> None:
+    def flush(status: str) -> None:
+        # Text before a call is complete in itself; the message's status is its last item's.
         if content:
-            item: dict[str, Any] = dict(raw) if isinstance(raw, dict) and msg.type == "message" else {}
-            item.update(
-                type="message",
-                id=msg.id if same and msg.id else f"msg_maas_{start + len(items)}",
-                role="assistant",
-                status=_status(msg),
-                content=list(content),
-            )
-            if msg.phase is not None:
-                item["phase"] = msg.phase
-            items.append(item)
+            item_id = msg.id if same and msg.id else f"msg_maas_{start + len(items)}"
+            extras = raw if msg.type == "message" else None
+            items.append(message_item(item_id, status, list(content), phase=msg.phase, extras=extras))
             content.clear()
 
     for part in parts:
-        if isinstance(part, TextPart):
-            content.append(text_json(part, sink))
-        elif isinstance(part, RefusalPart):
-            content.append({"type": "refusal", "refusal": part.text})
-        elif isinstance(part, ToolCallPart) and part.kind in ("function", "custom"):
-            flush()
+        route = output_route(part, replay=replay)
+        if route is not None:
+            drop_signature(drops, part, where=where)  # a kept part's signature has no field
+        kept = content_json(part, drops) if route in ("text", "refusal") or same else None
+        if kept is not None:
+            content.append(kept)
+        elif route == "call":
+            assert isinstance(part, ToolCallPart)
+            flush("completed")
             extras = raw if msg.type in ("function_call", "custom_tool_call") else None
             item = call_item(part, part.status or "completed", extras)
             item.setdefault("id", f"fc_maas_{start + len(items)}")
             items.append(item)
-        elif isinstance(part, ReasoningPart) and same:
-            flush()
-            body = reasoning_item(part, None, raw if msg.type == "reasoning" else None)
-            if body.get("id") is None:
-                body["id"] = f"rs_maas_{start + len(items)}"
-            if body["type"] == "compaction" and body.get("encrypted_content") is None:
-                body["encrypted_content"] = ""
-            if msg.status is not None:
-                body["status"] = msg.status
-            items.append(body)
-        elif isinstance(part, ReasoningPart):
-            _lose(sink, "reasoning of another protocol (Responses replays only its own encrypted_content)")
-        elif isinstance(part, ToolCallPart):
-            _lose(sink, f"{part.kind} tool call {part.name!r} ({part.id}) of another protocol")
+        elif route == "reasoning":
+            flush("completed")
+            assert isinstance(part, ReasoningPart)
+            item = reasoning_item(part, msg.status, raw if msg.type == "reasoning" else None)
+            item.setdefault("id", f"rs_maas_{start + len(items)}")
+            if item["type"] == "compaction" and item.get("encrypted_content") is None:
+                item["encrypted_content"] = ""
+            items.append(item)
         else:
-            kind = part.provider_type if isinstance(part, UnknownPart) else part.__struct_config__.tag
-            _lose(sink, f"{kind} part (no Responses output equivalent)")
-    flush()
+            drop_part(drops, part, where=where)
+    flush(msg.status or "completed")
     return items
 
 
-def _usage(response: Response, same: bool) -> dict[str, Any] | None:
-    usage = response.usage
-    if usage is None:
-        return None
-    body: dict[str, Any] = dict(usage.raw) if same and isinstance(usage.raw, dict) else {}
-    # The SDK's ResponseUsage requires every count: fill in what the source did not report.
-    body.setdefault("input_tokens", usage.input_tokens or 0)
-    body.setdefault("output_tokens", usage.output_tokens or 0)
-    body.setdefault(
-        "total_tokens",
-        usage.total_tokens
-        if usage.total_tokens is not None
-        else (usage.input_tokens or 0) + (usage.output_tokens or 0),
+def decode_response(body: Any) -> Response:
+    """Decode an OpenAI Responses ``response`` object into a canonical response.
+
+    Output items map to messages as the stream decoder maps them; ``status`` and
+    ``incomplete_details`` give the status and finish reason (a completed response with client
+    tool calls finishes ``tool_calls``); a ``failed`` response carries its ``error``.
+
+    Args:
+        body: The parsed JSON of a non-streaming ``POST /v1/responses`` answer (or the
+            ``response`` of a terminal stream event).
+
+    Raises:
+        RemoteProtocolError: The body is not a response object (not a JSON object, or its
+            ``output`` is not a list).
+    """
+    if not isinstance(body, dict):
+        raise RemoteProtocolError("a Responses body must be a JSON object", protocol=PROTOCOL, raw=body)
+    output = body.get("output")
+    if output is None:
+        output = []
+    if not isinstance(output, list):
+        raise RemoteProtocolError(
+            "the response's 'output' must be a list of items", protocol=PROTOCOL, raw=body
+        )
+    messages: list[Message] = []
+    unknown: dict[str, int] = {}
+    for item in output:
+        parts = item_parts(item)
+        for key, part in parts:
+            if key == "unknown" and isinstance(part, UnknownPart):
+                unknown[part.provider_type] = unknown.get(part.provider_type, 0) + 1
+        messages.append(item_message(item, [p for _, p in parts]))
+    status, finish, provider_finish = finish_from(body.get("status"), body.get("incomplete_details"))
+    error = error_from(body.get("error") or {"type": "response.failed"}) if status == "failed" else None
+    model = body.get("model")
+    rid = body.get("id")
+    return Response(
+        protocol=PROTOCOL,
+        status=status,
+        messages=messages,
+        id=rid if isinstance(rid, str) else None,
+        model=model if isinstance(model, str) else None,
+        finish_reason=_with_calls(finish, messages),
+        provider_finish_reason=provider_finish,
+        usage=usage_from(body.get("usage")),
+        error=error,
+        unknown=unknown,
+        provider_raw=response_fields(body),
     )
-    inputs = dict(body.get("input_tokens_details") or {})
-    inputs.setdefault("cached_tokens", usage.cache_read_tokens or 0)
-    inputs.setdefault("cache_write_tokens", usage.cache_write_tokens or 0)
-    outputs = dict(body.get("output_tokens_details") or {})
-    outputs.setdefault("reasoning_tokens", usage.reasoning_tokens or 0)
-    body["input_tokens_details"] = inputs
-    body["output_tokens_details"] = outputs
-    return body
+
+
+def _with_calls(finish: FinishReason | None, messages: list[Message]) -> FinishReason | None:
+    """``stop`` with a client call the model made is ``tool_calls``.
+
+    The aggregator's rule for every protocol (``_aggregate._has_client_call``), applied here
+    because a body is not aggregated; it should become one shared helper.
+    """
+    if finish != "stop":
+        return finish
+    for msg in messages:
+        for part in msg.content if isinstance(msg.content, list) else ():
+            if (
+                isinstance(part, ToolCallPart)
+                and part.kind in ("function", "custom")
+                and part.status != "incomplete"
+            ):
+                return "tool_calls"
+    return finish

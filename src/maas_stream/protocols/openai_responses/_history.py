@@ -15,8 +15,13 @@ Mapping (PROTOCOLS.md §2.7, the spec's "Serialization Rules"):
 * ``item_reference`` → a message of type ``item_reference`` holding only the id.
 * Back to Responses: an assistant message of another protocol with text and tool calls becomes a
   ``message`` item and one ``function_call`` item per call, in order; tool results become
-  ``function_call_output`` (``custom_tool_call_output`` when the call was custom). Reasoning of
-  other protocols (thinking text, signatures) is dropped and reported in ``lossy``.
+  ``function_call_output`` (``custom_tool_call_output`` when the call was custom). Reasoning is
+  replayed only where :func:`~maas_stream.protocols._replay.replayable` allows it (messages this
+  codec or the Responses decoder produced, ``Message.provider``); reasoning of other protocols
+  (thinking text, signatures) is dropped and recorded, as is anything else Responses cannot carry.
+
+Items are read and written with ``_items``, the mapping the stream and body codecs use. Every
+message read here has ``provider="openai-responses"``.
 """
 
 from __future__ import annotations
@@ -25,25 +30,22 @@ from typing import Any, Final
 
 import msgspec
 
+from ..._drops import DropLog
 from ..._exceptions import ValidationError
-from ..._model import (
-    AudioPart,
-    FilePart,
-    ImagePart,
-    Message,
-    Part,
-    ReasoningPart,
-    RefusalPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
+from ..._model import Message, Part, ReasoningPart, ToolCallPart, ToolResultPart
+from .._names import OPENAI_RESPONSES as PROTOCOL
+from .._replay import replayable
+from ._items import (
+    CALL_TYPES,
+    OUTPUT_TYPES,
+    call_item,
+    drop_part,
+    input_content_json,
+    item_message,
+    reasoning_item,
 )
-from ._items import CALL_TYPES, OUTPUT_TYPES, call_item, item_message, reasoning_item, text_json
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
-
-from .._names import OPENAI_RESPONSES as PROTOCOL
 
 _ROLES: Final = ("user", "assistant", "system", "developer")
 
@@ -59,7 +61,10 @@ def _input_of(body: Any) -> tuple[Any, Any]:
 
 
 def to_canonical(body: Any) -> list[Message]:
-    """Convert a Responses request body (or its ``input``) to canonical messages.
+    """Read a Responses request's ``instructions`` and ``input`` items as canonical messages.
+
+    Args:
+        body: The request body, or its ``input`` (a list of items or a string).
 
     Raises:
         ValidationError: The body is not a Responses request shape at all.
@@ -67,11 +72,11 @@ def to_canonical(body: Any) -> list[Message]:
     items, instructions = _input_of(body)
     out: list[Message] = []
     if isinstance(instructions, str):
-        out.append(Message(role="system", content=instructions, type="instructions"))
+        out.append(Message(role="system", content=instructions, type="instructions", provider=PROTOCOL))
     elif isinstance(instructions, list):
         out.extend(_item(i, raw) for i, raw in enumerate(instructions))
     if isinstance(items, str):
-        out.append(Message(role="user", content=items))
+        out.append(Message(role="user", content=items, provider=PROTOCOL))
     elif isinstance(items, list):
         out.extend(_item(i, raw) for i, raw in enumerate(items))
     elif items is not None:
@@ -84,7 +89,9 @@ def _item(i: int, raw: Any) -> Message:
         raise ValidationError(PROTOCOL, [f"input[{i}]: not an item object"])
     kind = raw.get("type")
     if kind == "item_reference":
-        return Message(role="assistant", type="item_reference", id=str(raw.get("id") or ""))
+        return Message(
+            role="assistant", type="item_reference", id=str(raw.get("id") or ""), provider=PROTOCOL
+        )
     if kind in (None, "message"):
         role = raw.get("role")
         if role not in _ROLES:
@@ -101,6 +108,7 @@ def _item(i: int, raw: Any) -> Message:
             type="message" if kind == "message" else None,
             status=msg.status,
             phase=phase if phase in ("commentary", "final_answer") else None,
+            provider=PROTOCOL,
             provider_raw=extras,
         )
     message = item_message(raw)
@@ -119,7 +127,7 @@ def _with_call_id(message: Message) -> Message:
 # ---------------------------------------------------------------------- canonical → Responses
 
 
-def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -> dict[str, Any]:
+def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> dict[str, Any]:
     """Convert canonical messages to a Responses request body ``{"input": [...]}``.
 
     A leading ``system`` / ``developer`` message of type ``instructions`` becomes
@@ -127,11 +135,11 @@ def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -
 
     Args:
         messages: The conversation.
-        lossy: If given, a line is appended for everything Responses cannot carry (reasoning of
+        drops: If given, receives a record for everything Responses cannot carry (reasoning of
             other protocols, server tool calls of other protocols, unknown parts), which is
             dropped, never turned into text.
     """
-    sink: list[str] = lossy if lossy is not None else []
+    log = drops if drops is not None else DropLog(PROTOCOL)
     body: dict[str, Any] = {}
     custom_calls: set[str] = set()
     items: list[dict[str, Any]] = []
@@ -139,12 +147,12 @@ def from_canonical(messages: list[Message], *, lossy: list[str] | None = None) -
         if i == 0 and msg.type == "instructions" and isinstance(msg.content, str):
             body["instructions"] = msg.content
             continue
-        items.extend(_to_items(i, msg, sink, custom_calls))
+        items.extend(_to_items(i, msg, log, custom_calls))
     body["input"] = items
     return body
 
 
-def _to_items(i: int, msg: Message, lossy: list[str], custom: set[str]) -> list[dict[str, Any]]:
+def _to_items(i: int, msg: Message, drops: DropLog, custom: set[str]) -> list[dict[str, Any]]:
     if msg.type == "item_reference":
         return [{"type": "item_reference", "id": msg.id}]
     raw = msg.provider_raw if isinstance(msg.provider_raw, dict) else None
@@ -156,7 +164,7 @@ def _to_items(i: int, msg: Message, lossy: list[str], custom: set[str]) -> list[
         if role == "tool":
             return [{"type": "function_call_output", "call_id": msg.tool_call_id or "", "output": content}]
         if role not in _ROLES:
-            lossy.append(f"messages[{i}]: role {role!r} has no Responses equivalent")
+            drops.add("message", f"{role} message (no Responses input role for it)", where=f"messages[{i}]")
             return []
         return [{"role": role, "content": content}]
     out: list[dict[str, Any]] = []
@@ -166,11 +174,13 @@ def _to_items(i: int, msg: Message, lossy: list[str], custom: set[str]) -> list[
             if texts:
                 out.append(_message_item(msg, role, texts))
                 texts = []
-            converted_item = _non_text_item(i, msg, part, raw, lossy, custom)
+            converted_item = _non_text_item(i, msg, part, raw, drops, custom)
             if converted_item is not None:
                 out.append(converted_item)
         else:
-            converted = _content(i, role, part, lossy)
+            converted = input_content_json(
+                part, assistant=role == "assistant", drops=drops, where=f"messages[{i}]"
+            )
             if converted is not None:
                 texts.append(converted)
     if texts:
@@ -179,23 +189,21 @@ def _to_items(i: int, msg: Message, lossy: list[str], custom: set[str]) -> list[
 
 
 def _non_text_item(
-    i: int, msg: Message, part: Part, raw: dict[str, Any] | None, lossy: list[str], custom: set[str]
+    i: int, msg: Message, part: Part, raw: dict[str, Any] | None, drops: DropLog, custom: set[str]
 ) -> dict[str, Any] | None:
     if isinstance(part, ToolResultPart):
-        return _result_item(i, part, lossy, custom)
+        return _result_item(i, part, drops, custom)
     if isinstance(part, ToolCallPart):
         if part.kind == "custom":
             custom.add(part.id)
         if part.kind in ("server", "mcp"):
-            lossy.append(f"messages[{i}]: {part.kind} tool call {part.id} of another protocol")
+            drop_part(drops, part, where=f"messages[{i}]", place="input")
             return None
         return call_item(part, "completed" if msg.type else None, raw)
     assert isinstance(part, ReasoningPart)
-    if part.id is None and part.encrypted_content is None:
-        lossy.append(f"messages[{i}]: reasoning of another protocol (Responses replays only its own)")
+    if not replayable(msg.provider, PROTOCOL):
+        drop_part(drops, part, where=f"messages[{i}]", place="input")
         return None
-    if part.signature is not None or part.data is not None:
-        lossy.append(f"messages[{i}]: reasoning signature/data (no Responses field)")
     return reasoning_item(part, None, raw)
 
 
@@ -214,49 +222,21 @@ def _message_item(msg: Message, role: str, parts: list[dict[str, Any]]) -> dict[
     return item
 
 
-def _content(i: int, role: str, part: Part, lossy: list[str]) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        if role == "assistant":
-            return text_json(part, lossy)
-        return {"type": "input_text", "text": part.text}
-    if isinstance(part, RefusalPart):
-        return {"type": "refusal", "refusal": part.text}
-    if isinstance(part, ImagePart):
-        image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
-        url = part.url
-        if url is None and part.data is not None:
-            url = f"data:{part.media_type or 'image/png'};base64,{part.data}"
-        if url is not None:
-            image["image_url"] = url
-        if part.file_id is not None:
-            image["file_id"] = part.file_id
-        return image
-    if isinstance(part, FilePart):
-        fields = {
-            "file_id": part.file_id,
-            "file_url": part.url,
-            "file_data": part.data,
-            "filename": part.filename,
-        }
-        return {"type": "input_file", **{k: v for k, v in fields.items() if v is not None}}
-    if isinstance(part, AudioPart) and part.data is not None:
-        return {"type": "input_audio", "input_audio": {"data": part.data, "format": part.format or "wav"}}
-    if isinstance(part, UnknownPart) and isinstance(part.raw, dict) and "type" in part.raw:
-        raw: dict[str, Any] = part.raw
-        return raw
-    lossy.append(f"messages[{i}]: {part.__struct_config__.tag} part (no Responses equivalent)")
-    return None
-
-
-def _result_item(i: int, part: ToolResultPart, lossy: list[str], custom: set[str]) -> dict[str, Any]:
+def _result_item(i: int, part: ToolResultPart, drops: DropLog, custom: set[str]) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if isinstance(part.content, str):
         output = part.content
     else:
-        converted = [_content(i, "user", p, lossy) for p in part.content]
+        converted = [
+            input_content_json(p, assistant=False, drops=drops, where=f"messages[{i}]") for p in part.content
+        ]
         output = [c for c in converted if c is not None]
     if part.is_error:
-        lossy.append(f"messages[{i}]: is_error of tool result {part.tool_call_id} (no Responses flag)")
+        drops.add(
+            "tool_result",
+            "is_error flag of a tool result (no Responses field for it)",
+            where=part.tool_call_id,
+        )
     kind = "custom_tool_call_output" if part.tool_call_id in custom else "function_call_output"
     return {"type": kind, "call_id": part.tool_call_id, "output": output}
 

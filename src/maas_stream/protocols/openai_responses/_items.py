@@ -1,7 +1,10 @@
-"""OpenAI Responses items ↔ canonical messages and parts (shared by the stream and history codecs).
+"""OpenAI Responses items ↔ canonical messages and parts: the one two-way mapping of the package.
 
-One Responses item is one canonical :class:`~maas_stream.Message` whose ``type`` is the item type
-and whose ``id`` is the item id (PROTOCOLS.md §2.5, DESIGN.md "Canonical model"):
+The stream decoder, :func:`~._body.decode_response` and the history codec read items with it;
+the stream encoder, the body encoder and the history codec write items with it, so the three
+renderings cannot disagree. One Responses item is one canonical :class:`~maas_stream.Message`
+whose ``type`` is the item type, whose ``id`` is the item id and whose ``provider`` is
+``openai-responses`` (PROTOCOLS.md §2.5, DESIGN.md "Canonical model"):
 
 * ``message`` → text / refusal parts (annotations as citations, logprobs kept), ``phase`` kept;
   input messages' ``input_text`` / ``input_image`` / ``input_file`` → text / image / file parts.
@@ -19,52 +22,53 @@ Fields without a canonical home are kept in ``Message.provider_raw``: the extra 
 item types rebuilt from canonical parts, or the whole item for every other type, so a
 same-protocol re-encode is lossless.
 
-It must not know the stream's event grammar.
+Back to the wire: text and refusals are ``message`` content, client calls are their own
+``function_call`` / ``custom_tool_call`` items (:func:`output_route`), reasoning is replayed only
+where :func:`~maas_stream.protocols._replay.replayable` allows it, and everything else is dropped
+and recorded with the kind that fits (:func:`drop_part`). Odd JSON types in an item never raise:
+they map to empty or unknown values (bad framing is the decoders' business).
+
+It must not know the stream's event grammar or the response envelope (``_meta``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from ..._model import (
-    AudioPart,
-    CitationPart,
-    FilePart,
-    ImagePart,
-    Message,
-    MessageStatus,
-    Part,
-    PartStatus,
-    ReasoningPart,
-    RefusalPart,
-    TextPart,
-    ToolCallKind,
-    ToolCallPart,
-    ToolResultPart,
-    UnknownPart,
-)
+from ... import _model as canonical
+from .._names import OPENAI_RESPONSES as PROTOCOL
 from ..openai_chat._decode import citation_from_annotation
 
 if TYPE_CHECKING:
+    from ..._drops import DropKind, DropLog
     from ...events import Key
 
 __all__ = [
     "CALL_TYPES",
+    "OUTPUT_TYPES",
     "REBUILT_TYPES",
     "annotation_from_citation",
     "call_item",
+    "content_json",
     "content_part",
+    "drop_part",
+    "drop_signature",
+    "input_content_json",
     "item_message",
     "item_parts",
+    "message_item",
     "message_status",
+    "output_route",
+    "reasoning_drops",
     "reasoning_item",
+    "text_json",
 ]
 
 _json = msgspec.json.Encoder()
 
-CALL_TYPES: Final[dict[str, tuple[ToolCallKind, str]]] = {
+CALL_TYPES: Final[dict[str, tuple[canonical.ToolCallKind, str]]] = {
     "function_call": ("function", ""),
     "custom_tool_call": ("custom", ""),
     "mcp_call": ("mcp", ""),
@@ -106,14 +110,14 @@ _KNOWN_KEYS: Final[dict[str, frozenset[str]]] = {
 REBUILT_TYPES: Final = frozenset(_KNOWN_KEYS)
 """Item types rebuilt from canonical parts; only their extra keys go to ``provider_raw``."""
 
-_STATUS: Final[dict[str, MessageStatus]] = {
+_STATUS: Final[dict[str, canonical.MessageStatus]] = {
     "completed": "completed",
     "incomplete": "incomplete",
     "in_progress": "in_progress",
     "failed": "incomplete",
     "cancelled": "incomplete",
 }
-_PART_STATUS: Final[dict[str, PartStatus]] = {
+_PART_STATUS: Final[dict[str, canonical.PartStatus]] = {
     "completed": "completed",
     "incomplete": "incomplete",
     "failed": "incomplete",
@@ -121,7 +125,7 @@ _PART_STATUS: Final[dict[str, PartStatus]] = {
 }
 
 
-def message_status(status: Any) -> MessageStatus | None:
+def message_status(status: Any) -> canonical.MessageStatus | None:
     """The canonical status of an item status (``failed`` counts as ``incomplete``)."""
     return _STATUS.get(status) if isinstance(status, str) else None
 
@@ -130,10 +134,19 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _type(value: Any) -> str | None:
+    """An item's or part's ``type``, when it is a string (anything else is no type)."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else _json.encode(value).decode()
+
+
+# ---------------------------------------------------------------------- items → canonical
 
 
 def _call_arguments(kind: str, item: dict[str, Any]) -> str:
@@ -161,11 +174,11 @@ def _call_arguments(kind: str, item: dict[str, Any]) -> str:
     return _text(action if action is not None else {})
 
 
-def _call_part(kind: str, item: dict[str, Any]) -> ToolCallPart:
+def _call_part(kind: str, item: dict[str, Any]) -> canonical.ToolCallPart:
     call_kind, tool_name = CALL_TYPES[kind]
     item_id = _str(item.get("id"))
     call_id = _str(item.get("call_id")) or item_id or ""
-    return ToolCallPart(
+    return canonical.ToolCallPart(
         id=call_id,
         name=_str(item.get("name")) or tool_name,
         arguments=_call_arguments(kind, item),
@@ -176,27 +189,29 @@ def _call_part(kind: str, item: dict[str, Any]) -> ToolCallPart:
     )
 
 
-def content_part(raw: Any) -> Part:
+def content_part(raw: Any) -> canonical.Part:
     """Map one message content part (output or input) to a canonical part."""
+    kind = _type(raw)
     if not isinstance(raw, dict):
-        return UnknownPart(provider_type=type(raw).__name__, raw=raw)
-    kind = raw.get("type")
+        return canonical.UnknownPart(provider_type=type(raw).__name__, raw=raw)
     if kind in ("output_text", "input_text", "text"):
         annotations = raw.get("annotations")
         logprobs = raw.get("logprobs")
-        return TextPart(
+        return canonical.TextPart(
             text=_text(raw.get("text")),
-            annotations=[citation_from_annotation(a) for a in annotations] if annotations else None,
-            logprobs=logprobs if logprobs else None,
+            annotations=[citation_from_annotation(a) for a in annotations]
+            if isinstance(annotations, list) and annotations
+            else None,
+            logprobs=logprobs if isinstance(logprobs, list) and logprobs else None,
         )
     if kind == "refusal":
-        return RefusalPart(text=_text(raw.get("refusal")))
+        return canonical.RefusalPart(text=_text(raw.get("refusal")))
     if kind == "input_image":
-        return ImagePart(
+        return canonical.ImagePart(
             url=_str(raw.get("image_url")), file_id=_str(raw.get("file_id")), detail=_str(raw.get("detail"))
         )
     if kind == "input_file":
-        return FilePart(
+        return canonical.FilePart(
             file_id=_str(raw.get("file_id")),
             url=_str(raw.get("file_url")),
             data=_str(raw.get("file_data")),
@@ -204,33 +219,33 @@ def content_part(raw: Any) -> Part:
         )
     if kind == "input_audio" and isinstance(raw.get("input_audio"), dict):
         audio = raw["input_audio"]
-        return AudioPart(data=_str(audio.get("data")), format=_str(audio.get("format")))
-    return UnknownPart(provider_type=str(kind), raw=raw)
+        return canonical.AudioPart(data=_str(audio.get("data")), format=_str(audio.get("format")))
+    return canonical.UnknownPart(provider_type=str(raw.get("type")), raw=raw)
 
 
-def _reasoning_part(item: dict[str, Any]) -> ReasoningPart:
+def _reasoning_part(item: dict[str, Any]) -> canonical.ReasoningPart:
     summary = item.get("summary")
     content = item.get("content")
     texts = (
-        [c.get("text") or "" for c in content if isinstance(c, dict)]
+        [_text(c.get("text")) for c in content if isinstance(c, dict)]
         if isinstance(content, list) and content
         else None
     )
-    return ReasoningPart(
+    return canonical.ReasoningPart(
         id=_str(item.get("id")),
         summary=[_text(s.get("text")) if isinstance(s, dict) else _text(s) for s in summary]
-        if summary
+        if isinstance(summary, list) and summary
         else None,
         text="".join(texts) if texts else None,
         encrypted_content=_str(item.get("encrypted_content")),
     )
 
 
-def _result_content(item: dict[str, Any]) -> list[Part] | str:
+def _result_content(item: dict[str, Any]) -> list[canonical.Part] | str:
     output = item.get("output")
     if isinstance(output, str):
         return output
-    if isinstance(output, list) and all(isinstance(o, dict) and "type" in o for o in output) and output:
+    if isinstance(output, list) and output and all(_type(o) is not None for o in output):
         return [content_part(o) for o in output]
     if item.get("type") == "tool_search_output":
         return _text(item.get("tools"))
@@ -239,81 +254,74 @@ def _result_content(item: dict[str, Any]) -> list[Part] | str:
     return _text(output if output is not None else item.get("result"))
 
 
-def item_parts(item: Any) -> list[tuple[Key, Part]]:
+def _call_parts(kind: str, item: dict[str, Any]) -> list[tuple[Key, canonical.Part]]:
+    call = _call_part(kind, item)
+    parts: list[tuple[Key, canonical.Part]] = [("call", call)]
+    if kind == "mcp_call" and (item.get("output") is not None or item.get("error") is not None):
+        error = item.get("error")
+        result = canonical.ToolResultPart(
+            tool_call_id=call.id,
+            name=call.name,
+            content=_text(item.get("output") if error is None else error),
+            is_error=True if error is not None else None,
+        )
+        parts.append(("result", result))
+    elif kind == "image_generation_call" and isinstance(item.get("result"), str):
+        fmt = _str(item.get("output_format"))
+        parts.append(
+            ("image", canonical.ImagePart(data=item["result"], media_type=f"image/{fmt}" if fmt else None))
+        )
+    return parts
+
+
+def item_parts(item: Any) -> list[tuple[Key, canonical.Part]]:
     """The canonical parts of one item, each with the part key the stream decoder uses.
 
     Keys: a message's content index; ``"reasoning"``; ``"call"`` for the tool call, ``"result"``
     for a hosted tool's result and ``"image"`` for a generated image; ``"unknown"``.
     """
     if not isinstance(item, dict):
-        return [("unknown", UnknownPart(provider_type=type(item).__name__, raw=item))]
-    kind = item.get("type")
-    if kind == "message" or (kind is None and "role" in item):
+        return [("unknown", canonical.UnknownPart(provider_type=type(item).__name__, raw=item))]
+    kind = _type(item)
+    if kind == "message" or (item.get("type") is None and "role" in item):
         content = item.get("content")
         if isinstance(content, str):
-            return [(0, TextPart(text=content))]
+            return [(0, canonical.TextPart(text=content))]
         return [(i, content_part(c)) for i, c in enumerate(content)] if isinstance(content, list) else []
     if kind == "reasoning":
         return [("reasoning", _reasoning_part(item))]
     if kind == "compaction":
-        return [
-            (
-                "reasoning",
-                ReasoningPart(
-                    id=_str(item.get("id")),
-                    encrypted_content=_str(item.get("encrypted_content")),
-                    format="compaction",
-                ),
-            )
-        ]
-    if isinstance(kind, str) and kind in CALL_TYPES:
-        call = _call_part(kind, item)
-        parts: list[tuple[Key, Part]] = [("call", call)]
-        if kind == "mcp_call" and (item.get("output") is not None or item.get("error") is not None):
-            error = item.get("error")
-            parts.append(
-                (
-                    "result",
-                    ToolResultPart(
-                        tool_call_id=call.id,
-                        name=call.name,
-                        content=_text(item.get("output") if error is None else error),
-                        is_error=True if error is not None else None,
-                    ),
-                )
-            )
-        elif kind == "image_generation_call" and isinstance(item.get("result"), str):
-            fmt = _str(item.get("output_format"))
-            parts.append(
-                ("image", ImagePart(data=item["result"], media_type=f"image/{fmt}" if fmt else None))
-            )
-        return parts
-    if isinstance(kind, str) and kind in OUTPUT_TYPES:
+        compaction = canonical.ReasoningPart(
+            id=_str(item.get("id")),
+            encrypted_content=_str(item.get("encrypted_content")),
+            format="compaction",
+        )
+        return [("reasoning", compaction)]
+    if kind in CALL_TYPES:
+        return _call_parts(kind, item)
+    if kind in OUTPUT_TYPES:
         call_id = (
             _str(item.get("call_id")) or _str(item.get("approval_request_id")) or _str(item.get("id")) or ""
         )
-        return [("result", ToolResultPart(tool_call_id=call_id, content=_result_content(item)))]
-    return [("unknown", UnknownPart(provider_type=str(kind), raw=item))]
+        return [("result", canonical.ToolResultPart(tool_call_id=call_id, content=_result_content(item)))]
+    return [("unknown", canonical.UnknownPart(provider_type=str(item.get("type")), raw=item))]
 
 
-def item_message(item: Any, parts: list[Part] | None = None) -> Message:
+def item_message(item: Any, parts: list[canonical.Part] | None = None) -> canonical.Message:
     """The canonical message of one item (``parts``, when given, is its content)."""
     if not isinstance(item, dict):
-        return Message(role="assistant", content=parts or [], provider_raw=item)
-    kind_raw = item.get("type") or ("message" if "role" in item else None)
-    kind = kind_raw if isinstance(kind_raw, str) else None
+        return canonical.Message(role="assistant", content=parts or [], provider=PROTOCOL, provider_raw=item)
+    kind = _type(item) or ("message" if "role" in item else None)
     known = _KNOWN_KEYS.get(kind) if kind is not None else None
+    raw: Any = item
     if known is not None:
-        extras = {k: v for k, v in item.items() if k not in known}
-        raw: Any = extras or None
-    else:
-        raw = item
+        raw = {k: v for k, v in item.items() if k not in known} or None
     role: Any = "tool" if kind in OUTPUT_TYPES else "assistant"
     if kind == "message":
         item_role = item.get("role")
         role = item_role if item_role in ("user", "system", "developer", "assistant") else "assistant"
     phase = item.get("phase")
-    return Message(
+    return canonical.Message(
         role=role,
         content=parts if parts is not None else [p for _, p in item_parts(item)],
         id=_str(item.get("id")),
@@ -321,24 +329,111 @@ def item_message(item: Any, parts: list[Part] | None = None) -> Message:
         status=message_status(item.get("status")),
         phase=phase if phase in ("commentary", "final_answer") else None,
         tool_call_id=_str(item.get("call_id")) if role == "tool" else None,
+        provider=PROTOCOL,
         provider_raw=raw,
     )
 
 
 # ---------------------------------------------------------------------- canonical → items
 
-_ANNOTATION_TYPES: Final = frozenset(
-    {"url_citation", "file_citation", "container_file_citation", "file_path"}
-)
+Route = Literal["text", "refusal", "call", "reasoning"]
 
 
-def annotation_from_citation(citation: CitationPart) -> dict[str, Any] | None:
+def output_route(part: canonical.Part, *, replay: bool) -> Route | None:
+    """Where a part of an assistant message goes in a Responses output (``None``: dropped).
+
+    Text and refusals are ``message`` content; function and custom calls are items of their own;
+    reasoning is a ``reasoning`` item only when ``replay`` (its origin is Responses, see
+    :func:`~maas_stream.protocols._replay.replayable`). Anything else has no output item here
+    and goes to :func:`drop_part`.
+    """
+    if isinstance(part, canonical.TextPart):
+        return "text"
+    if isinstance(part, canonical.RefusalPart):
+        return "refusal"
+    if isinstance(part, canonical.ToolCallPart) and part.kind in ("function", "custom"):
+        return "call"
+    if isinstance(part, canonical.ReasoningPart) and replay:
+        return "reasoning"
+    return None
+
+
+def reasoning_drops(part: canonical.ReasoningPart) -> list[tuple[DropKind, str]]:
+    """The drops of a reasoning part Responses may not replay (one per kind of content held)."""
+    out: list[tuple[DropKind, str]] = []
+    if part.text or part.summary:
+        out.append(
+            ("reasoning", "reasoning of another protocol (Responses replays only its own reasoning items)")
+        )
+    if part.signature:
+        out.append(("signature", "reasoning signature of another protocol (Responses has no field for it)"))
+    if part.encrypted_content or part.data or part.redacted:
+        out.append(
+            (
+                "encrypted_reasoning",
+                "encrypted or redacted reasoning of another protocol (Responses replays only its own)",
+            )
+        )
+    return out or [
+        ("reasoning", "empty reasoning block of another protocol (Responses replays only its own)")
+    ]
+
+
+_PART_KINDS: Final[dict[type[Any], DropKind]] = {
+    canonical.ImagePart: "media",
+    canonical.AudioPart: "media",
+    canonical.FilePart: "media",
+    canonical.CodePart: "code",
+    canonical.CitationPart: "citation",
+    canonical.ToolResultPart: "tool_result",
+    canonical.TextPart: "field",
+    canonical.RefusalPart: "refusal",
+}
+
+
+def drop_part(
+    drops: DropLog, part: canonical.Part, *, where: str | None = None, place: str = "output"
+) -> None:
+    """Record that ``part`` was dropped, with the kind that fits it.
+
+    Args:
+        drops: The conversion's drop log.
+        part: The part Responses has no place for.
+        where: Its location (``messages[3]``); a call's id is used for a call.
+        place: ``output`` or ``input`` (the wording of the reason).
+    """
+    if isinstance(part, canonical.ReasoningPart):
+        for kind, what in reasoning_drops(part):
+            drops.add(kind, what, where=where or part.id)
+        return
+    if isinstance(part, canonical.ToolCallPart):
+        what = f"{part.kind} tool call {part.name!r} of another protocol (Responses runs only its own hosted tools)"
+        drops.add("server_call", what, where=part.id or where)
+        return
+    if isinstance(part, canonical.UnknownPart):
+        drops.add("unknown", f"unknown {part.provider_type!r} part of another protocol", where=where)
+        return
+    tag = part.__struct_config__.tag
+    drops.add(
+        _PART_KINDS.get(type(part), "field"), f"{tag} part (no Responses {place} item for it)", where=where
+    )
+
+
+def drop_signature(drops: DropLog, part: canonical.Part, *, where: str | None = None) -> None:
+    """Record the signature of a text or call part that is kept (Responses has no field for it)."""
+    if isinstance(part, canonical.TextPart | canonical.ToolCallPart) and part.signature:
+        tag = part.__struct_config__.tag
+        drops.add("signature", f"signature on a {tag} part (Responses has no field for it)", where=where)
+
+
+def annotation_from_citation(citation: canonical.CitationPart) -> dict[str, Any] | None:
     """A Responses annotation for a citation, or ``None`` when Responses has no shape for it."""
     raw = citation.raw
-    if isinstance(raw, dict) and raw.get("type") in _ANNOTATION_TYPES:
-        inner = raw.get(raw["type"])
+    kind = _type(raw)
+    if isinstance(raw, dict) and kind in _ANNOTATION_TYPES:
+        inner = raw.get(kind)
         if isinstance(inner, dict):  # Chat's nested url_citation: flatten it
-            return {"type": raw["type"], **inner}
+            return {"type": kind, **inner}
         return raw
     if citation.url is not None:
         return {
@@ -358,22 +453,95 @@ def annotation_from_citation(citation: CitationPart) -> dict[str, Any] | None:
     return None
 
 
-def text_json(part: TextPart, lossy: list[str] | None = None) -> dict[str, Any]:
-    """An ``output_text`` content part."""
+_ANNOTATION_TYPES: Final = frozenset(
+    {"url_citation", "file_citation", "container_file_citation", "file_path"}
+)
+
+
+def text_json(part: canonical.TextPart, drops: DropLog | None = None) -> dict[str, Any]:
+    """An ``output_text`` content part (citations without a Responses shape are dropped)."""
     annotations: list[dict[str, Any]] = []
     for citation in part.annotations or ():
         annotation = annotation_from_citation(citation)
         if annotation is not None:
             annotations.append(annotation)
-        elif lossy is not None:
-            lossy.append(f"citation of kind {citation.kind!r} (no Responses annotation for it)")
+        elif drops is not None:
+            drops.add("citation", f"citation of kind {citation.kind!r} (no Responses annotation for it)")
     body: dict[str, Any] = {"type": "output_text", "text": part.text, "annotations": annotations}
     if part.logprobs:
         body["logprobs"] = part.logprobs
     return body
 
 
-def call_item(part: ToolCallPart, status: str | None, extras: Any = None) -> dict[str, Any]:
+def content_json(part: canonical.Part, drops: DropLog | None = None) -> dict[str, Any] | None:
+    """A ``message`` item's content part for a text, refusal or (same-protocol) unknown part."""
+    if isinstance(part, canonical.TextPart):
+        return text_json(part, drops)
+    if isinstance(part, canonical.RefusalPart):
+        return {"type": "refusal", "refusal": part.text}
+    if isinstance(part, canonical.UnknownPart) and isinstance(part.raw, dict):
+        raw: dict[str, Any] = part.raw
+        return raw
+    return None
+
+
+def input_content_json(
+    part: canonical.Part, *, assistant: bool, drops: DropLog, where: str
+) -> dict[str, Any] | None:
+    """A request's content part for a canonical part (``None``: dropped and recorded).
+
+    Text is ``input_text`` (``output_text`` in an assistant message); images, files and audio
+    are ``input_image`` / ``input_file`` / ``input_audio``; an unknown part with a ``type`` goes
+    back as it came.
+    """
+    if isinstance(part, canonical.TextPart):
+        return text_json(part, drops) if assistant else {"type": "input_text", "text": part.text}
+    if isinstance(part, canonical.RefusalPart):
+        return {"type": "refusal", "refusal": part.text}
+    if isinstance(part, canonical.ImagePart):
+        image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
+        url = part.url
+        if url is None and part.data is not None:
+            url = f"data:{part.media_type or 'image/png'};base64,{part.data}"
+        if url is not None:
+            image["image_url"] = url
+        if part.file_id is not None:
+            image["file_id"] = part.file_id
+        return image
+    if isinstance(part, canonical.FilePart):
+        fields = {
+            "file_id": part.file_id,
+            "file_url": part.url,
+            "file_data": part.data,
+            "filename": part.filename,
+        }
+        return {"type": "input_file", **{k: v for k, v in fields.items() if v is not None}}
+    if isinstance(part, canonical.AudioPart) and part.data is not None:
+        return {"type": "input_audio", "input_audio": {"data": part.data, "format": part.format or "wav"}}
+    if isinstance(part, canonical.UnknownPart) and _type(part.raw) is not None:
+        raw: dict[str, Any] = part.raw
+        return raw
+    drop_part(drops, part, where=where, place="input")
+    return None
+
+
+def message_item(
+    id: str | None,
+    status: str,
+    content: list[dict[str, Any]],
+    *,
+    phase: str | None = None,
+    extras: Any = None,
+) -> dict[str, Any]:
+    """An assistant ``message`` output item (``extras``: a Responses source's own extra keys)."""
+    item: dict[str, Any] = dict(extras) if isinstance(extras, dict) else {}
+    item.update(type="message", id=id, role="assistant", status=status, content=content)
+    if phase is not None:
+        item["phase"] = phase
+    return item
+
+
+def call_item(part: canonical.ToolCallPart, status: str | None, extras: Any = None) -> dict[str, Any]:
     """A ``function_call`` or ``custom_tool_call`` item for a tool call."""
     item: dict[str, Any] = dict(extras) if isinstance(extras, dict) else {}
     if part.kind == "custom":
@@ -387,7 +555,7 @@ def call_item(part: ToolCallPart, status: str | None, extras: Any = None) -> dic
     return item
 
 
-def reasoning_item(part: ReasoningPart, status: str | None, extras: Any = None) -> dict[str, Any]:
+def reasoning_item(part: canonical.ReasoningPart, status: str | None, extras: Any = None) -> dict[str, Any]:
     """A ``reasoning`` (or, for a compaction part, ``compaction``) item."""
     item: dict[str, Any] = dict(extras) if isinstance(extras, dict) else {}
     if part.format == "compaction":

@@ -1,0 +1,110 @@
+"""The stream encoder's output: SSE framing, sequence numbers and the list of output items.
+
+:class:`Output` numbers every event from 0 (the SDK rejects a gap), writes ``event:`` / ``data:``
+frames, and keeps the output items in order, each from ``output_item.added`` to
+``output_item.done``; the terminal event's ``output`` is that list. A synthesized item id is the
+item's output index (``msg_maas_0``), the same id the body encoder gives the same item.
+
+It must not know canonical events or parts: the encoder and the part writers decide what to write.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+__all__ = ["Item", "Output"]
+
+_json = msgspec.json.Encoder()
+
+PROGRESS: Final[dict[str, tuple[str, str]]] = {
+    "web_search_call": ("response.web_search_call.in_progress", "response.web_search_call.completed"),
+    "file_search_call": ("response.file_search_call.in_progress", "response.file_search_call.completed"),
+    "code_interpreter_call": (
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.completed",
+    ),
+    "image_generation_call": (
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.completed",
+    ),
+    "mcp_call": ("response.mcp_call.in_progress", "response.mcp_call.completed"),
+    "mcp_list_tools": ("response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed"),
+}
+"""The progress events a hosted tool's item gets when it opens and when it completes."""
+
+_PREFIX: Final = {"message": "msg", "function_call": "fc", "custom_tool_call": "fc", "reasoning": "rs"}
+
+
+class Item:
+    """One output item: its index, type and id, its body so far, and its content parts."""
+
+    __slots__ = ("body", "content", "done", "id", "index", "type", "whole")
+
+    def __init__(self, index: int, type: str, id: str | None) -> None:
+        self.index = index
+        """The output index (-1 until the item is opened)."""
+        self.type = type
+        self.id = id
+        self.body: dict[str, Any] = {}
+        self.content: list[dict[str, Any] | None] = []
+        """A message item's content parts, ``None`` while a part is open."""
+        self.done = False
+        self.whole = False
+        """One canonical message is this whole item (a Responses source)."""
+
+
+class Output:
+    """Framing and the output item list of one encoded response."""
+
+    __slots__ = ("items", "seq")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.items: list[Item] = []
+
+    def frame(self, kind: str, body: dict[str, Any]) -> bytes:
+        """One SSE event of type ``kind`` (``body`` gets its ``type`` and ``sequence_number``)."""
+        body["type"] = kind
+        body["sequence_number"] = self.seq
+        self.seq += 1
+        return b"event: " + kind.encode() + b"\ndata: " + _json.encode(body) + b"\n\n"
+
+    def raw_frame(self, raw: dict[str, Any]) -> bytes:
+        """A source event sent as it came, renumbered."""
+        body = dict(raw)
+        kind = str(body.get("type") or "unknown")
+        body["sequence_number"] = self.seq
+        self.seq += 1
+        return b"event: " + kind.encode() + b"\ndata: " + _json.encode(body) + b"\n\n"
+
+    def open(self, item: Item, added: dict[str, Any]) -> bytes:
+        """Give ``item`` the next output index and announce it (``added`` is its first body)."""
+        item.index = len(self.items)
+        self.items.append(item)
+        if item.id is None:
+            item.id = f"{_PREFIX.get(item.type, 'item')}_maas_{item.index}"
+        body = dict(added)
+        body["type"] = item.type
+        body["id"] = item.id
+        item.body = body
+        frames = self.frame("response.output_item.added", {"output_index": item.index, "item": body})
+        progress = PROGRESS.get(item.type)
+        if progress is not None and item.whole:
+            frames += self.frame(progress[0], {"output_index": item.index, "item_id": item.id})
+        return frames
+
+    def close(self, item: Item, body: dict[str, Any]) -> bytes:
+        """End ``item`` with its final ``body``."""
+        item.done = True
+        item.body = body
+        frames = b""
+        progress = PROGRESS.get(item.type)
+        if progress is not None and item.id is not None and body.get("status") == "completed":
+            frames = self.frame(progress[1], {"output_index": item.index, "item_id": item.id})
+        return frames + self.frame("response.output_item.done", {"output_index": item.index, "item": body})
+
+    def output(self) -> list[dict[str, Any]]:
+        """The output items so far (the terminal event's ``output``)."""
+        return [item.body for item in self.items if item.done or item.body]

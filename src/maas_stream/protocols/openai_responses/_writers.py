@@ -1,0 +1,476 @@
+"""The stream encoder's part writers: how each kind of canonical part becomes ``response.*`` events.
+
+One writer per open part, chosen when the part starts: message text or refusal (a content part
+of a ``message`` item), a call's input (``function_call_arguments`` and the other input deltas,
+or shell commands), reasoning (summary parts and reasoning text), audio, or a dropped part. A
+writer turns the part's deltas into events at once and writes the ``.done`` events when the part
+ends, with values from ``_items``. Content arrives only as deltas (the aggregator emits whatever
+a provider gave only in a ``.done`` event as a last delta), so no writer resends a final value.
+
+Summary entries are keyed by their index in a dict, never by filling a list up to it: memory
+follows what was received, not the value of an index.
+
+It must not decide which part goes into which item (the encoder does) or frame events itself
+(``_output``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
+from ._items import (
+    annotation_from_citation,
+    call_item,
+    drop_part,
+    reasoning_drops,
+    reasoning_item,
+    text_json,
+)
+
+if TYPE_CHECKING:
+    from ..._drops import DropKind, DropLog
+    from ..._model import Part
+    from ._output import Item, Output
+
+__all__ = [
+    "AudioWriter",
+    "CallWriter",
+    "DropWriter",
+    "PartWriter",
+    "ReasoningWriter",
+    "ShellWriter",
+    "TextWriter",
+    "whole_part_writer",
+]
+
+DELTA_EVENTS: Final[dict[str, tuple[str, str, str]]] = {
+    # item type: (delta event, done event, done field)
+    "function_call": (
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "arguments",
+    ),
+    "custom_tool_call": (
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "input",
+    ),
+    "mcp_call": ("response.mcp_call_arguments.delta", "response.mcp_call_arguments.done", "arguments"),
+    "code_interpreter_call": (
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "code",
+    ),
+    "apply_patch_call": (
+        "response.apply_patch_call_operation_diff.delta",
+        "response.apply_patch_call_operation_diff.done",
+        "diff",
+    ),
+}
+"""The item types whose input streams, with their delta and done events."""
+
+
+class PartWriter:
+    """A part carried by its item as a whole (a hosted tool's result, say): it writes nothing."""
+
+    __slots__ = ("item", "out")
+
+    def __init__(self, out: Output, item: Item | None) -> None:
+        self.out = out
+        self.item = item
+
+    def text(self, text: str) -> bytes:
+        """A text or refusal delta."""
+        return b""
+
+    def logprobs(self, logprobs: list[Any]) -> bytes:
+        """Log-probabilities of the next text delta."""
+        return b""
+
+    def annotation(self, citation: CitationPart) -> bytes:
+        """A citation added to the text."""
+        return b""
+
+    def args(self, delta: str) -> bytes:
+        """A piece of a call's input."""
+        return b""
+
+    def summary(self, index: int, text: str) -> bytes:
+        """A piece of reasoning summary entry ``index``."""
+        return b""
+
+    def reasoning(self, text: str) -> bytes:
+        """A piece of reasoning text."""
+        return b""
+
+    def signature(self) -> bytes:
+        """A signature: recorded when the part ends (its final value holds it), see ``_items``."""
+        return b""
+
+    def audio(self, data: str | None, transcript: str | None) -> bytes:
+        """A piece of audio or of its transcript."""
+        return b""
+
+    def done(self, value: Part) -> bytes:
+        """The part ended with ``value`` (its metadata; its content came as deltas)."""
+        return b""
+
+
+class TextWriter(PartWriter):
+    """A text or refusal content part of a ``message`` item."""
+
+    __slots__ = (
+        "annotations",
+        "closed",
+        "continued",
+        "drops",
+        "index",
+        "kind",
+        "pending",
+        "sent",
+        "sent_annotations",
+        "sent_logprobs",
+    )
+
+    def __init__(
+        self, out: Output, item: Item, refusal: bool, drops: DropLog, *, continued: bool = False
+    ) -> None:
+        super().__init__(out, item)
+        self.kind = "refusal" if refusal else "text"
+        self.drops = drops
+        """Where citations without a Responses shape are recorded, once, from the final value."""
+        self.continued = continued
+        """The rest of a part whose first item ended early: it ends with what it wrote."""
+        self.index = len(item.content)
+        item.content.append(None)
+        self.sent: list[str] = []
+        self.pending: list[Any] = []
+        self.sent_logprobs: list[Any] = []
+        self.annotations = 0
+        self.sent_annotations: list[CitationPart] = []
+        self.closed = False
+
+    def _common(self) -> dict[str, Any]:
+        item = self.item
+        assert item is not None
+        return {"item_id": item.id, "output_index": item.index, "content_index": self.index}
+
+    def open(self) -> bytes:
+        """The ``content_part.added`` event."""
+        part = (
+            {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            if self.kind == "text"
+            else {"type": "refusal", "refusal": ""}
+        )
+        return self.out.frame("response.content_part.added", {**self._common(), "part": part})
+
+    def text(self, text: str) -> bytes:
+        if self.closed:
+            return b""  # the encoder moves a part that goes on after its item ended
+        self.sent.append(text)
+        body = {**self._common(), "delta": text}
+        if self.kind == "refusal":
+            return self.out.frame("response.refusal.delta", body)
+        body["logprobs"] = self.pending
+        if self.pending:
+            self.sent_logprobs.extend(self.pending)
+            self.pending = []
+        return self.out.frame("response.output_text.delta", body)
+
+    def logprobs(self, logprobs: list[Any]) -> bytes:
+        if self.kind == "text" and not self.closed:
+            self.pending.extend(logprobs)  # sent on the next text delta (Responses puts them there)
+        return b""
+
+    def annotation(self, citation: CitationPart) -> bytes:
+        if self.kind != "text" or self.closed:
+            return b""
+        annotation = annotation_from_citation(citation)
+        if annotation is None:
+            return b""  # recorded with the final value, as the body encoder records it
+        index = self.annotations
+        self.annotations += 1
+        self.sent_annotations.append(citation)
+        body = {**self._common(), "annotation_index": index, "annotation": annotation}
+        return self.out.frame("response.output_text.annotation.added", body)
+
+    def sent_value(self) -> TextPart | RefusalPart:
+        """The part as far as it was written."""
+        text = "".join(self.sent)
+        if self.kind == "refusal":
+            return RefusalPart(text=text)
+        return TextPart(
+            text=text, annotations=self.sent_annotations or None, logprobs=self.sent_logprobs or None
+        )
+
+    def done(self, value: Part) -> bytes:
+        if self.closed or not isinstance(value, TextPart | RefusalPart):
+            return b""
+        item = self.item
+        assert item is not None
+        frames = self.text("") if self.pending else b""  # log-probabilities no text followed
+        self.closed = True
+        if self.continued:
+            value = self.sent_value()
+        common = self._common()
+        if isinstance(value, TextPart):
+            part = text_json(value, None if self.continued else self.drops)
+            frames += self.out.frame(
+                "response.output_text.done", {**common, "text": value.text, "logprobs": value.logprobs or []}
+            )
+        else:
+            part = {"type": "refusal", "refusal": value.text}
+            frames += self.out.frame("response.refusal.done", {**common, "refusal": value.text})
+        item.content[self.index] = part
+        return frames + self.out.frame("response.content_part.done", {**common, "part": part})
+
+
+class CallWriter(PartWriter):
+    """A call's streamed input; a call of its own (split out of a message) also ends its item."""
+
+    __slots__ = ("own",)
+
+    def __init__(self, out: Output, item: Item, own: bool = False) -> None:
+        super().__init__(out, item)
+        self.own = own
+
+    def args(self, delta: str) -> bytes:
+        item = self.item
+        assert item is not None
+        kind = DELTA_EVENTS[item.type][0]
+        return self.out.frame(kind, {"item_id": item.id, "output_index": item.index, "delta": delta})
+
+    def done(self, value: Part) -> bytes:
+        item = self.item
+        assert item is not None
+        if not isinstance(value, ToolCallPart):
+            return b""
+        frames = b""
+        spec = DELTA_EVENTS.get(item.type)
+        if spec is not None:
+            body: dict[str, Any] = {"item_id": item.id, "output_index": item.index, spec[2]: value.arguments}
+            if item.type == "function_call":
+                body["name"] = value.name
+            frames += self.out.frame(spec[1], body)
+        if self.own:
+            status = "incomplete" if value.status == "incomplete" else "completed"
+            frames += self.out.close(item, call_item(value, status, item.body))
+        return frames
+
+
+class ShellWriter(PartWriter):
+    """A shell call's commands: canonical arguments hold them one a line."""
+
+    __slots__ = ("command", "open_")
+
+    def __init__(self, out: Output, item: Item) -> None:
+        super().__init__(out, item)
+        self.command = 0
+        self.open_ = False
+
+    def _end_command(self) -> bytes:
+        item = self.item
+        assert item is not None
+        body = {"output_index": item.index, "command_index": self.command, "command": ""}
+        return self.out.frame("response.shell_call_command.done", body)
+
+    def args(self, delta: str) -> bytes:
+        item = self.item
+        assert item is not None
+        frames = b""
+        for n, piece in enumerate(delta.split("\n")):
+            if n > 0 or not self.open_:
+                if self.open_:
+                    frames += self._end_command()
+                    self.command += 1
+                self.open_ = True
+                body = {"output_index": item.index, "command_index": self.command, "command": ""}
+                frames += self.out.frame("response.shell_call_command.added", body)
+            if piece:
+                body = {"output_index": item.index, "command_index": self.command, "delta": piece}
+                frames += self.out.frame("response.shell_call_command.delta", body)
+        return frames
+
+    def done(self, value: Part) -> bytes:
+        return self._end_command() if self.open_ else b""
+
+
+class ReasoningWriter(PartWriter):
+    """A ``reasoning`` item's summary parts and reasoning text (Responses reasoning only)."""
+
+    __slots__ = ("current", "own", "summaries", "text_open")
+
+    def __init__(self, out: Output, item: Item, own: bool = False) -> None:
+        super().__init__(out, item)
+        self.own = own
+        self.summaries: dict[int, tuple[int, list[str]]] = {}
+        """Source summary index → (wire summary index, texts sent)."""
+        self.current: int | None = None
+        """The source index of the open summary part."""
+        self.text_open = False
+
+    def _common(self, index: int) -> dict[str, Any]:
+        item = self.item
+        assert item is not None
+        return {"item_id": item.id, "output_index": item.index, "summary_index": index}
+
+    def start(self, value: ReasoningPart) -> bytes:
+        """The summary a start value holds (its text follows as deltas)."""
+        return b"".join([self.summary(i, text) for i, text in enumerate(value.summary or ())])
+
+    def _close_summary(self) -> bytes:
+        if self.current is None:
+            return b""
+        wire, texts = self.summaries[self.current]
+        self.current = None
+        text = "".join(texts)
+        common = self._common(wire)
+        return self.out.frame(
+            "response.reasoning_summary_text.done", {**common, "text": text}
+        ) + self.out.frame(
+            "response.reasoning_summary_part.done", {**common, "part": {"type": "summary_text", "text": text}}
+        )
+
+    def summary(self, index: int, text: str) -> bytes:
+        frames = b""
+        entry = self.summaries.get(index)
+        if entry is None:
+            frames = self._close_summary()
+            entry = self.summaries[index] = (len(self.summaries), [])
+            self.current = index
+            part = {"type": "summary_text", "text": ""}
+            frames += self.out.frame(
+                "response.reasoning_summary_part.added", {**self._common(entry[0]), "part": part}
+            )
+        if text:
+            entry[1].append(text)
+            frames += self.out.frame(
+                "response.reasoning_summary_text.delta", {**self._common(entry[0]), "delta": text}
+            )
+        return frames
+
+    def reasoning(self, text: str) -> bytes:
+        item = self.item
+        assert item is not None
+        frames = b""
+        common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
+        if not self.text_open:
+            self.text_open = True
+            frames = self.out.frame(
+                "response.content_part.added", {**common, "part": {"type": "reasoning_text", "text": ""}}
+            )
+        return frames + self.out.frame("response.reasoning_text.delta", {**common, "delta": text})
+
+    def done(self, value: Part) -> bytes:
+        item = self.item
+        assert item is not None
+        if not isinstance(value, ReasoningPart):
+            return b""
+        frames = self._close_summary()
+        if self.text_open:
+            common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
+            text = value.text or ""
+            frames += self.out.frame("response.reasoning_text.done", {**common, "text": text})
+            frames += self.out.frame(
+                "response.content_part.done", {**common, "part": {"type": "reasoning_text", "text": text}}
+            )
+        if self.own:
+            frames += self.out.close(item, reasoning_item(value, "completed", item.body))
+        return frames
+
+
+class AudioWriter(PartWriter):
+    """Audio and its transcript (Responses streams them outside any item)."""
+
+    __slots__ = ()
+
+    def audio(self, data: str | None, transcript: str | None) -> bytes:
+        frames = b""
+        if data:
+            frames += self.out.frame("response.audio.delta", {"delta": data})
+        if transcript:
+            frames += self.out.frame("response.audio.transcript.delta", {"delta": transcript})
+        return frames
+
+    def done(self, value: Part) -> bytes:
+        return self.out.frame("response.audio.done", {}) + self.out.frame(
+            "response.audio.transcript.done", {}
+        )
+
+
+class DropWriter(PartWriter):
+    """A part Responses cannot carry: recorded once, or for reasoning once per kind it held."""
+
+    __slots__ = ("drops", "kinds", "where")
+
+    def __init__(self, out: Output, drops: DropLog, value: Part, *, where: str | None = None) -> None:
+        super().__init__(out, None)
+        self.drops = drops
+        self.where = where
+        self.kinds: set[DropKind] | None = set() if isinstance(value, ReasoningPart) else None
+        """The kinds recorded for a reasoning part (its content comes as deltas)."""
+        if self.kinds is None:
+            drop_part(drops, value, where=where)
+        else:
+            self._record(value)
+
+    def _record(self, part: Part) -> None:
+        if self.kinds is None or not isinstance(part, ReasoningPart):
+            return
+        for kind, what in reasoning_drops(part):
+            if kind not in self.kinds and (kind != "reasoning" or part.text or part.summary):
+                self.kinds.add(kind)
+                self.drops.add(kind, what, where=self.where)
+
+    def summary(self, index: int, text: str) -> bytes:
+        self._record(ReasoningPart(summary=[text]))
+        return b""
+
+    def reasoning(self, text: str) -> bytes:
+        self._record(ReasoningPart(text=text))
+        return b""
+
+    def signature(self) -> bytes:
+        self._record(ReasoningPart(signature="-"))
+        return b""
+
+    def done(self, value: Part) -> bytes:
+        self._record(value)
+        if self.kinds is not None and not self.kinds:
+            self.kinds.add("reasoning")
+            kind, what = reasoning_drops(ReasoningPart())[0]
+            self.drops.add(kind, what, where=self.where)  # an empty block: still dropped
+        return b""
+
+
+def whole_part_writer(
+    out: Output, item: Item, value: Part, extras: Any, *, replay: bool
+) -> tuple[PartWriter, bytes]:
+    """The writer of a part of a Responses item kept whole, opening the item if it waited.
+
+    A ``function_call`` / ``custom_tool_call`` or ``reasoning`` item is opened by its part (its
+    added body is built from it, with ``extras``, the item's own extra keys); a hosted tool's
+    call streams its input if its type has input deltas; anything else is carried by the item.
+    """
+    extras = extras if isinstance(extras, dict) else {}
+    frames = b""
+    if isinstance(value, ToolCallPart) and item.type in ("function_call", "custom_tool_call"):
+        if item.index < 0:
+            added = call_item(value, "in_progress", extras)
+            added["input" if item.type == "custom_tool_call" else "arguments"] = ""
+            frames = out.open(item, added)
+        return CallWriter(out, item), frames
+    if isinstance(value, ReasoningPart) and item.type == "reasoning" and replay:
+        if item.index < 0:
+            added = {**extras, "summary": []}
+            if value.encrypted_content is not None:
+                added["encrypted_content"] = value.encrypted_content
+            frames = out.open(item, added)
+        writer = ReasoningWriter(out, item)
+        return writer, frames + writer.start(value)
+    if isinstance(value, ToolCallPart) and item.type in DELTA_EVENTS:
+        return CallWriter(out, item), b""
+    if isinstance(value, ToolCallPart) and item.type == "shell_call":
+        return ShellWriter(out, item), b""
+    return PartWriter(out, item), b""  # carried by the item itself
