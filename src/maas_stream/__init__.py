@@ -20,6 +20,7 @@ from ._convert import StreamConverter as StreamConverter
 from ._convert import aggregate as aggregate
 from ._convert import convert as convert
 from ._convert import convert_history as convert_history
+from ._convert import decode_response as decode_response
 from ._convert import encode_response as encode_response
 from ._convert import from_canonical as from_canonical
 from ._convert import to_canonical as to_canonical
@@ -148,6 +149,7 @@ __all__ = (
     "convert_history",
     "detect_body_protocol",
     "detect_protocol",
+    "decode_response",
     "encode_response",
     "from_canonical",
     "get_protocol",

@@ -29,7 +29,7 @@ from ._model import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from .events import Key, MessageStart
 
@@ -41,6 +41,7 @@ __all__ = [
     "PartState",
     "empty_refusal",
     "empty_text",
+    "client_call_in",
     "has_client_call",
     "remainder",
     "same_call",
@@ -271,6 +272,18 @@ def has_client_call(msg: MessageState) -> bool:
         ):
             return True
     return False
+
+
+def client_call_in(parts: Iterable[Part]) -> bool:
+    """Whether built parts hold a call the client must run (function or custom, not incomplete).
+
+    The same rule as :func:`has_client_call`, for messages that were not aggregated (a
+    non-streaming body read by ``decode_response``).
+    """
+    return any(
+        isinstance(p, ToolCallPart) and p.kind in ("function", "custom") and p.status != "incomplete"
+        for p in parts
+    )
 
 
 def empty_text() -> TextPart:

@@ -14,8 +14,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
+
+from ._accumulate import client_call_in
 from ._aggregate import Aggregator
-from ._drops import DropLog, Dropped, call_with_drops, encoder_drops
+from ._drops import DropLog, Dropped
 from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
 from ._model import Message, Response, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
@@ -34,6 +37,7 @@ __all__ = [
     "continuation_key",
     "convert",
     "convert_history",
+    "decode_response",
     "encode_response",
     "from_canonical",
     "to_canonical",
@@ -292,7 +296,7 @@ class StreamConverter:
     @property
     def lossy(self) -> list[Dropped]:
         """What the target could not carry and was dropped (never turned into text), as records."""
-        return encoder_drops(self._encoder).records
+        return self._encoder.drops.records
 
     @property
     def protocol(self) -> str | None:
@@ -330,7 +334,7 @@ class StreamConverter:
             for event in events:
                 self._check_unknown(event)
         out = b"".join([encode(e) for e in events])
-        drops = encoder_drops(self._encoder)
+        drops = self._encoder.drops
         if len(drops) > self._logged:
             self._log_lossy(drops)
         return out
@@ -430,7 +434,7 @@ def from_canonical(
         source: The protocol the messages came from, for the records.
     """
     drops = DropLog(protocol, source)
-    out = call_with_drops(get_protocol(protocol).from_canonical, messages, drops)
+    out = get_protocol(protocol).from_canonical(messages, drops=drops)
     if lossy is not None:
         lossy.extend(drops.records)
     return out
@@ -471,10 +475,61 @@ def encode_response(
     if spec.encode_response is None:
         raise LocalProtocolError(f"{protocol} has no non-streaming response body")
     drops = DropLog(protocol, response.protocol)
-    out = call_with_drops(spec.encode_response, response, drops)
+    out = spec.encode_response(response, drops=drops)
     if lossy is not None:
         lossy.extend(drops.records)
     return out
+
+
+def decode_response(body: Any, protocol: str) -> Response:
+    """Read ``protocol``'s non-streaming response body into a canonical response.
+
+    The protocol's own mapping reads the body; the rules that hold for every protocol are then
+    applied here, once, as the aggregator applies them to a stream: a turn that holds a client
+    (function or custom) call and says "stop" finishes ``tool_calls``. So a body and the stream
+    of the same answer read the same.
+
+    Args:
+        body: The JSON body (parsed, or its text/bytes where the protocol accepts that).
+        protocol: The body's protocol.
+
+    Raises:
+        LocalProtocolError: No such protocol, or it has no non-streaming body.
+        RemoteProtocolError: The body is not a valid ``protocol`` response.
+    """
+    spec = get_protocol(protocol)
+    if spec.decode_response is None:
+        raise LocalProtocolError(f"{protocol} has no non-streaming response body")
+    response = spec.decode_response(body)
+    if any(m.provider is None for m in response.messages):
+        # The replay rule's origin: what a body says was made by its protocol.
+        response = msgspec.structs.replace(
+            response,
+            messages=[
+                m if m.provider else msgspec.structs.replace(m, provider=protocol) for m in response.messages
+            ],
+        )
+    return normalize_finish(response)
+
+
+def normalize_finish(response: Response) -> Response:
+    """Apply the one finish-reason rule to a response that was not aggregated from a stream."""
+    messages = [
+        msgspec.structs.replace(m, finish_reason="tool_calls")
+        if m.finish_reason == "stop" and not isinstance(m.content, str) and client_call_in(m.content)
+        else m
+        for m in response.messages
+    ]
+    finish = response.finish_reason
+    if finish == "stop" and any(
+        not isinstance(m.content, str) and client_call_in(m.content) for m in response.messages
+    ):
+        finish = "tool_calls"
+    if finish == response.finish_reason and all(
+        a is b for a, b in zip(messages, response.messages, strict=True)
+    ):
+        return response
+    return msgspec.structs.replace(response, messages=messages, finish_reason=finish)
 
 
 def validate(body: Any, protocol: str) -> list[str]:

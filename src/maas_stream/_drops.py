@@ -11,14 +11,14 @@ It must not know any wire protocol or do IO.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final, get_args
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, final, get_args
 
 import msgspec
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
-__all__ = ["DROP_KINDS", "DropKind", "DropLog", "Dropped", "call_with_drops", "encoder_drops"]
+__all__ = ["DROP_KINDS", "DropKind", "DropLog", "Dropped"]
 
 DropKind: TypeAlias = Literal[
     "reasoning",
@@ -174,35 +174,3 @@ class DropLog:
     def lines(self) -> list[str]:
         """One human-readable line per record."""
         return [str(rec) for rec in self.records]
-
-
-def call_with_drops(fn: Callable[..., dict[str, Any]], value: Any, drops: DropLog) -> dict[str, Any]:
-    """Call a protocol's body or history encoder with a drop log.
-
-    Transitional: an encoder that still takes ``lossy: list[str]`` has its lines recorded as
-    kind ``field``.
-    """
-    import inspect
-
-    if "drops" in inspect.signature(fn).parameters:
-        return fn(value, drops=drops)
-    lines: list[str] = []
-    out = fn(value, lossy=lines)
-    for line in lines:
-        drops.add(_guess(line), line)
-    return out
-
-
-def _guess(line: str) -> DropKind:
-    return "reasoning" if "reasoning" in line else "field"
-
-
-def encoder_drops(encoder: Any) -> DropLog:
-    """A stream encoder's drop log (transitional: wraps a ``lossy`` list of lines)."""
-    drops = getattr(encoder, "drops", None)
-    if isinstance(drops, DropLog):
-        return drops
-    log = DropLog(encoder.protocol)
-    for line in encoder.lossy:
-        log.add(_guess(line), line)
-    return log
