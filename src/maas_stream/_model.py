@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 import msgspec
 
 __all__ = [
+    "ASSISTANT_ROLES",
     "AudioPart",
     "CitationPart",
     "CodePart",
@@ -45,6 +46,9 @@ FinishReason: TypeAlias = Literal[
     "stop", "length", "tool_calls", "content_filter", "refusal", "pause", "error", "other"
 ]
 ToolCallKind: TypeAlias = Literal["function", "custom", "server", "mcp"]
+
+ASSISTANT_ROLES: Final = frozenset({"assistant", "model"})
+"""The roles of a model's own output (``model`` is Gemini's name for ``assistant``)."""
 
 
 class _Part(msgspec.Struct, tag_field="type", omit_defaults=True, frozen=True, kw_only=True):

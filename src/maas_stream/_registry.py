@@ -144,10 +144,11 @@ def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
 
     The package defines ``NAME``, ``StreamDecoder``, ``StreamEncoder``, ``to_canonical``,
     ``from_canonical``, ``validate`` and ``detect``, and may define ``detect_body``,
-    ``encode_response`` and ``decode_response``; ``extra`` gives the rest (endpoints, auth,
-    URL, error body...).
+    ``encode_response`` and ``decode_response``, and the constants ``ENVELOPE``, ``ENDPOINTS``,
+    ``AUTH``, ``URL``, ``ERROR_BODY`` and ``REPLAY_ONLY``; ``extra`` gives anything else.
     """
     optional = ("detect_body", "encode_response", "decode_response")
+    declared = {field: getattr(module, name) for name, field in _DECLARED.items() if hasattr(module, name)}
     return ProtocolSpec(
         name=module.NAME,
         framing=framing,
@@ -158,8 +159,20 @@ def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
         validate=module.validate,
         detect=module.detect,
         **{name: getattr(module, name) for name in optional if hasattr(module, name)},
+        **declared,
         **extra,
     )
+
+
+_DECLARED: Final = {
+    "ENVELOPE": "envelope",
+    "ENDPOINTS": "endpoints",
+    "AUTH": "auth",
+    "URL": "url",
+    "ERROR_BODY": "error_body",
+    "REPLAY_ONLY": "replay_only",
+}
+"""Module constants a protocol package may declare, and the spec field each fills."""
 
 
 _REGISTRY: Final[dict[str, ProtocolSpec]] = {}

@@ -46,6 +46,7 @@ from ..events import (
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
+    from .._drops import DropLog, Dropped
     from ..events import Event
 
 __all__ = [
@@ -104,6 +105,14 @@ class EventEncoder:
 
     _ROUTES: ClassVar[dict[type[Any], str]] = {}
     _TABLE: ClassVar[dict[type[Any], Callable[[Any, Any], bytes]]] = {}
+
+    drops: DropLog
+    """What the target could not carry and dropped, as records (every encoder sets it)."""
+
+    @property
+    def lossy(self) -> list[Dropped]:
+        """The drop records so far (:attr:`drops`)."""
+        return self.drops.records
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

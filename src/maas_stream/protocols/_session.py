@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 import msgspec
 
 from .. import events
-from .._drops import DropKind, DropLog, Dropped
+from .._drops import DropKind, DropLog
 from .._exceptions import RemoteProtocolError
 from .._model import Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart, Usage
 from ._base import EventEncoder, JSONLinesStreamDecoder, WrappedLine, _State, flush_warnings
@@ -197,11 +197,6 @@ class SessionEncoder(EventEncoder):
         self._ended = False
         self._usage: Usage | None = None
         self._roles: dict[Any, str] = {}
-
-    @property
-    def lossy(self) -> list[Dropped]:
-        """What was dropped so far, as records."""
-        return self.drops.records
 
     def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the JSON lines it completes (maybe ``b""``)."""

@@ -19,34 +19,18 @@ from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
-from ._envelope import ENVELOPE
+from ._envelope import ENVELOPE as ENVELOPE
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 
-__all__ = (
-    "SPEC",
-    "StreamDecoder",
-    "StreamEncoder",
-    "decode_response",
-    "detect",
-    "detect_body",
-    "encode_response",
-    "from_canonical",
-    "to_canonical",
-    "validate",
-)
-
 NAME: Final = _names.ANTHROPIC
 
 
-SPEC = spec_of(
-    sys.modules[__name__],
-    "sse",
-    envelope=ENVELOPE,
-    endpoints=(Endpoint(r"/v1/messages"),),
-    auth=Auth("ANTHROPIC_API_KEY", "x-api-key", fixed={"anthropic-version": "2023-06-01"}),
-    url="https://api.anthropic.com/v1/messages",
-    error_body=anthropic_error_body,
-)
+ENDPOINTS = (Endpoint(r"/v1/messages"),)
+AUTH = Auth("ANTHROPIC_API_KEY", "x-api-key", fixed={"anthropic-version": "2023-06-01"})
+URL = "https://api.anthropic.com/v1/messages"
+ERROR_BODY = anthropic_error_body
+
+SPEC = spec_of(sys.modules[__name__], "sse")
 """Everything the registry, the CLI and the bridge know of this protocol."""

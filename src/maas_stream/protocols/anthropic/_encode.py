@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ... import events
-from ..._drops import DropLog, Dropped
+from ..._drops import DropLog
 from ..._model import FinishReason, ToolCallPart, UnknownPart, Usage
 from .._base import EventEncoder
 from .._names import ANTHROPIC as PROTOCOL
@@ -73,11 +73,6 @@ class StreamEncoder(EventEncoder):
         self._usage: Usage | None = None
         self._usage_sent: dict[str, Any] | None = None
         self._finishes: dict[Any, tuple[FinishReason, str | None]] = {}
-
-    @property
-    def lossy(self) -> list[Dropped]:
-        """What the target could not carry, as records (one per kind and what)."""
-        return self.drops.records
 
     # ------------------------------------------------------------------ API
 

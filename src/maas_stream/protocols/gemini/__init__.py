@@ -20,7 +20,7 @@ from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
-from ._envelope import ENVELOPE
+from ._envelope import ENVELOPE as ENVELOPE
 from ._history import PLACEHOLDER_SIGNATURE as PLACEHOLDER_SIGNATURE
 from ._history import from_canonical as from_canonical
 from ._history import request_extras as request_extras
@@ -28,38 +28,18 @@ from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 from ._parts import SIGNATURE_TYPE as SIGNATURE_TYPE
 
-__all__ = (
-    "SPEC",
-    "NAME",
-    "PLACEHOLDER_SIGNATURE",
-    "SIGNATURE_TYPE",
-    "StreamDecoder",
-    "StreamEncoder",
-    "detect",
-    "decode_response",
-    "detect_body",
-    "encode_response",
-    "from_canonical",
-    "request_extras",
-    "to_canonical",
-    "validate",
-)
-
 NAME: Final = _names.GEMINI
 
 _MODEL_PATH = r"/(?:v1beta|v1|v1alpha)/models/(?P<model>[^/:]+)"
 
-SPEC = spec_of(
-    sys.modules[__name__],
-    "sse",
-    envelope=ENVELOPE,
-    endpoints=(
-        Endpoint(_MODEL_PATH + ":streamGenerateContent", stream=True, query="alt=sse"),
-        Endpoint(_MODEL_PATH + ":generateContent", stream=False),
-    ),
-    auth=Auth("GEMINI_API_KEY", "x-goog-api-key"),
-    url="https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent?alt=sse",
-    error_body=google_error_body,
-    replay_only=frozenset({SIGNATURE_TYPE}),
+ENDPOINTS = (
+    Endpoint(_MODEL_PATH + ":streamGenerateContent", stream=True, query="alt=sse"),
+    Endpoint(_MODEL_PATH + ":generateContent", stream=False),
 )
+AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key")
+URL = "https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent?alt=sse"
+ERROR_BODY = google_error_body
+REPLAY_ONLY = frozenset({SIGNATURE_TYPE})
+
+SPEC = spec_of(sys.modules[__name__], "sse")
 """Everything the registry, the CLI and the bridge know of this protocol."""

@@ -25,6 +25,7 @@ import msgspec
 from ..._drops import DropLog
 from ..._exceptions import RemoteProtocolError
 from ..._model import (
+    ASSISTANT_ROLES,
     CitationPart,
     FinishReason,
     Message,
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["decode_response", "encode_response"]
 
-_ASSISTANT: Final = ("assistant", "model")
 _json: Final = msgspec.json.Encoder()
 _any: Final = msgspec.json.Decoder()
 
@@ -79,7 +79,7 @@ def encode_response(response: Response, *, drops: DropLog | None = None) -> dict
     decided: set[int] = set()
     for i, msg in enumerate(response.messages):
         wire.where = f"messages[{i}]"
-        if msg.role not in _ASSISTANT:
+        if msg.role not in ASSISTANT_ROLES:
             wire.drop("message", f"{msg.role} message in the output")
             continue
         index = msg.choice_index if msg.choice_index is not None else 0

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from ... import events as ev
-from ..._drops import DropLog, Dropped
+from ..._drops import DropLog
 from ..._model import (
     CitationPart,
     FinishReason,
@@ -112,11 +112,6 @@ class StreamEncoder(EventEncoder):
         self._usage: Usage | None = None
         self._usage_sent = True
         self._ended = False
-
-    @property
-    def lossy(self) -> list[Dropped]:
-        """What was dropped so far, one record per kind and description."""
-        return self.drops.records
 
     # ------------------------------------------------------------------ API
 

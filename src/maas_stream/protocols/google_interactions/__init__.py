@@ -25,29 +25,11 @@ from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 
-__all__ = (
-    "SPEC",
-    "NAME",
-    "StreamDecoder",
-    "StreamEncoder",
-    "decode_response",
-    "detect",
-    "detect_body",
-    "encode_response",
-    "from_canonical",
-    "to_canonical",
-    "validate",
-)
-
 NAME: Final = _names.GOOGLE_INTERACTIONS
 
 
-SPEC = spec_of(
-    sys.modules[__name__],
-    "sse",
-    endpoints=(),
-    auth=Auth("GEMINI_API_KEY", "x-goog-api-key"),
-    url=None,
-    error_body=google_error_body,
-)
+AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key")
+ERROR_BODY = google_error_body
+
+SPEC = spec_of(sys.modules[__name__], "sse")
 """Everything the registry, the CLI and the bridge know of this protocol."""

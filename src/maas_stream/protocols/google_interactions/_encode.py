@@ -42,7 +42,6 @@ from ._steps import (
 
 if TYPE_CHECKING:
     from ... import events
-    from ..._drops import Dropped
     from ..._model import FinishReason, Usage
 
 __all__ = ["StreamEncoder"]
@@ -88,11 +87,6 @@ class StreamEncoder(EventEncoder):
         self._finish: tuple[Any, FinishReason, str | None] | None = None
         """The first output message's key and finish (per-choice sources give it there only)."""
         self._failed = False
-
-    @property
-    def lossy(self) -> list[Dropped]:
-        """The drops so far, as records."""
-        return self.drops.records
 
     # ------------------------------------------------------------------ API
 

@@ -14,33 +14,19 @@ from typing import Final
 from ..._registry import Auth, spec_of
 from .. import _names
 from .._errors import google_error_body
-from ._decode import StreamDecoder
-from ._detect import detect
-from ._encode import DEFAULT_AUDIO_MIME, StreamEncoder
-from ._history import from_canonical, to_canonical, validate
-
-__all__ = (
-    "SPEC",
-    "NAME",
-    "StreamDecoder",
-    "StreamEncoder",
-    "DEFAULT_AUDIO_MIME",
-    "detect",
-    "from_canonical",
-    "to_canonical",
-    "validate",
-)
+from ._decode import StreamDecoder as StreamDecoder
+from ._detect import detect as detect
+from ._encode import DEFAULT_AUDIO_MIME as DEFAULT_AUDIO_MIME
+from ._encode import StreamEncoder as StreamEncoder
+from ._history import from_canonical as from_canonical
+from ._history import to_canonical as to_canonical
+from ._history import validate as validate
 
 NAME: Final = _names.GOOGLE_LIVE
 
 
-SPEC = spec_of(
-    sys.modules[__name__],
-    "jsonl",
-    endpoints=(),
-    auth=Auth("GEMINI_API_KEY", "x-goog-api-key"),
-    url=None,
-    error_body=google_error_body,
-    media_type="application/jsonl",
-)
+AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key")
+ERROR_BODY = google_error_body
+
+SPEC = spec_of(sys.modules[__name__], "jsonl", media_type="application/jsonl")
 """Everything the registry, the CLI and the bridge know of this protocol."""

@@ -20,35 +20,19 @@ from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
-from ._envelope import ENVELOPE
+from ._envelope import ENVELOPE as ENVELOPE
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 from ._map import ReasoningMode as ReasoningMode
 
-__all__ = (
-    "SPEC",
-    "ReasoningMode",
-    "StreamDecoder",
-    "StreamEncoder",
-    "decode_response",
-    "detect",
-    "encode_response",
-    "from_canonical",
-    "to_canonical",
-    "validate",
-)
-
 NAME: Final = _names.OPENAI_CHAT
 
 
-SPEC = spec_of(
-    sys.modules[__name__],
-    "sse",
-    envelope=ENVELOPE,
-    endpoints=(Endpoint(r"(?:/v1)?/chat/completions"),),
-    auth=Auth("OPENAI_API_KEY", "authorization", "Bearer {}"),
-    url="https://api.openai.com/v1/chat/completions",
-    error_body=openai_error_body,
-)
+ENDPOINTS = (Endpoint(r"(?:/v1)?/chat/completions"),)
+AUTH = Auth("OPENAI_API_KEY", "authorization", "Bearer {}")
+URL = "https://api.openai.com/v1/chat/completions"
+ERROR_BODY = openai_error_body
+
+SPEC = spec_of(sys.modules[__name__], "sse")
 """Everything the registry, the CLI and the bridge know of this protocol."""

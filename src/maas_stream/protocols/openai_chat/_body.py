@@ -13,13 +13,13 @@ do IO.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..._drops import DropLog
 from ..._exceptions import RemoteProtocolError
-from ..._model import FinishReason, Message, Response, ResponseStatus, TextPart
+from ..._model import ASSISTANT_ROLES, FinishReason, Message, Response, ResponseStatus, TextPart
 from ._map import (
     PROTOCOL,
     ReasoningMode,
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["decode_response", "encode_response"]
 
-_ASSISTANT: Final = ("assistant", "model")
-
 
 def encode_response(
     response: Response, *, drops: DropLog | None = None, reasoning: ReasoningMode = "auto"
@@ -61,7 +59,7 @@ def encode_response(
     choices: dict[int, ChoiceWriter] = {}
     finishes: dict[int, FinishReason] = {}
     for msg in response.messages:
-        if msg.role not in _ASSISTANT:
+        if msg.role not in ASSISTANT_ROLES:
             log.add("message", f"{msg.role} message in the output")
             continue
         index = msg.choice_index if msg.choice_index is not None else 0

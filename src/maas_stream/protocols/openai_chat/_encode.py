@@ -35,7 +35,6 @@ from ._map import (
 from ._parts import PartWriter
 
 if TYPE_CHECKING:
-    from ..._drops import Dropped
     from ..._model import FinishReason, Usage
     from ...events import (
         MessageDone,
@@ -87,11 +86,6 @@ class StreamEncoder(PartWriter, EventEncoder):
         self._explicit: set[int] = set()
         self._usage: Usage | None = None
         self._ended = False
-
-    @property
-    def lossy(self) -> list[Dropped]:
-        """What the target protocol could not carry and was dropped, one record per kind and what."""
-        return self.drops.records
 
     # ------------------------------------------------------------------ API
 

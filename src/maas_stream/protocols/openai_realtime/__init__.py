@@ -14,32 +14,18 @@ from typing import Final
 from ..._registry import Auth, spec_of
 from .. import _names
 from .._errors import openai_error_body
-from ._decode import StreamDecoder
-from ._detect import detect
-from ._encode import StreamEncoder
-from ._history import from_canonical, to_canonical, validate
-
-__all__ = (
-    "SPEC",
-    "NAME",
-    "StreamDecoder",
-    "StreamEncoder",
-    "detect",
-    "from_canonical",
-    "to_canonical",
-    "validate",
-)
+from ._decode import StreamDecoder as StreamDecoder
+from ._detect import detect as detect
+from ._encode import StreamEncoder as StreamEncoder
+from ._history import from_canonical as from_canonical
+from ._history import to_canonical as to_canonical
+from ._history import validate as validate
 
 NAME: Final = _names.OPENAI_REALTIME
 
 
-SPEC = spec_of(
-    sys.modules[__name__],
-    "jsonl",
-    endpoints=(),
-    auth=Auth("OPENAI_API_KEY", "authorization", "Bearer {}"),
-    url=None,
-    error_body=openai_error_body,
-    media_type="application/jsonl",
-)
+AUTH = Auth("OPENAI_API_KEY", "authorization", "Bearer {}")
+ERROR_BODY = openai_error_body
+
+SPEC = spec_of(sys.modules[__name__], "jsonl", media_type="application/jsonl")
 """Everything the registry, the CLI and the bridge know of this protocol."""

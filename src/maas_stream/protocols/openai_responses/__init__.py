@@ -21,34 +21,18 @@ from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
-from ._envelope import ENVELOPE
+from ._envelope import ENVELOPE as ENVELOPE
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 
-__all__ = (
-    "SPEC",
-    "StreamDecoder",
-    "StreamEncoder",
-    "decode_response",
-    "detect",
-    "detect_body",
-    "encode_response",
-    "from_canonical",
-    "to_canonical",
-    "validate",
-)
-
 NAME: Final = _names.OPENAI_RESPONSES
 
 
-SPEC = spec_of(
-    sys.modules[__name__],
-    "sse",
-    envelope=ENVELOPE,
-    endpoints=(Endpoint(r"(?:/v1)?/responses"),),
-    auth=Auth("OPENAI_API_KEY", "authorization", "Bearer {}"),
-    url="https://api.openai.com/v1/responses",
-    error_body=openai_error_body,
-)
+ENDPOINTS = (Endpoint(r"(?:/v1)?/responses"),)
+AUTH = Auth("OPENAI_API_KEY", "authorization", "Bearer {}")
+URL = "https://api.openai.com/v1/responses"
+ERROR_BODY = openai_error_body
+
+SPEC = spec_of(sys.modules[__name__], "sse")
 """Everything the registry, the CLI and the bridge know of this protocol."""

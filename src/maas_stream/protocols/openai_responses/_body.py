@@ -15,11 +15,11 @@ It must not do IO or know the stream's event grammar.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from ..._drops import DropLog
 from ..._exceptions import RemoteProtocolError
-from ..._model import Message, ReasoningPart, Response, TextPart, ToolCallPart, UnknownPart
+from ..._model import ASSISTANT_ROLES, Message, ReasoningPart, Response, TextPart, ToolCallPart, UnknownPart
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
 from ._items import (
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 
 __all__ = ["decode_response", "encode_response"]
 
-_ASSISTANT: Final = ("assistant", "model")
-
 
 def encode_response(response: Response, *, drops: DropLog | None = None) -> dict[str, Any]:
     """Encode a canonical response as an OpenAI Responses ``response`` object.
@@ -76,7 +74,7 @@ def encode_response(response: Response, *, drops: DropLog | None = None) -> dict
             and isinstance(msg.provider_raw, dict)
         ):
             output.append(dict(msg.provider_raw))  # a hosted-tool, tool-output or unknown item, whole
-        elif msg.role not in _ASSISTANT:
+        elif msg.role not in ASSISTANT_ROLES:
             log.add(
                 "message",
                 f"{msg.role} message in the output (Responses outputs are the model's)",

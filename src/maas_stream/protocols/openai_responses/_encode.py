@@ -60,7 +60,6 @@ from ._writers import (
 )
 
 if TYPE_CHECKING:
-    from ..._drops import Dropped
     from ..._model import FinishReason, Message, Part, Usage
     from ...events import Key
 
@@ -99,11 +98,6 @@ class StreamEncoder(EventEncoder):
         self._skip: set[int] = set()
         self._usage: Usage | None = None
         self._finish: tuple[FinishReason, str | None] | None = None
-
-    @property
-    def lossy(self) -> list[Dropped]:
-        """The drop records so far (:attr:`drops`)."""
-        return self.drops.records
 
     # ------------------------------------------------------------------ API
 
