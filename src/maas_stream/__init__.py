@@ -11,6 +11,7 @@ The core is sans-IO and synchronous (``aggregate``, ``convert``, :class:`StreamA
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ._aggregate import Aggregator as Aggregator
@@ -61,6 +62,10 @@ from ._registry import detect_body_protocol as detect_body_protocol
 from ._registry import detect_protocol as detect_protocol
 from ._registry import get_protocol as get_protocol
 from ._registry import protocol_names as protocol_names
+
+# A library's log records are the application's to route: without a handler of its own, a
+# warning would reach the user's stderr through logging's last resort.
+logging.getLogger("maas_stream").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from . import io as io

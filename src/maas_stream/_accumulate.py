@@ -10,6 +10,8 @@ It must not know any wire format.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -43,6 +45,7 @@ __all__ = [
     "empty_text",
     "client_call_in",
     "has_client_call",
+    "join_base64",
     "remainder",
     "same_call",
 ]
@@ -158,9 +161,27 @@ def _build_reasoning(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
 
 def _build_audio(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
     if acc.audio_data:
-        fields["data"] = (base.data or "") + "".join(acc.audio_data)
+        fields["data"] = join_base64([base.data, *acc.audio_data] if base.data else acc.audio_data)
     if acc.audio_transcript:
         fields["transcript"] = (base.transcript or "") + "".join(acc.audio_transcript)
+
+
+def join_base64(chunks: list[str]) -> str:
+    """Concatenate base64 chunks as the bytes they encode, not as text.
+
+    Each audio delta is base64 on its own, padded when its bytes are not a multiple of 3:
+    ``"AQI=" + "AwQ="`` as text puts padding mid-string (a decoder then silently returns a
+    fraction of the audio); as bytes it is ``"AQIDBA=="``. Chunks that are whole 4-character
+    groups without padding (the common case) join as text, which is the same thing. A chunk
+    that is not valid base64 is kept as sent (joined as text): nothing received is lost.
+    """
+    if all(len(c) % 4 == 0 and not c.endswith("=") for c in chunks[:-1]):
+        return "".join(chunks)
+    try:
+        raw = b"".join(base64.b64decode(c, validate=True) for c in chunks)
+    except (binascii.Error, ValueError):
+        return "".join(chunks)
+    return base64.b64encode(raw).decode("ascii")
 
 
 _BUILDERS: Final[dict[type[Any], Callable[[PartState, Any, dict[str, Any]], None]]] = {

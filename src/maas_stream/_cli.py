@@ -92,6 +92,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         response = agg.finish()
     except (MaasStreamError, OSError) as exc:
         _fail(args.file, exc)
+    _check_recognised(args, agg.recognised, agg.frames)
     _json_out(response, args.compact)
     return 0
 
@@ -109,7 +110,15 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         out.flush()
     except (MaasStreamError, OSError) as exc:
         _fail(args.file, exc)
+    _check_recognised(args, conv.recognised, conv.frames)
     return 0
+
+
+def _check_recognised(args: argparse.Namespace, recognised: bool, frames: int) -> None:
+    """With ``--from``, input holding nothing of that protocol is an error, not an empty result."""
+    if args.source and not recognised:
+        what = "no frame" if frames == 0 else f"{frames} frame{'s' if frames != 1 else ''}, none of them"
+        _fail(args.file, ValueError(f"no {args.source} stream in it: {what} recognised as {args.source}"))
 
 
 def _load_json(path: str) -> Any:

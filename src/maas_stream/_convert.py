@@ -22,7 +22,7 @@ from ._drops import DropLog, Dropped
 from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
 from ._model import Message, Response, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
-from .events import PartStart, UnknownEvent
+from .events import PartStart, StreamWarning, UnknownEvent
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -46,6 +46,9 @@ __all__ = [
 
 _DETECT_LIMIT = 1024 * 1024
 
+_UNRECOGNISED: Final = frozenset({UnknownEvent, StreamWarning})
+"""Events that say nothing was understood (an unknown frame; a warning about one)."""
+
 log = logging.getLogger("maas_stream")
 
 
@@ -68,6 +71,7 @@ class StreamAggregator:
     def __init__(self, protocol: str | None = None, *, emit: bool = False) -> None:
         self._emit = emit
         self._detector = Detector()
+        self._recognised = False
         self._decoder: StreamDecoder | None = None
         self._agg: Aggregator | None = None
         self._ended = False
@@ -158,7 +162,18 @@ class StreamAggregator:
             raise
         return self._aggregate(events)
 
+    @property
+    def recognised(self) -> bool:
+        """Whether anything of the protocol arrived (a frame other than unknown ones).
+
+        ``False`` after :meth:`finish` means nothing in the input was a stream of
+        :attr:`protocol`: an empty input, plain text, or another protocol's frames.
+        """
+        return self._recognised
+
     def _aggregate(self, events: list[Event]) -> list[Event]:
+        if not self._recognised and events:
+            self._recognised = any(type(e) not in _UNRECOGNISED for e in events)
         agg = self._agg
         assert agg is not None
         try:
@@ -208,7 +223,10 @@ class StreamAggregator:
         assert decoder is not None
         assert agg is not None
         try:
-            out = agg.feed_all(decoder.finish())
+            last = decoder.finish()
+            if not self._recognised and last:
+                self._recognised = any(type(e) not in _UNRECOGNISED for e in last)
+            out = agg.feed_all(last)
         except ProtocolError as exc:
             self._salvage(exc)
             raise
@@ -302,6 +320,16 @@ class StreamConverter:
     def protocol(self) -> str | None:
         """The source protocol (``None`` until detected)."""
         return self._source.protocol
+
+    @property
+    def recognised(self) -> bool:
+        """Whether anything of the source protocol arrived (see :attr:`StreamAggregator.recognised`)."""
+        return self._source.recognised
+
+    @property
+    def frames(self) -> int:
+        """How many source frames were decoded so far."""
+        return self._source.frames
 
     def feed_message(self, msg: bytes | str, *, direction: str = "server") -> bytes:
         """Feed one whole websocket message of the source; return the target bytes it completes.

@@ -53,6 +53,16 @@ log = logging.getLogger("maas_stream")
 class Lifecycle(Fold):
     """The lifecycle handlers of the aggregator (see the module docstring)."""
 
+    def _text_field(self, name: str, value: object) -> str | None:
+        """A response id or model is text; a number is kept as its digits, anything else dropped."""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            self.warn(f"the response {name} is a number ({value!r}); kept as text")
+            return str(value)
+        self.warn(f"the response {name} is not text ({type(value).__name__}); dropped")
+        return None
+
     def _cancelling(
         self, msg: MessageState, part: PartState | None, reason: str | None, out: list[Event]
     ) -> None:
@@ -154,9 +164,9 @@ class Lifecycle(Fold):
             self._state = AggregatorState.STREAMING
             self._done = None
         if ev.id:
-            self._id = ev.id
+            self._id = self._text_field("id", ev.id)
         if ev.model:
-            self._model = ev.model
+            self._model = self._text_field("model", ev.model)
 
     def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
         if ev.finish_reason == "stop" and any(has_client_call(m) for m in self._messages[self._first_open :]):

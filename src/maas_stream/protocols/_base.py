@@ -467,10 +467,17 @@ class JSONLinesStreamDecoder:
             )
         out: list[Event] = []
         if self._pending and b"".join(self._pending).strip():
-            # A last line without a newline is still a whole JSON document: try it.
+            # A last line without a newline may still be a whole JSON document: try it. One
+            # that is not is a recording cut mid-line: dropped with a warning, as SSE does.
             line = b"".join(self._pending)
             self._pending = []
-            out = self._line(line)
+            try:
+                msgspec.json.decode(line)
+            except _DECODE_FAULTS:
+                self._truncated = True
+                self.warnings.append("the stream ended inside a line; that partial line was dropped")
+            else:
+                out = self._line(line)
         self._state = _State.CLOSED
         out += self.on_finish()
         return out + flush_warnings(self.warnings)
