@@ -532,7 +532,8 @@ async def test_request_the_upstream_rejects_gets_400_naming_the_fault() -> None:
         async with openai_client(app).chat.completions.stream(model="m", messages=messages) as stream:
             await stream.get_final_completion()
     assert info.value.status_code == 400
-    assert "tool_result" in str(info.value)
+    # Named in the client's own terms, before any conversion.
+    assert "messages[1]: tool call 'call_9' has no tool message answering it" in str(info.value)
     assert app.stats.rejected == 1
     assert app.stats.streams == 0
 
@@ -552,7 +553,7 @@ async def test_invalid_request_for_anthropic_client_is_anthropic_shaped() -> Non
     body: Any = info.value.body
     assert body["type"] == "error"
     assert body["error"]["type"] == "invalid_request_error"
-    assert "functionResponse" in body["error"]["message"]
+    assert "tool_use 'toolu_1' has no tool_result" in body["error"]["message"]  # the client's terms
 
 
 @pytest.mark.parametrize(
@@ -701,3 +702,16 @@ def test_cli_serve_needs_one_source() -> None:
     with pytest.raises(SystemExit) as info:
         main(["serve"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("content", [5, {"text": "hi"}, True], ids=["number", "object", "bool"])
+async def test_content_of_the_wrong_type_is_refused_not_dropped(content: object) -> None:
+    app, _ = served("anthropic/thinking_parallel_tools.sse")
+    with pytest.raises(openai.BadRequestError, match=r"messages\[0\]") as info:
+        await openai_client(app).chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": content}],  # type: ignore[list-item, misc]
+        )
+    assert info.value.status_code == 400
+    assert app.stats.streams == 0
+    assert app.upstream.requests == []  # type: ignore[attr-defined]

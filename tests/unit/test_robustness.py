@@ -174,3 +174,11 @@ def test_another_protocols_stream_under_from_is_an_error() -> None:
     ok = _cli("aggregate", "--from", "openai-chat", str(path))
     assert ok.returncode == 0, ok.stderr
     assert msgspec.json.decode(ok.stdout)["status"] == "completed"
+
+
+def test_history_warns_about_content_its_own_protocol_rejects(tmp_path: Path) -> None:
+    path = tmp_path / "body.json"
+    path.write_bytes(b'{"messages": [{"role": "user", "content": 5}]}')
+    proc = _cli("history", "--from", "openai-chat", "--to", "anthropic", str(path))
+    assert proc.returncode == 0
+    assert f"{path}: warning: openai-chat: messages[0]: content must be" in proc.stderr

@@ -92,6 +92,11 @@ def upstream_request(match: EndpointMatch, body: Any, target: ProtocolSpec) -> U
     codec = envelope_codec(client, "client")
     if not isinstance(body, dict):
         raise Rejected(400, "the request body must be a JSON object")
+    # The client's own rules first: a fault is named in the client's terms (its own fields),
+    # and content of the wrong type is refused, never converted into nothing.
+    faults = validate(body, client.name)
+    if faults:
+        raise Rejected(400, f"invalid {client.name} request: " + "; ".join(faults))
     env = codec.read(body, model=match.model, stream=match.endpoint.stream)
     history: list[Dropped] = []
     try:
