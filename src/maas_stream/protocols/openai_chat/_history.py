@@ -58,11 +58,11 @@ def _messages_of(body: Any) -> list[Any]:
     if isinstance(body, dict):
         messages = body.get("messages")
         if not isinstance(messages, list):
-            raise ValidationError("openai-chat", ["the body has no 'messages' list"])
+            raise ValidationError(PROTOCOL, ["the body has no 'messages' list"])
         return messages
     if isinstance(body, list):
         return body
-    raise ValidationError("openai-chat", ["expected a request body object or a list of messages"])
+    raise ValidationError(PROTOCOL, ["expected a request body object or a list of messages"])
 
 
 def to_canonical(body: Any) -> list[Message]:
@@ -74,7 +74,7 @@ def to_canonical(body: Any) -> list[Message]:
     out: list[Message] = []
     for i, raw in enumerate(_messages_of(body)):
         if not isinstance(raw, dict) or raw.get("role") not in _ROLES:
-            raise ValidationError("openai-chat", [f"messages[{i}]: not a message with a known role"])
+            raise ValidationError(PROTOCOL, [f"messages[{i}]: not a message with a known role"])
         out.append(_message(raw))
     return out
 
