@@ -1,10 +1,15 @@
 """Sans-IO pipelines: decode → aggregate → final response, or → re-encode as another protocol.
 
 :class:`StreamAggregator` and :class:`StreamConverter` take bytes in chunks of any size and
-detect the source protocol when it is not given. The one-shot functions :func:`aggregate` and
-:func:`convert` wrap them for whole inputs. History conversion (:func:`to_canonical`,
-:func:`from_canonical`, :func:`convert_history`, :func:`validate`) dispatches to the protocol
-modules.
+detect the source protocol when it is not given (``_registry.Detector``: each byte scanned once).
+The one-shot functions :func:`aggregate` and :func:`convert` wrap them for whole inputs. History
+conversion (:func:`to_canonical`, :func:`from_canonical`, :func:`convert_history`,
+:func:`validate`) and the non-streaming bodies (:func:`encode_response`, :func:`decode_response`)
+dispatch to the protocol specs; drops come back as :class:`~maas_stream.Dropped` records.
+
+Also here, once for every protocol: the fail-closed rule for unknown types that carry
+continuation state, and the finish rule for bodies read without a stream
+(:func:`normalize_finish`).
 
 It must not do IO.
 """

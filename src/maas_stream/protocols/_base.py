@@ -1,11 +1,21 @@
 """What every protocol module provides, and the framing-level base classes they share.
 
-A protocol module exposes a ``StreamDecoder`` (bytes → events with provider keys), a
+A protocol package exposes a ``StreamDecoder`` (bytes → events with provider keys), a
 ``StreamEncoder`` (canonical events → bytes), a history codec (``to_canonical`` /
-``from_canonical``) and ``validate``. The classes here hold framing only (SSE or JSON lines),
-frame counting and error wrapping; no protocol holds cross-item state beyond framing.
+``from_canonical``), ``validate`` and detection, and declares its ``SPEC`` (``_registry.spec_of``).
+The classes here hold what every protocol shares: framing (SSE or JSON lines), frame counting,
+the state rules of ``feed``/``feed_message``/``finish`` (refused after an error or after
+``finish``), turning input faults (msgspec's decode errors, JSON nested too deep) into
+``RemoteProtocolError`` while letting any other exception through as the bug it is, flushing a
+decoder's ``warnings`` as ``StreamWarning`` events after every frame, and the encoders' event
+routing and drop records.
 
-It must not do IO or know the aggregator's rules.
+Item state belongs to the aggregator: a decoder keeps what its framing needs (sequence numbers,
+the position of a part in a keyless wire, a name the wire states only once); where one holds
+more, its docstring says what and why.
+
+It must not do IO, and must not apply the aggregator's rules (finish reasons, cancellation,
+remainders of final values).
 """
 
 from __future__ import annotations
