@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import maas_stream as ms
 from maas_stream.protocols import gemini
+from tests import invariants as inv
 from tests.conftest import recordings
 
 
@@ -197,13 +198,11 @@ def test_any_value_anywhere_decodes_or_raises_remote_protocol_error(
         node = node[key]
     node[where[-1]] = value
     data = _sse(chunk, _cand([{"functionCall": {"partialArgs": [{"jsonPath": "$.b", "numberValue": 1}]}}]))
-    try:
-        if target is None:
-            ms.aggregate(data, protocol="gemini")
-        else:
-            ms.convert(data, to=target, protocol="gemini", fail_closed=False)
-    except ms.RemoteProtocolError:
-        return  # the one exception bad input deserves; anything else fails the test
+    # A result, or RemoteProtocolError (the one exception bad input deserves); anything else fails.
+    response = inv.assert_decodes_or_remote_error(data, "gemini")
+    if response is not None and target is not None:
+        out = ms.convert(data, to=target, protocol="gemini", fail_closed=False)
+        assert ms.aggregate(out, protocol=target).protocol == target
 
 
 @settings(max_examples=200, deadline=None)
@@ -216,10 +215,10 @@ def test_corrupted_bytes_decode_or_raise_remote_protocol_error(which: int, index
     files = recordings("gemini")
     data = bytearray(files[which % len(files)].read_bytes())
     data[index % len(data)] = byte
-    try:
-        ms.aggregate(bytes(data), protocol="gemini")
-    except ms.RemoteProtocolError:
-        return  # the one exception bad input deserves; anything else fails the test
+    # A result of the protocol, or RemoteProtocolError naming it; anything else fails the test.
+    response = inv.assert_decodes_or_remote_error(bytes(data), "gemini")
+    if response is not None:
+        assert response.protocol == "gemini"
 
 
 @settings(max_examples=200, deadline=None)
