@@ -45,9 +45,11 @@ __all__ = [
     "empty_text",
     "client_call_in",
     "has_client_call",
+    "is_client_call",
     "join_base64",
     "remainder",
     "same_call",
+    "turn_finish",
 ]
 
 INCOMPLETE_FINISH: Final = frozenset({"length", "content_filter"})
@@ -282,29 +284,27 @@ def remainder(part: PartState, value: Part) -> str:
     return ""
 
 
+def is_client_call(part: Part, status: str | None) -> bool:
+    """Whether a part is a call the client must run: a function or custom call, not cut."""
+    return isinstance(part, ToolCallPart) and part.kind in ("function", "custom") and status != "incomplete"
+
+
+def turn_finish(reason: FinishReason | None, has_client_call: bool) -> FinishReason | None:
+    """The one finish rule of every protocol: a client call plus "stop" finishes ``tool_calls``.
+
+    Gemini says STOP for a turn that ends at its calls; Responses and Realtime only "completed".
+    """
+    return "tool_calls" if reason == "stop" and has_client_call else reason
+
+
 def has_client_call(msg: MessageState) -> bool:
-    """Whether a message holds a call the client must run (function or custom, not cancelled)."""
-    for part in msg.parts:
-        base = part.base
-        if (
-            isinstance(base, ToolCallPart)
-            and base.kind in ("function", "custom")
-            and part.status != "incomplete"
-        ):
-            return True
-    return False
+    """Whether an aggregated message holds a client call (:func:`is_client_call`)."""
+    return any(is_client_call(part.base, part.status) for part in msg.parts)
 
 
 def client_call_in(parts: Iterable[Part]) -> bool:
-    """Whether built parts hold a call the client must run (function or custom, not incomplete).
-
-    The same rule as :func:`has_client_call`, for messages that were not aggregated (a
-    non-streaming body read by ``decode_response``).
-    """
-    return any(
-        isinstance(p, ToolCallPart) and p.kind in ("function", "custom") and p.status != "incomplete"
-        for p in parts
-    )
+    """Whether built parts hold a client call (:func:`is_client_call`), e.g. a body read whole."""
+    return any(is_client_call(p, getattr(p, "status", None)) for p in parts)
 
 
 def empty_text() -> TextPart:

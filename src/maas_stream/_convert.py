@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ._accumulate import client_call_in
+from ._accumulate import client_call_in, turn_finish
 from ._aggregate import Aggregator
 from ._drops import DropLog, Dropped
 from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
@@ -546,23 +546,19 @@ def decode_response(body: Any, protocol: str) -> Response:
 
 
 def normalize_finish(response: Response) -> Response:
-    """Apply the one finish-reason rule to a response that was not aggregated from a stream."""
-    messages = [
-        msgspec.structs.replace(m, finish_reason="tool_calls")
-        if m.finish_reason == "stop" and not isinstance(m.content, str) and client_call_in(m.content)
-        else m
-        for m in response.messages
-    ]
-    finish = response.finish_reason
-    if finish == "stop" and any(
-        not isinstance(m.content, str) and client_call_in(m.content) for m in response.messages
-    ):
-        finish = "tool_calls"
-    if finish == response.finish_reason and all(
-        a is b for a, b in zip(messages, response.messages, strict=True)
-    ):
+    """Apply the one finish rule (:func:`turn_finish`) to a response that was not aggregated."""
+    calls = [not isinstance(m.content, str) and client_call_in(m.content) for m in response.messages]
+    if not any(calls):
         return response
-    return msgspec.structs.replace(response, messages=messages, finish_reason=finish)
+    messages = [
+        msgspec.structs.replace(m, finish_reason=turn_finish(m.finish_reason, call))
+        if m.finish_reason == "stop" and call
+        else m
+        for m, call in zip(response.messages, calls, strict=True)
+    ]
+    return msgspec.structs.replace(
+        response, messages=messages, finish_reason=turn_finish(response.finish_reason, True)
+    )
 
 
 def validate(body: Any, protocol: str) -> list[str]:

@@ -25,6 +25,7 @@ from ._accumulate import (
     empty_refusal,
     empty_text,
     has_client_call,
+    turn_finish,
 )
 from ._model import (
     AudioPart,
@@ -124,10 +125,9 @@ class Fold:
                     finish_reason = msg.finish_reason
                     provider_finish = msg.provider_finish_reason
                     break
-        if done is None and finish_reason == "stop" and any(has_client_call(m) for m in self._open()):
-            # One rule for every protocol: client calls end a turn (a done response was
-            # normalized when it ended; a session's earlier turns do not count).
-            finish_reason = "tool_calls"
+        if done is None and finish_reason == "stop":
+            # A done response was normalized when it ended; a session's earlier turns do not count.
+            finish_reason = turn_finish(finish_reason, any(has_client_call(m) for m in self._open()))
         if self._error is not None:
             status = "failed"
             finish_reason = finish_reason or "error"
@@ -205,8 +205,8 @@ class Fold:
         return self._messages[self._first_open :]
 
     def _close_message(self, msg: MessageState, status: MessageStatus | None, out: list[Event]) -> None:
-        if msg.finish_reason == "stop" and has_client_call(msg):
-            msg.finish_reason = "tool_calls"
+        if msg.finish_reason == "stop":
+            msg.finish_reason = turn_finish(msg.finish_reason, has_client_call(msg))
         part_status = status
         if part_status is None and msg.finish_reason == "length":
             part_status = "incomplete"

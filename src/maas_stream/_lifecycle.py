@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._accumulate import AggregatorState, MessageState, PartState, has_client_call, same_call
+from ._accumulate import AggregatorState, MessageState, PartState, has_client_call, same_call, turn_finish
 from ._fold import Fold
 from ._model import ReasoningPart, RefusalPart, TextPart, ToolCallPart, UnknownPart
 
@@ -169,8 +169,8 @@ class Lifecycle(Fold):
             self._model = self._text_field("model", ev.model)
 
     def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
-        if ev.finish_reason == "stop" and any(has_client_call(m) for m in self._messages[self._first_open :]):
-            ev = msgspec.structs.replace(ev, finish_reason="tool_calls")
+        if ev.finish_reason == "stop" and any(has_client_call(m) for m in self._open()):
+            ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
         if self._done is None:
             self._done = ev
         if self._state is AggregatorState.STREAMING:
