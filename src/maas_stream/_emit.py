@@ -20,12 +20,12 @@ It must not know any wire format.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
 from ._accumulate import CONTENT, MessageState, PartState, remainder
-from ._aggregate import Aggregator
+from ._aggregate import HANDLER_NAMES, Aggregator
 from ._model import ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .events import (
     AnnotationAdded,
@@ -64,6 +64,24 @@ _DELTAS: Final[dict[type[Any], Callable[[int, int, str], Event]]] = {
     ToolCallPart: lambda m, p, text: ArgumentsDelta(message=m, part=p, delta=text),
 }
 """The delta event that appends to each streamed content field."""
+
+
+_Delta = TypeVar("_Delta", bound="Event")
+
+
+def _rekeyed(
+    fold: Callable[[Aggregator, _Delta, list[Event]], PartState | None],
+) -> Callable[[Aggregator, _Delta, list[Event]], PartState | None]:
+    """The fold's handler of a content delta, handing the delta on with canonical keys."""
+    replace = msgspec.structs.replace
+
+    def handler(self: Aggregator, ev: _Delta, out: list[Event]) -> PartState | None:
+        part = fold(self, ev, out)
+        if part is not None:
+            out.append(replace(ev, message=part.message, part=part.index))
+        return part
+
+    return handler
 
 
 class EmittingAggregator(Aggregator):
@@ -114,62 +132,6 @@ class EmittingAggregator(Aggregator):
         index = part.index if part is not None else None
         out.append(Cancelled(message=msg.index, part=index, reason=reason))
 
-    # ------------------------------------------------------------------ content deltas
-
-    def _on_text(self, ev: TextDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_text(ev, out)
-        if part is not None:
-            out.append(TextDelta(message=part.message, part=part.index, text=ev.text))
-        return part
-
-    def _on_args(self, ev: ArgumentsDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_args(ev, out)
-        if part is not None:
-            out.append(ArgumentsDelta(message=part.message, part=part.index, delta=ev.delta))
-        return part
-
-    def _on_reasoning(self, ev: ReasoningDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_reasoning(ev, out)
-        if part is not None:
-            out.append(ReasoningDelta(message=part.message, part=part.index, text=ev.text))
-        return part
-
-    def _on_refusal(self, ev: RefusalDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_refusal(ev, out)
-        if part is not None:
-            out.append(RefusalDelta(message=part.message, part=part.index, text=ev.text))
-        return part
-
-    def _on_summary(self, ev: SummaryDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_summary(ev, out)
-        if part is not None:
-            out.append(SummaryDelta(message=part.message, part=part.index, index=ev.index, text=ev.text))
-        return part
-
-    def _on_signature(self, ev: SignatureDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_signature(ev, out)
-        if part is not None:
-            out.append(SignatureDelta(message=part.message, part=part.index, signature=ev.signature))
-        return part
-
-    def _on_audio(self, ev: AudioDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_audio(ev, out)
-        if part is not None:
-            out.append(msgspec.structs.replace(ev, message=part.message, part=part.index))
-        return part
-
-    def _on_annotation(self, ev: AnnotationAdded, out: list[Event]) -> PartState | None:
-        part = super()._on_annotation(ev, out)
-        if part is not None:
-            out.append(AnnotationAdded(message=part.message, part=part.index, citation=ev.citation))
-        return part
-
-    def _on_logprobs(self, ev: LogprobsDelta, out: list[Event]) -> PartState | None:
-        part = super()._on_logprobs(ev, out)
-        if part is not None:
-            out.append(LogprobsDelta(message=part.message, part=part.index, logprobs=ev.logprobs))
-        return part
-
     # ------------------------------------------------------------------ response level
 
     def _on_usage(self, ev: UsageUpdate, out: list[Event]) -> None:
@@ -200,3 +162,23 @@ class EmittingAggregator(Aggregator):
     def _on_warning(self, ev: StreamWarning, out: list[Event]) -> None:
         super()._on_warning(ev, out)
         out.append(ev)
+
+
+# Each content delta goes on as it came, re-keyed to the part it changed (nothing when the fold
+# changed nothing: an empty delta, a signature for a part that has none). One rule, one table.
+EmittingAggregator._handlers.update(
+    {
+        kind: _rekeyed(getattr(Aggregator, HANDLER_NAMES[kind]))
+        for kind in (
+            TextDelta,
+            ArgumentsDelta,
+            ReasoningDelta,
+            RefusalDelta,
+            SummaryDelta,
+            SignatureDelta,
+            AudioDelta,
+            AnnotationAdded,
+            LogprobsDelta,
+        )
+    }
+)
