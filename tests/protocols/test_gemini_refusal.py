@@ -30,6 +30,11 @@ REFUSING = [
 ]
 
 
+FINISH = {"stop": "STOP", "length": "MAX_TOKENS", "refusal": "SAFETY", "content_filter": "SAFETY"}
+"""Gemini's finish for the canonical one: SAFETY only when the canonical finish is a refusal
+or a filter, never because a refusal part was written."""
+
+
 def _refusal(resp: ms.Response) -> str:
     return "".join(
         part.text
@@ -73,8 +78,7 @@ def test_refusal_is_written_as_text_in_the_stream(path: Path) -> None:
         for r in conv.lossy
     )
     # The finish is the canonical one: SAFETY only for a refusal or content-filter finish.
-    expected = {"stop": "STOP", "length": "MAX_TOKENS", "refusal": "SAFETY", "content_filter": "SAFETY"}
-    assert finishes[-1:] == [expected[resp.finish_reason or "stop"]]
+    assert finishes[-1:] == [FINISH[resp.finish_reason or "stop"]]
 
 
 @pytest.mark.parametrize("path", params(REFUSING))
@@ -82,8 +86,9 @@ def test_refusal_is_written_as_text_in_the_body(path: Path) -> None:
     resp = ms.aggregate(path.read_bytes())
     drops = ms.DropLog(GEMINI, resp.protocol)
     body = gemini.encode_response(resp, drops=drops)
-    text, _ = _sdk_text(b"data: " + json.dumps(body).encode() + b"\r\n\r\n")
+    text, finishes = _sdk_text(b"data: " + json.dumps(body).encode() + b"\r\n\r\n")
     assert _refusal(resp) in text
+    assert finishes == [FINISH[resp.finish_reason or "stop"]]
     assert [r.kind for r in drops.records].count("refusal") == 1
     # Read back, the refusal is the model's text.
     back = gemini.decode_response(body)
