@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 PROTOCOLS = [name for name in ms.protocol_names() if name in ORACLES and get_protocol(name).framing == "sse"]
 SINGLE_CHOICE = {"anthropic", "openai-responses"}
-REFUSAL_AS_TEXT = {"anthropic"}
+REFUSAL_AS_TEXT = {"anthropic", "gemini"}
 WHOLE_CALLS_ONLY = {"gemini"}
 RAISES_WITHOUT_COMPLETED = {"openai-responses"}
 MCP_TARGETS = {"anthropic"}

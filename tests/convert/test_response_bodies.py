@@ -54,7 +54,7 @@ def expected(resp: ms.Response, source: str, target: str) -> Seen:
         if index and target in SINGLE_CHOICE:
             continue
         kinds: tuple[type[Any], ...] = (
-            (ms.TextPart, ms.RefusalPart) if target == "anthropic" else (ms.TextPart,)
+            (ms.TextPart, ms.RefusalPart) if target in ("anthropic", "gemini") else (ms.TextPart,)
         )
         text = "".join(p.text for p in m.content if isinstance(p, kinds))
         texts[index] = texts.get(index, "") + text

@@ -1,7 +1,7 @@
 """Round trips A -> B -> A keep text, client function calls and their ids; A -> A keeps all.
 
-Text is compared with refusals folded in (Anthropic has no refusal block, so a refusal comes
-back as text; Gemini has none at all, so through Gemini refusals are left out), and calls by name, id and parsed arguments. A call the source cut is not sent to
+Text is compared with refusals folded in (Anthropic and Gemini have no refusal block or part,
+so a refusal comes back as text), and calls by name, id and parsed arguments. A call the source cut is not sent to
 Gemini (calls go whole), so through Gemini only completed calls come back. The converted
 streams' ids are the source's own (synthesized ones included: Gemini calls without an id get
 ``maas_gc_...`` ids that must survive the trip).
@@ -20,8 +20,8 @@ from tests.conftest import corpus, recordings
 from tests.convert.test_matrix import PROTOCOLS, WHOLE_CALLS_ONLY, choice0
 from tests.protocols.test_openai_responses import reencode_view
 
-DROPS_REFUSALS = {"gemini"}
-"""Targets with no refusal field (Gemini signals a refusal by its finish reason only)."""
+DROPS_REFUSALS: set[str] = set()
+"""Targets that leave refusals out (none: a target with no refusal field writes it as text)."""
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -148,10 +148,18 @@ def test_decoder_matches_sdk_accumulator(path: Path) -> None:
     assert ours.provider_finish_reason == snapshot.stop_reason
     usage = ours.usage
     assert usage is not None
-    assert usage.input_tokens == snapshot.usage.input_tokens
-    assert usage.output_tokens == snapshot.usage.output_tokens
-    assert usage.cache_write_tokens == snapshot.usage.cache_creation_input_tokens
-    assert usage.cache_read_tokens == snapshot.usage.cache_read_input_tokens
+    # DESIGN's meaning: every prompt token (cache reads and writes included), summed over
+    # every billed iteration when the SDK reports them (the top level holds only `message` ones).
+    steps = snapshot.usage.iterations or [snapshot.usage]
+    assert usage.input_tokens == sum(
+        s.input_tokens + (s.cache_read_input_tokens or 0) + (s.cache_creation_input_tokens or 0)
+        for s in steps
+    )
+    assert usage.output_tokens == sum(s.output_tokens for s in steps)
+    if snapshot.usage.cache_creation_input_tokens is not None:
+        assert usage.cache_write_tokens == sum(s.cache_creation_input_tokens or 0 for s in steps)
+    if snapshot.usage.cache_read_input_tokens is not None:
+        assert usage.cache_read_tokens == sum(s.cache_read_input_tokens or 0 for s in steps)
     if not stopped:
         assert ours.status == "incomplete"
     elif snapshot.stop_reason in ("max_tokens", "model_context_window_exceeded"):
@@ -436,8 +444,9 @@ def test_usage_is_assigned_never_added() -> None:
     )
     usage = ms.aggregate(data, protocol="anthropic").usage
     assert usage is not None
+    # The start's input_tokens (10) stays; the cache read given later is added to the prompt.
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (
-        10,
+        10 + 4,
         9,
         4,
         None,

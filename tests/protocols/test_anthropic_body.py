@@ -190,7 +190,7 @@ def test_decode_response_cut_by_max_tokens_in_a_tool_call() -> None:
         "max_tokens",
     )
     assert [c[3] for c in _calls(resp)] == ["completed", "incomplete"]  # the trailing one may be cut
-    assert _usage(resp) == (5, 7, 2, None, None)
+    assert _usage(resp) == (5 + 2, 7, 2, None, None)  # the prompt counts the cache read
     assert encode_response(resp)["content"] == body["content"]
 
 

@@ -162,11 +162,41 @@ def finish_of(stop_reason: str | None) -> FinishReason | None:
     return FINISH_REASONS.get(stop_reason, "other")
 
 
+def _prompt(raw: dict[str, Any]) -> tuple[int | None, int | None, int | None, int | None]:
+    """(all prompt tokens, cache reads, cache writes, output) of one usage object or iteration.
+
+    Anthropic's ``input_tokens`` excludes the cache reads and writes; the canonical count
+    includes them (DESIGN: the cache counts are subsets of ``input_tokens``).
+    """
+    fresh = _count(raw, "input_tokens")
+    read = _count(raw, "cache_read_input_tokens")
+    write = _count(raw, "cache_creation_input_tokens")
+    output = _count(raw, "output_tokens")
+    prompt = None if fresh is None else fresh + (read or 0) + (write or 0)
+    return prompt, read, write, output
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else a + b
+
+
 def usage_from(raw: Any) -> Usage | None:
     """Map an Anthropic ``usage`` object to canonical usage; only the fields present are set.
 
+    ``input_tokens`` counts every prompt token: Anthropic's ``input_tokens`` plus its cache
+    reads and writes (``cache_read_tokens``/``cache_write_tokens``, subsets of it).
+
+    With ``iterations`` (context compaction, advisor calls: one entry per sampling step), the
+    top-level counts are those of the ``message`` iterations only: a compaction step or an
+    advisor call is billed but left out of them. The canonical counts are then the sums over
+    every iteration, so that they count all the tokens the provider bills; the raw object
+    (iterations included) stays in ``raw`` for a same-protocol re-encode. ``reasoning_tokens``
+    is the top-level ``output_tokens_details.thinking_tokens`` (iterations carry none).
+    ``total_tokens`` stays unset: Anthropic reports no total (it is input plus output).
+
     Raises:
-        RemoteProtocolError: ``usage`` (or one of its counts) has the wrong JSON type.
+        RemoteProtocolError: ``usage`` (or one of its counts or iterations) has the wrong JSON
+            type.
     """
     if raw is None:
         return None
@@ -175,11 +205,21 @@ def usage_from(raw: Any) -> Usage | None:
     details = raw.get("output_tokens_details")
     if details is not None and not isinstance(details, dict):
         raise _bad("usage: 'output_tokens_details' must be an object")
+    prompt, read, write, output = _prompt(raw)
+    iterations = raw.get("iterations")
+    if iterations is not None:
+        if not isinstance(iterations, list) or not all(isinstance(i, dict) for i in iterations):
+            raise _bad("usage: 'iterations' must be a list of objects")
+        if iterations:
+            prompt = read = write = output = None
+            for step in iterations:
+                p, r, w, o = _prompt(step)
+                prompt, read, write, output = _add(prompt, p), _add(read, r), _add(write, w), _add(output, o)
     return Usage(
-        input_tokens=_count(raw, "input_tokens"),
-        output_tokens=_count(raw, "output_tokens"),
-        cache_write_tokens=_count(raw, "cache_creation_input_tokens"),
-        cache_read_tokens=_count(raw, "cache_read_input_tokens"),
+        input_tokens=prompt,
+        output_tokens=output,
+        cache_write_tokens=write,
+        cache_read_tokens=read,
         reasoning_tokens=_count(details, "thinking_tokens") if details else None,
         raw=raw,
     )
@@ -352,8 +392,9 @@ def stop_reason_of(
 def usage_body(usage: Usage | None, *, native: bool) -> dict[str, Any]:
     """The ``usage`` object for canonical usage: THE function every writer uses.
 
-    An Anthropic source's own object is written back as it came; other usage from its fields
-    (zeros where a count is unknown: the SDK requires both token counts).
+    An Anthropic source's own object is written back as it came (``iterations`` included);
+    other usage from its fields, ``input_tokens`` without the cache reads and writes (zeros
+    where a count is unknown: the SDK requires both token counts).
     """
     if usage is None:
         return {"input_tokens": 0, "output_tokens": 0}
@@ -362,7 +403,10 @@ def usage_body(usage: Usage | None, *, native: bool) -> dict[str, Any]:
         body.setdefault("input_tokens", usage.input_tokens or 0)
         body.setdefault("output_tokens", usage.output_tokens or 0)
         return body
-    body = {"input_tokens": usage.input_tokens or 0, "output_tokens": usage.output_tokens or 0}
+    # The canonical input counts the cache reads and writes; Anthropic's leaves them out.
+    cached = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+    fresh = max((usage.input_tokens or 0) - cached, 0)
+    body = {"input_tokens": fresh, "output_tokens": usage.output_tokens or 0}
     if usage.cache_write_tokens is not None:
         body["cache_creation_input_tokens"] = usage.cache_write_tokens
     if usage.cache_read_tokens is not None:

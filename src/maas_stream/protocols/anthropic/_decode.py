@@ -60,6 +60,8 @@ class StreamDecoder(SSEStreamDecoder):
         self._finish: FinishReason | None = None
         self._provider_finish: str | None = None
         self._raw: dict[int, dict[str, Any]] = {}
+        self._usage: dict[str, Any] = {}
+        """The message's usage as known so far (``message_delta`` counts overwrite it)."""
         self._unknown: set[int] = set()
         """Indices of this message's blocks of an unknown type: their deltas stay unknown too (block
         indices are unique in a message; a re-encoded unknown block may be stopped before its deltas)."""
@@ -131,7 +133,9 @@ class StreamDecoder(SSEStreamDecoder):
                 provider_raw=extra or None,
             )
         ]
-        usage = usage_from(message.get("usage"))
+        raw_usage = message.get("usage")
+        self._usage = raw_usage if isinstance(raw_usage, dict) else {}
+        usage = usage_from(raw_usage)
         if usage is not None:
             out.append(events.UsageUpdate(usage=usage))
         out.append(events.MessageStart(message=0, role="assistant", id=msg_id))
@@ -144,7 +148,12 @@ class StreamDecoder(SSEStreamDecoder):
 
     def _on_message_delta(self, frame: Frame, data: bytes | str) -> list[events.Event]:
         out: list[events.Event] = []
-        usage = usage_from(frame.usage)
+        raw_usage = frame.usage
+        if isinstance(raw_usage, dict):
+            # Cumulative: the counts given overwrite those known; canonical counts (sums
+            # with the cache counts) are made from the whole object.
+            raw_usage = self._usage = {**self._usage, **raw_usage}
+        usage = usage_from(raw_usage)
         if usage is not None:
             out.append(events.UsageUpdate(usage=usage))
         delta = frame.delta

@@ -13,8 +13,9 @@ candidate, with the usage known then (``_meta``: the same rendering as the respo
 reported after that gets a chunk of its own, and so does usage not yet written before an error.
 
 What Gemini cannot carry is dropped and recorded in :attr:`StreamEncoder.drops`, never turned
-into text: signatures of other origins (replay is ``_replay.replayable``'s call), redacted or
-encrypted reasoning, refusals, logprobs, server-side and MCP calls of other providers,
+into text (a refusal alone is written as text, per delta, so the user still reads it, and
+recorded as a ``refusal`` drop): signatures of other origins (replay is ``_replay.replayable``'s call), redacted or
+encrypted reasoning, logprobs, server-side and MCP calls of other providers,
 citations without a URL, audio transcripts, unknown parts and frames of other protocols. A
 call cut by the end of its source stream is dropped too and its candidate gets no
 ``finishReason``, so the output stays incomplete as the source was.
@@ -87,7 +88,7 @@ class StreamEncoder(EventEncoder):
     """
 
     _ROUTES: ClassVar[dict[type[Any], str]] = {
-        ev.RefusalDelta: "_nothing",
+        ev.RefusalDelta: "_on_refusal",
         ev.ArgumentsDelta: "_nothing",
         ev.AudioDelta: "_on_audio",
     }
@@ -284,7 +285,12 @@ class StreamEncoder(EventEncoder):
             if sig is not None:
                 self._pending[cand] = sig
             return b""
-        if isinstance(value, UnknownPart | RefusalPart | CitationPart):
+        if isinstance(value, RefusalPart):
+            # Sent as text, per delta, so that the user still reads it (reported once).
+            self._parts[key] = _Out("text", cand)
+            self._wire.refusal()
+            return b""
+        if isinstance(value, UnknownPart | CitationPart):
             # Written (or dropped) at once: nothing of them streams.
             self._parts[key] = _Out("drop", cand)
             return self._parts_chunk(cand, self._sign(self._wire.part(value), None, cand))
@@ -299,6 +305,10 @@ class StreamEncoder(EventEncoder):
         return self._parts_chunk(out.cand, self._sign([body], out, out.cand))
 
     def _on_text(self, event: ev.TextDelta) -> bytes:
+        out = self._get(event)
+        return self._write_text(out, event.text) if out is not None and out.kind == "text" else b""
+
+    def _on_refusal(self, event: ev.RefusalDelta) -> bytes:
         out = self._get(event)
         return self._write_text(out, event.text) if out is not None and out.kind == "text" else b""
 

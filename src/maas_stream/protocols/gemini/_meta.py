@@ -12,6 +12,9 @@ Choices:
 
 * ``output_tokens`` counts answer and thought tokens (``candidatesTokenCount`` excludes
   thoughts; canonical output, like OpenAI's ``completion_tokens``, includes them).
+* ``input_tokens`` counts every prompt token: ``promptTokenCount`` (which already holds the
+  cached content, ``cache_read_tokens``) plus ``toolUsePromptTokenCount``, which Gemini counts
+  apart; so ``totalTokenCount`` is input plus output, as DESIGN wants.
 * ``finishReason`` maps by :data:`FINISH_REASONS`; anything else (``MALFORMED_FUNCTION_CALL``,
   ``OTHER``, ``LANGUAGE``, ...) is ``other``, with the raw value kept. Whether a turn that ends
   with client calls finishes ``tool_calls`` is the aggregator's rule, not decided here.
@@ -96,8 +99,12 @@ def usage_from_wire(raw: Any) -> Usage | None:
     candidates = _int(raw.get("candidatesTokenCount"))
     thoughts = _int(raw.get("thoughtsTokenCount"))
     output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+    prompt = _int(raw.get("promptTokenCount"))
+    tool_use = _int(raw.get("toolUsePromptTokenCount"))
+    if tool_use is not None:
+        prompt = (prompt or 0) + tool_use
     return Usage(
-        input_tokens=_int(raw.get("promptTokenCount")),
+        input_tokens=prompt,
         output_tokens=output,
         total_tokens=_int(raw.get("totalTokenCount")),
         reasoning_tokens=thoughts,
@@ -117,7 +124,9 @@ def usage_to_wire(usage: Usage, *, own: bool) -> dict[str, Any]:
     body: dict[str, Any] = dict(usage.raw) if own and isinstance(usage.raw, dict) else {}
     reasoning = usage.reasoning_tokens
     if usage.input_tokens is not None:
-        body["promptTokenCount"] = usage.input_tokens
+        # The canonical input holds the tool-use prompt, which Gemini counts apart.
+        tool_use = _int(body.get("toolUsePromptTokenCount")) or 0
+        body["promptTokenCount"] = max(usage.input_tokens - tool_use, 0)
     if usage.output_tokens is not None:
         answer = usage.output_tokens - (reasoning or 0)
         if answer > 0 or (answer == 0 and reasoning is None):

@@ -336,6 +336,10 @@ class ToWire:
         if part.redacted or part.data is not None or part.encrypted_content is not None:
             self.drop("encrypted_reasoning", "redacted or encrypted reasoning (Gemini cannot carry it)")
 
+    def refusal(self) -> None:
+        """Report a refusal written as a text part (Gemini has no refusal part)."""
+        self.drop("refusal", "refusal sent as text (Gemini has no refusal part)")
+
     def text(self, text: str, *, thought: bool, signature: str | None = None) -> dict[str, Any]:
         """A ``text`` part (``thought`` for reasoning), with a signature already allowed."""
         body: dict[str, Any] = {"text": text}
@@ -355,6 +359,10 @@ class ToWire:
             if not part.text and part.signature is None and not self.request:
                 return []
             return [self.text(part.text, thought=False, signature=self.signature(part.signature))]
+        if isinstance(part, cm.RefusalPart):
+            # The user must still read it: Gemini has no refusal part, so it goes as text.
+            self.refusal()
+            return [self.text(part.text, thought=False)] if part.text or self.request else []
         if isinstance(part, cm.ReasoningPart):
             return self._reasoning(part)
         if isinstance(part, cm.ToolCallPart):
