@@ -76,7 +76,7 @@ def stream(added: dict[str, Any], middle: list[dict[str, Any]], done: dict[str, 
 # ---------------------------------------------------------------------- the cases
 
 DIFF = '+## List\n+- "milk" \\ eggs\n+- ünïcode\t✓\n'
-PATCH_DONE = {
+PATCH_DONE: dict[str, Any] = {
     "id": "apc_1",
     "type": "apply_patch_call",
     "status": "completed",
@@ -110,7 +110,7 @@ PATCH = stream(
 )
 
 COMMANDS = ['ls -a "~/My Desktop"', "echo \\n done"]
-SHELL_DONE = {
+SHELL_DONE: dict[str, Any] = {
     "id": "sh_1",
     "type": "shell_call",
     "status": "completed",
@@ -142,7 +142,7 @@ SHELL = stream(
     SHELL_DONE,
 )
 
-LOCAL_DONE = {
+LOCAL_DONE: dict[str, Any] = {
     "id": "lsh_1",
     "type": "local_shell_call",
     "status": "completed",
@@ -151,7 +151,7 @@ LOCAL_DONE = {
 }
 LOCAL = stream({**LOCAL_DONE, "status": "in_progress"}, [], LOCAL_DONE)
 
-COMPUTER_DONE = {
+COMPUTER_DONE: dict[str, Any] = {
     "id": "cu_1",
     "type": "computer_call",
     "status": "completed",
@@ -161,7 +161,7 @@ COMPUTER_DONE = {
 }
 COMPUTER = stream({**COMPUTER_DONE, "status": "in_progress"}, [], COMPUTER_DONE)
 
-SEARCH_DONE = {
+SEARCH_DONE: dict[str, Any] = {
     "id": "tsc_1",
     "type": "tool_search_call",
     "status": "completed",
@@ -171,7 +171,7 @@ SEARCH_DONE = {
 }
 SEARCH = stream({**SEARCH_DONE, "status": "in_progress"}, [], SEARCH_DONE)
 
-CASES = {
+CASES: dict[str, tuple[bytes, dict[str, Any], str, Any]] = {
     "apply_patch_call": (
         PATCH,
         PATCH_DONE,
@@ -420,21 +420,21 @@ def test_history_through_another_protocol_is_function_calls(kind: str, target: s
 
 # ---------------------------------------------------------------------- programmatic tool calling
 
-PROGRAM = {
+PROGRAM: dict[str, Any] = {
     "id": "prg_1",
     "type": "program",
     "call_id": "call_prog",
     "code": "const r = await tools.get_weather({city: 'Paris'}); return r;",
     "fingerprint": "fp_opaque_bytes==",
 }
-PROGRAM_OUTPUT = {
+PROGRAM_OUTPUT: dict[str, Any] = {
     "id": "pro_1",
     "type": "program_output",
     "call_id": "call_prog",
     "result": "18C",
     "status": "completed",
 }
-MESSAGE = {
+MESSAGE: dict[str, Any] = {
     "id": "msg_1",
     "type": "message",
     "role": "assistant",
@@ -503,7 +503,7 @@ def test_program_round_trips_with_its_fingerprint() -> None:
 
 # ---------------------------------------------------------------------- terminal output by id
 
-REASONING = {
+REASONING: dict[str, Any] = {
     "id": "rs_1",
     "type": "reasoning",
     "summary": [{"type": "summary_text", "text": "Think."}],
