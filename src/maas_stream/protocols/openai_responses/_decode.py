@@ -8,14 +8,21 @@ result, ``"unknown"`` for an item of unknown type. Interleaved deltas of differe
 merge because every key carries the output index.
 
 ``output_item.done`` gives each part's final value (``PartDone.value``) and the item
-(``MessageDone.value``), and the terminal response's ``output`` gives them again: the provider's
-own summary is the authority on every item (the aggregator keeps the last value and reports a
-disagreement with the deltas). Items map through ``_items``, usage, status and errors through
+(``MessageDone.value``), and the terminal response's ``output`` gives them again, matched to the
+streamed items by item id (not by position, which a gap, a resumed stream or a compatible
+server's numbering can shift): the provider's own summary is the authority on every item (the
+aggregator keeps the last value and reports a disagreement with the deltas).
+
+A client call whose input streams as text (``apply_patch_call``'s diff, ``shell_call``'s
+commands) has JSON arguments (``_items``): the decoder sends the JSON's start when the item is
+added, each streamed piece escaped as a piece of a JSON string, and the rest when the item is
+done, so the deltas are always a prefix of the final arguments. Items map through ``_items``, usage, status and errors through
 ``_meta``, the same mapping the encoders and :func:`~._body.decode_response` use. A
 completed response finishes ``stop``: the aggregator decides ``tool_calls``.
 
-Framing-local state only: whether the response was announced, and the ``sequence_number``
-high-water mark. An event whose number was already seen is dropped (a duplicate, or the replayed
+Framing-local state only: whether the response was announced, the ``sequence_number``
+high-water mark, each item's output index by id, and how much of a streaming client call's JSON
+was sent. An event whose number was already seen is dropped (a duplicate, or the replayed
 head of a resumed ``starting_after`` stream), so replays are idempotent; a jump is a warning.
 Provider input of the wrong JSON type raises :class:`~maas_stream.RemoteProtocolError`.
 """

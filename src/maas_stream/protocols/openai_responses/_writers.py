@@ -1,10 +1,11 @@
 """The stream encoder's part writers: how each kind of canonical part becomes ``response.*`` events.
 
 One writer per open part, chosen when the part starts: message text or refusal (a content part
-of a ``message`` item), a call's input (``function_call_arguments`` and the other input deltas,
-or shell commands), reasoning (summary parts and reasoning text), audio, or a dropped part. A
-writer turns the part's deltas into events at once and writes the ``.done`` events when the part
-ends, with values from ``_items``. Content arrives only as deltas (the aggregator emits whatever
+of a ``message`` item), a call's input (``function_call_arguments`` and the other input deltas;
+a patch's diff and shell commands are written from the call's final JSON arguments), reasoning
+(summary parts and reasoning text), audio, or a dropped part. A writer turns the part's deltas
+into events at once and writes the ``.done`` events when the part ends, with values from
+``_items``. Content arrives only as deltas (the aggregator emits whatever
 a provider gave only in a ``.done`` event as a last delta), so no writer resends a final value.
 
 Summary entries are keyed by their index in a dict, never by filling a list up to it: memory
