@@ -16,6 +16,7 @@ import maas_stream as ms
 from maas_stream import ReasoningPart, TextPart, ToolCallPart
 from maas_stream.events import StreamWarning
 from maas_stream.protocols.openai_responses import StreamDecoder
+from maas_stream.protocols.openai_responses._items import CLIENT_CALLS
 from tests.conftest import corpus, need_corpus, params, recordings
 
 PROTO = "openai-responses"
@@ -65,9 +66,18 @@ def texts(resp: ms.Response) -> str:
     )
 
 
-def calls(resp: ms.Response) -> list[tuple[str, str, str]]:
+def norm(arguments: str) -> Any:
+    """Arguments compared as JSON when they are JSON (built-in calls' objects have their own key
+    order), else as text."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def calls(resp: ms.Response) -> list[tuple[str, str, Any]]:
     return [
-        (p.id, p.name, p.arguments)
+        (p.id, p.name, norm(p.arguments))
         for m in resp.messages
         if not m.choice_index
         for p in m.content
@@ -75,13 +85,25 @@ def calls(resp: ms.Response) -> list[tuple[str, str, str]]:
     ]
 
 
-def sdk_calls(final: Any) -> list[tuple[str, str, str]]:
+BUILT_IN_ARGS = {
+    "apply_patch_call": ("apply_patch", "operation"),
+    "shell_call": ("shell", "action"),
+    "local_shell_call": ("local_shell", "action"),
+    "computer_call": ("computer", "action"),
+}
+"""Built-in client calls: the tool name and the field the SDK holds their arguments in."""
+
+
+def sdk_calls(final: Any) -> list[tuple[str, str, Any]]:
     out = []
     for item in final.output:
         if item.type == "function_call":
-            out.append((item.call_id, item.name, item.arguments))
+            out.append((item.call_id, item.name, norm(item.arguments)))
         elif item.type == "custom_tool_call":
-            out.append((item.call_id, item.name, item.input))
+            out.append((item.call_id, item.name, norm(item.input)))
+        elif item.type in BUILT_IN_ARGS:
+            name, field = BUILT_IN_ARGS[item.type]
+            out.append((item.call_id, name, getattr(item, field).model_dump(exclude_unset=True)))
     return out
 
 
@@ -162,7 +184,10 @@ def test_aggregate_equals_final_snapshot(path: Path) -> None:
             calls_in = [p for p in msg.content if isinstance(p, ToolCallPart)]
             if calls_in:
                 assert calls_in[0].item_id == item["id"]
-                assert calls_in[0].kind in ("server", "mcp")
+                client = kind in CLIENT_CALLS and not (
+                    kind == "tool_search_call" and item.get("execution") != "client"
+                )
+                assert calls_in[0].kind == ("function" if client else ("mcp" if "mcp" in kind else "server"))
     usage = snap.get("usage")
     if usage:
         assert resp.usage is not None
@@ -333,7 +358,7 @@ def test_done_value_that_disagrees_wins_and_is_reported() -> None:
         b'"call_id":"call_A","name":"f","arguments":"{\\"x\\":9}"',
     )
     resp = ms.aggregate(data, protocol=PROTO)
-    assert calls(resp)[0] == ("call_A", "f", '{"x":9}')
+    assert calls(resp)[0] == ("call_A", "f", {"x": 9})
     assert resp.warnings is not None
     assert any("call_A" in w for w in resp.warnings)
 
@@ -344,7 +369,7 @@ def test_terminal_response_is_the_authority_on_items() -> None:
     head, tail = data.split(b"event: response.completed", 1)
     tail = tail.replace(b'"arguments":"{\\"x\\":1}"', b'"arguments":"{\\"x\\":7}"')
     resp = ms.aggregate(head + b"event: response.completed" + tail, protocol=PROTO)
-    assert calls(resp)[0] == ("call_A", "f", '{"x":7}')
+    assert calls(resp)[0] == ("call_A", "f", {"x": 7})
     assert resp.warnings is not None
     assert any("call_A" in w for w in resp.warnings)
 
@@ -413,7 +438,9 @@ def test_hosted_tools_map_to_server_and_mcp_calls() -> None:
     assert image.data == "UklGRgAA"
     shell = by_type["shell_call"].content[0]
     assert isinstance(shell, ToolCallPart)
-    assert shell.arguments == "ls\npwd"
+    assert (shell.kind, shell.name) == ("function", "shell")  # the client runs it
+    assert json.loads(shell.arguments)["commands"] == ["ls", "pwd"]
+    assert resp.finish_reason == "tool_calls"
     assert by_type["web_search_call"].provider_raw["action"]["query"] == "weather paris"
 
 

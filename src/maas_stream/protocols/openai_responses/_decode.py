@@ -8,14 +8,21 @@ result, ``"unknown"`` for an item of unknown type. Interleaved deltas of differe
 merge because every key carries the output index.
 
 ``output_item.done`` gives each part's final value (``PartDone.value``) and the item
-(``MessageDone.value``), and the terminal response's ``output`` gives them again: the provider's
-own summary is the authority on every item (the aggregator keeps the last value and reports a
-disagreement with the deltas). Items map through ``_items``, usage, status and errors through
+(``MessageDone.value``), and the terminal response's ``output`` gives them again, matched to the
+streamed items by item id (not by position, which a gap, a resumed stream or a compatible
+server's numbering can shift): the provider's own summary is the authority on every item (the
+aggregator keeps the last value and reports a disagreement with the deltas).
+
+A client call whose input streams as text (``apply_patch_call``'s diff, ``shell_call``'s
+commands) has JSON arguments (``_items``): the decoder sends the JSON's start when the item is
+added, each streamed piece escaped as a piece of a JSON string, and the rest when the item is
+done, so the deltas are always a prefix of the final arguments. Items map through ``_items``, usage, status and errors through
 ``_meta``, the same mapping the encoders and :func:`~._body.decode_response` use. A
 completed response finishes ``stop``: the aggregator decides ``tool_calls``.
 
-Framing-local state only: whether the response was announced, and the ``sequence_number``
-high-water mark. An event whose number was already seen is dropped (a duplicate, or the replayed
+Framing-local state only: whether the response was announced, the ``sequence_number``
+high-water mark, each item's output index by id, and how much of a streaming client call's JSON
+was sent. An event whose number was already seen is dropped (a duplicate, or the replayed
 head of a resumed ``starting_after`` stream), so replays are idempotent; a jump is a warning.
 Provider input of the wrong JSON type raises :class:`~maas_stream.RemoteProtocolError`.
 """
@@ -25,14 +32,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+from msgspec.structs import replace
 
 from ... import events
 from ..._exceptions import RemoteProtocolError
-from ..._model import ImagePart, UnknownPart
+from ..._model import ImagePart, ToolCallPart, UnknownPart
 from .._base import SSEStreamDecoder
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from ..openai_chat._decode import citation_from_annotation
-from ._items import CALL_TYPES, content_part, item_message, item_parts
+from ._items import CALL_TYPES, content_part, escaped, item_message, item_parts, stream_prefix
 from ._meta import error_from, finish_from, response_fields, usage_from
 from ._wire import Envelope, envelope_decoder
 
@@ -104,14 +112,20 @@ class StreamDecoder(SSEStreamDecoder):
         self._started = False
         self._last = -1
         self.duplicates = 0
+        self._index_of: dict[str, int] = {}
+        """Item id → the output index the stream gave it."""
+        self._id_at: dict[int, str] = {}
+        """Output index → the id of the item the stream gave it."""
+        self._streamed: dict[int, int] = {}
+        """Output index → how many characters of a client call's JSON arguments were streamed."""
         self._handlers: dict[str, Callable[[Envelope, bytes | str], list[Event]]] = {
             "response.output_text.delta": self._text_delta,
             "response.function_call_arguments.delta": self._args_delta,
             "response.custom_tool_call_input.delta": self._args_delta,
             "response.mcp_call_arguments.delta": self._args_delta,
             "response.code_interpreter_call_code.delta": self._args_delta,
-            "response.apply_patch_call_operation_diff.delta": self._args_delta,
-            "response.shell_call_command.delta": self._args_delta,
+            "response.apply_patch_call_operation_diff.delta": self._escaped_delta,
+            "response.shell_call_command.delta": self._escaped_delta,
             "response.shell_call_command.added": self._shell_added,
             "response.reasoning_summary_text.delta": self._summary_delta,
             "response.reasoning_summary_part.added": self._summary_part,
@@ -184,10 +198,19 @@ class StreamDecoder(SSEStreamDecoder):
     def _args_delta(self, env: Envelope, data: bytes | str) -> list[Event]:
         return [events.ArgumentsDelta(message=env.output_index or 0, part="call", delta=_delta(env))]
 
+    def _json_piece(self, index: int, text: str) -> list[Event]:
+        """A piece of a call's JSON arguments (counted: the item's end sends the rest)."""
+        self._streamed[index] = self._streamed.get(index, 0) + len(text)
+        return [events.ArgumentsDelta(message=index, part="call", delta=text)] if text else []
+
+    def _escaped_delta(self, env: Envelope, data: bytes | str) -> list[Event]:
+        # A piece of a string inside the call's JSON arguments (a patch's diff, a shell command).
+        return self._json_piece(env.output_index or 0, escaped(_delta(env)))
+
     def _shell_added(self, env: Envelope, data: bytes | str) -> list[Event]:
-        # Shell commands stream one after another; canonical arguments are the commands, one a line.
-        text = ("\n" if env.command_index else "") + (env.command or "")
-        return [events.ArgumentsDelta(message=env.output_index or 0, part="call", delta=text)] if text else []
+        # Shell commands stream one after another into the arguments' "commands" list.
+        text = ('","' if env.command_index else '"') + escaped(env.command or "")
+        return self._json_piece(env.output_index or 0, text)
 
     def _summary_delta(self, env: Envelope, data: bytes | str) -> list[Event]:
         index = _summary_index(env)
@@ -262,6 +285,7 @@ class StreamDecoder(SSEStreamDecoder):
     def _item_added(self, env: Envelope, data: bytes | str) -> list[Event]:
         item = env.item
         index = env.output_index or 0
+        self._note(index, item)
         out: list[Event] = []
         if not self._started:
             out.append(events.ResponseStart(protocol=PROTOCOL))
@@ -282,11 +306,43 @@ class StreamDecoder(SSEStreamDecoder):
         if msg.type == "message":
             return out  # content parts arrive with content_part.added
         if msg.type is not None and (msg.type in CALL_TYPES or msg.type == "reasoning"):
-            out.extend(events.PartStart(message=index, part=key, value=p) for key, p in item_parts(item)[:1])
+            prefix = stream_prefix(msg.type, item)
+            for key, p in item_parts(item)[:1]:
+                if prefix and isinstance(p, ToolCallPart):
+                    # Its input streams as pieces of a JSON string: the arguments start here.
+                    out.append(events.PartStart(message=index, part=key, value=replace(p, arguments="")))
+                    out += self._json_piece(index, prefix)
+                else:
+                    out.append(events.PartStart(message=index, part=key, value=p))
         return out
 
     def _item_done(self, env: Envelope, data: bytes | str) -> list[Event]:
-        return _done_events(env.output_index or 0, env.item, replay=False)
+        index = env.output_index or 0
+        self._note(index, env.item)
+        return _done_events(index, env.item, replay=False, streamed=self._streamed.pop(index, None))
+
+    def _note(self, index: int, item: Any) -> None:
+        """Remember which item the stream put at ``index`` (the terminal output is matched by id)."""
+        item_id = item.get("id") if isinstance(item, dict) else None
+        if isinstance(item_id, str) and item_id not in self._index_of:
+            self._index_of[item_id] = index
+            self._id_at.setdefault(index, item_id)
+
+    def _terminal_index(self, position: int, item: Any, taken: set[int]) -> int:
+        """The output index of a terminal output item.
+
+        Where the stream had it (by id), else its position, unless the stream gave that index to
+        another item (then a new index).
+        """
+        item_id = item.get("id") if isinstance(item, dict) else None
+        index = self._index_of.get(item_id) if isinstance(item_id, str) else None
+        if index is None:
+            index = position
+            other = self._id_at.get(index)
+            if index in taken or (other is not None and other != item_id):
+                index = max([*taken, *self._id_at, position]) + 1
+        taken.add(index)
+        return index
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -307,8 +363,11 @@ class StreamDecoder(SSEStreamDecoder):
             # The terminal response's output is the provider's final word on every item: it
             # settles the items the stream did not complete (cut short, or lost in a gap) and
             # restates the others (the aggregator keeps the last value).
+            # Matched by item id, not position: a stream's output indexes need not be the
+            # positions in the final list (a gap, a resumed stream, a compatible server).
+            taken: set[int] = set()
             for i, item in enumerate(output):
-                out += _done_events(i, item, replay=True)
+                out += _done_events(self._terminal_index(i, item, taken), item, replay=True)
         usage = usage_from(response.get("usage"))
         if usage is not None:
             out.append(events.UsageUpdate(usage=usage))
@@ -378,10 +437,14 @@ def _response_start(response: Any) -> events.ResponseStart:
     )
 
 
-def _done_events(index: int, item: Any, *, replay: bool) -> list[Event]:
+def _done_events(index: int, item: Any, *, replay: bool, streamed: int | None = None) -> list[Event]:
+    """The events that end an item (``streamed``: how much of its call's JSON arguments came)."""
     parts = item_parts(item)
     out: list[Event] = []
     for key, part in parts:
+        if streamed is not None and isinstance(part, ToolCallPart) and len(part.arguments) > streamed:
+            # The rest of the JSON (a string's close, the fields that come only now) as a delta.
+            out.append(events.ArgumentsDelta(message=index, part=key, delta=part.arguments[streamed:]))
         if key == "unknown" and not replay and isinstance(part, UnknownPart):
             # Counted once, when the item completes; a replay in the terminal event only confirms it.
             out.append(

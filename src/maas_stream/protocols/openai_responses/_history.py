@@ -15,7 +15,9 @@ Mapping (PROTOCOLS.md §2.7, the spec's "Serialization Rules"):
 * ``item_reference`` → a message of type ``item_reference`` holding only the id.
 * Back to Responses: an assistant message of another protocol with text and tool calls becomes a
   ``message`` item and one ``function_call`` item per call, in order; tool results become
-  ``function_call_output`` (``custom_tool_call_output`` when the call was custom). Reasoning is
+  ``function_call_output`` (``custom_tool_call_output`` when the call was custom, the call's own
+  ``*_output`` item when it was a built-in client call: ``shell_call``, ``apply_patch_call``, ...,
+  known from its message's ``type``; see ``_items.result_item``). Reasoning is
   replayed only where :func:`~maas_stream.protocols._replay.replayable` allows it (messages this
   codec or the Responses decoder produced, ``Message.provider``); reasoning of other protocols
   (thinking text, signatures) is dropped and recorded, as is anything else Responses cannot carry.
@@ -37,12 +39,14 @@ from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
 from ._items import (
     CALL_TYPES,
+    CLIENT_CALLS,
     OUTPUT_TYPES,
     call_item,
     drop_part,
     input_content_json,
     item_message,
     reasoning_item,
+    result_item,
 )
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
@@ -141,18 +145,31 @@ def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> 
     """
     log = drops if drops is not None else DropLog(PROTOCOL)
     body: dict[str, Any] = {}
-    custom_calls: set[str] = set()
+    calls: dict[str, str] = {}  # call id → the item type of the call
     items: list[dict[str, Any]] = []
     for i, msg in enumerate(messages):
         if i == 0 and msg.type == "instructions" and isinstance(msg.content, str):
             body["instructions"] = msg.content
             continue
-        items.extend(_to_items(i, msg, log, custom_calls))
+        _note_calls(msg, calls)
+        items.extend(_to_items(i, msg, log, calls))
     body["input"] = items
     return body
 
 
-def _to_items(i: int, msg: Message, drops: DropLog, custom: set[str]) -> list[dict[str, Any]]:
+def _note_calls(msg: Message, calls: dict[str, str]) -> None:
+    """Remember the item type of each call a message makes (its result's item follows it)."""
+    if not isinstance(msg.content, list):
+        return
+    for part in msg.content:
+        if isinstance(part, ToolCallPart):
+            if part.kind == "custom":
+                calls[part.id] = "custom_tool_call"
+            elif part.kind == "function" and msg.type in CLIENT_CALLS:
+                calls[part.id] = msg.type
+
+
+def _to_items(i: int, msg: Message, drops: DropLog, calls: dict[str, str]) -> list[dict[str, Any]]:
     if msg.type == "item_reference":
         return [{"type": "item_reference", "id": msg.id}]
     raw = msg.provider_raw if isinstance(msg.provider_raw, dict) else None
@@ -162,7 +179,8 @@ def _to_items(i: int, msg: Message, drops: DropLog, custom: set[str]) -> list[di
     content = msg.content
     if isinstance(content, str):
         if role == "tool":
-            return [{"type": "function_call_output", "call_id": msg.tool_call_id or "", "output": content}]
+            result = ToolResultPart(tool_call_id=msg.tool_call_id or "", content=content)
+            return [result_item(calls.get(result.tool_call_id, "function_call"), result, content, drops)]
         if role not in _ROLES:
             drops.add("message", f"{role} message (no Responses input role for it)", where=f"messages[{i}]")
             return []
@@ -174,7 +192,7 @@ def _to_items(i: int, msg: Message, drops: DropLog, custom: set[str]) -> list[di
             if texts:
                 out.append(_message_item(msg, role, texts))
                 texts = []
-            converted_item = _non_text_item(i, msg, part, raw, drops, custom)
+            converted_item = _non_text_item(i, msg, part, raw, drops, calls)
             if converted_item is not None:
                 out.append(converted_item)
         else:
@@ -189,13 +207,11 @@ def _to_items(i: int, msg: Message, drops: DropLog, custom: set[str]) -> list[di
 
 
 def _non_text_item(
-    i: int, msg: Message, part: Part, raw: dict[str, Any] | None, drops: DropLog, custom: set[str]
+    i: int, msg: Message, part: Part, raw: dict[str, Any] | None, drops: DropLog, calls: dict[str, str]
 ) -> dict[str, Any] | None:
     if isinstance(part, ToolResultPart):
-        return _result_item(i, part, drops, custom)
+        return _result_item(i, part, drops, calls)
     if isinstance(part, ToolCallPart):
-        if part.kind == "custom":
-            custom.add(part.id)
         if part.kind in ("server", "mcp"):
             drop_part(drops, part, where=f"messages[{i}]", place="input")
             return None
@@ -222,7 +238,7 @@ def _message_item(msg: Message, role: str, parts: list[dict[str, Any]]) -> dict[
     return item
 
 
-def _result_item(i: int, part: ToolResultPart, drops: DropLog, custom: set[str]) -> dict[str, Any]:
+def _result_item(i: int, part: ToolResultPart, drops: DropLog, calls: dict[str, str]) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if isinstance(part.content, str):
         output = part.content
@@ -231,14 +247,7 @@ def _result_item(i: int, part: ToolResultPart, drops: DropLog, custom: set[str])
             input_content_json(p, assistant=False, drops=drops, where=f"messages[{i}]") for p in part.content
         ]
         output = [c for c in converted if c is not None]
-    if part.is_error:
-        drops.add(
-            "tool_result",
-            "is_error flag of a tool result (no Responses field for it)",
-            where=part.tool_call_id,
-        )
-    kind = "custom_tool_call_output" if part.tool_call_id in custom else "function_call_output"
-    return {"type": kind, "call_id": part.tool_call_id, "output": output}
+    return result_item(calls.get(part.tool_call_id, "function_call"), part, output, drops)
 
 
 # ---------------------------------------------------------------------- validation
@@ -252,10 +261,8 @@ _PARTS_BY_ROLE: Final = {
 _CALL_OUTPUTS: Final = {
     "function_call_output": "function_call",
     "custom_tool_call_output": "custom_tool_call",
-    "computer_call_output": "computer_call",
-    "local_shell_call_output": "local_shell_call",
-    "shell_call_output": "shell_call",
-    "apply_patch_call_output": "apply_patch_call",
+    "program_output": "program",
+    **{output: call for call, output in CLIENT_CALLS.items()},
 }
 
 
@@ -291,7 +298,7 @@ def validate(body: Any) -> list[str]:
             ids.add(item_id)
         if kind in (None, "message"):
             _check_message(i, item, faults)
-        elif isinstance(kind, str) and kind in CALL_TYPES and "call_id" in item:
+        elif isinstance(kind, str) and kind in CALL_TYPES and item.get("call_id", ...) is not None:
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
                 faults.append(f"input[{i}]: {kind} without a call_id")
@@ -299,7 +306,7 @@ def validate(body: Any) -> list[str]:
                 faults.append(f"input[{i}]: call_id {call_id!r} is used twice")
             else:
                 calls[call_id] = kind
-        elif isinstance(kind, str) and kind in _CALL_OUTPUTS:
+        elif isinstance(kind, str) and kind in _CALL_OUTPUTS and item.get("execution") != "server":
             _check_output(i, kind, item, calls, answered, faults)
     return faults
 
@@ -325,7 +332,8 @@ def _check_message(i: int, item: dict[str, Any], faults: list[str]) -> None:
 def _check_output(
     i: int, kind: str, item: dict[str, Any], calls: dict[str, str], answered: set[str], faults: list[str]
 ) -> None:
-    call_id = item.get("call_id")
+    # A local shell call's output names the call by its ``id``.
+    call_id = item.get("id" if kind == "local_shell_call_output" else "call_id")
     if not isinstance(call_id, str) or not call_id:
         faults.append(f"input[{i}]: {kind} without a call_id")
         return

@@ -9,10 +9,23 @@ whose ``type`` is the item type, whose ``id`` is the item id and whose ``provide
 * ``message`` → text / refusal parts (annotations as citations, logprobs kept), ``phase`` kept;
   input messages' ``input_text`` / ``input_image`` / ``input_file`` → text / image / file parts.
 * ``function_call`` / ``custom_tool_call`` → one tool call (``id`` = ``call_id``, ``item_id`` =
-  item id); hosted tools (web / file search, code interpreter, image generation, computer, shell,
-  apply_patch, tool search) → a ``server`` tool call; MCP items → an ``mcp`` tool call with
-  ``server_name``. A call's ``arguments`` is the input as the provider streams it (the code, the
-  diff, the shell commands) or, for tools that stream no input, the JSON of the action.
+  item id); hosted tools (web / file search, code interpreter, image generation, a hosted
+  ``shell_call``, server ``tool_search_call``, ``program``) → a ``server`` tool call; MCP items → an
+  ``mcp`` tool call with ``server_name``. A call's ``arguments`` is the input as the provider
+  streams it (the code, the program) or, for tools that stream no input, the JSON of the action.
+* Calls the client executes (:data:`CLIENT_CALLS`: ``computer_call``, ``local_shell_call``,
+  ``shell_call`` with no hosted environment, ``apply_patch_call``, ``tool_search_call`` with
+  ``execution: "client"``) → a ``function`` tool call, so a turn that makes one finishes
+  ``tool_calls`` and every other protocol presents it as a function call. Kind ``function``, not
+  ``custom``: their input is structured (a patch is an operation on a path, a shell call a list of
+  commands with limits), and Anthropic and Gemini take only JSON objects. The name is the tool's
+  type (``computer``, ``local_shell``, ``shell``, ``apply_patch``, ``tool_search``, the names the
+  request's ``tools`` declare); the arguments are the JSON object of the action (``action``, the
+  ``operation`` with its ``diff`` last, ``{"actions": [...]}`` for a batch, the search's
+  ``arguments``). The item type and all its fields stay in ``Message.type`` / ``provider_raw``, so
+  a same-protocol re-encode writes the item as it came. Their ``*_output`` items are tool results
+  with the call id, and a tool result of another protocol for such a call goes back as the
+  matching ``*_output`` item (:func:`result_item`).
 * ``reasoning`` → one reasoning part (summary list, reasoning text, ``encrypted_content``, id),
   byte-exact; ``compaction`` → a reasoning part holding its ``encrypted_content``.
 * ``*_output`` items → a ``tool`` message with one tool result.
@@ -47,10 +60,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_TYPES",
+    "CLIENT_CALLS",
     "OUTPUT_TYPES",
     "REBUILT_TYPES",
     "annotation_from_citation",
     "call_item",
+    "call_kind",
+    "escaped",
+    "stream_prefix",
     "content_json",
     "content_part",
     "drop_part",
@@ -63,6 +80,7 @@ __all__ = [
     "output_route",
     "reasoning_drops",
     "reasoning_item",
+    "result_item",
     "text_json",
 ]
 
@@ -74,17 +92,29 @@ CALL_TYPES: Final[dict[str, tuple[canonical.ToolCallKind, str]]] = {
     "mcp_call": ("mcp", ""),
     "mcp_approval_request": ("mcp", ""),
     "mcp_list_tools": ("mcp", "mcp_list_tools"),
+    "program": ("server", "program"),
     "web_search_call": ("server", "web_search"),
     "file_search_call": ("server", "file_search"),
     "code_interpreter_call": ("server", "code_interpreter"),
     "image_generation_call": ("server", "image_generation"),
-    "computer_call": ("server", "computer"),
-    "local_shell_call": ("server", "local_shell"),
-    "shell_call": ("server", "shell"),
-    "apply_patch_call": ("server", "apply_patch"),
+    "computer_call": ("function", "computer"),
+    "local_shell_call": ("function", "local_shell"),
+    "shell_call": ("function", "shell"),
+    "apply_patch_call": ("function", "apply_patch"),
     "tool_search_call": ("server", "tool_search"),
 }
-"""Item types that are tool calls: their canonical kind and (for hosted tools) tool name."""
+"""Item types that are tool calls: their canonical kind and (for built-in tools) tool name.
+
+The kind of a ``shell_call`` and a ``tool_search_call`` depends on the item (:func:`call_kind`)."""
+
+CLIENT_CALLS: Final[dict[str, str]] = {
+    "computer_call": "computer_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+    "tool_search_call": "tool_search_output",
+}
+"""Built-in tool calls the client executes, with the item type of their result."""
 
 OUTPUT_TYPES: Final = frozenset(
     {
@@ -149,40 +179,92 @@ def _text(value: Any) -> str:
 # ---------------------------------------------------------------------- items → canonical
 
 
+def _patch_operation(op: Any) -> Any:
+    """A patch operation with its ``diff`` last (it streams, so the JSON grows at its end)."""
+    if not isinstance(op, dict) or "diff" not in op:
+        return op if op is not None else {}
+    return {**{k: v for k, v in op.items() if k != "diff"}, "diff": op["diff"]}
+
+
+def _shell_action(action: Any) -> Any:
+    """A shell action with its ``commands`` first (they stream, so the JSON grows in them)."""
+    if not isinstance(action, dict) or "commands" not in action:
+        return action if action is not None else {}
+    return {"commands": action["commands"], **{k: v for k, v in action.items() if k != "commands"}}
+
+
 def _call_arguments(kind: str, item: dict[str, Any]) -> str:
     """The call's input as the provider streams it, else the JSON of its action."""
     if kind in ("function_call", "mcp_call", "mcp_approval_request"):
         return _text(item.get("arguments"))
     if kind == "custom_tool_call":
         return _text(item.get("input"))
-    if kind == "code_interpreter_call":
+    if kind in ("code_interpreter_call", "program"):
         return _text(item.get("code"))
     if kind == "apply_patch_call":
-        op = item.get("operation")
-        return _text(op.get("diff")) if isinstance(op, dict) else ""
+        return _text(_patch_operation(item.get("operation")))
     if kind == "shell_call":
-        action = item.get("action")
-        commands = action.get("commands") if isinstance(action, dict) else None
-        return "\n".join(c for c in commands if isinstance(c, str)) if isinstance(commands, list) else ""
+        return _text(_shell_action(item.get("action")))
     if kind == "file_search_call":
         return _text({"queries": item.get("queries") or []})
     if kind == "tool_search_call":
         return _text(item.get("arguments") if item.get("arguments") is not None else {})
     if kind == "mcp_list_tools":
         return "{}"
-    action = item.get("action", item.get("actions"))
+    action = item.get("action")
+    if action is None and isinstance(item.get("actions"), list):
+        action = {"actions": item["actions"]}  # a batched computer call: still a JSON object
     return _text(action if action is not None else {})
 
 
+def escaped(text: str) -> str:
+    """``text`` as it reads inside a JSON string (pieces escape to pieces of the whole)."""
+    return _json.encode(text).decode()[1:-1]
+
+
+def stream_prefix(kind: str, item: dict[str, Any]) -> str:
+    """The start of a streaming client call's JSON arguments, before its first streamed piece.
+
+    ``apply_patch_call``: the operation up to its open ``diff`` string; ``shell_call``: up to the
+    open ``commands`` list. The stream decoder sends it as the first arguments delta, then each
+    streamed piece :func:`escaped`, so the deltas are always a prefix of the item's final
+    arguments (:func:`item_parts`) and every target protocol can stream them as they come.
+    """
+    if kind == "apply_patch_call":
+        op = item.get("operation")
+        if not isinstance(op, dict) or op.get("type") == "delete_file":
+            return ""
+        text = _text(_patch_operation({**op, "diff": ""}))
+        return text[:-2]  # without the closing '"}'
+    if kind == "shell_call":
+        return '{"commands":['  # _shell_action puts them first
+    return ""
+
+
+def call_kind(kind: str, item: dict[str, Any]) -> canonical.ToolCallKind:
+    """Who executes a call item.
+
+    A hosted shell (a container environment) and a server tool search run at the provider; the
+    other built-in client tools at the client.
+    """
+    if kind == "shell_call":
+        env = item.get("environment")
+        hosted = isinstance(env, dict) and env.get("type") not in (None, "local")
+        return "server" if hosted else "function"
+    if kind == "tool_search_call":
+        return "function" if item.get("execution") == "client" else "server"
+    return CALL_TYPES[kind][0]
+
+
 def _call_part(kind: str, item: dict[str, Any]) -> canonical.ToolCallPart:
-    call_kind, tool_name = CALL_TYPES[kind]
+    _, tool_name = CALL_TYPES[kind]
     item_id = _str(item.get("id"))
     call_id = _str(item.get("call_id")) or item_id or ""
     return canonical.ToolCallPart(
         id=call_id,
         name=_str(item.get("name")) or tool_name,
         arguments=_call_arguments(kind, item),
-        kind=call_kind,
+        kind=call_kind(kind, item),
         item_id=item_id,
         server_name=_str(item.get("server_label")),
         status=_PART_STATUS.get(status) if isinstance(status := item.get("status"), str) else None,
@@ -249,6 +331,11 @@ def _result_content(item: dict[str, Any]) -> list[canonical.Part] | str:
         return [content_part(o) for o in output]
     if item.get("type") == "tool_search_output":
         return _text(item.get("tools"))
+    if item.get("type") == "computer_call_output" and _type(output) == "computer_screenshot":
+        assert isinstance(output, dict)
+        url, file_id = _str(output.get("image_url")), _str(output.get("file_id"))
+        if url is not None or file_id is not None:
+            return [canonical.ImagePart(url=url, file_id=file_id)]
     if item.get("type") == "mcp_approval_response":
         return _text({"approve": item.get("approve"), "reason": item.get("reason")})
     return _text(output if output is not None else item.get("result"))
@@ -303,7 +390,11 @@ def item_parts(item: Any) -> list[tuple[Key, canonical.Part]]:
         call_id = (
             _str(item.get("call_id")) or _str(item.get("approval_request_id")) or _str(item.get("id")) or ""
         )
-        return [("result", canonical.ToolResultPart(tool_call_id=call_id, content=_result_content(item)))]
+        failed = kind == "apply_patch_call_output" and item.get("status") == "failed"
+        result = canonical.ToolResultPart(
+            tool_call_id=call_id, content=_result_content(item), is_error=True if failed else None
+        )
+        return [("result", result)]
     return [("unknown", canonical.UnknownPart(provider_type=str(item.get("type")), raw=item))]
 
 
@@ -321,14 +412,18 @@ def item_message(item: Any, parts: list[canonical.Part] | None = None) -> canoni
         item_role = item.get("role")
         role = item_role if item_role in ("user", "system", "developer", "assistant") else "assistant"
     phase = item.get("phase")
+    content = parts if parts is not None else [p for _, p in item_parts(item)]
+    call_id = _str(item.get("call_id"))
+    if role == "tool" and call_id is None:  # local_shell_call_output: its id is the call's
+        call_id = next((p.tool_call_id for p in content if isinstance(p, canonical.ToolResultPart)), None)
     return canonical.Message(
         role=role,
-        content=parts if parts is not None else [p for _, p in item_parts(item)],
+        content=content,
         id=_str(item.get("id")),
         type=kind,
         status=message_status(item.get("status")),
         phase=phase if phase in ("commentary", "final_answer") else None,
-        tool_call_id=_str(item.get("call_id")) if role == "tool" else None,
+        tool_call_id=call_id if role == "tool" else None,
         provider=PROTOCOL,
         provider_raw=raw,
     )
@@ -572,3 +667,76 @@ def reasoning_item(part: canonical.ReasoningPart, status: str | None, extras: An
     if status is not None:
         item["status"] = status
     return item
+
+
+def _result_text(part: canonical.ToolResultPart) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    return "".join(p.text for p in part.content if isinstance(p, canonical.TextPart))
+
+
+def _json_of(text: str) -> Any:
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return None
+
+
+def _screenshot(part: canonical.ToolResultPart) -> dict[str, Any] | None:
+    if isinstance(part.content, str):
+        raw = _json_of(part.content)
+        return raw if _type(raw) == "computer_screenshot" else None
+    for p in part.content:
+        if isinstance(p, canonical.ImagePart):
+            url = p.url
+            if url is None and p.data is not None:
+                url = f"data:{p.media_type or 'image/png'};base64,{p.data}"
+            shot = {"type": "computer_screenshot", "image_url": url, "file_id": p.file_id}
+            return {k: v for k, v in shot.items() if v is not None}
+    return None
+
+
+def result_item(
+    kind: str, part: canonical.ToolResultPart, output: str | list[dict[str, Any]], drops: DropLog
+) -> dict[str, Any]:
+    """The ``*_output`` item answering a call of item type ``kind`` with a tool result.
+
+    ``output`` is the result as ``function_call_output`` carries it. A built-in client call gets
+    its own output item: a shell call's output list (the result's JSON, or its text as the
+    ``stdout`` of one command that exited 0, 1 for an error result), a local shell call's
+    output text, a patch's status (``failed`` for an error result), a computer call's screenshot
+    (the result's image), a client tool search's tools (the result's JSON list). A result
+    that has no such shape goes as a ``function_call_output`` and is recorded.
+    """
+    call_id = part.tool_call_id
+    text = _result_text(part)
+    if kind == "shell_call":
+        entries = _json_of(text) if isinstance(part.content, str) else None
+        if not (isinstance(entries, list) and all(isinstance(e, dict) and "outcome" in e for e in entries)):
+            exit_code = 1 if part.is_error else 0
+            entries = [{"stdout": text, "stderr": "", "outcome": {"type": "exit", "exit_code": exit_code}}]
+        return {"type": "shell_call_output", "call_id": call_id, "output": entries}
+    if kind == "local_shell_call":
+        return {"type": "local_shell_call_output", "id": call_id, "output": text}
+    if kind == "apply_patch_call":
+        status = "failed" if part.is_error else "completed"
+        return {"type": "apply_patch_call_output", "call_id": call_id, "status": status, "output": text}
+    if kind == "computer_call":
+        shot = _screenshot(part)
+        if shot is not None:
+            return {"type": "computer_call_output", "call_id": call_id, "output": shot}
+    if kind == "tool_search_call":
+        tools = _json_of(text)
+        if isinstance(tools, list):
+            out = {"type": "tool_search_output", "call_id": call_id, "execution": "client", "tools": tools}
+            return {**out, "status": "completed"}
+    if kind in CLIENT_CALLS:
+        drops.add(
+            "tool_result",
+            f"result of a {kind} without the shape its output item needs (sent as a function_call_output)",
+            where=call_id,
+        )
+    if part.is_error:
+        drops.add("tool_result", "is_error flag of a tool result (no Responses field for it)", where=call_id)
+    out_kind = "custom_tool_call_output" if kind == "custom_tool_call" else "function_call_output"
+    return {"type": out_kind, "call_id": call_id, "output": output}

@@ -1,10 +1,11 @@
 """The stream encoder's part writers: how each kind of canonical part becomes ``response.*`` events.
 
 One writer per open part, chosen when the part starts: message text or refusal (a content part
-of a ``message`` item), a call's input (``function_call_arguments`` and the other input deltas,
-or shell commands), reasoning (summary parts and reasoning text), audio, or a dropped part. A
-writer turns the part's deltas into events at once and writes the ``.done`` events when the part
-ends, with values from ``_items``. Content arrives only as deltas (the aggregator emits whatever
+of a ``message`` item), a call's input (``function_call_arguments`` and the other input deltas;
+a patch's diff and shell commands are written from the call's final JSON arguments), reasoning
+(summary parts and reasoning text), audio, or a dropped part. A writer turns the part's deltas
+into events at once and writes the ``.done`` events when the part ends, with values from
+``_items``. Content arrives only as deltas (the aggregator emits whatever
 a provider gave only in a ``.done`` event as a last delta), so no writer resends a final value.
 
 Summary entries are keyed by their index in a dict, never by filling a list up to it: memory
@@ -17,6 +18,8 @@ It must not decide which part goes into which item (the encoder does) or frame e
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from ._items import (
@@ -38,6 +41,7 @@ __all__ = [
     "CallWriter",
     "DropWriter",
     "PartWriter",
+    "PatchWriter",
     "ReasoningWriter",
     "ShellWriter",
     "TextWriter",
@@ -61,11 +65,6 @@ DELTA_EVENTS: Final[dict[str, tuple[str, str, str]]] = {
         "response.code_interpreter_call_code.delta",
         "response.code_interpreter_call_code.done",
         "code",
-    ),
-    "apply_patch_call": (
-        "response.apply_patch_call_operation_diff.delta",
-        "response.apply_patch_call_operation_diff.done",
-        "diff",
     ),
 }
 """The item types whose input streams, with their delta and done events."""
@@ -259,41 +258,66 @@ class CallWriter(PartWriter):
         return frames
 
 
-class ShellWriter(PartWriter):
-    """A shell call's commands: canonical arguments hold them one a line."""
+def _arguments(value: Part) -> dict[str, Any]:
+    """A client call's JSON arguments as an object (``{}`` when they are not one)."""
+    if not isinstance(value, ToolCallPart):
+        return {}
+    try:
+        args = msgspec.json.decode(value.arguments)
+    except msgspec.DecodeError:
+        return {}
+    return args if isinstance(args, dict) else {}
 
-    __slots__ = ("command", "open_")
 
-    def __init__(self, out: Output, item: Item) -> None:
-        super().__init__(out, item)
-        self.command = 0
-        self.open_ = False
+class PatchWriter(PartWriter):
+    """An ``apply_patch_call``'s diff: the JSON arguments' ``diff``, written when the call ends.
 
-    def _end_command(self) -> bytes:
-        item = self.item
-        assert item is not None
-        body = {"output_index": item.index, "command_index": self.command, "command": ""}
-        return self.out.frame("response.shell_call_command.done", body)
+    The canonical deltas are pieces of the escaped JSON (see ``_items.stream_prefix``); the
+    final value holds the whole diff, which goes out as one delta and the done event.
+    """
 
-    def args(self, delta: str) -> bytes:
-        item = self.item
-        assert item is not None
-        frames = b""
-        for n, piece in enumerate(delta.split("\n")):
-            if n > 0 or not self.open_:
-                if self.open_:
-                    frames += self._end_command()
-                    self.command += 1
-                self.open_ = True
-                body = {"output_index": item.index, "command_index": self.command, "command": ""}
-                frames += self.out.frame("response.shell_call_command.added", body)
-            if piece:
-                body = {"output_index": item.index, "command_index": self.command, "delta": piece}
-                frames += self.out.frame("response.shell_call_command.delta", body)
-        return frames
+    __slots__ = ()
 
     def done(self, value: Part) -> bytes:
-        return self._end_command() if self.open_ else b""
+        item = self.item
+        assert item is not None
+        diff = _arguments(value).get("diff")
+        if not isinstance(diff, str):
+            return b""
+        common = {"item_id": item.id, "output_index": item.index}
+        frames = (
+            self.out.frame("response.apply_patch_call_operation_diff.delta", {**common, "delta": diff})
+            if diff
+            else b""
+        )
+        return frames + self.out.frame(
+            "response.apply_patch_call_operation_diff.done", {**common, "diff": diff}
+        )
+
+
+class ShellWriter(PartWriter):
+    """A ``shell_call``'s commands: the JSON arguments' ``commands``, written when the call ends.
+
+    The canonical deltas are pieces of the escaped JSON (see ``_items.stream_prefix``); the
+    final value holds every command, each written as added, one delta and done.
+    """
+
+    __slots__ = ()
+
+    def done(self, value: Part) -> bytes:
+        item = self.item
+        assert item is not None
+        commands = _arguments(value).get("commands")
+        frames = b""
+        for n, command in enumerate(commands if isinstance(commands, list) else ()):
+            if not isinstance(command, str):
+                continue
+            common = {"output_index": item.index, "command_index": n}
+            frames += self.out.frame("response.shell_call_command.added", {**common, "command": ""})
+            if command:
+                frames += self.out.frame("response.shell_call_command.delta", {**common, "delta": command})
+            frames += self.out.frame("response.shell_call_command.done", {**common, "command": command})
+        return frames
 
 
 class ReasoningWriter(PartWriter):
@@ -469,8 +493,10 @@ def whole_part_writer(
             frames = out.open(item, added)
         writer = ReasoningWriter(out, item)
         return writer, frames + writer.start(value)
-    if isinstance(value, ToolCallPart) and item.type in DELTA_EVENTS:
-        return CallWriter(out, item), b""
+    if isinstance(value, ToolCallPart) and item.type == "apply_patch_call":
+        return PatchWriter(out, item), b""
     if isinstance(value, ToolCallPart) and item.type == "shell_call":
         return ShellWriter(out, item), b""
+    if isinstance(value, ToolCallPart) and item.type in DELTA_EVENTS:
+        return CallWriter(out, item), b""
     return PartWriter(out, item), b""  # carried by the item itself
