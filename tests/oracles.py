@@ -224,7 +224,7 @@ def seen_chat(body: dict[str, Any]) -> BodySeen:
 def seen_responses(body: dict[str, Any]) -> BodySeen:
     """openai ``Response``: output text and function / custom calls."""
     model = openai.types.responses.Response.model_validate(body)
-    return responses_output([item.model_dump() for item in model.output])
+    return responses_output([item.model_dump(exclude_unset=True) for item in model.output])
 
 
 def responses_output(items: list[dict[str, Any]]) -> BodySeen:
@@ -238,7 +238,31 @@ def responses_output(items: list[dict[str, Any]]) -> BodySeen:
             calls.append((item["call_id"], item["name"], parsed(item["arguments"])))
         elif item["type"] == "custom_tool_call":
             calls.append((item["call_id"], item["name"], item["input"]))
+        elif item["type"] in BUILT_IN_CALLS and _client_executed(item):
+            name, field = BUILT_IN_CALLS[item["type"]]
+            args = item.get(field)
+            if args is None and item["type"] == "computer_call":
+                args = {"actions": item.get("actions")}
+            call_id = item.get("call_id") or item["id"]
+            calls.append((call_id, name, args))
     return {0: "".join(text)}, calls
+
+
+BUILT_IN_CALLS = {
+    "apply_patch_call": ("apply_patch", "operation"),
+    "shell_call": ("shell", "action"),
+    "local_shell_call": ("local_shell", "action"),
+    "computer_call": ("computer", "action"),
+    "tool_search_call": ("tool_search", "arguments"),
+}
+"""Responses built-in tool calls the client executes: the tool name, the field of their input."""
+
+
+def _client_executed(item: dict[str, Any]) -> bool:
+    if item["type"] == "tool_search_call":
+        return item.get("execution") == "client"
+    env = item.get("environment") if item["type"] == "shell_call" else None
+    return not isinstance(env, dict) or env.get("type") in (None, "local")
 
 
 def seen_anthropic(body: dict[str, Any]) -> BodySeen:
