@@ -35,18 +35,26 @@ def main(argv: list[str] | None = None) -> int:
     tally = harness.Tally()
     start = time.monotonic()
     n = 0
-    while n < args.inputs:
-        harness.run_one(seeds, r, tally, byte_by_byte=not args.no_one_byte)
-        n += 1
-        if args.progress and n % args.progress == 0:
-            print(f"  {n} inputs, {len(tally.broken)} broken sites, {time.monotonic() - start:.0f} s", flush=True)
+    try:
+        while n < args.inputs:
+            harness.run_one(seeds, r, tally, byte_by_byte=not args.no_one_byte)
+            n += 1
+            if args.progress and n % args.progress == 0:
+                print(
+                    f"  {n} inputs, {len(tally.broken)} broken sites, {time.monotonic() - start:.0f} s",
+                    flush=True,
+                )
+    except KeyboardInterrupt:  # SIGINT ends a long run early, with the counts so far
+        print(f"interrupted after {n} inputs")
     seconds = time.monotonic() - start
     print(f"seed {args.seed}: {n} inputs in {seconds:.0f} s ({tally.inputs} checked)")
     print(f"results (whole ends): {tally.results}")
     print("protocol errors by type:")
     for name, count in sorted(tally.errors.items(), key=lambda kv: -kv[1]):
         print(f"  {name}: {count}")
-    print(f"OTHER (broken contracts): {sum(c for c, _ in tally.broken.values())} at {len(tally.broken)} sites")
+    print(
+        f"OTHER (broken contracts): {sum(c for c, _ in tally.broken.values())} at {len(tally.broken)} sites"
+    )
     for key, (count, first) in sorted(tally.broken.items(), key=lambda kv: -kv[1][0]):
         print(f"  {count} x {key}")
         print(f"      first: {str(first)[:1500]}")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import reprlib
 import traceback
 from dataclasses import dataclass, field
@@ -33,10 +32,13 @@ from maas_stream import sse
 from tests.conftest import corpus, recordings
 
 if TYPE_CHECKING:
+    import random
     from collections.abc import Callable
 
 PROTOCOLS: tuple[str, ...] = tuple(ms.protocol_names())
-BODY_PROTOCOLS: tuple[str, ...] = tuple(p for p in PROTOCOLS if ms.get_protocol(p).encode_response is not None)
+BODY_PROTOCOLS: tuple[str, ...] = tuple(
+    p for p in PROTOCOLS if ms.get_protocol(p).encode_response is not None
+)
 
 logging.getLogger("maas_stream").setLevel(logging.ERROR)  # drops are logged as warnings
 
@@ -44,14 +46,18 @@ logging.getLogger("maas_stream").setLevel(logging.ERROR)  # drops are logged as 
 class Broken(Exception):
     """An input ended in an exception the contract does not allow, or in two different ends."""
 
-    def __init__(self, check: str, protocol: str, data: Any, exc: BaseException | None, detail: str = "") -> None:
+    def __init__(
+        self, check: str, protocol: str, data: Any, exc: BaseException | None, detail: str = ""
+    ) -> None:
         self.check = check
         self.protocol = protocol
         self.data = data
         self.exc = exc
         self.site = site(exc) if exc is not None else detail
         kind = type(exc).__name__ if exc is not None else "mismatch"
-        super().__init__(f"{check} [{protocol}] {kind} at {self.site}: {exc!r:.300} {detail}\ninput: {show(data)}")
+        super().__init__(
+            f"{check} [{protocol}] {kind} at {self.site}: {exc!r:.300} {detail}\ninput: {show(data)}"
+        )
 
 
 _REPR = reprlib.Repr()
@@ -111,7 +117,9 @@ def stream_of(protocol: str, frames: list[tuple[str, Any]]) -> bytes:
     if is_jsonl(protocol):
         return b"".join(f'{{"dir":{json.dumps(d)},"msg":{text(v)}}}\n'.encode() for d, v in frames)
     return b"".join(
-        (b"" if e == "message" else f"event: {e}\n".encode()) + f"data: {text(v)}\n\n".encode("utf-8", "surrogatepass") for e, v in frames
+        (b"" if e == "message" else f"event: {e}\n".encode())
+        + f"data: {text(v)}\n\n".encode("utf-8", "surrogatepass")
+        for e, v in frames
     )
 
 
@@ -169,7 +177,11 @@ class Deep:
     obj: bool
 
     def text(self) -> str:
-        return ('{"a":' * self.depth + "1" + "}" * self.depth) if self.obj else "[" * self.depth + "1" + "]" * self.depth
+        return (
+            ('{"a":' * self.depth + "1" + "}" * self.depth)
+            if self.obj
+            else "[" * self.depth + "1" + "]" * self.depth
+        )
 
     def value(self) -> Any:
         value: Any = 1
@@ -273,9 +285,9 @@ def mutate_value(value: Any, r: random.Random, times: int = 1) -> Any:
             i = r.randrange(len(s))
             parent[key] = s[:i] + r.choice(["", "\x00", '"', "\\", "😀", s[i:]]) + s[i:]
         elif isinstance(parent, dict):
-            parent[r.choice(["type", "index", "id", "role", "x", "output_index", "content_index"])] = r.choice(
-                SCALARS
-            )(r)
+            parent[r.choice(["type", "index", "id", "role", "x", "output_index", "content_index"])] = (
+                r.choice(SCALARS)(r)
+            )
         else:
             parent[key] = r.choice(SCALARS)(r)
     return value
@@ -313,12 +325,20 @@ def mutate_bytes(data: bytes, r: random.Random) -> bytes:
     if op < 0.25:
         return data[:i]
     if op < 0.45:
-        return data[:i] + r.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80", b"\xf4\x90\x80\x80"]) + data[i:]
+        return (
+            data[:i]
+            + r.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80", b"\xf4\x90\x80\x80"])
+            + data[i:]
+        )
     if op < 0.6:
         j = min(len(data), i + r.randrange(1, 40))
         return data[:i] + data[j:]
     if op < 0.75:
-        return data[:i] + r.choice([b"\n", b"\r", b"\r\n", b"\n\n", b":", b"data: ", b"event: x\n", b"{", b"}", b"\x00"]) + data[i:]
+        return (
+            data[:i]
+            + r.choice([b"\n", b"\r", b"\r\n", b"\n\n", b":", b"data: ", b"event: x\n", b"{", b"}", b"\x00"])
+            + data[i:]
+        )
     if op < 0.9:
         j = r.randrange(len(data) + 1)
         return data[:i] + data[j : j + r.randrange(1, 200)] + data[i:]
@@ -389,7 +409,12 @@ def _one_byte(data: bytes, protocol: str | None) -> ms.Response:
 
 
 def check_stream(
-    data: bytes, protocol: str, tally: Tally, *, byte_by_byte: bool = True, targets: tuple[str, ...] = PROTOCOLS
+    data: bytes,
+    protocol: str,
+    tally: Tally,
+    *,
+    byte_by_byte: bool = True,
+    targets: tuple[str, ...] = PROTOCOLS,
 ) -> None:
     """The stream contract for one input (see the module docstring); counts into ``tally``."""
     tally.inputs += 1
@@ -405,7 +430,11 @@ def check_stream(
         kind2, single = _end(lambda: msgspec.to_builtins(_one_byte(data, protocol)))
         if kind2 == "err" and not isinstance(single, STREAM_OK):
             tally.fail(Broken("one-byte", protocol, data, single))
-        elif kind2 != kind or (kind == "ok" and single != whole) or (kind == "err" and type(single) is not type(whole)):
+        elif (
+            kind2 != kind
+            or (kind == "ok" and single != whole)
+            or (kind == "err" and type(single) is not type(whole))
+        ):
             tally.fail(
                 Broken(
                     "one-byte",
@@ -454,7 +483,11 @@ def check_history(body: Any, protocol: str, tally: Tally, *, targets: tuple[str,
         else:
             tally.fail(Broken(name, protocol, body, out))
     for target in targets:
-        kind, out = _end(lambda target=target: ms.convert_history(body, to=target, protocol=protocol))
+
+        def run(target: str = target) -> dict[str, Any]:
+            return ms.convert_history(body, to=target, protocol=protocol)
+
+        kind, out = _end(run)
         if kind == "err" and not isinstance(out, HISTORY_OK):
             tally.fail(Broken(f"convert_history->{target}", protocol, body, out))
 

@@ -34,7 +34,12 @@ def _shift(value: Any, key: str, parent: str | None, under: str | None = None) -
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if k == key and isinstance(v, int) and not isinstance(v, bool) and (parent is None or under == parent):
+            if (
+                k == key
+                and isinstance(v, int)
+                and not isinstance(v, bool)
+                and (parent is None or under == parent)
+            ):
                 out[k] = v + BIG
                 count += 1
             else:
@@ -135,7 +140,10 @@ def test_a_huge_index_costs_memory_by_bytes_not_by_index(
     protocol: str, kind: str, change: Callable[[Any], tuple[Any, int]], target: str | None
 ) -> None:
     plain, huge = _huge(protocol, change)
-    make = (lambda d: _aggregate(d, protocol)) if target is None else (lambda d: _convert(d, protocol, target))
+
+    def make(data: bytes) -> Callable[[], object]:
+        return _aggregate(data, protocol) if target is None else _convert(data, protocol, target)
+
     make(plain)()  # warm up: lazy imports and caches are not the stream's cost
     before = _peak(make(plain))
     after = _peak(make(huge))

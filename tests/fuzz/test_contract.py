@@ -62,7 +62,6 @@ _DEEP = "RecursionError on bodies nested 1000 deep"
 _SURROGATE = "UnicodeEncodeError on a lone surrogate in a string"
 KNOWN_BODIES: dict[str, str] = {
     "gemini": f"{_DEEP} and {_SURROGATE}: gemini/_body.py decode_response, gemini/_wire.py decode_chunk",
-    "openai-chat": f"{_SURROGATE}: openai_chat/_body.py decode_response",
 }
 
 
@@ -84,10 +83,8 @@ KNOWN_HISTORY: dict[str, str] = {
     "gemini": f"{_DEEP} at gemini/_wire.py normalize/decode_part; {_SURROGATE} at gemini/_wire.py decode_part",
     "openai-responses": "TypeError at openai_responses/_history.py _item/_check_message; "
     f"{_DEEP} at openai_responses/_items.py",
-    "openai-chat": f"{_DEEP} at openai_chat/_history.py _message; TypeError there; {_SURROGATE} at _wire",
-    "google-interactions": f"{_DEEP} at google_interactions/_steps.py arguments_text, _content.py result_content; "
-    f"{_SURROGATE} at _steps.py message_from_step",
-    "openai-realtime": f"{_DEEP} at openai_realtime/_history.py to_canonical, _items.py result_from_item",
+    "openai-realtime": f"{_SURROGATE} in function_call arguments converted to anthropic (_writer.py _object_args) "
+    "and gemini (_parts.py call_args)",
 }
 
 
