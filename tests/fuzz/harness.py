@@ -365,6 +365,7 @@ def stream_input(seeds: Seeds, protocol: str, r: random.Random) -> bytes:
 # ------------------------------------------------------------------------------------ checks
 
 STREAM_OK: tuple[type[BaseException], ...] = (ms.RemoteProtocolError,)
+DETECT_OK: tuple[type[BaseException], ...] = (ms.RemoteProtocolError, ms.ProtocolDetectionError)
 BODY_OK: tuple[type[BaseException], ...] = (ms.RemoteProtocolError,)
 HISTORY_OK: tuple[type[BaseException], ...] = (ms.ValidationError, ms.RemoteProtocolError)
 
@@ -456,6 +457,30 @@ def check_stream(
             tally.fail(Broken(f"convert->{target}", protocol, data, out))
 
 
+def check_detected(data: bytes, tally: Tally) -> None:
+    """No protocol given: whole and one byte at a time end alike, in a result,
+    ``RemoteProtocolError`` or ``ProtocolDetectionError``."""
+    tally.inputs += 1
+    kind, whole = _end(lambda: msgspec.to_builtins(ms.aggregate(data)))
+    kind2, single = _end(lambda: msgspec.to_builtins(_one_byte(data, None)))
+    for check, k, out in (("detect", kind, whole), ("detect-one-byte", kind2, single)):
+        if k == "err" and not isinstance(out, DETECT_OK):
+            tally.fail(Broken(check, "?", data, out))
+            return
+    if (
+        kind != kind2
+        or (kind == "ok" and single != whole)
+        or (kind == "err" and type(single) is not type(whole))
+    ):
+        tally.fail(
+            Broken("detect-one-byte", "?", data, None, f"whole: {whole!r:.200}; one byte: {single!r:.200}")
+        )
+    elif kind == "ok":
+        tally.ok()
+    else:
+        tally.error(whole)
+
+
 def check_response_body(body: Any, protocol: str, tally: Tally) -> None:
     """``decode_response`` of a (mutated) body ends in a response or ``RemoteProtocolError``."""
     tally.inputs += 1
@@ -496,7 +521,10 @@ def run_one(seeds: Seeds, r: random.Random, tally: Tally, *, byte_by_byte: bool 
     """One random input of a random kind and protocol."""
     protocol = r.choice(PROTOCOLS)
     what = r.random()
-    if what < 0.6:
+    if what < 0.05:
+        data = stream_input(seeds, protocol, r)
+        check_detected(data, tally)
+    elif what < 0.6:
         data = stream_input(seeds, protocol, r)
         check_stream(data, protocol, tally, byte_by_byte=byte_by_byte and len(data) < 20_000)
     elif what < 0.8 and protocol in BODY_PROTOCOLS and seeds.responses.get(protocol):

@@ -58,6 +58,17 @@ def test_streams(protocol: str, seed: int) -> None:
     _assert_kept(tally)
 
 
+@SETTINGS
+@given(seed=SEEDS)
+def test_streams_of_unnamed_protocol(seed: int) -> None:
+    """No protocol given: a result, RemoteProtocolError or ProtocolDetectionError, alike whole
+    and one byte at a time."""
+    r = random.Random(seed)
+    tally = h.Tally()
+    h.check_detected(h.stream_input(seeds(), r.choice(h.PROTOCOLS), r), tally)
+    _assert_kept(tally)
+
+
 _DEEP = "RecursionError on bodies nested 1000 deep"
 _SURROGATE = "UnicodeEncodeError on a lone surrogate in a string"
 KNOWN_BODIES: dict[str, str] = {
