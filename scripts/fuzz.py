@@ -9,6 +9,7 @@ first input that broke it. Exits 1 when a contract broke.
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import sys
 import time
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", type=int, default=0, help="print a line every this many inputs")
     args = parser.parse_args(argv)
 
+    logging.getLogger("maas_stream").setLevel(logging.ERROR)  # drops are logged as warnings: millions
     seeds = harness.load_seeds(with_corpus=not args.no_corpus)
     r = random.Random(args.seed)
     tally = harness.Tally()

@@ -19,7 +19,6 @@ with the site (the innermost frame of the library) and the input.
 from __future__ import annotations
 
 import json
-import logging
 import reprlib
 import traceback
 from dataclasses import dataclass, field
@@ -39,8 +38,6 @@ PROTOCOLS: tuple[str, ...] = tuple(ms.protocol_names())
 BODY_PROTOCOLS: tuple[str, ...] = tuple(
     p for p in PROTOCOLS if ms.get_protocol(p).encode_response is not None
 )
-
-logging.getLogger("maas_stream").setLevel(logging.ERROR)  # drops are logged as warnings
 
 
 class Broken(Exception):

@@ -58,6 +58,10 @@ def test_streams(protocol: str, seed: int) -> None:
     _assert_kept(tally)
 
 
+@pytest.mark.xfail(
+    strict=False,  # whether the derandomized examples reach it differs alone and in the whole suite
+    reason="anthropic/_detect.py detect: TypeError on a `type` that is a list (test_found.py has the input)",
+)
 @SETTINGS
 @given(seed=SEEDS)
 def test_streams_of_unnamed_protocol(seed: int) -> None:

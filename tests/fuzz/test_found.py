@@ -203,6 +203,11 @@ OPEN: list[tuple[str, str, Any]] = [
         lambda: ms.from_canonical(_call_message(SURROGATE), "anthropic"),
     ),
     (
+        "anthropic/_detect.py detect: TypeError (a first frame whose type is a list; no protocol named)",
+        "aggregate",
+        lambda: ms.aggregate(b'event: content_block_stop\ndata: {"type": [1], "index": 0}\n\n'),
+    ),
+    (
         "gemini/_wire.py normalize: RecursionError (a part 1000 deep)",
         "to_canonical",
         lambda: ms.to_canonical({"contents": [{"role": "user", "parts": [DEEP_LIST]}]}, "gemini"),
@@ -281,6 +286,7 @@ _ALLOWED: dict[str, tuple[type[Exception], ...]] = {
     "validate": (),
     "from_canonical": (),
     "decode_response": (ms.RemoteProtocolError,),
+    "aggregate": (ms.RemoteProtocolError, ms.ProtocolDetectionError),
 }
 
 
