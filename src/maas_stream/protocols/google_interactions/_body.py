@@ -120,7 +120,8 @@ def decode_response(body: Any) -> Response:
     except RemoteProtocolError as exc:
         exc.protocol = PROTOCOL
         raise
-    except msgspec.ValidationError as exc:
+    except (msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
+        # UnicodeEncodeError: msgspec reads a str as UTF-8, and a lone surrogate is not
         raise RemoteProtocolError(f"invalid {PROTOCOL} response body: {exc}", protocol=PROTOCOL) from exc
     wire = inter.status or "completed"
     status, finish = finish_from_status(wire)

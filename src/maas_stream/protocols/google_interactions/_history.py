@@ -46,9 +46,19 @@ def to_canonical(body: Any) -> list[Message]:
     """Convert an Interactions request body (or its ``input``) to canonical messages.
 
     Raises:
-        ValidationError: The body is not an Interactions request shape, or a step field has
-            the wrong JSON type.
+        ValidationError: The body is not an Interactions request shape, a step field has the
+            wrong JSON type, or a value cannot be read: nested past the interpreter's limit, or
+            a string with a lone surrogate (not valid Unicode).
     """
+    try:
+        return _to_canonical(body)
+    except RecursionError as exc:
+        raise ValidationError(PROTOCOL, ["a value is nested too deep to read"]) from exc
+    except UnicodeEncodeError as exc:  # msgspec reads str as UTF-8: a lone surrogate fails
+        raise ValidationError(PROTOCOL, ["a string is not valid Unicode"]) from exc
+
+
+def _to_canonical(body: Any) -> list[Message]:
     data, envelope = _input_of(body)
     out: list[Message] = []
     system = envelope.get("system_instruction")

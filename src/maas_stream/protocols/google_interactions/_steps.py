@@ -314,7 +314,7 @@ def arguments_object(text: str) -> Any:
         return {}
     try:
         return msgspec.json.decode(text)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # a lone surrogate: not JSON
         return text
 
 

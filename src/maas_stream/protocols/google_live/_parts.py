@@ -111,6 +111,11 @@ def blob(mime_type: str, data: str) -> dict[str, Any]:
     return {"inlineData": {"mimeType": mime_type, "data": data}}
 
 
+_NOT_JSON = (msgspec.DecodeError, RecursionError, UnicodeEncodeError)
+"""Text that is not JSON to read: invalid, nested past the limit, or with a lone surrogate
+(msgspec reads a str as UTF-8)."""
+
+
 def function_call(
     call: ToolCallPart, arguments: str, drops: DropLog | None = None, where: str | None = None
 ) -> dict[str, Any] | None:
@@ -136,7 +141,7 @@ def function_call(
         return None
     try:
         args = msgspec.json.decode(arguments) if arguments else {}
-    except msgspec.DecodeError:
+    except _NOT_JSON:
         args = None
     if not isinstance(args, dict):
         args = {"arguments": arguments}
@@ -155,7 +160,7 @@ def function_response(result: ToolResultPart) -> dict[str, Any]:
     if isinstance(result.content, str):
         try:
             response = msgspec.json.decode(result.content)
-        except msgspec.DecodeError:
+        except _NOT_JSON:
             response = {"output": result.content}
         if not isinstance(response, dict):
             response = {"output": response}

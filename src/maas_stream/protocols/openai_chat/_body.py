@@ -123,7 +123,8 @@ def decode_response(body: Any) -> Response:
             raise RemoteProtocolError(
                 "a chat.completion body must be a JSON object", protocol=PROTOCOL, raw=body
             )
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeEncodeError) as exc:
+        # RecursionError: nested past the limit; UnicodeEncodeError: a lone surrogate in a str
         raise RemoteProtocolError(
             f"invalid chat.completion body: {exc}", protocol=PROTOCOL, raw=body
         ) from exc

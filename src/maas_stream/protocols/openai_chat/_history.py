@@ -75,7 +75,12 @@ def to_canonical(body: Any) -> list[Message]:
     for i, raw in enumerate(_messages_of(body)):
         if not isinstance(raw, dict) or raw.get("role") not in _ROLES:
             raise ValidationError(PROTOCOL, [f"messages[{i}]: not a message with a known role"])
-        out.append(_message(raw))
+        try:
+            out.append(_message(raw))
+        except RecursionError as exc:  # a value nested past the interpreter's limit
+            raise ValidationError(PROTOCOL, [f"messages[{i}]: a value is nested too deep to read"]) from exc
+        except UnicodeEncodeError as exc:  # msgspec reads str as UTF-8: a lone surrogate fails
+            raise ValidationError(PROTOCOL, [f"messages[{i}]: a string is not valid Unicode"]) from exc
     return out
 
 
@@ -84,7 +89,8 @@ def _message(raw: dict[str, Any]) -> Message:
     name = raw.get("name") if isinstance(raw.get("name"), str) else None
     content = raw.get("content")
     if role == "tool":
-        call_id = str(raw.get("tool_call_id") or "")
+        answer = raw.get("tool_call_id")
+        call_id = answer if isinstance(answer, str) else ""
         result_content: list[Part] | str = content if isinstance(content, str) else _parts(content)
         result = ToolResultPart(tool_call_id=call_id, content=result_content)
         return Message(role="tool", content=[result], tool_call_id=call_id, name=name)
@@ -105,7 +111,8 @@ def _message(raw: dict[str, Any]) -> Message:
         audio = _wire(raw.get("audio"), AudioDelta)
         if audio is not None and isinstance(audio.id, str):
             parts.append(audio_from(audio))
-        for call in raw.get("tool_calls") or ():
+        calls = raw.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
             parts.append(_tool_call(call))
         legacy = _wire(raw.get("function_call"), FunctionDelta)
         if legacy is not None:
@@ -220,7 +227,7 @@ def _to_chat(i: int, msg: Message, drops: DropLog) -> list[dict[str, Any]]:
 
 
 def _collapse(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    if len(parts) == 1 and parts[0]["type"] == "text":
+    if len(parts) == 1 and parts[0]["type"] == "text" and isinstance(parts[0].get("text"), str):
         text: str = parts[0]["text"]
         return text
     return parts
@@ -323,16 +330,11 @@ def validate(body: Any) -> list[str]:
                 faults.append(f"messages[{at}]: tool call {pending!r} has no tool message answering it")
             open_calls = {}
         _check_content(i, role, msg, faults)
-        if role == "assistant":
-            for call in msg.get("tool_calls") or ():
-                call_id: Any = call.get("id") if isinstance(call, dict) else None
-                if not isinstance(call_id, str) or not call_id:
-                    faults.append(f"messages[{i}]: a tool call has no id")
-                    continue
-                if call_id in seen_ids:
-                    faults.append(f"messages[{i}]: tool call id {call_id!r} is used twice")
-                seen_ids.add(call_id)
-                open_calls[call_id] = i
+        calls = msg.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            faults.append(f"messages[{i}]: tool_calls must be a list")
+        elif role == "assistant":
+            _open_calls(i, calls or [], faults, seen_ids, open_calls)
         elif role == "tool":
             answer = msg.get("tool_call_id")
             if not isinstance(answer, str) or not answer:
@@ -349,6 +351,21 @@ def validate(body: Any) -> list[str]:
     for pending, at in open_calls.items():
         faults.append(f"messages[{at}]: tool call {pending!r} has no tool message answering it")
     return faults
+
+
+def _open_calls(
+    i: int, calls: list[Any], faults: list[str], seen_ids: set[str], open_calls: dict[str, int]
+) -> None:
+    """Record an assistant message's tool calls as open; report missing and repeated ids."""
+    for call in calls:
+        call_id: Any = call.get("id") if isinstance(call, dict) else None
+        if not isinstance(call_id, str) or not call_id:
+            faults.append(f"messages[{i}]: a tool call has no id")
+            continue
+        if call_id in seen_ids:
+            faults.append(f"messages[{i}]: tool call id {call_id!r} is used twice")
+        seen_ids.add(call_id)
+        open_calls[call_id] = i
 
 
 def _check_content(i: int, role: str, msg: dict[str, Any], faults: list[str]) -> None:
@@ -373,9 +390,10 @@ def _check_content(i: int, role: str, msg: dict[str, Any], faults: list[str]) ->
         allowed = _PARTS_BY_ROLE.get(role, set())
         for j, part in enumerate(content):
             kind = part.get("type") if isinstance(part, dict) else None
-            if kind not in allowed:
+            if not isinstance(kind, str) or kind not in allowed:
+                shown = repr(kind) if not isinstance(kind, dict | list) else f"<{type(kind).__name__}>"
                 faults.append(
-                    f"messages[{i}].content[{j}]: part type {kind!r} is not allowed in a {role} message"
+                    f"messages[{i}].content[{j}]: part type {shown} is not allowed in a {role} message"
                 )
     elif content is not None and not isinstance(content, str):
         faults.append(f"messages[{i}]: content must be a string or a list of parts")

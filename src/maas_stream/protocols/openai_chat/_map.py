@@ -226,7 +226,8 @@ def citation_from_annotation(raw: Any) -> CitationPart:
     """An OpenAI annotation (Chat ``annotations[]`` or Responses ``annotations[]``) → a citation."""
     if not isinstance(raw, dict):
         return CitationPart(kind="unknown", raw=raw)
-    kind = str(raw.get("type") or "unknown")
+    named = raw.get("type")
+    kind = named if isinstance(named, str) and named else "unknown"  # never str() of a tree
     inner = raw.get(kind)
     body: dict[str, Any] = inner if isinstance(inner, dict) else raw
     start = body.get("start_index")

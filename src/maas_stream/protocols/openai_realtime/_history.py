@@ -47,8 +47,18 @@ def to_canonical(body: Any) -> list[Message]:
     """Convert Realtime conversation items (or client events) to canonical messages.
 
     Raises:
-        ValidationError: The body has no item list.
+        ValidationError: The body has no item list, or a value cannot be read: nested past the
+            interpreter's limit, or a string with a lone surrogate (not valid Unicode).
     """
+    try:
+        return _to_canonical(body)
+    except RecursionError as exc:
+        raise ValidationError(PROTOCOL, ["a value is nested too deep to read"]) from exc
+    except UnicodeEncodeError as exc:
+        raise ValidationError(PROTOCOL, ["a string is not valid Unicode"]) from exc
+
+
+def _to_canonical(body: Any) -> list[Message]:
     out: list[Message] = []
     for item in _items_of(body):
         kind = item.get("type") if isinstance(item, dict) else None
@@ -68,9 +78,20 @@ def to_canonical(body: Any) -> list[Message]:
                 Message(role="tool", type=kind, content=[result], tool_call_id=call_id, provider=PROTOCOL)
             )
         else:
-            unknown = UnknownPart(provider_type=str(kind), raw=item)
-            out.append(Message(role="user", type=str(kind), content=[unknown], provider=PROTOCOL))
+            name = _type_name(kind)
+            unknown = UnknownPart(provider_type=name, raw=item)
+            out.append(Message(role="user", type=name, content=[unknown], provider=PROTOCOL))
     return out
+
+
+def _type_name(kind: Any) -> str:
+    """An item's ``type`` as text: a scalar as written, a list or an object by its JSON kind.
+
+    Never ``str()`` of a list or an object: its text could be any size or depth.
+    """
+    if isinstance(kind, dict | list):
+        return "object" if isinstance(kind, dict) else "array"
+    return str(kind)
 
 
 def _str(value: Any) -> str | None:
