@@ -29,6 +29,7 @@ from ._convert import validate as validate
 from ._drops import DropKind as DropKind
 from ._drops import DropLog as DropLog
 from ._drops import Dropped as Dropped
+from ._envelope import Envelope as Envelope
 from ._exceptions import ConversionError as ConversionError
 from ._exceptions import EventTooLargeError as EventTooLargeError
 from ._exceptions import LocalProtocolError as LocalProtocolError
@@ -57,11 +58,16 @@ from ._model import ToolCallPart as ToolCallPart
 from ._model import ToolResultPart as ToolResultPart
 from ._model import UnknownPart as UnknownPart
 from ._model import Usage as Usage
+from ._models import ModelCaps as ModelCaps
 from ._registry import ProtocolSpec as ProtocolSpec
 from ._registry import detect_body_protocol as detect_body_protocol
 from ._registry import detect_protocol as detect_protocol
 from ._registry import get_protocol as get_protocol
 from ._registry import protocol_names as protocol_names
+from ._request import ConvertedRequest as ConvertedRequest
+from ._request import UnsupportedParamsError as UnsupportedParamsError
+from ._request import convert_request as convert_request
+from ._request import read_envelope as read_envelope
 
 # A library's log records are the application's to route: without a handler of its own, a
 # warning would reach the user's stderr through logging's last resort.
@@ -112,9 +118,11 @@ __all__ = (
     "CitationPart",
     "CodePart",
     "ConversionError",
+    "ConvertedRequest",
     "DropKind",
     "DropLog",
     "Dropped",
+    "Envelope",
     "EventTooLargeError",
     "FilePart",
     "FinishReason",
@@ -123,6 +131,7 @@ __all__ = (
     "LocalProtocolError",
     "MaasStreamError",
     "Message",
+    "ModelCaps",
     "Part",
     "ProtocolDetectionError",
     "ProtocolError",
@@ -144,6 +153,7 @@ __all__ = (
     "ToolResultPart",
     "UnexpectedContentTypeError",
     "UnknownPart",
+    "UnsupportedParamsError",
     "Usage",
     "ValidationError",
     "aaggregate",
@@ -152,6 +162,7 @@ __all__ = (
     "astream",
     "convert",
     "convert_history",
+    "convert_request",
     "decode_response",
     "detect_body_protocol",
     "detect_protocol",
@@ -159,6 +170,7 @@ __all__ = (
     "from_canonical",
     "get_protocol",
     "protocol_names",
+    "read_envelope",
     "stream",
     "to_canonical",
     "validate",

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import maas_stream as ms
-from maas_stream._envelope import Envelope, EnvelopeCodec, FunctionTool
+from maas_stream._envelope import Envelope, EnvelopeCodec, FunctionTool, Unread
 from maas_stream._registry import get_protocol, protocol_specs
 from maas_stream.protocols.anthropic._envelope import DEFAULT_MAX_TOKENS
 
@@ -95,17 +95,31 @@ def test_read_then_build_then_read(protocol: str) -> None:
     assert (env.model, env.max_tokens, env.temperature, env.top_p) == ("m", 64, 0.5, 0.9)
     assert env.stream is (protocol != "gemini")  # Gemini's path decides, and none was given
     assert env.tools == [FunctionTool("w", "d", SCHEMA)]
-    assert [(d.what, d.where) for d in env.dropped][-1] == ("request field seed", None)
-    assert [d.where for d in env.dropped if d.where] == ["tools[1]"]
-    assert len(env.dropped) == 2
+    # A field of the protocol with no canonical counterpart travels natively; an unreadable
+    # tool is reported, as changing what the model does.
+    assert env.native == {"seed": 1}
+    assert [(d.where, d.affects_output) for d in env.dropped] == [("tools[1]", True)]
 
-    built = codec(protocol).build({"conversation": 1}, env)
+    lost: list[Unread] = []
+    built = codec(protocol).build({"conversation": 1}, env, lost)
     assert built["conversation"] == 1
+    assert built["seed"] == 1  # written back to the protocol it came from
+    assert lost == []
     again = codec(protocol).read(built, model="m" if protocol == "gemini" else None, stream=True)
     assert again.model == "m"
     assert again.stream is True
     assert (again.max_tokens, again.temperature, again.top_p, again.tools) == (64, 0.5, 0.9, env.tools)
-    assert [d.what for d in again.dropped] == ["request field conversation"]
+    assert again.native == {"conversation": 1, "seed": 1}
+
+
+@pytest.mark.parametrize("protocol", ENVELOPED)
+def test_native_fields_of_another_protocol_are_reported(protocol: str) -> None:
+    other = "gemini" if protocol != "gemini" else "anthropic"
+    env = codec(other).read(BODIES[other], model="m")
+    lost: list[Unread] = []
+    built = codec(protocol).build({}, env, lost)
+    assert "seed" not in built
+    assert [(u.what, u.field, u.affects_output) for u in lost] == [("request field seed", "seed", False)]
 
 
 def test_chat_upstream_asks_for_usage_whatever_the_client_said() -> None:
@@ -136,18 +150,18 @@ def test_gemini_reads_snake_case_and_reports_other_config() -> None:
     env = codec("gemini").read(body, stream=True)
     assert (env.max_tokens, env.top_p, env.stream) == (9, 0.1, True)
     assert env.tools == [FunctionTool("f", None, SCHEMA)]
+    assert env.native == {"generationConfig.candidateCount": 2}
     assert [(d.what, d.where) for d in env.dropped] == [
-        ("request field generationConfig.candidateCount", None),
         ("a function declaration that is not an object", "tools[0]"),
     ]
 
 
 def test_a_function_tool_without_schema() -> None:
     tool = FunctionTool("f")
-    assert codec("openai-responses").write_tools([tool]) == [
+    assert codec("openai-responses").write_tools([tool], [], []) == [
         {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}
     ]
-    assert codec("gemini").write_tools([tool]) == [{"functionDeclarations": [{"name": "f"}]}]
+    assert codec("gemini").write_tools([tool], [], []) == [{"functionDeclarations": [{"name": "f"}]}]
 
 
 @pytest.mark.parametrize(

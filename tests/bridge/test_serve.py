@@ -605,14 +605,29 @@ async def test_request_fields_not_forwarded_are_counted() -> None:
     async with openai_client(app).chat.completions.stream(
         model="m",
         messages=[{"role": "user", "content": "hi"}],
-        tools=[{"type": "custom", "custom": {"name": "grammar_tool"}}],
         seed=7,
     ) as stream:
         await stream.get_final_completion()
-    assert app.stats.dropped["request_field"] >= 2  # `seed` and the custom tool
+    assert app.stats.dropped["request_field"] == 1  # `seed`
     recorded = app.upstream.requests[-1]  # type: ignore[attr-defined]
     assert "seed" not in recorded
-    assert "tools" not in recorded
+
+
+async def test_a_field_that_changes_the_answer_is_refused_unless_dropped() -> None:
+    app, _ = served("anthropic/thinking_parallel_tools.sse")
+    tools: Any = [{"type": "custom", "custom": {"name": "grammar_tool"}}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await openai_client(app).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], tools=tools, stream=True
+        )
+    assert "tools[0]" in str(caught.value)
+    assert app.upstream.requests == []  # type: ignore[attr-defined]
+    app.drop_params = True
+    async with openai_client(app).chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "hi"}], tools=tools
+    ) as stream:
+        await stream.get_final_completion()
+    assert "tools" not in app.upstream.requests[-1]  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------- a real server on loopback

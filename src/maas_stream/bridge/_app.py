@@ -77,8 +77,11 @@ class BridgeApp:
         stats: What the bridge did so far.
     """
 
-    def __init__(self, upstream: Upstream) -> None:
+    def __init__(self, upstream: Upstream, *, drop_params: bool = False) -> None:
         self.upstream = upstream
+        self.drop_params = drop_params
+        """Drop (and report) request fields that change what the model does and cannot be
+        carried to the upstream, instead of refusing the request (LiteLLM's ``drop_params``)."""
         self.stats = BridgeStats()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -127,7 +130,7 @@ class BridgeApp:
         except msgspec.DecodeError as exc:
             raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
         client, upstream = match.spec.name, self.upstream.protocol
-        request = upstream_request(match, body, get_protocol(upstream))
+        request = upstream_request(match, body, get_protocol(upstream), drop_params=self.drop_params)
         for rec in request.unlogged:
             log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
         for rec in request.dropped:
@@ -241,7 +244,7 @@ async def _send_json(send: Send, status: int, body: Any, headers: dict[str, str]
     await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
-def create_app(*, upstream: Upstream) -> BridgeApp:
+def create_app(*, upstream: Upstream, drop_params: bool = False) -> BridgeApp:
     """Build the bridge: a pure ASGI app serving the providers' endpoints from ``upstream``.
 
     Endpoints: those of every registered protocol spec that has a request envelope codec (the
@@ -259,5 +262,8 @@ def create_app(*, upstream: Upstream) -> BridgeApp:
     Args:
         upstream: A :class:`~maas_stream.bridge.HTTPUpstream` or
             :class:`~maas_stream.bridge.RecordingUpstream` (or anything with their interface).
+        drop_params: Drop and report request fields that change what the model does and
+            cannot be carried to the upstream (tool choice, output schema, ``strict``, stop
+            sequences, reasoning settings...), instead of answering 400.
     """
-    return BridgeApp(upstream)
+    return BridgeApp(upstream, drop_params=drop_params)

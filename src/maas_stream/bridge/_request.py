@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._convert import convert_history, validate
 from .._drops import DropLog, Dropped
 from .._exceptions import MaasStreamError, ValidationError
+from .._request import UnsupportedParamsError, convert_request
 from ..protocols._errors import openai_error_body as _default_error_body
 
 if TYPE_CHECKING:
@@ -78,15 +79,20 @@ class UpstreamRequest:
     """The records among :attr:`dropped` that the library has not logged already."""
 
 
-def upstream_request(match: EndpointMatch, body: Any, target: ProtocolSpec) -> UpstreamRequest:
+def upstream_request(
+    match: EndpointMatch, body: Any, target: ProtocolSpec, *, drop_params: bool = False
+) -> UpstreamRequest:
     """Read a client request (of ``match``'s protocol) and write it for ``target``.
 
-    An upstream without an envelope codec (a recording of a websocket protocol) gets the
-    converted conversation only, and the envelope is reported as not forwarded.
+    The whole request is converted by :func:`maas_stream.convert_request` (conversation,
+    envelope, the target model's limits, the drop policy). An upstream without an envelope
+    codec (a recording of a websocket protocol) gets the converted conversation only, and the
+    envelope is reported as not forwarded.
 
     Raises:
-        Rejected: The body is not a JSON object, breaks the client protocol, or would be
-            rejected by the upstream (400); the client protocol cannot be served (501).
+        Rejected: The body is not a JSON object, breaks the client protocol, holds a field that
+            changes what the model does and cannot be carried (unless ``drop_params``), or
+            would be rejected by the upstream (400); the client protocol cannot be served (501).
     """
     client = match.spec
     codec = envelope_codec(client, "client")
@@ -97,24 +103,38 @@ def upstream_request(match: EndpointMatch, body: Any, target: ProtocolSpec) -> U
     faults = validate(body, client.name)
     if faults:
         raise Rejected(400, f"invalid {client.name} request: " + "; ".join(faults))
-    env = codec.read(body, model=match.model, stream=match.endpoint.stream)
     history: list[Dropped] = []
+    fields = DropLog(target.name, client.name)
     try:
-        conversation = convert_history(body, to=target.name, protocol=client.name, lossy=history)
+        if target.envelope is not None:
+            converted = convert_request(
+                body,
+                protocol=client.name,
+                to=target.name,
+                path_model=match.model,
+                stream=True,
+                drop_params=drop_params,
+            )
+            upstream_body, env = converted.body, converted.envelope
+            history = [d for d in converted.dropped if d.kind != "request_field"]
+            records = [d for d in converted.dropped if d.kind == "request_field"]
+        else:
+            env = codec.read(body, model=match.model, stream=match.endpoint.stream)
+            upstream_body = convert_history(body, to=target.name, protocol=client.name, lossy=history)
+            fields.add("request_field", f"request envelope ({target.name} has no request envelope codec)")
+            records = fields.records
+    except UnsupportedParamsError as exc:
+        raise Rejected(
+            400, f"unsupported {client.name} request for a {target.name} upstream: " + "; ".join(exc.faults)
+        ) from None
     except ValidationError as exc:
         raise Rejected(400, f"invalid {client.name} request: " + "; ".join(exc.faults)) from None
     except MaasStreamError as exc:
         raise Rejected(400, f"invalid {client.name} request: {exc}") from None
-    fields = DropLog(target.name, client.name)
-    for unread in env.dropped:
-        fields.add("request_field", unread.what, where=unread.where)
-    if target.envelope is not None:
-        upstream_body = target.envelope.build(conversation, env)
-    else:
-        upstream_body = dict(conversation)
-        fields.add("request_field", f"request envelope ({target.name} has no request envelope codec)")
+    if match.endpoint.stream is not None:
+        env.stream = match.endpoint.stream
     faults = validate(upstream_body, target.name)
     if faults:
         raise Rejected(400, f"the {target.name} upstream would reject this request: " + "; ".join(faults))
     # convert_history logged its own records; the envelope's are the bridge's to log.
-    return UpstreamRequest(upstream_body, env, fields.records + history, fields.records)
+    return UpstreamRequest(upstream_body, env, records + history, records)

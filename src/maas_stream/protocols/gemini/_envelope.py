@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from ..._envelope import EnvelopeCodec, FunctionTool
+from ..._envelope import EnvelopeCodec, FunctionTool, NativeTool, Unread
+from .._names import GEMINI as NAME
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -22,9 +23,9 @@ _DECLARATIONS: Final = ("functionDeclarations", "function_declarations")
 _SCHEMAS: Final = ("parametersJsonSchema", "parameters_json_schema", "parameters")
 
 
-def _read_tool(tool: Mapping[str, Any]) -> tuple[list[FunctionTool], list[str]]:
+def _read_tool(tool: Mapping[str, Any]) -> tuple[list[FunctionTool | NativeTool], list[str]]:
     decls = next((tool[k] for k in _DECLARATIONS if k in tool), None)
-    tools: list[FunctionTool] = []
+    tools: list[FunctionTool | NativeTool] = []
     others: list[str] = []
     for decl in decls if isinstance(decls, list) else []:
         if isinstance(decl, dict):
@@ -37,13 +38,15 @@ def _read_tool(tool: Mapping[str, Any]) -> tuple[list[FunctionTool], list[str]]:
     return tools, others
 
 
-def _write_tools(tools: list[FunctionTool]) -> list[Any]:
+def _write_tools(tools: list[FunctionTool], native: list[NativeTool], lost: list[Unread]) -> list[Any]:
+    lost.extend(Unread(f"built-in tool {t.category}", field="native_tools") for t in native)
     return [
         {"functionDeclarations": [t.declaration("parametersJsonSchema", empty_schema=False) for t in tools]}
     ]
 
 
 ENVELOPE = EnvelopeCodec(
+    protocol=NAME,
     conversation=frozenset({"contents", "systemInstruction", "system_instruction"}),
     read_tool=_read_tool,
     write_tools=_write_tools,
