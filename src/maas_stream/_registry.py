@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from types import ModuleType
 
-    from ._envelope import EnvelopeCodec
+    from ._envelope import Envelope, EnvelopeCodec
     from ._interfaces import Framing, StreamDecoder, StreamEncoder
     from ._model import Message, Response
 
@@ -137,6 +137,9 @@ class ProtocolSpec:
     """An error body (status, message) shaped the way this protocol's SDK reads it."""
     envelope: EnvelopeCodec | None = field(default=None, repr=False)
     """The request envelope codec (the fields around the conversation), when it has one."""
+    encoder_options: Callable[[Envelope], dict[str, Any]] | None = field(default=None, repr=False)
+    """The stream encoder options that honour what a client asked in its request (Chat's
+    ``stream_options.include_usage``), for a bridge serving this protocol."""
 
 
 def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
@@ -144,7 +147,7 @@ def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
 
     The package defines ``NAME``, ``StreamDecoder``, ``StreamEncoder``, ``to_canonical``,
     ``from_canonical``, ``validate`` and ``detect``, and may define ``detect_body``,
-    ``encode_response`` and ``decode_response``, and the constants ``ENVELOPE``, ``ENDPOINTS``,
+    ``encode_response`` and ``decode_response``, and the constants ``ENVELOPE``, ``ENCODER_OPTIONS``, ``ENDPOINTS``,
     ``AUTH``, ``URL``, ``ERROR_BODY`` and ``REPLAY_ONLY``; ``extra`` gives anything else.
     """
     optional = ("detect_body", "encode_response", "decode_response")
@@ -166,6 +169,7 @@ def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
 
 _DECLARED: Final = {
     "ENVELOPE": "envelope",
+    "ENCODER_OPTIONS": "encoder_options",
     "ENDPOINTS": "endpoints",
     "AUTH": "auth",
     "URL": "url",

@@ -613,6 +613,23 @@ async def test_request_fields_not_forwarded_are_counted() -> None:
     assert "seed" not in recorded
 
 
+@pytest.mark.parametrize("include_usage", [None, False, True])
+async def test_chat_usage_chunk_only_when_the_client_asks(include_usage: bool | None) -> None:
+    app, _ = served("anthropic/thinking_parallel_tools.sse")
+    extra: Any = {} if include_usage is None else {"stream_options": {"include_usage": include_usage}}
+    stream = await openai_client(app).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True, **extra
+    )
+    chunks = [chunk async for chunk in stream]
+    empty = [c for c in chunks if not c.choices]
+    # The OpenAI quickstart loop reads chunk.choices[0] on every chunk: it must not fail
+    # unless the client asked for the usage chunk.
+    assert len(empty) == (1 if include_usage else 0)
+    if include_usage:
+        assert empty[0].usage is not None
+        assert empty[0].usage.completion_tokens > 0
+
+
 async def test_a_field_that_changes_the_answer_is_refused_unless_dropped() -> None:
     app, _ = served("anthropic/thinking_parallel_tools.sse")
     tools: Any = [{"type": "custom", "custom": {"name": "grammar_tool"}}]

@@ -139,7 +139,10 @@ class BridgeApp:
         try:
             async with self.upstream.open(request.body, model=request.envelope.model) as source:
                 if request.envelope.stream:
-                    await self._stream(client, source, dropped, receive, send)
+                    options = (
+                        match.spec.encoder_options(request.envelope) if match.spec.encoder_options else {}
+                    )
+                    await self._stream(client, source, dropped, receive, send, options)
                 else:
                     await self._answer(client, source, dropped, send)
         except ProviderHTTPError as exc:
@@ -148,7 +151,15 @@ class BridgeApp:
         except StreamIOError as exc:
             raise Rejected(502, f"upstream {upstream}: {exc}") from None
 
-    async def _stream(self, client: str, source: Any, dropped: int, receive: Receive, send: Send) -> None:
+    async def _stream(
+        self,
+        client: str,
+        source: Any,
+        dropped: int,
+        receive: Receive,
+        send: Send,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         headers = [
             (b"content-type", get_protocol(client).media_type.encode()),
             (b"cache-control", b"no-cache"),
@@ -159,7 +170,14 @@ class BridgeApp:
             headers.append((b"x-maas-stream-request-dropped", str(dropped).encode()))
         lossy: list[Dropped] = []
         idle = getattr(self.upstream, "idle_timeout", None)
-        stream = aconvert(source, to=client, protocol=self.upstream.protocol, idle_timeout=idle, lossy=lossy)
+        stream = aconvert(
+            source,
+            to=client,
+            protocol=self.upstream.protocol,
+            idle_timeout=idle,
+            lossy=lossy,
+            **(options or {}),
+        )
         started = False
         failure: BaseException | None = None
         try:

@@ -21,6 +21,7 @@ from ._detect import detect as detect
 from ._detect import detect_body as detect_body
 from ._encode import StreamEncoder as StreamEncoder
 from ._envelope import ENVELOPE as ENVELOPE
+from ._envelope import encoder_options
 from ._history import from_canonical as from_canonical
 from ._history import to_canonical as to_canonical
 from ._history import validate as validate
@@ -33,6 +34,7 @@ ENDPOINTS = (Endpoint(r"(?:/v1)?/chat/completions"),)
 AUTH = Auth("OPENAI_API_KEY", "authorization", "Bearer {}")
 URL = "https://api.openai.com/v1/chat/completions"
 ERROR_BODY = openai_error_body
+ENCODER_OPTIONS = encoder_options
 
 SPEC = spec_of(sys.modules[__name__], "sse")
 """Everything the registry, the CLI and the bridge know of this protocol."""
