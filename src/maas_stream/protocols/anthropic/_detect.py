@@ -17,6 +17,8 @@ def detect(event: str, payload: Any) -> bool:
     if not isinstance(payload, dict):
         return False
     kind = payload.get("type")
+    if not isinstance(kind, str):
+        return False
     if kind == "message_start":
         return isinstance(payload.get("message"), dict)
     return kind in _FIRST and event == kind
