@@ -13,7 +13,8 @@ the drop policy decides what happens to what cannot be carried:
 * anything else (sampling the target model refuses, seed, metadata, usage switches...) is dropped
   and reported.
 
-Every loss is a :class:`~maas_stream.Dropped` record of kind ``request_field``. A request to the
+Every loss is a :class:`~maas_stream.Dropped` record of kind ``request_field``, logged once as a
+warning on the ``maas_stream`` logger (as :func:`convert_history` logs its own). A request to the
 SAME protocol is forwarded as it is (only the model, the streaming switch and what the model
 refuses are changed), so nothing a conversion could lose is touched.
 
@@ -23,6 +24,7 @@ It must not know any wire protocol (the specs' codecs do) or do IO.
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = ["ConvertedRequest", "UnsupportedParamsError", "convert_request", "read_envelope"]
+
+log = logging.getLogger("maas_stream")
 
 
 class UnsupportedParamsError(ValidationError):
@@ -143,7 +147,10 @@ def convert_request(
         out = target.build(conversation, fitted, lost)
     streaming = client_stream if stream is None else stream
     if target.stream_field is not None:
-        out[target.stream_field] = streaming
+        if streaming or stream is not None or (source.stream_field or "") in body:
+            out[target.stream_field] = streaming
+        else:  # the client left it out: so does the target (not streaming is the default)
+            out.pop(target.stream_field, None)
     if not streaming:  # the fixed fields are streaming options (Chat's stream_options)
         for key in target.fixed:
             if protocol != to or key not in body:
@@ -151,10 +158,12 @@ def convert_request(
     refused = [u for u in lost if u.affects_output and not _harmless(u, env)]
     if refused and not drop_params:
         raise UnsupportedParamsError(to, protocol, refused)
-    log = DropLog(to, protocol)
+    drops = DropLog(to, protocol)
     for u in lost:
-        log.add("request_field", u.what, where=u.where)
-    return ConvertedRequest(out, env, log.records + history)
+        drops.add("request_field", u.what, where=u.where)
+    for rec in drops.records:
+        log.warning("%s -> %s request: dropped %s", protocol, to, rec)
+    return ConvertedRequest(out, env, drops.records + history)
 
 
 def _codec(protocol: str) -> EnvelopeCodec:
