@@ -38,7 +38,7 @@ from ._registry import get_protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ConvertedRequest", "UnsupportedParamsError", "convert_request", "read_envelope"]
+__all__ = ["ConvertedRequest", "LostField", "UnsupportedParamsError", "convert_request", "read_envelope"]
 
 log = logging.getLogger("maas_stream")
 
@@ -53,8 +53,8 @@ class UnsupportedParamsError(ValidationError):
         protocol: The target protocol.
     """
 
-    def __init__(self, protocol: str, source: str, lost: list[Unread]) -> None:
-        self.fields = [u.field or u.what for u in lost]
+    def __init__(self, protocol: str, source: str, lost: list[Unread], fields: list[str]) -> None:
+        self.fields = fields
         faults = [
             f"{u.what}{f' at {u.where}' if u.where else ''} cannot be carried to {protocol}"
             " (pass drop_params to drop it)"
@@ -75,6 +75,21 @@ class ConvertedRequest:
     dropped: list[Dropped] = field(default_factory=list)
     """What of the client's request the target does not get (request envelope and
     conversation)."""
+    lost_fields: list[LostField] = field(default_factory=list)
+    """The client's request fields the target does not get (wholly or in part), by path."""
+
+
+@dataclass(frozen=True)
+class LostField:
+    """A client request field (its own path) that the target does not get, wholly or in part."""
+
+    path: str
+    """The client's field path (``"tool_choice"``, ``"generationConfig.thinkingConfig"``,
+    ``"tools"`` for something inside a tool declaration)."""
+    affects_output: bool
+    """Whether its loss changes what the model does."""
+    what: str
+    """The drop, for humans."""
 
 
 def read_envelope(
@@ -157,13 +172,24 @@ def convert_request(
                 out.pop(key, None)
     refused = [u for u in lost if u.affects_output and not _harmless(u, env)]
     if refused and not drop_params:
-        raise UnsupportedParamsError(to, protocol, refused)
+        raise UnsupportedParamsError(to, protocol, refused, [_client_path(u, env) for u in refused])
     drops = DropLog(to, protocol)
     for u in lost:
         drops.add("request_field", u.what, where=u.where)
     for rec in drops.records:
         log.warning("%s -> %s request: dropped %s", protocol, to, rec)
-    return ConvertedRequest(out, env, drops.records + history)
+    fields = [LostField(_client_path(u, env), u.affects_output, u.what) for u in lost]
+    return ConvertedRequest(out, env, drops.records + history, fields)
+
+
+def _client_path(u: Unread, env: Envelope) -> str:
+    """The client's own field path of a loss (``tools.strict`` → ``tools``, canonical → source)."""
+    if u.field is None:
+        return u.what
+    head = u.field.split(".", 1)[0]
+    if head in env.sources:
+        return env.sources[head]
+    return u.field
 
 
 def _codec(protocol: str) -> EnvelopeCodec:

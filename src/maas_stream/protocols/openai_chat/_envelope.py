@@ -40,7 +40,7 @@ def _read(body: Mapping[str, Any], env: Envelope) -> Iterable[str]:
 
 def _write(body: dict[str, Any], env: Envelope, lost: list[Unread]) -> Iterable[str]:
     # The upstream is always asked for usage (``fixed``); the client's wish is the encoder's.
-    return ("include_usage",)
+    return ()
 
 
 def encoder_options(env: Envelope) -> dict[str, Any]:
