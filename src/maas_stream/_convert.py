@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ._accumulate import client_call_in, turn_finish
-from ._aggregate import Aggregator
+from ._aggregate import Aggregator, AggregatorState
 from ._drops import DropLog, Dropped
 from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
-from ._model import Message, Response, UnknownPart
+from ._model import Message, Response, StreamError, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
-from .events import PartStart, StreamWarning, UnknownEvent
+from .events import PartStart, StreamErrorEvent, StreamWarning, UnknownEvent
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -80,6 +80,7 @@ class StreamAggregator:
         self._decoder: StreamDecoder | None = None
         self._agg: Aggregator | None = None
         self._ended = False
+        self._failed: Response | None = None
         self.protocol: str | None = None
         """The source protocol (``None`` until detected)."""
         if protocol is not None:
@@ -243,10 +244,41 @@ class StreamAggregator:
         Raises:
             ProtocolDetectionError: Nothing arrived from which to tell the protocol.
         """
+        if self._failed is not None:
+            return self._failed
         if not self._ended:
             self.finish_events()
         assert self._agg is not None
         return self._agg.finish()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the provider ended its response (its final event, or an in-band error).
+
+        ``False`` at the end of the input means the stream was cut: the connection closed
+        early, or the provider never sent its final event.
+        """
+        return self._agg is not None and self._agg.done
+
+    def fail(self, error: StreamError) -> list[Event]:
+        """End the input with an error from outside the stream; return the closing events.
+
+        For a failure the provider could not report itself (a broken connection, a stall, bytes
+        that break the protocol, a cut stream): the error is applied as if the provider had
+        sent it in-band, open parts close ``incomplete``, and :meth:`finish` then returns the
+        ``failed`` response carrying ``error``. The decoder is not finished (it may be broken).
+        """
+        self._ended = True
+        agg = self._agg
+        event = StreamErrorEvent(error=error)
+        if agg is None or agg.state is AggregatorState.ERROR or self._failed is not None:
+            # Nothing decoded (or the machine broke): the error is all there is to tell.
+            base = self.snapshot()
+            self._failed = msgspec.structs.replace(base, status="failed", error=error)
+            return [event] if self._emit else []
+        out = agg.feed(event) + agg.finish_events()
+        self._failed = agg.finish()
+        return out
 
 
 _CONTINUATION_KEYS: Final = frozenset(
@@ -401,9 +433,39 @@ class StreamConverter:
                 raw=raw,
             )
 
-    def finish(self) -> bytes:
-        """End the source; return the last target bytes."""
-        out = self._encode(self._source.finish_events())
+    def finish(self, *, cut: StreamError | None = None) -> bytes:
+        """End the source; return the last target bytes.
+
+        Args:
+            cut: When given, a source that ended without its provider's final event (a cut
+                HTTP stream; a websocket session may end between turns, so only SSE sources
+                are judged) ends the output with this error instead (see :meth:`fail`).
+        """
+        source = self._source
+        out = self._encode(source.finish_events())
+        if cut is not None and not source.ended and source.protocol is not None:
+            if get_protocol(source.protocol).framing == "sse":
+                return out + self.fail(cut)
+        self.response = source.finish()
+        return out + self._encoder.finish()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the source's provider ended its response (see :attr:`StreamAggregator.ended`)."""
+        return self._source.ended
+
+    def fail(self, error: StreamError) -> bytes:
+        """End the source with an error from outside it; return the target's in-band error frame.
+
+        The one rule for every target: a source that broke (connection lost, stall, invalid
+        bytes, cut before its final event) ends the target stream with the target protocol's
+        own error (a Chat error chunk, an Anthropic ``error`` event, a Responses ``error`` +
+        ``response.failed``, a Gemini error object), which its SDK raises, never with a clean
+        end. :attr:`response` is then the ``failed`` response carrying ``error``.
+        """
+        events = self._source.fail(error)
+        encode = self._encoder.encode
+        out = b"".join([encode(e) for e in events])
         self.response = self._source.finish()
         return out + self._encoder.finish()
 
