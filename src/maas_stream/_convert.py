@@ -45,6 +45,7 @@ __all__ = [
     "decode_response",
     "encode_response",
     "from_canonical",
+    "is_cut",
     "to_canonical",
     "validate",
 ]
@@ -552,23 +553,49 @@ def convert_history(
     return out
 
 
+def is_cut(response: Response) -> bool:
+    """Whether ``response`` failed or was cut: the provider never ended it (no final event).
+
+    ``failed`` (an error), ``in_progress`` (a snapshot) and ``incomplete`` without a finish
+    reason (the stream stopped before the provider said why) are; an ``incomplete`` response
+    the provider ended itself (``length``, ``content_filter``) is an honest answer, not a cut.
+    """
+    status = response.status
+    return status in ("failed", "in_progress") or (status == "incomplete" and response.finish_reason is None)
+
+
 def encode_response(
-    response: Response, protocol: str, *, lossy: list[Dropped] | None = None
+    response: Response, protocol: str, *, lossy: list[Dropped] | None = None, strict: bool = False
 ) -> dict[str, Any]:
     """Encode a canonical response as ``protocol``'s non-streaming response body.
+
+    A body reads as an answer (a Chat ``finish_reason``, an Anthropic ``stop_reason``), and a
+    target may have no way to say "this was cut". A server answering a client with the body
+    passes ``strict=True``: a response that failed or was cut (:func:`is_cut`) is then refused,
+    and the server answers with an error instead (the bridge sends 502). Without it the body
+    is written as far as the target can say (for recordings, tests, inspection).
 
     Args:
         response: The canonical response (e.g. from :func:`aggregate`).
         protocol: The target protocol.
         lossy: If given, receives a :class:`~maas_stream.Dropped` record for each kind of
             thing the target cannot carry (dropped).
+        strict: Refuse a failed or cut response instead of writing it.
 
     Raises:
-        LocalProtocolError: No such protocol, or it has no non-streaming body (websocket ones).
+        LocalProtocolError: No such protocol, or it has no non-streaming body (websocket ones);
+            or ``strict`` is set and ``response`` failed or was cut.
     """
     spec = get_protocol(protocol)
     if spec.encode_response is None:
         raise LocalProtocolError(f"{protocol} has no non-streaming response body")
+    if strict and is_cut(response):
+        error = response.error
+        why = (error.message or error.type) if error is not None else "no final event from the provider"
+        raise LocalProtocolError(
+            f"the response is {response.status} ({why}); a body would read as an answer",
+            protocol=protocol,
+        )
     drops = DropLog(protocol, response.protocol)
     out = spec.encode_response(response, drops=drops)
     if lossy is not None:
