@@ -36,6 +36,9 @@ __all__ = [
     "auth_headers",
 ]
 
+KEEPALIVE_EXPIRY = 4.0
+"""Seconds an idle pooled upstream connection is kept for reuse."""
+
 DEFAULT_MAX_CONNECTIONS = 1000
 """Upstream connections pooled per :class:`HTTPUpstream` (httpx's own default, 100, queued the
 121st long stream for 30 s and then failed it)."""
@@ -83,11 +86,15 @@ def new_client(timeouts: Timeouts, max_connections: int) -> Any:
 
         lib = httpx
     connect = timeouts.connect
+    limits = lib.Limits(
+        max_connections=max_connections,
+        max_keepalive_connections=min(max_connections, 100),
+        # Shorter than the 5 s many servers keep an idle connection (uvicorn's default): a
+        # request sent on a connection the server is closing fails before any byte (a 502).
+        keepalive_expiry=KEEPALIVE_EXPIRY,
+    )
     return lib.AsyncClient(
-        timeout=lib.Timeout(connect, read=None, write=connect, pool=connect),
-        limits=lib.Limits(
-            max_connections=max_connections, max_keepalive_connections=min(max_connections, 100)
-        ),
+        timeout=lib.Timeout(connect, read=None, write=connect, pool=connect), limits=limits
     )
 
 
