@@ -76,8 +76,11 @@ logging.getLogger("maas_stream").addHandler(logging.NullHandler())
 if TYPE_CHECKING:
     from . import io as io
     from .io import IdleTimeoutError as IdleTimeoutError
+    from .io import IncompleteStreamError as IncompleteStreamError
     from .io import ProviderHTTPError as ProviderHTTPError
     from .io import StreamIOError as StreamIOError
+    from .io import StreamTimeoutError as StreamTimeoutError
+    from .io import StreamTransportError as StreamTransportError
     from .io import UnexpectedContentTypeError as UnexpectedContentTypeError
     from .io import aaggregate as aaggregate
     from .io import aconvert as aconvert
@@ -91,8 +94,11 @@ __version__ = "0.1.0"
 _LAZY_IO = frozenset(
     {
         "IdleTimeoutError",
+        "IncompleteStreamError",
         "ProviderHTTPError",
         "StreamIOError",
+        "StreamTimeoutError",
+        "StreamTransportError",
         "UnexpectedContentTypeError",
         "aaggregate",
         "aconvert",
@@ -128,6 +134,7 @@ __all__ = (
     "FinishReason",
     "IdleTimeoutError",
     "ImagePart",
+    "IncompleteStreamError",
     "LocalProtocolError",
     "MaasStreamError",
     "Message",
@@ -147,6 +154,8 @@ __all__ = (
     "StreamConverter",
     "StreamError",
     "StreamIOError",
+    "StreamTimeoutError",
+    "StreamTransportError",
     "TextPart",
     "ToolCallKind",
     "ToolCallPart",

@@ -16,6 +16,9 @@
                                                     messages, one JSON per line; one response is recorded
     maas-stream serve [--host H] [--port N] (--recording FILE [--speed X]
                       | --upstream-protocol P [--upstream-url URL] [--upstream-model M])
+                      [--connect-timeout S] [--first-byte-timeout S] [--idle-timeout S]
+                      [--total-timeout S] [--max-connections N] [--max-streams N] [--max-body B]
+                      [--body-timeout S] [uvicorn limits: --limit-concurrency N ...]
                                                     the bridge: provider endpoints from any upstream
 
 Bad input gives one clear line on stderr (the file, the frame number and what is wrong) and a
@@ -38,7 +41,7 @@ from ._exceptions import MaasStreamError, ProtocolError, ValidationError
 from ._registry import detect_body_protocol, get_protocol, protocol_names
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from ._drops import Dropped
 
@@ -350,23 +353,34 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_FAULT
     from .bridge import HTTPUpstream, RecordingUpstream, Upstream, create_app
 
+    try:
+        timeouts, limits, options, server = serve_options(args)
+    except ValueError as exc:
+        raise SystemExit(f"maas-stream: serve: {exc}") from None
     upstream: Upstream
     if args.recording is not None:
         try:
-            upstream = RecordingUpstream(args.recording, speed=args.speed or None)
+            upstream = RecordingUpstream(args.recording, speed=args.speed or None, timeouts=timeouts)
         except (MaasStreamError, OSError) as exc:
             _fail(args.recording, exc)
         where = f"{args.recording} ({upstream.protocol})"
     else:
         try:
-            upstream = HTTPUpstream(args.upstream_protocol, args.upstream_url, model=args.upstream_model)
+            upstream = HTTPUpstream(
+                args.upstream_protocol,
+                args.upstream_url,
+                model=args.upstream_model,
+                timeouts=timeouts,
+                **options,
+            )
         except ValueError as exc:
-            raise SystemExit(f"maas-stream: {exc} (--upstream-url)") from None
+            raise SystemExit(f"maas-stream: {exc} (--upstream-url, --max-connections)") from None
         except MaasStreamError as exc:
             raise SystemExit(f"maas-stream: --upstream-protocol: {exc}") from None
         where = f"{args.upstream_protocol} at {upstream.url}"
     print(f"maas-stream: serving {where} on http://{args.host}:{args.port}", file=sys.stderr)
-    uvicorn.run(create_app(upstream=upstream), host=args.host, port=args.port, log_level=args.log_level)
+    app = create_app(upstream=upstream, limits=limits)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, **server)
     return 0
 
 
@@ -456,8 +470,118 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--upstream-model", help="send this model upstream instead of the client's")
     p.add_argument("--speed", type=float, default=0.0, help="recording timing factor (default 0: no waits)")
     p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    _serve_limit_flags(p)
     p.set_defaults(run=_cmd_serve)
     return parser
+
+
+# ---------------------------------------------------------------- serve: timeouts and limits
+
+
+def _seconds(value: str) -> float | None:
+    """A positive number of seconds, or 0 / ``none`` for no limit."""
+    if value.lower() in ("0", "none", "off"):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (or 0 for no limit), not {value!r}") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def _count(value: str) -> int | None:
+    """A positive count, or 0 / ``none`` for no limit."""
+    if value.lower() in ("0", "none", "off"):
+        return None
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (or 0 for no limit), not {value!r}")
+    return int(value)
+
+
+_TIMEOUT_FLAGS = {
+    "connect_timeout": ("connect", "connecting to the upstream (default 10)"),
+    "first_byte_timeout": ("first_byte", "until the upstream's headers (default 120)"),
+    "idle_timeout": ("idle", "between two upstream reads (default 300)"),
+    "total_timeout": ("total", "a whole upstream exchange (default 1800)"),
+}
+_LIMIT_FLAGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
+    "max_streams": (
+        "max_streams",
+        _count,
+        "N",
+        "upstream exchanges in flight; one more gets 503 (default 1000)",
+    ),
+    "max_body": ("max_body", int, "BYTES", "largest request body; larger gets 413 (default 33554432)"),
+    "body_timeout": ("body_timeout", _seconds, "S", "receiving a request body; slower gets 408 (default 60)"),
+}
+_SERVER_FLAGS: dict[str, tuple[Callable[[str], Any], str, str]] = {
+    "limit_concurrency": (_count, "N", "uvicorn: connections at once; more get 503 (default: no limit)"),
+    "timeout_keep_alive": (
+        int,
+        "S",
+        "uvicorn: close idle keep-alive connections after S seconds (default 5)",
+    ),
+    "timeout_graceful_shutdown": (
+        _seconds,
+        "S",
+        "uvicorn: on shutdown, let in-flight streams finish this long, then cut them (default 30)",
+    ),
+    "h11_max_incomplete_event_size": (
+        int,
+        "BYTES",
+        "uvicorn: largest request line + headers (default 16384)",
+    ),
+    "backlog": (int, "N", "uvicorn: pending connections the socket queues (default 2048)"),
+}
+_SERVER_DEFAULTS = {"timeout_graceful_shutdown": 30.0}
+"""Where the bridge's default differs from uvicorn's (which waits for ever on shutdown)."""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _serve_limit_flags(p: argparse.ArgumentParser) -> None:
+    """The ``serve`` flags for time limits, sizes and the ASGI server's own limits (one block).
+
+    Left out, each is the library's default (:class:`~maas_stream.bridge.Timeouts`,
+    :class:`~maas_stream.bridge.Limits`) or uvicorn's; the defaults in the help are checked
+    against them by the tests. The bridge is not imported here (the CLI starts fast).
+    """
+    g = p.add_argument_group("timeouts and limits (seconds; 0 = no limit)")
+    for name, (_, text) in _TIMEOUT_FLAGS.items():
+        g.add_argument(_flag(name), type=_seconds, default=argparse.SUPPRESS, metavar="S", help=text)
+    g.add_argument(
+        "--max-connections",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="upstream connection pool size (default 1000)",
+    )
+    for name, (_, kind, metavar, text) in _LIMIT_FLAGS.items():
+        g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
+    for name, (kind, metavar, text) in _SERVER_FLAGS.items():
+        g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
+
+
+def serve_options(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    """The ``serve`` flags: (``Timeouts``, ``Limits``, ``HTTPUpstream`` options, uvicorn options).
+
+    Raises:
+        ValueError: A value the classes refuse.
+    """
+    from .bridge import Limits, Timeouts
+
+    given = vars(args)
+    timeouts = Timeouts(
+        **{field: given[name] for name, (field, _) in _TIMEOUT_FLAGS.items() if name in given}
+    )
+    limits = Limits(**{field: given[name] for name, (field, *_) in _LIMIT_FLAGS.items() if name in given})
+    upstream = {"max_connections": given["max_connections"]} if "max_connections" in given else {}
+    server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
+    return timeouts, limits, upstream, server
 
 
 def main(argv: Sequence[str] | None = None) -> int:

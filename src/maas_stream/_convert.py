@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ._accumulate import client_call_in, turn_finish
-from ._aggregate import Aggregator
+from ._aggregate import Aggregator, AggregatorState
 from ._drops import DropLog, Dropped
 from ._exceptions import (
     ConversionError,
@@ -32,9 +32,9 @@ from ._exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
-from ._model import Message, Response, UnknownPart
+from ._model import Message, Response, StreamError, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
-from .events import PartStart, StreamWarning, UnknownEvent
+from .events import PartStart, StreamErrorEvent, StreamWarning, UnknownEvent
 from .protocols._json import UNREADABLE
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ __all__ = [
     "decode_response",
     "encode_response",
     "from_canonical",
+    "is_cut",
     "to_canonical",
     "validate",
 ]
@@ -88,6 +89,7 @@ class StreamAggregator:
         self._decoder: StreamDecoder | None = None
         self._agg: Aggregator | None = None
         self._ended = False
+        self._failed: Response | None = None
         self.protocol: str | None = None
         """The source protocol (``None`` until detected)."""
         if protocol is not None:
@@ -251,10 +253,41 @@ class StreamAggregator:
         Raises:
             ProtocolDetectionError: Nothing arrived from which to tell the protocol.
         """
+        if self._failed is not None:
+            return self._failed
         if not self._ended:
             self.finish_events()
         assert self._agg is not None
         return self._agg.finish()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the provider ended its response (its final event, or an in-band error).
+
+        ``False`` at the end of the input means the stream was cut: the connection closed
+        early, or the provider never sent its final event.
+        """
+        return self._agg is not None and self._agg.done
+
+    def fail(self, error: StreamError) -> list[Event]:
+        """End the input with an error from outside the stream; return the closing events.
+
+        For a failure the provider could not report itself (a broken connection, a stall, bytes
+        that break the protocol, a cut stream): the error is applied as if the provider had
+        sent it in-band, open parts close ``incomplete``, and :meth:`finish` then returns the
+        ``failed`` response carrying ``error``. The decoder is not finished (it may be broken).
+        """
+        self._ended = True
+        agg = self._agg
+        event = StreamErrorEvent(error=error)
+        if agg is None or agg.state is AggregatorState.ERROR or self._failed is not None:
+            # Nothing decoded (or the machine broke): the error is all there is to tell.
+            base = self.snapshot()
+            self._failed = msgspec.structs.replace(base, status="failed", error=error)
+            return [event] if self._emit else []
+        out = agg.feed(event) + agg.finish_events()
+        self._failed = agg.finish()
+        return out
 
 
 _CONTINUATION_KEYS: Final = frozenset(
@@ -409,9 +442,39 @@ class StreamConverter:
                 raw=raw,
             )
 
-    def finish(self) -> bytes:
-        """End the source; return the last target bytes."""
-        out = self._encode(self._source.finish_events())
+    def finish(self, *, cut: StreamError | None = None) -> bytes:
+        """End the source; return the last target bytes.
+
+        Args:
+            cut: When given, a source that ended without its provider's final event (a cut
+                HTTP stream; a websocket session may end between turns, so only SSE sources
+                are judged) ends the output with this error instead (see :meth:`fail`).
+        """
+        source = self._source
+        out = self._encode(source.finish_events())
+        if cut is not None and not source.ended and source.protocol is not None:
+            if get_protocol(source.protocol).framing == "sse":
+                return out + self.fail(cut)
+        self.response = source.finish()
+        return out + self._encoder.finish()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the source's provider ended its response (see :attr:`StreamAggregator.ended`)."""
+        return self._source.ended
+
+    def fail(self, error: StreamError) -> bytes:
+        """End the source with an error from outside it; return the target's in-band error frame.
+
+        The one rule for every target: a source that broke (connection lost, stall, invalid
+        bytes, cut before its final event) ends the target stream with the target protocol's
+        own error (a Chat error chunk, an Anthropic ``error`` event, a Responses ``error`` +
+        ``response.failed``, a Gemini error object), which its SDK raises, never with a clean
+        end. :attr:`response` is then the ``failed`` response carrying ``error``.
+        """
+        events = self._source.fail(error)
+        encode = self._encoder.encode
+        out = b"".join([encode(e) for e in events])
         self.response = self._source.finish()
         return out + self._encoder.finish()
 
@@ -507,23 +570,49 @@ def convert_history(
     return out
 
 
+def is_cut(response: Response) -> bool:
+    """Whether ``response`` failed or was cut: the provider never ended it (no final event).
+
+    ``failed`` (an error), ``in_progress`` (a snapshot) and ``incomplete`` without a finish
+    reason (the stream stopped before the provider said why) are; an ``incomplete`` response
+    the provider ended itself (``length``, ``content_filter``) is an honest answer, not a cut.
+    """
+    status = response.status
+    return status in ("failed", "in_progress") or (status == "incomplete" and response.finish_reason is None)
+
+
 def encode_response(
-    response: Response, protocol: str, *, lossy: list[Dropped] | None = None
+    response: Response, protocol: str, *, lossy: list[Dropped] | None = None, strict: bool = False
 ) -> dict[str, Any]:
     """Encode a canonical response as ``protocol``'s non-streaming response body.
+
+    A body reads as an answer (a Chat ``finish_reason``, an Anthropic ``stop_reason``), and a
+    target may have no way to say "this was cut". A server answering a client with the body
+    passes ``strict=True``: a response that failed or was cut (:func:`is_cut`) is then refused,
+    and the server answers with an error instead (the bridge sends 502). Without it the body
+    is written as far as the target can say (for recordings, tests, inspection).
 
     Args:
         response: The canonical response (e.g. from :func:`aggregate`).
         protocol: The target protocol.
         lossy: If given, receives a :class:`~maas_stream.Dropped` record for each kind of
             thing the target cannot carry (dropped).
+        strict: Refuse a failed or cut response instead of writing it.
 
     Raises:
-        LocalProtocolError: No such protocol, or it has no non-streaming body (websocket ones).
+        LocalProtocolError: No such protocol, or it has no non-streaming body (websocket ones);
+            or ``strict`` is set and ``response`` failed or was cut.
     """
     spec = get_protocol(protocol)
     if spec.encode_response is None:
         raise LocalProtocolError(f"{protocol} has no non-streaming response body")
+    if strict and is_cut(response):
+        error = response.error
+        why = (error.message or error.type) if error is not None else "no final event from the provider"
+        raise LocalProtocolError(
+            f"the response is {response.status} ({why}); a body would read as an answer",
+            protocol=protocol,
+        )
     drops = DropLog(protocol, response.protocol)
     out = spec.encode_response(response, drops=drops)
     if lossy is not None:

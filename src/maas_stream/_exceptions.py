@@ -57,7 +57,11 @@ class ProtocolError(MaasStreamError):
             nothing already received is lost.
         events: Events decoded from the frames before the bad one in the same chunk; a
             pipeline applies them before building ``partial``.
+        error_frame: The in-band error frame :func:`~maas_stream.aconvert` wrote in its target
+            protocol for this fault (``b""`` elsewhere).
     """
+
+    error_frame: bytes = b""
 
     def __init__(
         self,

@@ -318,6 +318,8 @@ TESTS = REPO / "tests"
 SDKS = _under("openai", "anthropic", "google")
 SDK_GATEWAY = "tests.oracles"
 SDK_DIRECT = {
+    "tests.bridge.test_faults": "each SDK must raise on a broken upstream behind the bridge",
+    "tests.bridge.test_limits": "the SDKs' typed errors for 503/413/500 from the bridge",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from ._app import BridgeApp as BridgeApp
 from ._app import BridgeStats as BridgeStats
+from ._app import Limits as Limits
 from ._app import create_app as create_app
 from ._upstream import HTTPUpstream as HTTPUpstream
 from ._upstream import RecordingUpstream as RecordingUpstream
+from ._upstream import Timeouts as Timeouts
 from ._upstream import Upstream as Upstream
 from ._upstream import auth_headers as auth_headers
 
@@ -23,7 +25,9 @@ __all__ = (
     "BridgeApp",
     "BridgeStats",
     "HTTPUpstream",
+    "Limits",
     "RecordingUpstream",
+    "Timeouts",
     "Upstream",
     "auth_headers",
     "create_app",

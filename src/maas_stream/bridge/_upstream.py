@@ -5,13 +5,16 @@ manager giving an httpx response or an async iterable of bytes for :func:`maas_s
 and raises :class:`~maas_stream.ProviderHTTPError` before any byte when the provider refused.
 
 The provider's default URL and its credential headers come from the protocol's spec
-(``spec.url``, ``spec.auth``). It must not contain protocol logic.
+(``spec.url``, ``spec.auth``). Time limits are one small value, :class:`Timeouts`; the HTTP
+client is httpx2's (what the official SDKs ship) when it is installed, else httpx's, pooled.
+It must not contain protocol logic.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._exceptions import LocalProtocolError
@@ -28,9 +31,71 @@ if TYPE_CHECKING:
 __all__ = [
     "HTTPUpstream",
     "RecordingUpstream",
+    "Timeouts",
     "Upstream",
     "auth_headers",
 ]
+
+KEEPALIVE_EXPIRY = 4.0
+"""Seconds an idle pooled upstream connection is kept for reuse."""
+
+DEFAULT_MAX_CONNECTIONS = 1000
+"""Upstream connections pooled per :class:`HTTPUpstream` (httpx's own default, 100, queued the
+121st long stream for 30 s and then failed it)."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Time limits of one upstream exchange, in seconds (``None``: no limit).
+
+    A connect or first-byte timeout is answered 504 before any byte reaches the client; an
+    idle or total timeout after the first byte ends the client's stream with its protocol's
+    in-band error.
+    """
+
+    connect: float | None = 10.0
+    """Opening the TCP/TLS connection (and waiting for a free pooled one, and sending the body)."""
+    first_byte: float | None = 120.0
+    """From sending the request to the answer's status line and headers (connecting included)."""
+    idle: float | None = 300.0
+    """Between two reads of the stream (reasoning models can think for minutes in silence)."""
+    total: float | None = 1800.0
+    """The whole exchange, from sending the request to the stream's last byte."""
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "first_byte", "idle", "total"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(
+                    f"timeout {name} must be a positive number of seconds or None, not {value!r}"
+                )
+
+
+def new_client(timeouts: Timeouts, max_connections: int) -> Any:
+    """A pooled async HTTP client: httpx2's when installed (what the SDKs ship), else httpx's.
+
+    The read timeout is left to the stream readers (idle, total), which report which limit ran out.
+    """
+    lib: Any
+    try:
+        import httpx2
+
+        lib = httpx2
+    except ImportError:  # pragma: no cover - httpx2 comes with the SDKs and the test extra
+        import httpx
+
+        lib = httpx
+    connect = timeouts.connect
+    limits = lib.Limits(
+        max_connections=max_connections,
+        max_keepalive_connections=min(max_connections, 100),
+        # Shorter than the 5 s many servers keep an idle connection (uvicorn's default): a
+        # request sent on a connection the server is closing fails before any byte (a 502).
+        keepalive_expiry=KEEPALIVE_EXPIRY,
+    )
+    return lib.AsyncClient(
+        timeout=lib.Timeout(connect, read=None, write=connect, pool=connect), limits=limits
+    )
 
 
 def auth_headers(protocol: str, api_key: str | None) -> dict[str, str]:
@@ -72,13 +137,21 @@ class RecordingUpstream:
         path: The ``.sse`` / ``.jsonl`` recording (its ``.meta.json`` is used when present).
         speed: ``None`` / ``0``: no waiting; ``1.0``: the recorded timing; ``2.0``: twice as fast.
         protocol: The recording's protocol; read from its meta file or detected from its first frames.
+        timeouts: Idle and total limits on reading the replay (tests of a slow upstream).
 
     Raises:
         OSError: The recording cannot be read.
         ProtocolDetectionError: Its protocol cannot be told.
     """
 
-    def __init__(self, path: str | Path, *, speed: float | None = None, protocol: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        speed: float | None = None,
+        protocol: str | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
         self.recording = Recording.load(path)
         meta = self.recording.meta
         name = protocol or (meta.protocol if meta is not None else None)
@@ -88,6 +161,8 @@ class RecordingUpstream:
         get_protocol(name)  # fail now on an unknown name
         self._protocol = name
         self.speed = speed
+        self.timeouts = timeouts
+        """Limits applied to reading the replay (``None``: none)."""
         self.requests: list[dict[str, Any]] = []
         """Every (converted) request body received, for inspection."""
 
@@ -130,14 +205,16 @@ class HTTPUpstream:
         api_key: The API key; read from the protocol's environment variable when ``None``.
         model: Send this model instead of the one the client named.
         headers: More request headers.
-        client: The HTTP client (its transport is used as is); one is created (and closed by
-            :meth:`aclose`) when ``None``.
-        idle_timeout: Seconds allowed between two reads of the upstream stream.
+        client: The HTTP client, httpx2 or httpx (used as is: its own pool and timeouts); a
+            pooled one is created (and closed by :meth:`aclose`) when ``None``.
+        timeouts: The time limits (:class:`Timeouts`; its defaults when ``None``).
+        max_connections: The size of the created client's connection pool.
 
     Raises:
         LocalProtocolError: ``protocol`` is unknown, or has no request envelope codec (websocket
             and stateful protocols cannot be called over HTTP by the bridge).
-        ValueError: No ``url`` was given and the protocol has no default endpoint.
+        ValueError: No ``url`` was given and the protocol has no default endpoint, or
+            ``max_connections`` is not positive.
     """
 
     def __init__(
@@ -149,7 +226,8 @@ class HTTPUpstream:
         model: str | None = None,
         headers: dict[str, str] | None = None,
         client: httpx.AsyncClient | Any | None = None,
-        idle_timeout: float | None = 300.0,
+        timeouts: Timeouts | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         spec = get_protocol(protocol)
         if spec.envelope is None:
@@ -164,8 +242,11 @@ class HTTPUpstream:
             api_key = os.environ.get(spec.auth.env)
         self._protocol = protocol
         self.url = url
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
         self.model = model
-        self.idle_timeout = idle_timeout
+        self.timeouts = timeouts or Timeouts()
+        self.max_connections = max_connections
         self._headers = {
             "content-type": "application/json",
             **auth_headers(protocol, api_key),
@@ -181,9 +262,7 @@ class HTTPUpstream:
 
     def _get_client(self) -> Any:
         if self._client is None:
-            import httpx
-
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+            self._client = new_client(self.timeouts, self.max_connections)
         return self._client
 
     @contextlib.asynccontextmanager
@@ -193,6 +272,9 @@ class HTTPUpstream:
         Raises:
             ProviderHTTPError: The provider answered non-2xx (it carries the provider's body).
             UnexpectedContentTypeError: A 2xx answer that is not a stream.
+            StreamTimeoutError: Connecting, a free pooled connection or the answer's headers
+                took too long (``phase``: ``connect``, ``pool``, ``first_byte``, ``total``).
+            StreamTransportError: The connection could not be made.
         """
         if self.model is not None and "model" in body:
             body = {**body, "model": self.model}
@@ -202,7 +284,9 @@ class HTTPUpstream:
             "POST",
             url,
             protocol=self._protocol,
-            idle_timeout=self.idle_timeout,
+            idle_timeout=self.timeouts.idle,
+            first_byte_timeout=self.timeouts.first_byte,
+            total_timeout=self.timeouts.total,
             json=body,
             headers=self._headers,
         ) as source:

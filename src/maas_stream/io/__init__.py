@@ -9,8 +9,11 @@ from __future__ import annotations
 from ._connect import EventSource as EventSource
 from ._connect import aconnect as aconnect
 from ._exceptions import IdleTimeoutError as IdleTimeoutError
+from ._exceptions import IncompleteStreamError as IncompleteStreamError
 from ._exceptions import ProviderHTTPError as ProviderHTTPError
 from ._exceptions import StreamIOError as StreamIOError
+from ._exceptions import StreamTimeoutError as StreamTimeoutError
+from ._exceptions import StreamTransportError as StreamTransportError
 from ._exceptions import UnexpectedContentTypeError as UnexpectedContentTypeError
 from ._record import REDACTED as REDACTED
 from ._record import RecordedRequest as RecordedRequest
@@ -35,6 +38,7 @@ from ._wsrecord import arecord_websocket as arecord_websocket
 __all__ = (
     "EventSource",
     "IdleTimeoutError",
+    "IncompleteStreamError",
     "ProviderHTTPError",
     "REDACTED",
     "RecordedRequest",
@@ -42,6 +46,8 @@ __all__ = (
     "Recording",
     "RecordingMeta",
     "StreamIOError",
+    "StreamTimeoutError",
+    "StreamTransportError",
     "UnexpectedContentTypeError",
     "WebSocketRecording",
     "aaggregate",

@@ -8,8 +8,11 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from .._registry import get_protocol
-from ._source import check_response
+from ._exceptions import StreamTimeoutError, for_transport
+from ._source import check_response, transport_error
 from ._stream import aaggregate, aconvert, astream
 
 if TYPE_CHECKING:
@@ -29,20 +32,39 @@ class EventSource:
         response: The transport's response (status, headers).
         protocol: The source protocol, or ``None`` to detect it.
         idle_timeout: Seconds allowed between two reads' data.
+        total_timeout: Seconds left of the exchange's total timeout when the stream was handed over.
     """
 
-    def __init__(self, response: Any, *, protocol: str | None, idle_timeout: float | None) -> None:
+    def __init__(
+        self,
+        response: Any,
+        *,
+        protocol: str | None,
+        idle_timeout: float | None,
+        total_timeout: float | None = None,
+    ) -> None:
         self.response = response
         self.protocol = protocol
         self.idle_timeout = idle_timeout
+        self.total_timeout = total_timeout
 
     def astream(self) -> AsyncGenerator[Event, None]:
         """Canonical events as they arrive (see :func:`maas_stream.astream`)."""
-        return astream(self.response, protocol=self.protocol, idle_timeout=self.idle_timeout)
+        return astream(
+            self.response,
+            protocol=self.protocol,
+            idle_timeout=self.idle_timeout,
+            total_timeout=self.total_timeout,
+        )
 
     async def aaggregate(self) -> Response:
         """The final response (see :func:`maas_stream.aaggregate`)."""
-        return await aaggregate(self.response, protocol=self.protocol, idle_timeout=self.idle_timeout)
+        return await aaggregate(
+            self.response,
+            protocol=self.protocol,
+            idle_timeout=self.idle_timeout,
+            total_timeout=self.total_timeout,
+        )
 
     def aconvert(
         self, to: str, *, lossy: list[Dropped] | None = None, **options: Any
@@ -53,6 +75,7 @@ class EventSource:
             to=to,
             protocol=self.protocol,
             idle_timeout=self.idle_timeout,
+            total_timeout=self.total_timeout,
             lossy=lossy,
             **options,
         )
@@ -66,6 +89,8 @@ async def aconnect(
     *,
     protocol: str | None = None,
     idle_timeout: float | None = None,
+    first_byte_timeout: float | None = None,
+    total_timeout: float | None = None,
     **kwargs: Any,
 ) -> AsyncIterator[EventSource]:
     """Open a streaming request and check the answer before handing it over.
@@ -85,18 +110,47 @@ async def aconnect(
         protocol: The source protocol; detected when ``None``. For SSE protocols an
             ``Accept: text/event-stream`` header is sent unless one is given.
         idle_timeout: Seconds allowed between two reads' data.
+        first_byte_timeout: Seconds allowed from sending the request to the answer's status
+            line and headers (connecting included).
+        total_timeout: Seconds allowed for the whole exchange, from sending the request to the
+            stream's last byte.
         **kwargs: Passed to ``client.stream`` (``json=``, ``headers=``, ``params=``...).
 
     Raises:
         ProviderHTTPError: A non-2xx answer; carries the status and the provider's body
             (parsed JSON when it is JSON).
         UnexpectedContentTypeError: A 2xx answer that is not ``text/event-stream``; carries the body.
+        StreamTimeoutError: A timeout before the stream was handed over (``phase`` says which:
+            ``connect``, ``pool``, ``first_byte``, ``total``).
+        StreamTransportError: The connection could not be made or broke before the stream.
     """
     headers = dict(kwargs.pop("headers", None) or {})
     if (protocol is None or get_protocol(protocol).framing == "sse") and not any(
         k.lower() == "accept" for k in headers
     ):
         headers["Accept"] = "text/event-stream"
-    async with client.stream(method, url, headers=headers, **kwargs) as response:
-        await check_response(response, require_sse=True)
-        yield EventSource(response, protocol=protocol, idle_timeout=idle_timeout)
+    limits = [(t, phase) for t, phase in ((first_byte_timeout, "first_byte"), (total_timeout, "total")) if t]
+    timeout, phase = min(limits) if limits else (None, "")
+    started = anyio.current_time()
+    async with contextlib.AsyncExitStack() as stack:
+        with anyio.move_on_after(timeout) as scope:
+            try:
+                response = await stack.enter_async_context(
+                    client.stream(method, url, headers=headers, **kwargs)
+                )
+                await check_response(response, require_sse=True)
+            except Exception as exc:
+                mapped = transport_error(exc, where="before the provider's answer")
+                if mapped is None:
+                    raise
+                raise mapped from exc
+        if scope.cancelled_caught:
+            assert timeout is not None
+            cls = for_transport(StreamTimeoutError, client)
+            raise cls(
+                f"no answer from the provider within {timeout:g}s ({phase.replace('_', ' ')} timeout)",
+                phase=phase,
+                timeout=timeout,
+            )
+        left = None if total_timeout is None else max(total_timeout - (anyio.current_time() - started), 0.0)
+        yield EventSource(response, protocol=protocol, idle_timeout=idle_timeout, total_timeout=left)

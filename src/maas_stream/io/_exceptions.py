@@ -3,10 +3,14 @@
 ::
 
     MaasStreamError
-     └── StreamIOError                      transport-level trouble (abstract)
+     └── StreamIOError                      transport-level trouble (abstract); ``.partial``
           ├── ProviderHTTPError             non-2xx answer; also httpx.HTTPStatusError
           ├── UnexpectedContentTypeError    2xx but not a stream; also httpx_sse.SSEError
-          └── IdleTimeoutError              no bytes for too long; also httpx.ReadTimeout, TimeoutError
+          ├── IncompleteStreamError         the stream ended before the provider's final event
+          └── StreamTransportError          the connection failed or broke; also httpx.TransportError
+               └── StreamTimeoutError       connect / first byte / total timeout; also
+                    │                       httpx.TimeoutException, TimeoutError
+                    └── IdleTimeoutError    no bytes for too long; also httpx.ReadTimeout
 
 Each error also subclasses the transport library's matching error (STYLE.md, "Errors"): the
 classes here derive from httpx's (a core dependency). When the source was an **httpx2** response
@@ -18,7 +22,7 @@ It must not import httpx2 at module import time (it is not a core dependency).
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import httpx_sse
@@ -26,10 +30,16 @@ import msgspec
 
 from .._exceptions import MaasStreamError
 
+if TYPE_CHECKING:
+    from .._model import Response
+
 __all__ = [
     "IdleTimeoutError",
+    "IncompleteStreamError",
     "ProviderHTTPError",
     "StreamIOError",
+    "StreamTimeoutError",
+    "StreamTransportError",
     "UnexpectedContentTypeError",
     "error_summary",
     "for_transport",
@@ -38,7 +48,19 @@ __all__ = [
 
 
 class StreamIOError(MaasStreamError):
-    """Transport-level trouble while reading a provider stream (abstract: catch a subclass or this)."""
+    """Transport-level trouble while reading a provider stream (abstract: catch a subclass or this).
+
+    Attributes:
+        partial: The response aggregated before the fault (``failed``, carrying the error;
+            open parts ``incomplete``), set by :func:`~maas_stream.aaggregate`,
+            :func:`~maas_stream.aconvert` and :func:`~maas_stream.astream` when they raise it:
+            nothing already received is lost. ``None`` when nothing was read yet.
+        error_frame: The in-band error frame :func:`~maas_stream.aconvert` wrote in the target
+            protocol for this fault (``b""`` elsewhere).
+    """
+
+    partial: Response | None = None
+    error_frame: bytes = b""
 
 
 class ProviderHTTPError(StreamIOError, httpx.HTTPStatusError):
@@ -93,7 +115,62 @@ class UnexpectedContentTypeError(StreamIOError, httpx_sse.SSEError):
         self.body = body
 
 
-class IdleTimeoutError(StreamIOError, httpx.ReadTimeout, TimeoutError):
+class IncompleteStreamError(StreamIOError):
+    """The stream ended (the connection closed cleanly) before the provider's final event.
+
+    Raised by :func:`~maas_stream.aconvert` only, after its in-band error frame: a converted
+    stream must tell its reader. :func:`~maas_stream.aaggregate` returns such a stream as an
+    ``incomplete`` response instead (a cut stream is a result).
+
+    Attributes:
+        received: How many bytes (or messages) had arrived.
+    """
+
+    def __init__(self, message: str, *, received: int) -> None:
+        super().__init__(message)
+        self.received = received
+
+
+class StreamTransportError(StreamIOError, httpx.TransportError):
+    """The connection to the provider failed or broke (refused, reset, a body cut mid-way).
+
+    The transport library's own error is the ``__cause__``.
+
+    Attributes:
+        received: How many bytes (or messages) had arrived before the fault.
+    """
+
+    def __init__(self, message: str, *, received: int = 0, request: Any = None) -> None:
+        Exception.__init__(self, message)
+        self._request = request
+        self.received = received
+
+
+class StreamTimeoutError(StreamTransportError, httpx.TimeoutException, TimeoutError):
+    """A time limit ran out: connecting, waiting for the answer's headers, or the whole exchange.
+
+    Attributes:
+        phase: ``"connect"``, ``"pool"`` (waiting for a free connection), ``"first_byte"``
+            (the status line and headers), ``"idle"`` (between two reads), ``"total"`` (the
+            whole exchange) or ``"read"`` (the transport's own read timeout).
+        timeout: The limit, in seconds (``None`` when the transport's own timeout fired).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        phase: str,
+        timeout: float | None,
+        received: int = 0,
+        request: Any = None,
+    ) -> None:
+        super().__init__(message, received=received, request=request)
+        self.phase = phase
+        self.timeout = timeout
+
+
+class IdleTimeoutError(StreamTimeoutError, httpx.ReadTimeout):
     """No bytes (or messages) arrived within ``idle_timeout`` seconds between two reads.
 
     Attributes:
@@ -101,11 +178,10 @@ class IdleTimeoutError(StreamIOError, httpx.ReadTimeout, TimeoutError):
         received: How many bytes (or messages) had arrived before the stall.
     """
 
+    timeout: float
+
     def __init__(self, message: str, *, timeout: float, received: int, request: Any = None) -> None:
-        Exception.__init__(self, message)
-        self._request = request
-        self.timeout = timeout
-        self.received = received
+        super().__init__(message, phase="idle", timeout=timeout, received=received, request=request)
 
 
 _E = TypeVar("_E", bound=StreamIOError)
@@ -113,6 +189,8 @@ _E = TypeVar("_E", bound=StreamIOError)
 _HTTPX2_BASE = {
     ProviderHTTPError: "HTTPStatusError",
     UnexpectedContentTypeError: "SSEError",
+    StreamTransportError: "TransportError",
+    StreamTimeoutError: "TimeoutException",
     IdleTimeoutError: "ReadTimeout",
 }
 _variants: dict[type[Any], type[Any]] = {}

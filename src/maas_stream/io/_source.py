@@ -18,21 +18,26 @@ It must not contain protocol logic.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, Literal
 
 import anyio
+import httpx
 
 from ._exceptions import (
     IdleTimeoutError,
     ProviderHTTPError,
+    StreamIOError,
+    StreamTimeoutError,
+    StreamTransportError,
     UnexpectedContentTypeError,
     error_summary,
     for_transport,
     parse_body,
 )
 
-__all__ = ["AsyncReader", "SyncReader", "check_response", "unwrap"]
+__all__ = ["AsyncReader", "SyncReader", "check_response", "transport_error", "unwrap"]
 
 MAX_ERROR_BODY = 1024 * 1024
 """How much of an error body is read to put on the exception."""
@@ -63,6 +68,54 @@ def _request_of(response: Any) -> Any:
         return response.request
     except (RuntimeError, AttributeError):  # httpx raises RuntimeError when no request is set
         return None
+
+
+_TIMEOUT_PHASES = {"ConnectTimeout": "connect", "PoolTimeout": "pool", "WriteTimeout": "write"}
+
+
+def _transport_classes(name: str) -> tuple[type[BaseException], ...]:
+    # httpx2 is not imported here: when it is not loaded, none of its errors can occur.
+    found: list[type[BaseException]] = [getattr(httpx, name)]
+    mod = sys.modules.get("httpx2")
+    if mod is not None and hasattr(mod, name):
+        found.append(getattr(mod, name))
+    return tuple(found)
+
+
+def transport_error(exc: BaseException, *, received: int = 0, where: str = "") -> StreamIOError | None:
+    """The library error for a transport library's error (httpx, httpx2, ``OSError``), else ``None``.
+
+    An httpx / httpx2 ``TimeoutException`` becomes a :class:`StreamTimeoutError` (its ``phase``
+    from the class: connect, pool, write or read), any other ``TransportError`` or ``OSError`` a
+    :class:`StreamTransportError`, of the httpx2-compatible variant for httpx2's errors. The
+    caller raises it ``from exc``.
+
+    Args:
+        exc: The error caught.
+        received: How many bytes (or messages) had arrived before it.
+        where: What was being done, for the message (e.g. ``"connecting to the provider"``).
+    """
+    if isinstance(exc, StreamIOError) or not isinstance(exc, Exception):
+        return None
+    request = getattr(exc, "_request", None)
+    detail = str(exc) or type(exc).__name__
+    doing = where or f"reading the provider's stream (after {received} bytes)"
+    if isinstance(exc, _transport_classes("TimeoutException")):
+        phase = _TIMEOUT_PHASES.get(type(exc).__name__, "read")
+        cls: type[StreamIOError] = for_transport(StreamTimeoutError, exc)
+        return cls(  # type: ignore[call-arg]
+            f"timed out ({phase}) {doing}: {detail}",
+            phase=phase,
+            timeout=None,
+            received=received,
+            request=request,
+        )
+    if isinstance(exc, (*_transport_classes("TransportError"), OSError)):
+        cls = for_transport(StreamTransportError, exc)
+        return cls(  # type: ignore[call-arg]
+            f"the connection failed {doing}: {detail}", received=received, request=request
+        )
+    return None
 
 
 def _status_error(response: Any, body: bytes) -> ProviderHTTPError:
@@ -172,17 +225,27 @@ class AsyncReader:
     Args:
         source: See the module docstring.
         idle_timeout: Seconds allowed between two reads' data; ``None`` waits forever.
+        total_timeout: Seconds allowed for the whole stream, counted from the first read.
         close: Close the source when done (always true for HTTP responses' own iterators).
 
     Raises:
         TypeError: ``source`` is none of the supported kinds.
     """
 
-    def __init__(self, source: Any, *, idle_timeout: float | None = None, close: bool = True) -> None:
+    def __init__(
+        self,
+        source: Any,
+        *,
+        idle_timeout: float | None = None,
+        total_timeout: float | None = None,
+        close: bool = True,
+    ) -> None:
         source = unwrap(source)
         self.source = source
         self.idle_timeout = idle_timeout
+        self.total_timeout = total_timeout
         self.received = 0
+        self._deadline: float | None = None
         self._checked = not _is_response(source)
         self._close = close
         self._closed = False
@@ -206,6 +269,18 @@ class AsyncReader:
                 "response, an SDK raw streaming response, a websocket or an AsyncIterable[bytes]"
             )
 
+    def _limit(self) -> tuple[float | None, str]:
+        """The time the next read may take, and which limit that is (idle or total)."""
+        timeout, phase = self.idle_timeout, "idle"
+        if self.total_timeout is not None:
+            now = anyio.current_time()
+            if self._deadline is None:
+                self._deadline = now + self.total_timeout
+            left = max(self._deadline - now, 0.0)
+            if timeout is None or left < timeout:
+                timeout, phase = left, "total"
+        return timeout, phase
+
     async def read(self) -> bytes | str | None:
         """The next chunk (``bytes``) or websocket message (``str`` or ``bytes``); ``None`` at the end.
 
@@ -213,12 +288,15 @@ class AsyncReader:
             ProviderHTTPError: The response's status is not 2xx (checked before the first read).
             UnexpectedContentTypeError: The response is a whole JSON document, not a stream.
             IdleTimeoutError: Nothing arrived within ``idle_timeout`` seconds.
+            StreamTimeoutError: The ``total_timeout`` ran out (``phase == "total"``), or the
+                transport's own timeout fired.
+            StreamTransportError: The connection broke (the transport's error is the cause).
         """
-        if not self._checked:
-            self._checked = True
-            await check_response(self.source)
-        timeout = self.idle_timeout
         try:
+            if not self._checked:
+                self._checked = True
+                await check_response(self.source)
+            timeout, phase = self._limit()
             if timeout is None:
                 item = await anext(self._iter)
             else:
@@ -226,26 +304,43 @@ class AsyncReader:
                     item = await anext(self._iter)
                 if scope.cancelled_caught:
                     self._exhausted = True  # the cancellation ended the iterator
-                    raise self._timeout_error(timeout)
+                    raise self._timeout_error(timeout, phase)
         except StopAsyncIteration:
             self._exhausted = True
             return None
-        except BaseException:
+        except Exception as exc:
             self._exhausted = True  # an exception out of an async generator ends it
+            mapped = transport_error(exc, received=self.received)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        except BaseException:
+            self._exhausted = True
             raise
         self.received += len(item) if self.kind == "bytes" else 1
         return item  # type: ignore[no-any-return]
 
-    def _timeout_error(self, timeout: float) -> IdleTimeoutError:
+    def _timeout_error(self, timeout: float, phase: str) -> StreamTimeoutError:
         what = f"{self.received} bytes" if self.kind == "bytes" else f"{self.received} messages"
-        cls = for_transport(IdleTimeoutError, self.source)
-        err = cls(
+        request = _request_of(self.source) if _is_response(self.source) else None
+        if phase == "total":
+            total = self.total_timeout
+            assert total is not None
+            cls: type[StreamTimeoutError] = for_transport(StreamTimeoutError, self.source)
+            return cls(
+                f"the stream took longer than {total:g}s in all (total timeout) after {what}",
+                phase="total",
+                timeout=total,
+                received=self.received,
+                request=request,
+            )
+        idle = for_transport(IdleTimeoutError, self.source)
+        return idle(
             f"no data for {timeout:g}s (idle timeout) after {what}; the provider stalled",
             timeout=timeout,
             received=self.received,
-            request=_request_of(self.source) if _is_response(self.source) else None,
+            request=request,
         )
-        return err
 
     async def aclose(self) -> None:
         """Close the iterator and the source (once; shielded from cancellation)."""

@@ -15,6 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._convert import StreamAggregator, StreamConverter
+from .._exceptions import ConversionError, RemoteProtocolError
+from .._model import StreamError
+from ._exceptions import (
+    IncompleteStreamError,
+    ProviderHTTPError,
+    StreamIOError,
+    StreamTimeoutError,
+    UnexpectedContentTypeError,
+)
 from ._source import AsyncReader, SyncReader
 
 if TYPE_CHECKING:
@@ -48,8 +57,38 @@ def _convert(conv: StreamConverter, kind: str, item: bytes | str) -> bytes:
     return conv.feed(_check(kind, item))  # type: ignore[arg-type]
 
 
+def stream_error(exc: StreamIOError | RemoteProtocolError | ConversionError) -> StreamError:
+    """The canonical error that stands for a source failure in the output (an in-band error).
+
+    A timeout is a ``timeout_error`` (code ``504``); a broken connection, a cut stream, invalid
+    bytes or a conversion that must fail closed an ``api_error`` (code ``502``): the upstream
+    failed, not the client.
+    """
+    if isinstance(exc, StreamTimeoutError):
+        return StreamError(type="timeout_error", message=f"upstream timeout: {exc}", code="504")
+    if isinstance(exc, RemoteProtocolError):
+        what = f"the upstream sent an invalid stream: {exc}"
+    elif isinstance(exc, ConversionError):
+        what = f"the upstream stream cannot be converted: {exc}"
+    else:
+        what = f"the upstream stream failed: {exc}"
+    return StreamError(type="api_error", message=what, code="502")
+
+
+def _cut_error(conv: StreamConverter, received: int) -> IncompleteStreamError:
+    what = f"after {received} bytes" if received else "before any byte"
+    return IncompleteStreamError(
+        f"the {conv.protocol or 'upstream'} stream ended {what}, without the provider's final event (cut)",
+        received=received,
+    )
+
+
 async def astream(
-    source: Any, *, protocol: str | None = None, idle_timeout: float | None = None
+    source: Any,
+    *,
+    protocol: str | None = None,
+    idle_timeout: float | None = None,
+    total_timeout: float | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield canonical events as the provider's bytes arrive.
 
@@ -63,44 +102,63 @@ async def astream(
             websocket (JSON-lines protocols) or any ``AsyncIterable[bytes]``.
         protocol: The source protocol; detected from the first frames when ``None``.
         idle_timeout: Seconds allowed between two reads' data; ``None`` waits forever.
+        total_timeout: Seconds allowed for the whole stream; ``None`` waits forever.
 
     Raises:
         ProviderHTTPError: The response's status is not 2xx; carries the provider's body.
         UnexpectedContentTypeError: The response is a whole JSON document, not a stream.
         IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
+        StreamTimeoutError: The stream took longer than ``total_timeout``.
+        StreamTransportError: The connection broke; ``exc.partial`` holds what came before.
         RemoteProtocolError: The bytes break the protocol (``exc.partial`` holds what came before).
     """
-    reader = AsyncReader(source, idle_timeout=idle_timeout)
+    reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
+    pipe = StreamAggregator(protocol, emit=True)
     try:
-        pipe = StreamAggregator(protocol, emit=True)
         while (item := await reader.read()) is not None:
             for event in _feed(pipe, reader.kind, item):
                 yield event
         for event in pipe.finish_events():
             yield event
+    except StreamIOError as exc:
+        pipe.fail(stream_error(exc))
+        exc.partial = pipe.finish()
+        raise
     finally:
         await reader.aclose()
 
 
 async def aaggregate(
-    source: Any, *, protocol: str | None = None, idle_timeout: float | None = None
+    source: Any,
+    *,
+    protocol: str | None = None,
+    idle_timeout: float | None = None,
+    total_timeout: float | None = None,
 ) -> Response:
     """Read a whole stream and return its final :class:`~maas_stream.Response`.
 
-    Takes the same sources and raises the same errors as :func:`astream`.
+    Takes the same sources and raises the same errors as :func:`astream`. A stream that ends
+    cleanly but early (no final event) is a result: an ``incomplete`` response.
 
     Raises:
         ProviderHTTPError: The response's status is not 2xx; carries the provider's body.
         IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
+        StreamTimeoutError: The stream took longer than ``total_timeout``.
+        StreamTransportError: The connection broke; ``exc.partial`` is the ``failed`` response
+            built from everything received before.
         RemoteProtocolError: The bytes break the protocol.
     """
-    reader = AsyncReader(source, idle_timeout=idle_timeout)
+    reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
+    pipe = StreamAggregator(protocol)
     try:
-        pipe = StreamAggregator(protocol)
         while (item := await reader.read()) is not None:
             _feed(pipe, reader.kind, item)
         pipe.finish_events()
         return pipe.finish()
+    except StreamIOError as exc:
+        pipe.fail(stream_error(exc))
+        exc.partial = pipe.finish()
+        raise
     finally:
         await reader.aclose()
 
@@ -111,35 +169,68 @@ async def aconvert(
     to: str,
     protocol: str | None = None,
     idle_timeout: float | None = None,
+    total_timeout: float | None = None,
     lossy: list[Dropped] | None = None,
+    yield_error: bool = True,
     **options: Any,
 ) -> AsyncGenerator[bytes, None]:
     """Yield the stream re-encoded as protocol ``to``, each output as soon as its input arrived.
+
+    Failure is always visible: when the source fails (the connection breaks, it stalls past a
+    timeout, its bytes break the protocol, or it ends before the provider's final event), the
+    output ends with ``to``'s own in-band error (a Chat error chunk, an Anthropic ``error``
+    event, a Responses ``error`` + ``response.failed``, a Gemini error object: each SDK raises
+    on it), yielded as the last frame, and then the error is raised with ``exc.error_frame``
+    (that last frame) and, for an IO error, ``exc.partial`` (the ``failed`` response). A caller that forwards every
+    frame has forwarded the error before it sees the exception.
 
     Args:
         source: As for :func:`astream`.
         to: The target protocol.
         protocol: The source protocol; detected when ``None``.
         idle_timeout: Seconds allowed between two reads' data.
+        total_timeout: Seconds allowed for the whole stream.
         lossy: If given, receives a line for each thing the target could not carry.
+        yield_error: Yield the in-band error frame before raising (the default). When false it
+            is only put on the exception (``exc.error_frame``), for a caller that may still
+            answer with an HTTP error status instead.
         **options: Passed to the target's ``StreamEncoder``.
 
     Raises:
         ProviderHTTPError: The response's status is not 2xx; carries the provider's body.
         IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
+        StreamTimeoutError: The stream took longer than ``total_timeout``.
+        StreamTransportError: The connection broke.
+        IncompleteStreamError: The source ended before its provider's final event (SSE protocols).
         RemoteProtocolError: The source bytes break their protocol.
         ConversionError: The source carries something the target must not silently drop.
     """
     conv = StreamConverter(to, protocol=protocol, **options)
-    reader = AsyncReader(source, idle_timeout=idle_timeout)
+    reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     try:
-        while (item := await reader.read()) is not None:
-            out = _convert(conv, reader.kind, item)
+        try:
+            while (item := await reader.read()) is not None:
+                out = _convert(conv, reader.kind, item)
+                if out:
+                    yield out
+            cut = _cut_error(conv, reader.received)
+            error = stream_error(cut)
+            out = conv.finish(cut=error)
+            if conv.response is not None and conv.response.error is error:
+                cut.error_frame, cut.partial = out, conv.response
+                raise cut
             if out:
                 yield out
-        out = conv.finish()
-        if out:
-            yield out
+        except (ProviderHTTPError, UnexpectedContentTypeError):
+            raise  # refused before any stream: the caller answers with a status
+        except (StreamIOError, RemoteProtocolError, ConversionError) as exc:
+            if not exc.error_frame:  # a cut comes with its frame already
+                exc.error_frame = conv.fail(stream_error(exc))
+                if isinstance(exc, StreamIOError):
+                    exc.partial = conv.response
+            if yield_error and exc.error_frame:
+                yield exc.error_frame
+            raise
     finally:
         if lossy is not None:
             lossy.extend(conv.lossy)
