@@ -19,7 +19,9 @@ texts per choice and the client calls. This is the only test module that imports
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ import openai.types.chat
 import openai.types.responses
 import pydantic
 from google.genai import types as genai
+from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
 from tests.protocols.gemini_oracle import oracle as gemini_oracle
 
@@ -344,3 +347,32 @@ def pruned(body: dict[str, Any], target: str) -> dict[str, Any]:
             known = {f.alias or n for n, f in fields.items()} | set(fields)
             body["usageMetadata"] = {k: v for k, v in body["usageMetadata"].items() if k in known}
     return body
+
+
+# ------------------------------------------------------------------------- request bodies
+
+
+def _materialized(value: Any) -> Any:
+    # pydantic validates ``Iterable[...]`` fields lazily: iterating runs the validation.
+    if isinstance(value, dict):
+        return {k: _materialized(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, Iterator)):
+        return [_materialized(v) for v in value]
+    return value
+
+
+def responses_request(body: dict[str, Any]) -> Any:
+    """A streaming Responses request body as openai's ``ResponseCreateParamsStreaming`` keeps it.
+
+    Keys the SDK type does not declare are left out (a TypedDict ignores them), so the result
+    equals ``body`` only when every key, at every depth, is one the SDK knows.
+
+    Raises:
+        pydantic.ValidationError: The body does not fit the SDK's request type.
+    """
+    return _materialized(_responses_request().validate_python(body))
+
+
+@functools.cache
+def _responses_request() -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(ResponseCreateParamsStreaming)

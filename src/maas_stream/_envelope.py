@@ -244,8 +244,9 @@ class Envelope:
     origin: str | None = None
     """The protocol the envelope was read from."""
     native: dict[str, Any] = field(default_factory=dict)
-    """Top-level fields of :attr:`origin` with no canonical counterpart (Gemini
-    ``safetySettings``, OpenAI ``logit_bias``...), written back only to the same protocol."""
+    """Fields of :attr:`origin` with no canonical counterpart (Gemini ``safetySettings``, OpenAI
+    ``logit_bias``...; a dotted path names a field inside an object, ``reasoning.context``),
+    written back only to the same protocol."""
     native_affects_output: frozenset[str] = frozenset()
     """The keys of :attr:`native` whose loss changes what the model does."""
     sources: dict[str, str] = field(default_factory=dict)
@@ -532,9 +533,12 @@ class EnvelopeCodec:
                 affects = path in env.native_affects_output
                 lost.append(Unread(f"request field {path}", field=path, affects_output=affects))
                 continue
+            # A dotted path is a field inside an object (``generationConfig.seed``,
+            # ``reasoning.context``), merged into what the hooks wrote there.
             head, _, rest = path.partition(".")
-            if rest and self.settings_in and head == self.settings_in[0]:
-                body.setdefault(head, {})[rest] = copy.deepcopy(value)
+            inner = body.setdefault(head, {}) if rest else None
+            if isinstance(inner, dict):
+                inner[rest] = copy.deepcopy(value)
             else:
                 body[path] = copy.deepcopy(value)
 

@@ -57,7 +57,7 @@ BODIES: dict[str, Any] = {
         "top_p": 0.9,
         "tools": [
             {"type": "function", "name": "w", "description": "d", "parameters": SCHEMA},
-            {"type": "web_search"},
+            {"name": "untyped"},  # built-in tools are read (tests/convert/test_request_openai_responses.py)
         ],
         "seed": 1,
     },
