@@ -151,7 +151,9 @@ def convert_request(
     client_stream = env.stream
     if model is not None:
         env.model = model
-    lost: list[Unread] = list(env.dropped)
+    # What the reader could not read is lost only across protocols (the same protocol gets the
+    # client's body as it is).
+    lost: list[Unread] = list(env.dropped) if protocol != to else []
     _fit_model(env, model_caps(env.model, caps), lost)
     history: list[Dropped] = []
     if protocol == to:
