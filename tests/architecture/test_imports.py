@@ -318,6 +318,7 @@ TESTS = REPO / "tests"
 SDKS = _under("openai", "anthropic", "google")
 SDK_GATEWAY = "tests.oracles"
 SDK_DIRECT = {
+    "tests.bridge.test_gemini_chats": "google-genai's chat helper through the bridge (function responses)",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",
