@@ -320,6 +320,7 @@ SDK_GATEWAY = "tests.oracles"
 SDK_DIRECT = {
     "tests.bridge.test_gemini_chats": "google-genai's chat helper through the bridge (function responses)",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
+    "tests.convert.test_request_gemini": "google-genai request types accept every written Gemini body",
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",
     "tests.protocols.test_anthropic": "anthropic stream accumulator as oracle",
