@@ -386,7 +386,7 @@ def test_names_with_mode_none_are_reported() -> None:
         pytest.param(Reasoning(enabled=True), None, {"thinkingBudget": -1}, id="enabled-dynamic"),
         pytest.param(
             Reasoning(effort="medium", include_encrypted=True),
-            "gemini-2.0-flash",
+            "gemini-2.5-pro",
             {"thinkingBudget": 2048},
             id="encrypted",
         ),
