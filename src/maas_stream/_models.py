@@ -36,14 +36,15 @@ class ModelCaps:
             ``top_k``, ``seed``, ``presence_penalty``, ``frequency_penalty``) it accepts.
         one_of_temperature_top_p: It refuses ``temperature`` and ``top_p`` together (the
             conversion keeps ``temperature`` and reports ``top_p``).
-        reasoning: It takes reasoning (thinking) settings.
+        reasoning: It takes reasoning (thinking) settings (a model that does not gets none:
+            dropped and reported, as the model would refuse them).
         max_output: Its largest output-token limit (the default limit where the protocol
             requires one); ``None``: unknown.
     """
 
     sampling: frozenset[str] = _ALL_SAMPLING
     one_of_temperature_top_p: bool = False
-    reasoning: bool = False
+    reasoning: bool = True
     max_output: int | None = None
 
 

@@ -216,6 +216,9 @@ def _fit_model(env: Envelope, caps: ModelCaps, lost: list[Unread]) -> None:
         if getattr(env, name) is not None and name not in caps.sampling:
             lost.append(Unread(f"request field {env.source(name)} {why}", field=name))
             setattr(env, name, None)
+    if env.reasoning is not None and not caps.reasoning:
+        lost.append(Unread(f"request field {env.source('reasoning')} {why}", field="reasoning"))
+        env.reasoning = None
     if caps.one_of_temperature_top_p and env.temperature is not None and env.top_p is not None:
         why = f"(model {env.model} takes temperature or top_p, not both)"
         lost.append(Unread(f"request field {env.source('top_p')} {why}", field="top_p"))
@@ -233,7 +236,7 @@ def _with_limit(env: Envelope, target: EnvelopeCodec, caps: ModelCaps) -> Envelo
 def _same_protocol(body: dict[str, Any], env: Envelope, codec: EnvelopeCodec) -> dict[str, Any]:
     """The client's body as it is, but for the model, fixed fields and what the model refuses."""
     out = copy.deepcopy(body)
-    for name in _CAP_FIELDS:
+    for name in (*_CAP_FIELDS, "reasoning"):
         path = env.sources.get(name)
         if getattr(env, name) is None and path is not None:
             _delete(out, path)

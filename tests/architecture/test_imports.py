@@ -320,7 +320,9 @@ SDK_GATEWAY = "tests.oracles"
 SDK_DIRECT = {
     "tests.bridge.test_faults": "each SDK must raise on a broken upstream behind the bridge",
     "tests.bridge.test_limits": "the SDKs' typed errors for 503/413/500 from the bridge",
+    "tests.bridge.test_gemini_chats": "google-genai's chat helper through the bridge (function responses)",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
+    "tests.convert.test_request_gemini": "google-genai request types accept every written Gemini body",
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",
     "tests.protocols.test_anthropic": "anthropic stream accumulator as oracle",

@@ -81,7 +81,7 @@ BODIES: dict[str, Any] = {
         "generationConfig": {"maxOutputTokens": 64, "temperature": 0.5, "topP": 0.9},
         "tools": [
             {"functionDeclarations": [{"name": "w", "description": "d", "parametersJsonSchema": SCHEMA}]},
-            {"googleSearch": {}},
+            {"someFutureTool": {}},
         ],
         "seed": 1,
     },
@@ -144,13 +144,17 @@ def test_gemini_keeps_the_model_and_stream_out_of_the_body() -> None:
 def test_gemini_reads_snake_case_and_reports_other_config() -> None:
     body = {
         "contents": [],
-        "generation_config": {"max_output_tokens": 9, "top_p": 0.1, "candidateCount": 2},
+        "generation_config": {
+            "max_output_tokens": 9,
+            "top_p": 0.1,
+            "mediaResolution": "MEDIA_RESOLUTION_LOW",
+        },
         "tools": [{"function_declarations": [{"name": "f", "parameters": SCHEMA}, 3]}],
     }
     env = codec("gemini").read(body, stream=True)
     assert (env.max_tokens, env.top_p, env.stream) == (9, 0.1, True)
     assert env.tools == [FunctionTool("f", None, SCHEMA)]
-    assert env.native == {"generationConfig.candidateCount": 2}
+    assert env.native == {"generationConfig.mediaResolution": "MEDIA_RESOLUTION_LOW"}
     assert [(d.what, d.where) for d in env.dropped] == [
         ("a function declaration that is not an object", "tools[0]"),
     ]

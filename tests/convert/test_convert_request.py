@@ -208,3 +208,15 @@ def test_an_anthropic_body_is_told_by_its_envelope() -> None:
     assert ms.detect_body_protocol(body) == "openai-chat"  # plain text is valid Chat alike
     for extra in ({"stop_sequences": ["x"]}, {"tools": [{"name": "f", "input_schema": {}}]}):
         assert ms.detect_body_protocol({**body, **extra}) == "anthropic"
+
+
+def test_reasoning_for_a_model_without_it_is_dropped_and_reported() -> None:
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "generationConfig": {"thinkingConfig": {"thinkingBudget": 1024}, "maxOutputTokens": 9},
+    }
+    same = ms.convert_request(body, protocol="gemini", to="gemini", path_model="gemini-2.0-flash")
+    assert same.body["generationConfig"] == {"maxOutputTokens": 9}
+    assert [f.path for f in same.lost_fields] == ["generationConfig.thinkingConfig"]
+    kept = ms.convert_request(body, protocol="gemini", to="gemini", path_model="gemini-2.5-pro")
+    assert kept.body == body

@@ -41,11 +41,13 @@ def _chunks(out: bytes) -> list[dict[str, Any]]:
 
 
 def _parts(out: bytes) -> list[dict[str, Any]]:
+    """The parts written, but for the bare empty text every finish chunk carries."""
     return [
         p
         for c in _chunks(out)
         for cand in c.get("candidates", [])
         for p in cand.get("content", {}).get("parts", [])
+        if p != {"text": ""}
     ]
 
 

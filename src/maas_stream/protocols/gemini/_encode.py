@@ -9,8 +9,14 @@ Each text or thought delta is written at once as a part; every other part (a fun
 included) is written whole when it closes, as Gemini API streams send calls, through the
 package's one part mapping (``_parts.ToWire``). Content arrives only as deltas (the aggregator's
 rule), so nothing here re-sends a part's final value. The finish reason goes on a last chunk per
-candidate, with the usage known then (``_meta``: the same rendering as the response body); usage
-reported after that gets a chunk of its own, and so does usage not yet written before an error.
+candidate, with the usage known then (``_meta``: the same rendering as the response body), and
+that chunk always carries ``content`` (an empty text part when nothing else is left, as Gemini 3
+streams end): google-genai's chat helper (``client.chats``) leaves out of its history a turn
+with a chunk that has no ``content``. For the same reason a finish chunk is held until the
+next chunk, the response's end or the stream's end, so that usage reported after the finish
+(a Chat upstream's usage-only chunk) rides on it instead of on a chunk without candidates; usage
+is written alone only when no candidate was announced (a blocked prompt), at the end of a cut
+stream, or before an error.
 
 What Gemini cannot carry is dropped and recorded in :attr:`StreamEncoder.drops`, never turned
 into text (a refusal alone is written as text, per delta, so the user still reads it, and
@@ -112,6 +118,8 @@ class StreamEncoder(EventEncoder):
         """Keys of the messages left out (not the model's)."""
         self._usage: Usage | None = None
         self._usage_sent = True
+        self._held: list[dict[str, Any]] = []
+        """Finish candidates not yet written (see the module doc)."""
         self._ended = False
 
     # ------------------------------------------------------------------ API
@@ -123,9 +131,17 @@ class StreamEncoder(EventEncoder):
     def finish(self) -> bytes:
         """End the output. Gemini has no terminator; usage not yet written gets a last chunk."""
         ended, self._ended = self._ended, True
-        return b"" if ended or self._usage_sent else self._frame({})
+        if ended:
+            return b""
+        held = self._release()
+        return held if held or self._usage_sent else self._frame({})
 
     # ------------------------------------------------------------------ framing
+
+    def _release(self) -> bytes:
+        """The held finish chunks (one chunk per candidate, in order), with the usage known now."""
+        held, self._held = self._held, []
+        return b"".join(self._frame({"candidates": [body]}) for body in held)
 
     def _frame(self, body: dict[str, Any]) -> bytes:
         if self._usage is not None:
@@ -146,7 +162,7 @@ class StreamEncoder(EventEncoder):
         if not parts:
             return b""
         content = {"role": "model", "parts": parts}
-        return self._frame({"candidates": [{"content": content, "index": cand}]})
+        return self._release() + self._frame({"candidates": [{"content": content, "index": cand}]})
 
     def _cand(self, message: Any) -> int:
         return self._cands.get(message, 0) if isinstance(message, int) else 0
@@ -194,22 +210,24 @@ class StreamEncoder(EventEncoder):
             self._announced.append(cand)
         return b""
 
-    def _finish_chunk(self, cand: int, finish: str, extras: Any) -> bytes:
+    def _finish_chunk(self, cand: int, finish: str, extras: Any) -> None:
+        """Hold candidate ``cand``'s finish (written by :meth:`_release`)."""
         self._finished.add(cand)
-        body: dict[str, Any] = {"index": cand}
-        pending = self._pending.pop(cand, None)
-        if pending is not None:
-            body["content"] = {
+        # Never without content: the chat helper drops a turn with a content-less chunk.
+        body: dict[str, Any] = {
+            "content": {
                 "role": "model",
-                "parts": [self._wire.text("", thought=False, signature=pending)],
-            }
-        body["finishReason"] = finish
+                "parts": [self._wire.text("", thought=False, signature=self._pending.pop(cand, None))],
+            },
+            "index": cand,
+            "finishReason": finish,
+        }
         if self._wire.own:
             body.update(candidate_fields_to_wire(extras))
         sources = self._citations.pop(cand, None)
         if sources:
             body["citationMetadata"] = {"citationSources": sources}
-        return self._frame({"candidates": [body]})
+        self._held.append(body)
 
     def _on_message_done(self, event: ev.MessageDone) -> bytes:
         cand = self._cand(event.message)
@@ -225,17 +243,17 @@ class StreamEncoder(EventEncoder):
             # The source was cut here: no finishReason, so the output reads as cut too.
             self._finished.add(cand)
             return b""
-        return self._finish_chunk(cand, finish, event.value.provider_raw if event.value is not None else None)
+        self._finish_chunk(cand, finish, event.value.provider_raw if event.value is not None else None)
+        return b""
 
     def _on_response_done(self, event: ev.ResponseDone) -> bytes:
         reason: FinishReason = event.finish_reason or "stop"
         own = self._wire.own
         finish = finish_to_wire(reason, status=event.status, provider=event.provider_finish_reason, own=own)
-        frames = [
-            self._finish_chunk(cand, finish, None)
-            for cand in self._announced
-            if cand not in self._finished and finish is not None
-        ]
+        for cand in self._announced:
+            if cand not in self._finished and finish is not None:
+                self._finish_chunk(cand, finish, None)
+        frames = [self._release()]
         if not self._announced and (self._feedback is not None or event.finish_reason == "content_filter"):
             if self._feedback is None:
                 self._feedback = {"blockReason": "OTHER"}
@@ -252,8 +270,9 @@ class StreamEncoder(EventEncoder):
 
     def _on_error(self, event: ev.StreamErrorEvent) -> bytes:
         self._ended = True
+        held = self._release()
         usage = b"" if self._usage_sent else self._frame({})  # the usage known before the error
-        return usage + b"data: " + _json.encode({"error": error_to_wire(event.error)}) + _SEP
+        return held + usage + b"data: " + _json.encode({"error": error_to_wire(event.error)}) + _SEP
 
     def _on_unknown(self, event: ev.UnknownEvent) -> bytes:
         if self.drops.source in _SESSIONS:

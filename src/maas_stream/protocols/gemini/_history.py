@@ -7,6 +7,9 @@ Parts map through the package's one part mapping (``_parts``); this module shape
   ``developer`` message goes to ``systemInstruction`` (in order).
 * A ``model`` content → one ``assistant`` message (``provider="gemini"``) with its parts in
   order (a ``functionCall`` without an ``id`` gets a synthesized one, never sent back).
+  Consecutive ``model`` contents are ONE turn, merged into one message: google-genai's chat
+  helper (``client.chats``) records each streamed chunk as its own ``model`` content, and the
+  empty text part a stream's last chunk carries (no signature) is left out of the merged turn.
 * A ``user`` content → one ``tool`` message per ``functionResponse`` (``tool_call_id`` linked to
   the call by id, else by order and name among the previous model turn's calls), then one
   ``user`` message with the other parts, if any.
@@ -98,17 +101,28 @@ def to_canonical(body: Any) -> list[Message]:
     elif isinstance(system, str):
         out.append(Message(role="system", content=[TextPart(text=system)]))
     calls: list[ToolCallPart] = []
+    model: list[Part] | None = None  # the model turn being merged
     for i, content in enumerate(norm["contents"]):
         if not isinstance(content, dict):
             raise ValidationError(PROTOCOL, [f"contents[{i}]: not a Content object"])
         role = content.get("role") or "user"
         if role == "model":
-            parts = _parts(content.get("parts"), f"contents[{i}]", str(i))
-            calls = [p for p in parts if isinstance(p, ToolCallPart) and p.kind == "function"]
-            out.append(Message(role="assistant", content=parts, provider=PROTOCOL))
+            parts = [p for p in _parts(content.get("parts"), f"contents[{i}]", str(i)) if not _blank(p)]
+            new = [p for p in parts if isinstance(p, ToolCallPart) and p.kind == "function"]
+            if model is None:
+                model, calls = [], []
+                out.append(Message(role="assistant", content=model, provider=PROTOCOL))
+            model.extend(parts)
+            calls.extend(new)
         else:
+            model = None
             out.extend(_user(i, content.get("parts"), calls))
     return out
+
+
+def _blank(part: Part) -> bool:
+    """An empty text part without a signature (a stream's last chunk): nothing of the turn."""
+    return isinstance(part, TextPart) and not part.text and part.signature is None
 
 
 def _decode(raw: dict[str, Any], where: str) -> Any:
@@ -312,6 +326,7 @@ def validate(body: Any) -> list[str]:
         return list(exc.faults)
     faults: list[str] = []
     open_calls: list[tuple[str | None, str]] = []
+    previous: Any = None
     for i, content in enumerate(norm["contents"]):
         if not isinstance(content, dict):
             faults.append(f"contents[{i}]: not a Content object")
@@ -341,9 +356,13 @@ def validate(body: Any) -> list[str]:
             faults.extend(_answer(i, responses, open_calls))
             open_calls = []
         elif role == "model":
-            if open_calls:
-                faults.extend(_unanswered(i - 1, open_calls))
-            open_calls = [(c.get("id") or None, str(c.get("name") or "")) for c in calls]
+            # Consecutive model contents are one turn (the chat helper's streamed chunks).
+            if previous != "model":
+                if open_calls:
+                    faults.extend(_unanswered(i - 1, open_calls))
+                open_calls = []
+            open_calls += [(c.get("id") or None, str(c.get("name") or "")) for c in calls]
+        previous = role
     return faults
 
 
