@@ -112,6 +112,7 @@ async def aconvert(
     protocol: str | None = None,
     idle_timeout: float | None = None,
     lossy: list[Dropped] | None = None,
+    final: list[Response] | None = None,
     **options: Any,
 ) -> AsyncGenerator[bytes, None]:
     """Yield the stream re-encoded as protocol ``to``, each output as soon as its input arrived.
@@ -122,6 +123,8 @@ async def aconvert(
         protocol: The source protocol; detected when ``None``.
         idle_timeout: Seconds allowed between two reads' data.
         lossy: If given, receives a line for each thing the target could not carry.
+        final: If given, receives the source's final :class:`~maas_stream.Response` (its usage,
+            its unknown types) when the stream has ended.
         **options: Passed to the target's ``StreamEncoder``.
 
     Raises:
@@ -143,6 +146,8 @@ async def aconvert(
     finally:
         if lossy is not None:
             lossy.extend(conv.lossy)
+        if final is not None and conv.response is not None:
+            final.append(conv.response)
         await reader.aclose()
 
 
