@@ -12,8 +12,11 @@
                                                     call a provider and save the stream (+ .meta.json);
                                                     websocket protocols: --body holds the client
                                                     messages, one JSON per line; one response is recorded
-    maas-stream serve [--host H] [--port N] (--recording FILE [--speed X]
+    maas-stream serve [--host H] [--port N] [--workers N] (--config ROUTES.toml
+                      | --recording FILE [--speed X]
                       | --upstream-protocol P [--upstream-url URL] [--upstream-model M])
+                      [--bridge-key K | --bridge-keys-file F | --no-auth]
+                      [--allowed-host H] [--cors-origin O]
                                                     the bridge: provider endpoints from any upstream
 
 Bad input gives one clear line on stderr (the file, the frame number and what is wrong) and a
@@ -329,26 +332,68 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAULT
-    from .bridge import HTTPUpstream, RecordingUpstream, Upstream, create_app
+    from .bridge import KEYS_ENV, SETTINGS_ENV, ConfigError, ServeSettings, build_app, describe
 
-    upstream: Upstream
-    if args.recording is not None:
-        try:
-            upstream = RecordingUpstream(args.recording, speed=args.speed or None)
-        except (MaasStreamError, OSError) as exc:
-            _fail(args.recording, exc)
-        where = f"{args.recording} ({upstream.protocol})"
-    else:
-        try:
-            upstream = HTTPUpstream(args.upstream_protocol, args.upstream_url, model=args.upstream_model)
-        except ValueError as exc:
-            raise SystemExit(f"maas-stream: {exc} (--upstream-url)") from None
-        except MaasStreamError as exc:
+    settings = ServeSettings(
+        config=args.config,
+        recording=args.recording,
+        speed=args.speed or None,
+        upstream_protocol=args.upstream_protocol,
+        upstream_url=args.upstream_url,
+        upstream_model=args.upstream_model,
+        keys_files=args.bridge_keys_file,
+        no_auth=args.no_auth,
+        allowed_hosts=args.allowed_host or None,
+        cors_origins=args.cors_origin,
+        host=args.host,
+        log_level=args.log_level,
+    )
+    try:
+        app = build_app(settings, keys=args.bridge_key)
+    except ConfigError as exc:
+        raise SystemExit(f"maas-stream: --config: {exc}") from None
+    except (MaasStreamError, OSError) as exc:
+        if args.recording is None and isinstance(exc, MaasStreamError):
             raise SystemExit(f"maas-stream: --upstream-protocol: {exc}") from None
-        where = f"{args.upstream_protocol} at {upstream.url}"
-    print(f"maas-stream: serving {where} on http://{args.host}:{args.port}", file=sys.stderr)
-    uvicorn.run(create_app(upstream=upstream), host=args.host, port=args.port, log_level=args.log_level)
+        _fail(args.recording or args.config or "serve", exc)
+    except ValueError as exc:
+        raise SystemExit(f"maas-stream: {exc}") from None
+    auth = f"{len(app.guard.keys)} bridge key(s)" if app.guard.auth else "no bridge keys"
+    print(
+        f"maas-stream: serving {describe(app)} on http://{args.host}:{args.port} ({auth})",
+        file=sys.stderr,
+    )
+    limits = {"host": args.host, "port": args.port, "log_level": args.log_level}
+    with _access_log(args.log_level):
+        if args.workers > 1:
+            # Each worker builds the same app from the settings; the keys travel in the environment.
+            if args.bridge_key:
+                os.environ[KEYS_ENV] = " ".join([os.environ.get(KEYS_ENV, ""), *args.bridge_key]).strip()
+            os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
+            uvicorn.run("maas_stream.bridge:app_from_env", factory=True, workers=args.workers, **limits)
+        else:
+            uvicorn.run(app, **limits)
     return 0
+
+
+@contextlib.contextmanager
+def _access_log(level: str) -> Iterator[None]:
+    # One line per request on the access logger (INFO by default), whatever level the drops'
+    # handler has. Worker processes set up their own (see maas_stream.bridge.app_from_env).
+    access = logging.getLogger("maas_stream.bridge.access")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("maas-stream: %(message)s"))
+    known = logging.getLevelNamesMapping()
+    saved = access.level, access.propagate
+    access.addHandler(handler)
+    access.setLevel(known.get(level.upper(), logging.INFO))
+    access.propagate = False
+    try:
+        yield
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(saved[0])
+        access.propagate = saved[1]
 
 
 def _protocol(value: str) -> str:
@@ -425,12 +470,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", metavar="FILE", help="a TOML routes file: model name or pattern -> upstream")
     src.add_argument("--recording", metavar="FILE", help="replay this recording for every request")
     src.add_argument("--upstream-protocol", type=_protocol, help="the real upstream provider's protocol")
     p.add_argument("--upstream-url", help="the upstream's streaming endpoint ({model} is filled in)")
     p.add_argument("--upstream-model", help="send this model upstream instead of the client's")
     p.add_argument("--speed", type=float, default=0.0, help="recording timing factor (default 0: no waits)")
     p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    sec = p.add_argument_group("access (bridge keys, hosts, origins)")
+    sec.add_argument(
+        "--bridge-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a key clients must send (repeatable)",
+    )
+    sec.add_argument(
+        "--bridge-keys-file", action="append", default=[], metavar="FILE", help="bridge keys, one per line"
+    )
+    sec.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve a non-loopback address without bridge keys (not advised)",
+    )
+    sec.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host name served (repeatable; default: loopback names for a loopback bind)",
+    )
+    sec.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed (repeatable)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="worker processes (uvicorn; default 1)")
     p.set_defaults(run=_cmd_serve)
     return parser
 

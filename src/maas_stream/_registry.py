@@ -59,6 +59,9 @@ class Auth:
     """Headers every request needs whatever the key (Anthropic's ``anthropic-version``)."""
     query: str | None = None
     """A query parameter that may carry the key instead of the header (Gemini's ``key``)."""
+    alternatives: tuple[tuple[str, str], ...] = ()
+    """Other ``(header, format)`` pairs the provider accepts the key in (Anthropic also takes
+    ``authorization: Bearer {}``, which its SDK now sends)."""
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """The headers for a request: the fixed ones, plus the key's when there is one."""

@@ -565,6 +565,8 @@ class ServeSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
     """``Host`` names served; ``None``: loopback names for a loopback bind, any otherwise."""
     cors_origins: list[str] = msgspec.field(default_factory=list)
     host: str = "127.0.0.1"
+    log_level: str = "info"
+    """The level of the per-request log lines (worker processes set up their own logging)."""
 
 
 def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp:
@@ -619,7 +621,22 @@ def app_from_env() -> BridgeApp:
     raw = os.environ.get(SETTINGS_ENV)
     if not raw:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: it carries the serve settings (JSON) to each worker")
-    return build_app(msgspec.json.decode(raw, type=ServeSettings))
+    settings = msgspec.json.decode(raw, type=ServeSettings)
+    _worker_logging(settings.log_level)
+    return build_app(settings)
+
+
+def _worker_logging(level: str) -> None:
+    """A worker process's stderr logging: drops and warnings, and the per-request lines."""
+    root = logging.getLogger("maas_stream")
+    if root.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(f"maas-stream[{os.getpid()}]: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    access = logging.getLogger("maas_stream.bridge.access")
+    access.setLevel(logging.getLevelNamesMapping().get(level.upper(), logging.INFO))
 
 
 def describe(app: BridgeApp) -> str:

@@ -208,8 +208,7 @@ class Guard:
         if origin is None or not self.cors_allows(origin):
             raise Rejected(403, "CORS preflight refused: the origin is not allowed (see --cors-origin)")
         asked = headers.get("access-control-request-headers", "")
-        return [
-            *self.cors_headers(headers),
+        return [  # the app adds the allow-origin headers to every answer, this one too
             (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
             (b"access-control-allow-headers", asked.encode("latin-1")),
             (b"access-control-max-age", b"600"),
@@ -252,13 +251,18 @@ class Guard:
     @staticmethod
     def _presented(spec: ProtocolSpec | None, headers: Mapping[str, str], query: bytes) -> str | None:
         auth = spec.auth if spec is not None else None
-        header, fmt = (auth.header, auth.format) if auth is not None else ("authorization", "Bearer {}")
-        value = headers.get(header)
-        if value is not None:
-            prefix, _, suffix = fmt.partition("{}")
-            if value[: len(prefix)].lower() == prefix.lower() and value.endswith(suffix):
-                return value[len(prefix) : len(value) - len(suffix) if suffix else None].strip()
-            return None
+        ways = (
+            [(auth.header, auth.format), *auth.alternatives]
+            if auth is not None
+            else [("authorization", "Bearer {}")]
+        )
+        for header, fmt in ways:
+            value = headers.get(header)
+            if value is not None:
+                prefix, _, suffix = fmt.partition("{}")
+                if value[: len(prefix)].lower() == prefix.lower() and value.endswith(suffix):
+                    return value[len(prefix) : len(value) - len(suffix) if suffix else None].strip()
+                return None
         if auth is not None and auth.query is not None and query:
             for name, found in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
                 if name == auth.query:
@@ -270,5 +274,5 @@ class Guard:
         auth = spec.auth if spec is not None else None
         if auth is None:
             return "the authorization header (Bearer)"
-        where = f"the {auth.header} header"
+        where = " or ".join(f"the {h} header" for h in (auth.header, *(a[0] for a in auth.alternatives)))
         return f"{where} or the ?{auth.query}= query parameter" if auth.query else where

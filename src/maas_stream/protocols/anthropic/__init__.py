@@ -31,7 +31,12 @@ NAME: Final = _names.ANTHROPIC
 
 
 ENDPOINTS = (Endpoint(r"/v1/messages"),)
-AUTH = Auth("ANTHROPIC_API_KEY", "x-api-key", fixed={"anthropic-version": "2023-06-01"})
+AUTH = Auth(
+    "ANTHROPIC_API_KEY",
+    "x-api-key",
+    fixed={"anthropic-version": "2023-06-01"},
+    alternatives=(("authorization", "Bearer {}"),),  # what the SDK sends since 2026 (api_key or auth_token)
+)
 URL = "https://api.anthropic.com/v1/messages"
 ERROR_BODY = anthropic_error_body
 
