@@ -155,13 +155,18 @@ class Exchange:
 
 
 def log_exchange(exchange: Exchange) -> None:
-    """Write the request's one log line (INFO; WARNING for a 5xx or a cut stream)."""
+    """Write the request's one log line.
+
+    WARNING for a 5xx or a failed stream, DEBUG for the bridge's own endpoints (health checks and
+    metric scrapes are not worth a line each), INFO otherwise.
+    """
     fields = exchange.fields()
-    level = (
-        logging.WARNING
-        if exchange.status >= 500 or ("error" in fields and exchange.status < 400)
-        else logging.INFO
-    )
+    if exchange.status >= 500 or ("error" in fields and exchange.status < 400):
+        level = logging.WARNING
+    elif not exchange.client and exchange.status < 400:
+        level = logging.DEBUG
+    else:
+        level = logging.INFO
     if access_log.isEnabledFor(level):
         line = msgspec.json.encode(fields).decode()
         access_log.log(level, "bridge request %s", line, extra={"exchange": fields})
