@@ -601,6 +601,11 @@ def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp
         upstream = HTTPUpstream(
             settings.upstream_protocol, settings.upstream_url, model=settings.upstream_model
         )
+        auth = get_protocol(settings.upstream_protocol).auth
+        if auth is not None and not os.environ.get(auth.env):
+            log.warning(
+                "the environment variable %s is not set: requests go upstream without a key", auth.env
+            )
     elif settings.config is None:
         raise ValueError("give a routes file, an upstream protocol or a recording")
     if upstream is not None:
@@ -629,8 +634,8 @@ def app_from_env() -> BridgeApp:
 def _worker_logging(level: str) -> None:
     """A worker process's stderr logging: drops and warnings, and the per-request lines."""
     root = logging.getLogger("maas_stream")
-    if root.handlers:
-        return
+    if any(not isinstance(h, logging.NullHandler) for h in root.handlers):
+        return  # the embedding program set up logging
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter(f"maas-stream[{os.getpid()}]: %(message)s"))
     root.addHandler(handler)
