@@ -318,6 +318,10 @@ TESTS = REPO / "tests"
 SDKS = _under("openai", "anthropic", "google")
 SDK_GATEWAY = "tests.oracles"
 SDK_DIRECT = {
+    "tests.bridge.test_auth": "drives the bridge with the real SDK clients (their auth errors)",
+    "tests.bridge.test_metrics": "drives the bridge with the real SDK clients",
+    "tests.bridge.test_ops": "drives the bridge with the real SDK clients over loopback",
+    "tests.bridge.test_routes": "drives a routed bridge with the real SDK clients",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",

@@ -374,3 +374,22 @@ def test_create_app_takes_upstream_or_routes() -> None:
         create_app()
     with pytest.raises(ValueError, match="either"):
         create_app(upstream=up, routes=[Route("*", up)])
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        pytest.param(b"{nope", "not valid JSON", id="bad_json"),
+        pytest.param(b"[1]", "JSON object", id="array"),
+    ],
+)
+async def test_a_body_no_route_can_be_read_from_is_a_400(
+    two_upstreams: BridgeApp, content: bytes, needle: str
+) -> None:
+    async with asgi(two_upstreams) as client:
+        response = await client.post(
+            "http://bridge/v1/messages", content=content, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 400
+    assert response.json()["type"] == "error"
+    assert needle in response.json()["error"]["message"]

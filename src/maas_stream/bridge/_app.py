@@ -43,7 +43,7 @@ from .._exceptions import MaasStreamError
 from .._registry import get_protocol, match_endpoint, match_model_list
 from ..io import ProviderHTTPError, StreamIOError, aaggregate, aconvert
 from ..io._exceptions import error_summary
-from ..io._record import redact_url
+from ..io._record import redact_headers, redact_url
 from ._guard import LOOPBACK_HOSTS, Guard, check_model, is_loopback, load_bridge_keys
 from ._metrics import Exchange, Metrics, log_exchange, scrub
 from ._request import Rejected, envelope_codec, error_body, upstream_request
@@ -471,11 +471,17 @@ def _model_reader(name: str) -> msgspec.json.Decoder[Any]:
 
 
 def _model_of(name: str, raw: bytes) -> str | None:
-    """The model a request body names (``None``: not a JSON object, or no string there)."""
+    """The model a request body names (``None``: no string there).
+
+    Raises:
+        Rejected: The body is not JSON, or not a JSON object (400): no route can be chosen.
+    """
     try:
         found = _model_reader(name).decode(raw).value
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+    except msgspec.ValidationError:  # (a DecodeError too: first)
+        raise Rejected(400, "the request body must be a JSON object") from None
+    except msgspec.DecodeError as exc:
+        raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
     return found if isinstance(found, str) else None
 
 
@@ -488,10 +494,15 @@ def _upstream_secrets(router: Router) -> list[str]:
     """The API keys the upstreams send, so that no log line or error body shows them."""
     out: list[str] = []
     for upstream in router.upstreams():
+        # The credential headers an HTTPUpstream sends (duck-typed: any upstream may have them).
         headers = getattr(upstream, "_headers", None) or {}
-        for value in headers.values():
-            out += [v for v in str(value).split() if len(v) >= 8]
-    return out
+        found: set[str] = set()
+        redact_headers(headers, secrets=found)
+        url = getattr(upstream, "url", None)
+        if isinstance(url, str):
+            redact_url(url, secrets=found)  # a ?key= in the URL template
+        out += [v for v in found if len(v) >= 8]
+    return sorted(out, key=len, reverse=True)  # "Bearer sk-..." before "sk-..."
 
 
 def create_app(
