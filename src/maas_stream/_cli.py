@@ -363,16 +363,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         f"maas-stream: serving {describe(app)} on http://{args.host}:{args.port} ({auth})",
         file=sys.stderr,
     )
-    limits = {"host": args.host, "port": args.port, "log_level": args.log_level}
+    # access_log=False: the bridge writes its own line per request (with route, status, drops).
+    run: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": False,
+    }
     with _access_log(args.log_level):
         if args.workers > 1:
             # Each worker builds the same app from the settings; the keys travel in the environment.
             if args.bridge_key:
                 os.environ[KEYS_ENV] = " ".join([os.environ.get(KEYS_ENV, ""), *args.bridge_key]).strip()
             os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
-            uvicorn.run("maas_stream.bridge:app_from_env", factory=True, workers=args.workers, **limits)
+            uvicorn.run("maas_stream.bridge:app_from_env", factory=True, workers=args.workers, **run)
         else:
-            uvicorn.run(app, **limits)
+            uvicorn.run(app, **run)
     return 0
 
 

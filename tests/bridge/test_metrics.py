@@ -179,6 +179,7 @@ async def test_one_log_line_per_request_with_route_status_drops_and_reason(
     assert served["client"] == "openai-chat"
     assert served["upstream"] == "anthropic"
     assert served["status"] == 200
+    assert served["peer"]  # the client's address, as the server saw it
     assert served["model"] == "think"
     assert served["drops"] == sum(app.stats.dropped.values()) >= 2  # `seed`, and the reasoning
     assert served["tokens_out"] > 0

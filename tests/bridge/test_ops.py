@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -35,6 +35,9 @@ from maas_stream.bridge import (
 from tests.bridge.test_auth import HI
 from tests.bridge.test_serve import LIMIT, expected
 from tests.conftest import RECORDINGS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.anyio
 
@@ -57,6 +60,17 @@ recording = "{GEMINI_REC}"
 """
     )
     return path
+
+
+@pytest.fixture
+def worker_logging() -> Iterator[None]:
+    """``app_from_env`` sets up a worker's logging; give the test process its own back after."""
+    loggers = [logging.getLogger("maas_stream"), logging.getLogger("maas_stream.bridge.access")]
+    saved = [(lg, list(lg.handlers), lg.level) for lg in loggers]
+    yield
+    for lg, handlers, level in saved:
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
 
 
 def free_port() -> int:
@@ -108,6 +122,7 @@ async def test_loopback_server_with_keys_and_host_check(tmp_path: Path) -> None:
     assert health.json()["status"] == "ok"
 
 
+@pytest.mark.usefixtures("worker_logging")
 def test_cli_workers_run_the_factory_with_settings_in_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +153,8 @@ def test_cli_workers_run_the_factory_with_settings_in_the_environment(
     assert os.environ[KEYS_ENV] == KEY
     assert KEY not in os.environ[SETTINGS_ENV]  # keys travel in their own variable only
     worker = app_from_env()  # what each worker process builds
+    access = logging.getLogger("maas_stream.bridge.access")
+    assert access.getEffectiveLevel() == logging.INFO  # each worker logs its request lines
     assert isinstance(worker, BridgeApp)
     assert worker.router.models() == ["claude-*", "gemini-*"]
     assert worker.guard.auth
@@ -159,9 +176,10 @@ def test_cli_serve_config(
     from maas_stream._cli import main
 
     ran: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.append(app))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.append((app, kw)))
     assert main(["serve", "--config", str(write_routes(tmp_path))]) == 0
-    app = ran[0]
+    app, kw = ran[0]
+    assert kw["access_log"] is False  # the bridge's own line replaces uvicorn's
     assert isinstance(app, BridgeApp)
     assert [type(r.upstream) for r in app.router.routes] == [RecordingUpstream, RecordingUpstream]
     err = capsys.readouterr().err

@@ -169,7 +169,8 @@ class BridgeApp:
             return
         if scope["type"] != "http":  # websockets are not bridged (yet)
             return
-        exchange = Exchange(scope["method"], scope["path"])
+        peer = scope.get("client")
+        exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         headers = _headers(scope)
         cors = self.guard.cors_headers(headers)
         finished = False

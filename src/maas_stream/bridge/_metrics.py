@@ -92,6 +92,8 @@ class Exchange:
 
     method: str
     path: str
+    peer: str | None = None
+    """The client's address (``host:port``), as the server saw it."""
     start: float = field(default_factory=time.perf_counter)
     client: str = ""
     """The client protocol (empty for the bridge's own endpoints)."""
@@ -132,6 +134,7 @@ class Exchange:
         out: dict[str, Any] = {
             "method": self.method,
             "path": self.path,
+            "peer": self.peer,
             "status": self.status,
             "client": self.client or None,
             "route": self.route or None,
