@@ -122,15 +122,20 @@ class Exchange:
         """Whether the response has started (nothing else can be sent but its body)."""
         return self.status != 0
 
-    def fields(self) -> dict[str, Any]:
-        """The log line's fields."""
+    def kind(self) -> str | None:
+        """The error kind of the outcome (see :func:`error_kind`), ``None`` for a success."""
         response = self.responses[-1] if self.responses else None
-        kind = error_kind(
+        return error_kind(
             self.status,
             cut=self.streamed and response is None,
             left=self.left,
             failed=response is not None and response.status == "failed",
         )
+
+    def fields(self) -> dict[str, Any]:
+        """The log line's fields."""
+        response = self.responses[-1] if self.responses else None
+        kind = self.kind()
         out: dict[str, Any] = {
             "method": self.method,
             "path": self.path,
@@ -163,14 +168,15 @@ def log_exchange(exchange: Exchange) -> None:
     WARNING for a 5xx or a failed stream, DEBUG for the bridge's own endpoints (health checks and
     metric scrapes are not worth a line each), INFO otherwise.
     """
-    fields = exchange.fields()
-    if exchange.status >= 500 or ("error" in fields and exchange.status < 400):
+    status = exchange.status
+    if status >= 500 or (status < 400 and exchange.kind() is not None):
         level = logging.WARNING
-    elif not exchange.client and exchange.status < 400:
+    elif not exchange.client and status < 400:
         level = logging.DEBUG
     else:
         level = logging.INFO
     if access_log.isEnabledFor(level):
+        fields = exchange.fields()
         line = msgspec.json.encode(fields).decode()
         access_log.log(level, "bridge request %s", line, extra={"exchange": fields})
 
@@ -190,6 +196,7 @@ class Metrics:
             return
         self.enabled = True
         self._prom = prom
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         reg = self.registry = prom.CollectorRegistry()
         self.requests = prom.Counter(
             "maas_stream_requests",
@@ -246,7 +253,7 @@ class Metrics:
     def dropped(self, kind: str, count: int) -> None:
         """Count ``count`` drops of ``kind``."""
         if self.enabled and count > 0:
-            self.drops.labels(kind).inc(count)
+            self._child(self.drops, kind).inc(count)
 
     def fell_back(self, route: str, fallback: str) -> None:
         """Count a route replaced by ``fallback``."""
@@ -257,26 +264,36 @@ class Metrics:
         """Count a finished request."""
         if not self.enabled:
             return
+        child = self._child
         client, route = exchange.client, exchange.route
-        self.requests.labels(client, route, str(exchange.status)).inc()
-        fields = exchange.fields()
-        kind = fields.get("error")
+        child(self.requests, client, route, str(exchange.status)).inc()
+        kind = exchange.kind()
         if kind is not None:
-            self.errors.labels(kind).inc()
+            child(self.errors, kind).inc()
         if exchange.client:
             if exchange.first_byte is not None:
-                self.ttfb.labels(client, route).observe(exchange.first_byte)
-            self.duration.labels(client, route).observe(time.perf_counter() - exchange.start)
+                child(self.ttfb, client, route).observe(exchange.first_byte)
+            child(self.duration, client, route).observe(time.perf_counter() - exchange.start)
         for response in exchange.responses:
             usage = response.usage
             if usage is not None:
                 if usage.input_tokens:
-                    self.tokens.labels(route, "in").inc(usage.input_tokens)
+                    child(self.tokens, route, "in").inc(usage.input_tokens)
                 if usage.output_tokens:
-                    self.tokens.labels(route, "out").inc(usage.output_tokens)
-            model = response.model or exchange.model or ""
-            for provider_type, count in response.unknown.items():
-                self.unknown.labels(response.protocol, model, provider_type).inc(count)
+                    child(self.tokens, route, "out").inc(usage.output_tokens)
+            if response.unknown:
+                model = response.model or exchange.model or ""
+                for provider_type, count in response.unknown.items():
+                    self.unknown.labels(response.protocol, model, provider_type).inc(count)
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        # prometheus-client validates and looks labels up on every .labels() call; the label
+        # sets of the fixed-cardinality metrics are few, so their children are kept here.
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type.
