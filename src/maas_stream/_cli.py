@@ -14,11 +14,15 @@
                                                     call a provider and save the stream (+ .meta.json);
                                                     websocket protocols: --body holds the client
                                                     messages, one JSON per line; one response is recorded
-    maas-stream serve [--host H] [--port N] (--recording FILE [--speed X]
+    maas-stream serve [--host H] [--port N] [--workers N] (--config ROUTES.toml
+                      | --recording FILE [--speed X]
                       | --upstream-protocol P [--upstream-url URL] [--upstream-model M])
                       [--connect-timeout S] [--first-byte-timeout S] [--idle-timeout S]
                       [--total-timeout S] [--max-connections N] [--max-streams N] [--max-body B]
                       [--body-timeout S] [uvicorn limits: --limit-concurrency N ...]
+                      [--config ROUTES.toml] [--drop-params] [--workers N]
+                      [--bridge-key K | --bridge-keys-file F | --no-auth]
+                      [--allowed-host H] [--cors-origin O]
                                                     the bridge: provider endpoints from any upstream
 
 Bad input gives one clear line on stderr (the file, the frame number and what is wrong) and a
@@ -351,37 +355,83 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAULT
-    from .bridge import HTTPUpstream, RecordingUpstream, Upstream, create_app
+    from .bridge import KEYS_ENV, SETTINGS_ENV, ConfigError, ServeSettings, build_app, describe
 
     try:
         timeouts, limits, options, server = serve_options(args)
     except ValueError as exc:
         raise SystemExit(f"maas-stream: serve: {exc}") from None
-    upstream: Upstream
-    if args.recording is not None:
-        try:
-            upstream = RecordingUpstream(args.recording, speed=args.speed or None, timeouts=timeouts)
-        except (MaasStreamError, OSError) as exc:
-            _fail(args.recording, exc)
-        where = f"{args.recording} ({upstream.protocol})"
-    else:
-        try:
-            upstream = HTTPUpstream(
-                args.upstream_protocol,
-                args.upstream_url,
-                model=args.upstream_model,
-                timeouts=timeouts,
-                **options,
-            )
-        except ValueError as exc:
-            raise SystemExit(f"maas-stream: {exc} (--upstream-url, --max-connections)") from None
-        except MaasStreamError as exc:
+    settings = ServeSettings(
+        config=args.config,
+        recording=args.recording,
+        speed=args.speed or None,
+        upstream_protocol=args.upstream_protocol,
+        upstream_url=args.upstream_url,
+        upstream_model=args.upstream_model,
+        keys_files=args.bridge_keys_file,
+        no_auth=args.no_auth,
+        allowed_hosts=args.allowed_host or None,
+        cors_origins=args.cors_origin,
+        host=args.host,
+        log_level=args.log_level,
+        timeouts=timeouts,
+        limits=limits,
+        max_connections=options.get("max_connections"),
+        drop_params=args.drop_params,
+    )
+    try:
+        app = build_app(settings, keys=args.bridge_key)
+    except ConfigError as exc:
+        raise SystemExit(f"maas-stream: --config: {exc}") from None
+    except (MaasStreamError, OSError) as exc:
+        if args.recording is None and isinstance(exc, MaasStreamError):
             raise SystemExit(f"maas-stream: --upstream-protocol: {exc}") from None
-        where = f"{args.upstream_protocol} at {upstream.url}"
-    print(f"maas-stream: serving {where} on http://{args.host}:{args.port}", file=sys.stderr)
-    app = create_app(upstream=upstream, limits=limits)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, **server)
+        _fail(args.recording or args.config or "serve", exc)
+    except ValueError as exc:
+        raise SystemExit(f"maas-stream: {exc}") from None
+    auth = f"{len(app.guard.keys)} bridge key(s)" if app.guard.auth else "no bridge keys"
+    print(
+        f"maas-stream: serving {describe(app)} on http://{args.host}:{args.port} ({auth})",
+        file=sys.stderr,
+    )
+    # access_log=False: the bridge writes its own line per request (with route, status, drops).
+    run: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": False,
+        **server,
+    }
+    with _access_log(args.log_level):
+        if args.workers > 1:
+            # Each worker builds the same app from the settings; the keys travel in the environment.
+            if args.bridge_key:
+                os.environ[KEYS_ENV] = " ".join([os.environ.get(KEYS_ENV, ""), *args.bridge_key]).strip()
+            os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
+            uvicorn.run("maas_stream.bridge:app_from_env", factory=True, workers=args.workers, **run)
+        else:
+            uvicorn.run(app, **run)
     return 0
+
+
+@contextlib.contextmanager
+def _access_log(level: str) -> Iterator[None]:
+    # One line per request on the access logger (INFO by default), whatever level the drops'
+    # handler has. Worker processes set up their own (see maas_stream.bridge.app_from_env).
+    access = logging.getLogger("maas_stream.bridge.access")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("maas-stream: %(message)s"))
+    known = logging.getLevelNamesMapping()
+    saved = access.level, access.propagate
+    access.addHandler(handler)
+    access.setLevel(known.get(level.upper(), logging.INFO))
+    access.propagate = False
+    try:
+        yield
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(saved[0])
+        access.propagate = saved[1]
 
 
 def _protocol(value: str) -> str:
@@ -464,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", metavar="FILE", help="a TOML routes file: model name or pattern -> upstream")
     src.add_argument("--recording", metavar="FILE", help="replay this recording for every request")
     src.add_argument("--upstream-protocol", type=_protocol, help="the real upstream provider's protocol")
     p.add_argument("--upstream-url", help="the upstream's streaming endpoint ({model} is filled in)")
@@ -471,6 +522,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speed", type=float, default=0.0, help="recording timing factor (default 0: no waits)")
     p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     _serve_limit_flags(p)
+    sec = p.add_argument_group("access (bridge keys, hosts, origins)")
+    sec.add_argument(
+        "--bridge-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a key clients must send (repeatable)",
+    )
+    sec.add_argument(
+        "--bridge-keys-file", action="append", default=[], metavar="FILE", help="bridge keys, one per line"
+    )
+    sec.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve a non-loopback address without bridge keys (not advised)",
+    )
+    sec.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host name served (repeatable; default: loopback names for a loopback bind)",
+    )
+    sec.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed (repeatable)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="worker processes (uvicorn; default 1)")
+    p.add_argument(
+        "--drop-params",
+        action="store_true",
+        help="drop (and report) request fields that change the answer and cannot reach the upstream, "
+        "instead of answering 400",
+    )
     p.set_defaults(run=_cmd_serve)
     return parser
 
@@ -566,8 +654,12 @@ def _serve_limit_flags(p: argparse.ArgumentParser) -> None:
         g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
 
 
-def serve_options(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
-    """The ``serve`` flags: (``Timeouts``, ``Limits``, ``HTTPUpstream`` options, uvicorn options).
+def serve_options(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The ``serve`` flags: ``Timeouts`` and ``Limits`` fields, upstream and uvicorn options.
+
+    The values are checked by building the classes once.
 
     Raises:
         ValueError: A value the classes refuse.
@@ -575,10 +667,10 @@ def serve_options(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any], d
     from .bridge import Limits, Timeouts
 
     given = vars(args)
-    timeouts = Timeouts(
-        **{field: given[name] for name, (field, _) in _TIMEOUT_FLAGS.items() if name in given}
-    )
-    limits = Limits(**{field: given[name] for name, (field, *_) in _LIMIT_FLAGS.items() if name in given})
+    timeouts = {field: given[name] for name, (field, _) in _TIMEOUT_FLAGS.items() if name in given}
+    limits = {field: given[name] for name, (field, *_) in _LIMIT_FLAGS.items() if name in given}
+    Timeouts(**timeouts)
+    Limits(**limits)
     upstream = {"max_connections": given["max_connections"]} if "max_connections" in given else {}
     server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
     return timeouts, limits, upstream, server

@@ -19,7 +19,7 @@ from ._exceptions import LocalProtocolError, ProtocolDetectionError
 from .sse import Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from types import ModuleType
 
     from ._envelope import Envelope, EnvelopeCodec
@@ -31,11 +31,13 @@ __all__ = [
     "Endpoint",
     "EndpointMatch",
     "Detector",
+    "ModelList",
     "ProtocolSpec",
     "detect_body_protocol",
     "detect_protocol",
     "get_protocol",
     "match_endpoint",
+    "match_model_list",
     "protocol_names",
     "protocol_specs",
     "register",
@@ -55,6 +57,11 @@ class Auth:
     """How the key is written into the header (``"Bearer {}"``)."""
     fixed: Mapping[str, str] = field(default_factory=dict)
     """Headers every request needs whatever the key (Anthropic's ``anthropic-version``)."""
+    query: str | None = None
+    """A query parameter that may carry the key instead of the header (Gemini's ``key``)."""
+    alternatives: tuple[tuple[str, str], ...] = ()
+    """Other ``(header, format)`` pairs the provider accepts the key in (Anthropic also takes
+    ``authorization: Bearer {}``, which its SDK now sends)."""
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """The headers for a request: the fixed ones, plus the key's when there is one."""
@@ -79,6 +86,25 @@ class Endpoint:
     def match(self, path: str) -> re.Match[str] | None:
         """The match of ``path`` against :attr:`pattern`, if any."""
         return _compiled(self.pattern).fullmatch(path)
+
+
+@dataclass(frozen=True)
+class ModelList:
+    """How the protocol's provider lists its models (``GET``): the path and the body's shape."""
+
+    pattern: str
+    """A regular expression matched against the whole request path."""
+    body: Callable[[Sequence[str]], dict[str, Any]] = field(repr=False)
+    """Model names → the listing body, shaped the way this protocol's SDK reads it."""
+    header: str | None = None
+    """A request header that tells this listing apart from another one at the same path
+    (Anthropic's SDK sends ``anthropic-version``); ``None`` when the path alone decides."""
+
+    def match(self, path: str, headers: Mapping[str, str]) -> bool:
+        """Whether a ``GET`` of ``path`` with ``headers`` (lower-case names) asks for this listing."""
+        if self.header is not None and self.header not in headers:
+            return False
+        return _compiled(self.pattern).fullmatch(path) is not None
 
 
 @dataclass(frozen=True)
@@ -140,6 +166,8 @@ class ProtocolSpec:
     encoder_options: Callable[[Envelope], dict[str, Any]] | None = field(default=None, repr=False)
     """The stream encoder options that honour what a client asked in its request (Chat's
     ``stream_options.include_usage``), for a bridge serving this protocol."""
+    models: ModelList | None = field(default=None, repr=False)
+    """How a client of this protocol lists models (the bridge answers it with its routes)."""
 
 
 def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
@@ -147,8 +175,9 @@ def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
 
     The package defines ``NAME``, ``StreamDecoder``, ``StreamEncoder``, ``to_canonical``,
     ``from_canonical``, ``validate`` and ``detect``, and may define ``detect_body``,
-    ``encode_response`` and ``decode_response``, and the constants ``ENVELOPE``, ``ENCODER_OPTIONS``, ``ENDPOINTS``,
-    ``AUTH``, ``URL``, ``ERROR_BODY`` and ``REPLAY_ONLY``; ``extra`` gives anything else.
+    ``encode_response`` and ``decode_response``, and the constants ``ENVELOPE``,
+    ``ENCODER_OPTIONS``, ``ENDPOINTS``, ``AUTH``, ``URL``, ``ERROR_BODY``, ``REPLAY_ONLY`` and
+    ``MODELS``; ``extra`` gives anything else.
     """
     optional = ("detect_body", "encode_response", "decode_response")
     declared = {field: getattr(module, name) for name, field in _DECLARED.items() if hasattr(module, name)}
@@ -175,6 +204,7 @@ _DECLARED: Final = {
     "URL": "url",
     "ERROR_BODY": "error_body",
     "REPLAY_ONLY": "replay_only",
+    "MODELS": "models",
 }
 """Module constants a protocol package may declare, and the spec field each fills."""
 
@@ -213,6 +243,24 @@ def match_endpoint(path: str) -> EndpointMatch | None:
                 model = m.groupdict().get("model")
                 return EndpointMatch(spec, endpoint, model)
     return None
+
+
+def match_model_list(path: str, headers: Mapping[str, str]) -> ProtocolSpec | None:
+    """The protocol whose model listing a ``GET`` of ``path`` asks for, or ``None``.
+
+    A listing that needs a header (:attr:`ModelList.header`) wins over one at the same path that
+    needs none, so one path can serve two SDKs.
+    """
+    _load()
+    path = path.rstrip("/") or "/"
+    found: ProtocolSpec | None = None
+    for spec in _REGISTRY.values():
+        listing = spec.models
+        if listing is not None and listing.match(path, headers):
+            if listing.header is not None:
+                return spec
+            found = found or spec
+    return found
 
 
 def protocol_names() -> tuple[str, ...]:

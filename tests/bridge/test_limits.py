@@ -342,7 +342,7 @@ def test_serve_flags_reach_the_app_and_uvicorn(monkeypatch: pytest.MonkeyPatch) 
 def test_serve_flag_defaults_are_the_library_defaults() -> None:
     args = cli.build_parser().parse_args(["serve", "--upstream-protocol", "anthropic"])
     timeouts, limits, upstream, server = cli.serve_options(args)
-    assert (timeouts, limits, upstream) == (Timeouts(), Limits(), {})
+    assert (Timeouts(**timeouts), Limits(**limits), upstream) == (Timeouts(), Limits(), {})
     assert server == {"timeout_graceful_shutdown": 30.0}
     with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
         cli.build_parser().parse_args(["serve", "--help"])

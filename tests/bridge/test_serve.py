@@ -493,7 +493,7 @@ async def test_first_frame_reaches_client_while_upstream_stalls() -> None:
         "method": "POST",
         "path": "/v1/chat/completions",
         "query_string": b"",
-        "headers": [],
+        "headers": [(b"content-type", b"application/json")],
     }
     with anyio.fail_after(LIMIT):
         async with anyio.create_task_group() as tg:
@@ -579,7 +579,9 @@ async def test_rejections(path: str, body: Any, status: int, needle: str) -> Non
 async def test_bad_json_and_wrong_method() -> None:
     app, _ = served("openai-chat/readme_text_then_parallel_tools.sse")
     async with asgi_client(app) as client:
-        bad = await client.post("http://bridge/v1/messages", content=b"{nope")
+        bad = await client.post(
+            "http://bridge/v1/messages", content=b"{nope", headers={"content-type": "application/json"}
+        )
         get = await client.get("http://bridge/v1/messages")
     assert bad.status_code == 400
     assert bad.json()["type"] == "error"  # Anthropic-shaped for an Anthropic path

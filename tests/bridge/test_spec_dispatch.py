@@ -137,7 +137,12 @@ async def test_errors_take_the_client_specs_shape(
 ) -> None:
     app = create_app(upstream=RecordingUpstream(CHAT_RECORDING))
     async with asgi(app) as client:
-        response = await client.request(method, "http://bridge/fake/v9/talk", content=content)
+        response = await client.request(
+            method,
+            "http://bridge/fake/v9/talk",
+            content=content,
+            headers={"content-type": "application/json"},
+        )
     assert response.status_code == status
     body = response.json()
     assert set(body) == {"fault"}

@@ -2,8 +2,11 @@
 
 :func:`create_app` builds a pure ASGI application (no web framework) that a client SDK talks to
 as if it were OpenAI, Anthropic or Gemini, while the stream comes from an :class:`HTTPUpstream`
-(a real provider of any protocol) or a :class:`RecordingUpstream` (a recording, offline). Run it
-with any ASGI server, e.g. ``maas-stream serve`` (uvicorn).
+(a real provider of any protocol) or a :class:`RecordingUpstream` (a recording, offline), chosen
+per request by the model through :class:`Route` s (a TOML file: :func:`load_routes`). A
+:class:`Guard` checks bridge keys, hosts, origins and the content type. Run it with any ASGI
+server, e.g. ``maas-stream serve`` (uvicorn), or several workers with the
+:func:`app_from_env` factory.
 
 It wires the library's pipeline and contains no stream, conversation or protocol logic: routes,
 request envelopes, credentials, default URLs and error bodies come from the protocols' specs.
@@ -11,10 +14,23 @@ request envelopes, credentials, default URLs and error bodies come from the prot
 
 from __future__ import annotations
 
+from ._app import SETTINGS_ENV as SETTINGS_ENV
 from ._app import BridgeApp as BridgeApp
 from ._app import BridgeStats as BridgeStats
 from ._app import Limits as Limits
+from ._app import ServeSettings as ServeSettings
+from ._app import app_from_env as app_from_env
+from ._app import build_app as build_app
 from ._app import create_app as create_app
+from ._app import describe as describe
+from ._guard import KEYS_ENV as KEYS_ENV
+from ._guard import Guard as Guard
+from ._guard import load_bridge_keys as load_bridge_keys
+from ._metrics import Metrics as Metrics
+from ._routes import ConfigError as ConfigError
+from ._routes import Route as Route
+from ._routes import Router as Router
+from ._routes import load_routes as load_routes
 from ._upstream import HTTPUpstream as HTTPUpstream
 from ._upstream import RecordingUpstream as RecordingUpstream
 from ._upstream import Timeouts as Timeouts
@@ -22,13 +38,26 @@ from ._upstream import Upstream as Upstream
 from ._upstream import auth_headers as auth_headers
 
 __all__ = (
+    "KEYS_ENV",
+    "SETTINGS_ENV",
     "BridgeApp",
     "BridgeStats",
+    "ConfigError",
+    "Guard",
     "HTTPUpstream",
     "Limits",
     "RecordingUpstream",
     "Timeouts",
+    "Metrics",
+    "Route",
+    "Router",
+    "ServeSettings",
     "Upstream",
+    "app_from_env",
     "auth_headers",
+    "build_app",
     "create_app",
+    "describe",
+    "load_bridge_keys",
+    "load_routes",
 )

@@ -14,16 +14,31 @@ bug, logged without the exception's text); a fault after it ends the stream with
 protocol's in-band error frame (written by ``aconvert`` through the protocol's encoder). A
 client that hangs up cancels the upstream, streaming or not.
 
+Before that, every request passes the guard (``_guard``: Host, Origin, bridge key in the client's
+own credential header, JSON content type, a safe model name), and the model picks a route
+(``_routes``); a route that fails before the first byte (429, 5xx, unreachable) is replaced by its
+fallbacks in order. The bridge's own endpoints are ``GET /health``, ``GET /metrics`` and each
+protocol's model listing (``GET /v1/models``...), and ``OPTIONS`` answers CORS preflights. Each
+request ends with one log line and its metrics (``_metrics``).
+
+Nothing a request depends on lives in the process between requests (the counters and metrics
+are only reported), so any number of worker processes can serve behind a load balancer.
+
 It must not contain protocol logic (it dispatches on the protocols' specs) and depends on no
 web framework.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import logging
+import os
+import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -31,13 +46,18 @@ import msgspec
 
 from .._convert import encode_response, is_cut
 from .._exceptions import MaasStreamError
-from .._registry import get_protocol, match_endpoint
+from .._registry import get_protocol, match_endpoint, match_model_list
 from ..io import ProviderHTTPError, StreamIOError, StreamTimeoutError, aaggregate, aconvert
 from ..io._exceptions import error_summary
+from ..io._record import redact_headers, redact_url
+from ._guard import LOOPBACK_HOSTS, Guard, check_model, is_loopback, load_bridge_keys
+from ._metrics import Exchange, Metrics, log_exchange, scrub
 from ._request import Rejected, envelope_codec, error_body, upstream_request
+from ._routes import Route, Router, load_routes, single_route
+from ._upstream import DEFAULT_MAX_CONNECTIONS, HTTPUpstream, RecordingUpstream, Timeouts
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, MutableMapping
+    from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 
     from .._drops import Dropped
     from .._registry import EndpointMatch
@@ -48,7 +68,16 @@ if TYPE_CHECKING:
     Receive = Callable[[], Awaitable[Message]]
     Send = Callable[[Message], Awaitable[None]]
 
-__all__ = ["BridgeApp", "BridgeStats", "Limits", "create_app"]
+__all__ = [
+    "SETTINGS_ENV",
+    "BridgeApp",
+    "BridgeStats",
+    "Limits",
+    "ServeSettings",
+    "app_from_env",
+    "build_app",
+    "create_app",
+]
 
 log = logging.getLogger("maas_stream")
 
@@ -56,6 +85,39 @@ MAX_BODY = 32 * 1024 * 1024
 """The largest request body accepted by default (bytes)."""
 
 _FORWARDED_HEADERS = ("retry-after", "x-request-id", "request-id")
+
+SETTINGS_ENV = "MAAS_STREAM_SERVE"
+"""The environment variable carrying :class:`ServeSettings` (JSON) to worker processes."""
+
+_CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange]] = contextvars.ContextVar("maas_stream_request")
+"""The upstream chosen for the request being served, and its record (per request task)."""
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    # Connect errors and timeouts of either HTTP client: the upstream cannot be reached.
+    found: list[type[BaseException]] = [StreamIOError, OSError]
+    for name in ("httpx", "httpx2"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        found.append(module.TransportError)
+    return tuple(found)
+
+
+_UNREACHABLE = _transport_errors()
+
+
+class _DropCounter(Counter[str]):
+    """A :class:`~collections.Counter` that reports each increase (to metrics and the request)."""
+
+    listener: Callable[[str, int], None] | None = None
+
+    def __setitem__(self, key: str, value: int) -> None:
+        delta = value - self.get(key, 0)
+        super().__setitem__(key, value)
+        if delta > 0 and self.listener is not None:
+            self.listener(key, delta)
 
 
 @dataclass(frozen=True)
@@ -97,7 +159,7 @@ class BridgeStats:
     """Requests refused (503) because :attr:`Limits.max_streams` exchanges were in flight."""
     internal_errors: int = 0
     """Requests that hit a bug (500, logged with the traceback's frames only)."""
-    dropped: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=_DropCounter)
     """Drops counted by kind (a bounded key set: see :data:`maas_stream.DropKind`): what the
     client protocol could not carry (stream side) or the upstream was not sent (request side)."""
 
@@ -106,21 +168,47 @@ class BridgeApp:
     """The ASGI bridge application (see :func:`create_app`).
 
     Attributes:
-        upstream: Where streams come from.
+        router: The routes (model → upstream, fallbacks).
+        guard: What a request must show (bridge keys, hosts, origins, content type).
+        metrics: The Prometheus metrics.
         limits: What one process accepts.
+        drop_params: Drop (and report) request fields that change what the model does and
+            cannot be carried to the upstream, instead of refusing the request.
         stats: What the bridge did so far.
     """
 
     def __init__(
-        self, upstream: Upstream, limits: Limits | None = None, *, drop_params: bool = False
+        self,
+        router: Router,
+        *,
+        guard: Guard | None = None,
+        metrics: Metrics | None = None,
+        limits: Limits | None = None,
+        drop_params: bool = False,
     ) -> None:
-        self.upstream = upstream
+        self.router = router
+        self.guard = guard or Guard()
+        self.metrics = metrics or Metrics()
         self.limits = limits or Limits()
         self.drop_params = drop_params
-        """Drop (and report) request fields that change what the model does and cannot be
-        carried to the upstream, instead of refusing the request (LiteLLM's ``drop_params``)."""
         self.stats = BridgeStats()
         self._active = 0
+        drops = self.stats.dropped
+        assert isinstance(drops, _DropCounter)
+        drops.listener = self._dropped
+        self._secrets = tuple(self.guard.secrets()) + tuple(_upstream_secrets(router))
+
+    @property
+    def upstream(self) -> Upstream:
+        """The upstream serving the current request (outside a request: the first route's)."""
+        current = _CURRENT.get(None)
+        return current[0] if current is not None else self.router.routes[0].upstream
+
+    def _dropped(self, kind: str, count: int) -> None:
+        self.metrics.dropped(kind, count)
+        current = _CURRENT.get(None)
+        if current is not None:
+            current[1].drops += count
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one ASGI connection (``http`` requests and the ``lifespan`` protocol)."""
@@ -129,30 +217,88 @@ class BridgeApp:
             return
         if scope["type"] != "http":  # websockets are not bridged (yet)
             return
-        match = match_endpoint(scope["path"])
-        if match is None:
-            await _send_json(send, 404, error_body(None, 404, f"no bridge endpoint at {scope['path']}"))
-            return
-        if scope["method"] != "POST":
-            msg = f"{scope['path']} takes POST, not {scope['method']}"
-            await _send_json(send, 405, error_body(match.spec, 405, msg), {"allow": "POST"})
-            return
-        self.stats.requests += 1
-        tracked = _Tracked(send)
-        try:
-            envelope_codec(match.spec, "client")
-            body = await _read_body(scope, receive, self.limits)
-            await self._handle(scope, match, body, receive, tracked)
-        except Rejected as exc:
-            self.stats.rejected += 1
-            log.info("bridge: %s %s -> %d: %s", scope["method"], scope["path"], exc.status, exc.message)
-            await _send_json(send, exc.status, error_body(match.spec, exc.status, exc.message), exc.headers)
-        except Exception as exc:
-            await self._internal_error(scope, match.spec, exc, tracked)
+        peer = scope.get("client")
+        exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
+        headers = _headers(scope)
+        cors = self.guard.cors_headers(headers)
+        finished = False
 
-    async def _internal_error(self, scope: Scope, spec: Any, exc: Exception, tracked: _Tracked) -> None:
+        async def observed_send(message: Message) -> None:
+            nonlocal finished
+            if message["type"] == "http.response.start":
+                exchange.status = message["status"]
+                raw = [*message.get("headers", ()), *cors]
+                exchange.streamed = (
+                    bool(exchange.client) and (b"content-type", b"application/json") not in raw
+                )
+                message = {**message, "headers": raw}
+            elif message["type"] == "http.response.body":
+                if exchange.first_byte is None and message.get("body"):
+                    exchange.first_byte = time.perf_counter() - exchange.start
+                finished = not message.get("more_body", False)
+            await send(message)
+
+        async def observed_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not finished:
+                exchange.left = True
+            return message
+
+        if self.metrics.enabled:
+            self.metrics.in_flight.inc()
+        try:
+            await self._serve(scope, headers, exchange, observed_receive, observed_send)
+        finally:
+            if self.metrics.enabled:
+                self.metrics.in_flight.dec()
+            self.metrics.observe(exchange)
+            log_exchange(exchange)
+
+    async def _serve(
+        self, scope: Scope, headers: Mapping[str, str], exchange: Exchange, receive: Receive, send: Send
+    ) -> None:
+        spec = None
+        try:
+            self.guard.check_host(headers)
+            self.guard.check_origin(headers)
+            if scope["method"] == "OPTIONS":
+                await _send_empty(send, 204, self.guard.preflight(headers))
+                return
+            match = match_endpoint(scope["path"])
+            if match is None:
+                if scope["method"] in ("GET", "HEAD"):
+                    await self._own(scope, headers, send)
+                    return
+                raise Rejected(404, f"no bridge endpoint at {scope['path']}")
+            spec = match.spec
+            exchange.client = spec.name
+            if scope["method"] != "POST":
+                raise Rejected(405, f"{scope['path']} takes POST, not {scope['method']}", {"allow": "POST"})
+            self.stats.requests += 1
+            self.guard.authenticate(spec, headers, scope.get("query_string", b""))
+            self.guard.check_content_type(headers)
+            codec = envelope_codec(spec, "client")
+            body = await _read_body(scope, receive, self.limits)
+            exchange.model = model = match.model or _model_of(codec.model_field, body)
+            check_model(model)
+            await self._route(scope, match, body, exchange, receive, send)
+        except Rejected as exc:
+            if spec is not None:
+                self.stats.rejected += 1
+            exchange.reason = reason = scrub(exc.message, self._secrets)
+            if exchange.started:  # the answer has begun: nothing else can be said
+                log.error("bridge: %s after the answer started", reason)
+                return
+            await _send_json(send, exc.status, error_body(spec, exc.status, reason), exc.headers)
+        except Exception as exc:
+            await self._internal_error(scope, spec, exc, exchange, send)
+
+    async def _internal_error(
+        self, scope: Scope, spec: Any, exc: Exception, exchange: Exchange, send: Send
+    ) -> None:
         """A bug: 500 in the client's error shape; logged with the frames, never the message."""
         self.stats.internal_errors += 1
+        exchange.reason = f"internal error ({type(exc).__name__})"
         # The exception's text may hold a request's or the upstream's secrets: log only where
         # it happened (file, line, function, code) and its type.
         frames = "".join(traceback.TracebackException.from_exception(exc).stack.format())
@@ -163,9 +309,70 @@ class BridgeApp:
             scope["path"],
             frames,
         )
-        if not tracked.started:
+        if not exchange.started:
             msg = f"internal error in the bridge ({type(exc).__name__}); see its log"
-            await _send_json(tracked.send, 500, error_body(spec, 500, msg))
+            await _send_json(send, 500, error_body(spec, 500, msg))
+
+    async def _route(
+        self,
+        scope: Scope,
+        match: EndpointMatch,
+        body: bytes,
+        exchange: Exchange,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Serve the request from its route, or from the route's fallbacks while nothing was sent."""
+        chain = self.router.chain(self.router.select(exchange.model))
+        for i, route in enumerate(chain):
+            exchange.route, exchange.upstream = route.name, route.upstream.protocol
+            token = _CURRENT.set((route.upstream, exchange))
+            try:
+                await self._handle(scope, match, body, receive, send)
+                return
+            except Rejected as exc:
+                if exchange.started or i + 1 == len(chain) or not _retryable(exc.status):
+                    raise
+                why = f"{exc.status}: {exc.message}"
+            except _UNREACHABLE as exc:
+                if exchange.started:
+                    raise
+                why = f"unreachable: {exc or type(exc).__name__}"
+                if i + 1 == len(chain):
+                    raise Rejected(502, f"upstream {route.upstream.protocol} {why}") from None
+            finally:
+                _CURRENT.reset(token)
+            nxt = chain[i + 1].name
+            log.warning(
+                "bridge: route %r failed before the first byte (%s); trying %r",
+                route.name,
+                scrub(why, self._secrets),
+                nxt,
+            )
+            exchange.fallbacks.append(route.name)
+            self.metrics.fell_back(route.name, nxt)
+
+    async def _own(self, scope: Scope, headers: Mapping[str, str], send: Send) -> None:
+        """The bridge's own ``GET`` endpoints: health, metrics, model listings."""
+        path = scope["path"].rstrip("/") or "/"
+        if path == "/health":
+            await _send_json(send, 200, {"status": "ok", "routes": len(self.router.routes)})
+            return
+        if path == "/metrics":
+            self.guard.authenticate(None, headers, b"")
+            if not self.metrics.enabled:
+                raise Rejected(501, "metrics need prometheus-client: pip install 'maas-stream[serve]'")
+            data, kind = self.metrics.render()
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind.encode())]}
+            )
+            await send({"type": "http.response.body", "body": data, "more_body": False})
+            return
+        spec = match_model_list(path, headers)
+        if spec is None or spec.models is None:
+            raise Rejected(404, f"no bridge endpoint at {scope['path']}")
+        self.guard.authenticate(spec, headers, scope.get("query_string", b""))
+        await _send_json(send, 200, spec.models.body(self.router.models()))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -173,7 +380,7 @@ class BridgeApp:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.upstream.aclose()
+                await self.router.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -273,6 +480,7 @@ class BridgeApp:
             idle_timeout=reading.idle,
             total_timeout=reading.total,
             lossy=lossy,
+            final=_responses(),
             **options,
             yield_error=False,  # before the first byte a failure is an HTTP status instead
         )
@@ -314,6 +522,7 @@ class BridgeApp:
             )
         except MaasStreamError as exc:
             raise _upstream_failure(upstream, exc) from None
+        _responses().append(response)
         if is_cut(response):
             # A failed, cut or empty upstream is never a 200 body: the client would read it as an answer.
             error = response.error
@@ -409,8 +618,74 @@ async def _send_json(send: Send, status: int, body: Any, headers: dict[str, str]
     await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
-def create_app(*, upstream: Upstream, limits: Limits | None = None, drop_params: bool = False) -> BridgeApp:
-    """Build the bridge: a pure ASGI app serving the providers' endpoints from ``upstream``.
+def _responses() -> list[Any]:
+    """Where the current request's final upstream response goes (for usage and unknown types)."""
+    current = _CURRENT.get(None)
+    return current[1].responses if current is not None else []
+
+
+async def _send_empty(send: Send, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The request headers by lower-case name (a repeated header: the last one)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+
+
+@functools.cache
+def _model_reader(name: str) -> msgspec.json.Decoder[Any]:
+    # Only the one field is materialized; the rest of the body is skipped, not built.
+    return msgspec.json.Decoder(
+        msgspec.defstruct("ModelOnly", [("value", Any, None)], rename={"value": name})
+    )
+
+
+def _model_of(name: str, raw: bytes) -> str | None:
+    """The model a request body names (``None``: no string there).
+
+    Raises:
+        Rejected: The body is not JSON, or not a JSON object (400): no route can be chosen.
+    """
+    try:
+        found = _model_reader(name).decode(raw).value
+    except msgspec.ValidationError:  # (a DecodeError too: first)
+        raise Rejected(400, "the request body must be a JSON object") from None
+    except msgspec.DecodeError as exc:
+        raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
+    return found if isinstance(found, str) else None
+
+
+def _retryable(status: int) -> bool:
+    """Whether an upstream answer lets a fallback route try (rate limit, timeout, server fault)."""
+    return status in (408, 429) or status >= 500
+
+
+def _upstream_secrets(router: Router) -> list[str]:
+    """The API keys the upstreams send, so that no log line or error body shows them."""
+    out: list[str] = []
+    for upstream in router.upstreams():
+        # The credential headers an HTTPUpstream sends (duck-typed: any upstream may have them).
+        headers = getattr(upstream, "_headers", None) or {}
+        found: set[str] = set()
+        redact_headers(headers, secrets=found)
+        url = getattr(upstream, "url", None)
+        if isinstance(url, str):
+            redact_url(url, secrets=found)  # a ?key= in the URL template
+        out += [v for v in found if len(v) >= 8]
+    return sorted(out, key=len, reverse=True)  # "Bearer sk-..." before "sk-..."
+
+
+def create_app(
+    *,
+    upstream: Upstream | None = None,
+    routes: Router | Sequence[Route] | str | Path | None = None,
+    guard: Guard | None = None,
+    limits: Limits | None = None,
+    drop_params: bool = False,
+) -> BridgeApp:
+    """Build the bridge: a pure ASGI app serving the providers' endpoints from upstreams.
 
     Endpoints: those of every registered protocol spec that has a request envelope codec (the
     client's protocol is chosen by the path):
@@ -420,18 +695,168 @@ def create_app(*, upstream: Upstream, limits: Limits | None = None, drop_params:
     * ``POST /v1/messages`` — Anthropic Messages
     * ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` and ``:generateContent`` — Gemini
 
+    and ``GET /health``, ``GET /metrics`` (Prometheus), the model listings (``GET /v1/models``:
+    OpenAI's shape, Anthropic's with an ``anthropic-version`` header; ``GET /v1beta/models``:
+    Gemini's), and ``OPTIONS`` CORS preflights.
+
     A streaming request (``"stream": true``, Gemini ``:streamGenerateContent``) is answered with
     the converted stream; a non-streaming one with the client protocol's JSON response body,
     built from the aggregate of the upstream stream (the upstream is always asked to stream).
 
     Args:
-        upstream: A :class:`~maas_stream.bridge.HTTPUpstream` or
-            :class:`~maas_stream.bridge.RecordingUpstream` (or anything with their interface;
-            its optional ``timeouts`` attribute, a :class:`~maas_stream.bridge.Timeouts`,
-            bounds the reading of each stream).
+        upstream: One upstream for every model: a :class:`~maas_stream.bridge.HTTPUpstream` or
+            :class:`~maas_stream.bridge.RecordingUpstream` (or anything with their interface).
+        routes: Routes instead (a :class:`~maas_stream.bridge.Router`, a list of
+            :class:`~maas_stream.bridge.Route`, or the path of a TOML routes file).
+        guard: Bridge keys, allowed hosts and CORS origins; by default none are checked but the
+            JSON content type (``maas-stream serve`` sets loopback hosts for a loopback bind).
         limits: Body size and time, concurrent streams (:class:`Limits`; its defaults when ``None``).
         drop_params: Drop and report request fields that change what the model does and
             cannot be carried to the upstream (tool choice, output schema, ``strict``, stop
             sequences, reasoning settings...), instead of answering 400.
+
+    Raises:
+        ValueError: Neither or both of ``upstream`` and ``routes`` were given.
+        ConfigError: The routes are invalid.
     """
-    return BridgeApp(upstream, limits, drop_params=drop_params)
+    if (upstream is None) == (routes is None):
+        raise ValueError("give either upstream= or routes=")
+    if upstream is not None:
+        router = single_route(upstream)
+    elif isinstance(routes, str | Path):
+        router = load_routes(routes)
+    elif isinstance(routes, Router):
+        router = routes
+    else:
+        assert routes is not None
+        router = Router(list(routes))
+    return BridgeApp(router, guard=guard, limits=limits, drop_params=drop_params)
+
+
+class ServeSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What ``maas-stream serve`` was asked for: enough to build the same app in any process.
+
+    Keys are not in it: a worker reads them from :data:`~maas_stream.bridge.KEYS_ENV` and the key
+    files named here, so that the settings can travel in an environment variable.
+    """
+
+    config: str | None = None
+    """A TOML routes file."""
+    recording: str | None = None
+    speed: float | None = None
+    upstream_protocol: str | None = None
+    upstream_url: str | None = None
+    upstream_model: str | None = None
+    keys_files: list[str] = msgspec.field(default_factory=list)
+    no_auth: bool = False
+    """Serve without bridge keys even when some are set (``--no-auth``)."""
+    allowed_hosts: list[str] | None = None
+    """``Host`` names served; ``None``: loopback names for a loopback bind, any otherwise."""
+    cors_origins: list[str] = msgspec.field(default_factory=list)
+    host: str = "127.0.0.1"
+    log_level: str = "info"
+    """The level of the per-request log lines (worker processes set up their own logging)."""
+    timeouts: dict[str, float | None] = msgspec.field(default_factory=dict)
+    """:class:`~maas_stream.bridge.Timeouts` fields for the upstream given by flags."""
+    limits: dict[str, Any] = msgspec.field(default_factory=dict)
+    """:class:`Limits` fields."""
+    max_connections: int | None = None
+    """The upstream connection pool's size (its default when ``None``)."""
+    drop_params: bool = False
+    """Drop and report request fields that change the answer instead of refusing them."""
+
+
+def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp:
+    """The app ``maas-stream serve`` runs, from its settings (and keys given on the command line).
+
+    Raises:
+        ValueError: The settings name no upstream, a bridge key is too short, or the address is
+            not loopback and there are no bridge keys (and no ``no_auth``).
+        ConfigError: The routes file is invalid.
+        OSError: A file cannot be read.
+        MaasStreamError: A recording cannot be used.
+    """
+    found = () if settings.no_auth else load_bridge_keys(keys, files=settings.keys_files)
+    if not found and not settings.no_auth and not is_loopback(settings.host):
+        raise ValueError(
+            f"refusing to serve {settings.host} without bridge keys: anyone who reaches the port would "
+            "spend the upstream keys (give --bridge-key, --bridge-keys-file or MAAS_STREAM_BRIDGE_KEYS, "
+            "or --no-auth)"
+        )
+    hosts = settings.allowed_hosts
+    if hosts is None and is_loopback(settings.host):
+        hosts = sorted(LOOPBACK_HOSTS)
+    guard = Guard(
+        keys=found,
+        allowed_hosts=frozenset(hosts) if hosts is not None else None,
+        cors_origins=frozenset(settings.cors_origins),
+    )
+    upstream: Upstream | None = None
+    timeouts = Timeouts(**settings.timeouts)
+    if settings.recording is not None:
+        upstream = RecordingUpstream(settings.recording, speed=settings.speed or None, timeouts=timeouts)
+    elif settings.upstream_protocol is not None:
+        upstream = HTTPUpstream(
+            settings.upstream_protocol,
+            settings.upstream_url,
+            model=settings.upstream_model,
+            timeouts=timeouts,
+            max_connections=settings.max_connections or DEFAULT_MAX_CONNECTIONS,
+        )
+        auth = get_protocol(settings.upstream_protocol).auth
+        if auth is not None and not os.environ.get(auth.env):
+            log.warning(
+                "the environment variable %s is not set: requests go upstream without a key", auth.env
+            )
+    elif settings.config is None:
+        raise ValueError("give a routes file, an upstream protocol or a recording")
+    limits = Limits(**settings.limits)
+    if upstream is not None:
+        return create_app(upstream=upstream, guard=guard, limits=limits, drop_params=settings.drop_params)
+    assert settings.config is not None
+    return create_app(routes=settings.config, guard=guard, limits=limits, drop_params=settings.drop_params)
+
+
+def app_from_env() -> BridgeApp:
+    """The app factory for worker processes (``uvicorn --factory maas_stream.bridge:app_from_env``).
+
+    Reads :class:`ServeSettings` as JSON from :data:`SETTINGS_ENV`; bridge keys come from
+    :data:`~maas_stream.bridge.KEYS_ENV` and the key files named.
+
+    Raises:
+        RuntimeError: :data:`SETTINGS_ENV` is not set.
+    """
+    raw = os.environ.get(SETTINGS_ENV)
+    if not raw:
+        raise RuntimeError(f"{SETTINGS_ENV} is not set: it carries the serve settings (JSON) to each worker")
+    settings = msgspec.json.decode(raw, type=ServeSettings)
+    _worker_logging(settings.log_level)
+    return build_app(settings)
+
+
+def _worker_logging(level: str) -> None:
+    """A worker process's stderr logging: drops and warnings, and the per-request lines."""
+    root = logging.getLogger("maas_stream")
+    if any(not isinstance(h, logging.NullHandler) for h in root.handlers):
+        return  # the embedding program set up logging
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(f"maas-stream[{os.getpid()}]: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    access = logging.getLogger("maas_stream.bridge.access")
+    access.setLevel(logging.getLevelNamesMapping().get(level.upper(), logging.INFO))
+
+
+def describe(app: BridgeApp) -> str:
+    """What an app serves, for a banner: routes and upstream URLs with secrets redacted."""
+    parts = []
+    for route in app.router.routes:
+        upstream = route.upstream
+        url = getattr(upstream, "url", None)
+        where = (
+            redact_url(url)
+            if isinstance(url, str)
+            else getattr(getattr(upstream, "recording", None), "path", "")
+        )
+        parts.append(f"{route.model} -> {upstream.protocol} {where}".rstrip())
+    return "; ".join(parts)

@@ -16,6 +16,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from urllib.parse import quote
 
 from .._exceptions import LocalProtocolError
 from .._registry import detect_protocol, get_protocol
@@ -278,7 +279,8 @@ class HTTPUpstream:
         """
         if self.model is not None and "model" in body:
             body = {**body, "model": self.model}
-        url = self.url.replace("{model}", self.model or model or "")
+        # Quoted whole (a '/' too): a model name never reaches another path of the provider.
+        url = self.url.replace("{model}", quote(self.model or model or "", safe=":@+"))
         async with aconnect(
             self._get_client(),
             "POST",

@@ -123,7 +123,9 @@ def _status_error(response: Any, body: bytes) -> ProviderHTTPError:
     status = int(response.status_code)
     reason = getattr(response, "reason_phrase", "") or ""
     url = getattr(_request_of(response), "url", None)
-    where = f" from {url}" if url is not None else ""
+    from ._record import redact_url  # the one home of URL redaction (it imports this module)
+
+    where = f" from {redact_url(str(url))}" if url is not None else ""
     cls = for_transport(ProviderHTTPError, response)
     err = cls(
         f"provider answered {status} {reason}{where}: {error_summary(parsed)}".replace("  ", " "),

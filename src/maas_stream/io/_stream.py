@@ -172,6 +172,7 @@ async def aconvert(
     total_timeout: float | None = None,
     lossy: list[Dropped] | None = None,
     yield_error: bool = True,
+    final: list[Response] | None = None,
     **options: Any,
 ) -> AsyncGenerator[bytes, None]:
     """Yield the stream re-encoded as protocol ``to``, each output as soon as its input arrived.
@@ -194,6 +195,8 @@ async def aconvert(
         yield_error: Yield the in-band error frame before raising (the default). When false it
             is only put on the exception (``exc.error_frame``), for a caller that may still
             answer with an HTTP error status instead.
+        final: If given, receives the source's final :class:`~maas_stream.Response` (its usage,
+            its unknown types) when the stream has ended.
         **options: Passed to the target's ``StreamEncoder``.
 
     Raises:
@@ -234,6 +237,8 @@ async def aconvert(
     finally:
         if lossy is not None:
             lossy.extend(conv.lossy)
+        if final is not None and conv.response is not None:
+            final.append(conv.response)
         await reader.aclose()
 
 

@@ -9,9 +9,9 @@ part/metadata mapping (``_parts``, ``_meta``) are private.
 from __future__ import annotations
 
 import sys
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..._registry import Auth, Endpoint, spec_of
+from ..._registry import Auth, Endpoint, ModelList, spec_of
 from .. import _names
 from .._errors import google_error_body
 from ._body import decode_response as decode_response
@@ -28,6 +28,9 @@ from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 from ._parts import SIGNATURE_TYPE as SIGNATURE_TYPE
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 NAME: Final = _names.GEMINI
 
 _MODEL_PATH = r"/(?:v1beta|v1|v1alpha)/models/(?P<model>[^/:]+)"
@@ -36,9 +39,22 @@ ENDPOINTS = (
     Endpoint(_MODEL_PATH + ":streamGenerateContent", stream=True, query="alt=sse"),
     Endpoint(_MODEL_PATH + ":generateContent", stream=False),
 )
-AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key")
+AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key", query="key")
 URL = "https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent?alt=sse"
 ERROR_BODY = google_error_body
+
+
+def _model_list(models: Sequence[str]) -> dict[str, Any]:
+    # GET /v1beta/models: https://ai.google.dev/api/models#method:-models.list
+    methods = ["generateContent", "streamGenerateContent"]
+    return {
+        "models": [
+            {"name": f"models/{m}", "displayName": m, "supportedGenerationMethods": methods} for m in models
+        ]
+    }
+
+
+MODELS = ModelList(r"/(?:v1beta|v1alpha)/models", _model_list)
 REPLAY_ONLY = frozenset({SIGNATURE_TYPE})
 
 SPEC = spec_of(sys.modules[__name__], "sse")

@@ -9,9 +9,9 @@ mapping (``_map``, ``_message``). Wire Structs are private.
 from __future__ import annotations
 
 import sys
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..._registry import Auth, Endpoint, spec_of
+from ..._registry import Auth, Endpoint, ModelList, spec_of
 from .. import _names
 from .._errors import openai_error_body
 from ._body import decode_response as decode_response
@@ -27,6 +27,9 @@ from ._history import to_canonical as to_canonical
 from ._history import validate as validate
 from ._map import ReasoningMode as ReasoningMode
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 NAME: Final = _names.OPENAI_CHAT
 
 
@@ -35,6 +38,15 @@ AUTH = Auth("OPENAI_API_KEY", "authorization", "Bearer {}")
 URL = "https://api.openai.com/v1/chat/completions"
 ERROR_BODY = openai_error_body
 ENCODER_OPTIONS = encoder_options
+
+
+def _model_list(models: Sequence[str]) -> dict[str, Any]:
+    # GET /v1/models: https://platform.openai.com/docs/api-reference/models/list
+    data = [{"id": m, "object": "model", "created": 0, "owned_by": "maas-stream"} for m in models]
+    return {"object": "list", "data": data}
+
+
+MODELS = ModelList(r"(?:/v1)?/models", _model_list)
 
 SPEC = spec_of(sys.modules[__name__], "sse")
 """Everything the registry, the CLI and the bridge know of this protocol."""
