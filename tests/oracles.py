@@ -344,3 +344,37 @@ def pruned(body: dict[str, Any], target: str) -> dict[str, Any]:
             known = {f.alias or n for n, f in fields.items()} | set(fields)
             body["usageMetadata"] = {k: v for k, v in body["usageMetadata"].items() if k in known}
     return body
+
+
+# ---------------------------------------------------------------------- request bodies
+
+
+def _read_all(value: Any) -> Any:
+    """A validated value with every lazily read iterable (pydantic reads ``Iterable`` fields
+    lazily) read into a list, so that validation errors surface and values compare."""
+    if isinstance(value, dict):
+        return {k: _read_all(v) for k, v in value.items()}
+    if isinstance(value, list | tuple) or (hasattr(value, "__next__") and not isinstance(value, str | bytes)):
+        return [_read_all(v) for v in value]
+    return value
+
+
+def chat_request(body: dict[str, Any]) -> Any:
+    """A Chat request body as openai's ``CompletionCreateParams`` reads it.
+
+    Returns what the SDK type keeps (keys it does not know are left out, so comparing the
+    result with ``body`` finds them); raises ``pydantic.ValidationError`` for a value the type
+    refuses.
+    """
+    streaming = body.get("stream") is True
+    if streaming not in _CHAT_REQUEST:
+        params = openai.types.chat.completion_create_params
+        kind: Any = (
+            params.CompletionCreateParamsStreaming if streaming else params.CompletionCreateParamsNonStreaming
+        )
+        _CHAT_REQUEST[streaming] = pydantic.TypeAdapter(kind)
+    # The adapter must outlive the lazy iterators it returns (pydantic-core panics otherwise).
+    return _read_all(_CHAT_REQUEST[streaming].validate_python(body))
+
+
+_CHAT_REQUEST: dict[bool, pydantic.TypeAdapter[Any]] = {}

@@ -28,7 +28,7 @@ It must not convert the conversation (``messages`` is the history codec's) or do
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, get_args
+from typing import TYPE_CHECKING, Any, Final, cast, get_args
 
 from ..._envelope import (
     Envelope,
@@ -65,6 +65,7 @@ AFFECTS_OUTPUT: Final = frozenset(
         # Canonical fields travel natively only when their value could not be read.
         "tool_choice",
         "function_call",
+        "functions",
         "reasoning_effort",
         "response_format",
         "stop",
@@ -157,13 +158,16 @@ def _grammar(fmt: Any) -> Any:
 
 
 def _read_functions(body: Mapping[str, Any], env: Envelope) -> list[str]:
-    """The deprecated ``functions`` / ``function_call`` pair, as tools and a tool choice."""
+    """The deprecated ``functions`` / ``function_call`` pair, as tools and a tool choice.
+
+    Each is read only when its successor (``tools`` / ``tool_choice``) is absent; otherwise it
+    travels natively (back to Chat as it is, reported elsewhere).
+    """
     consumed: list[str] = []
     functions = body.get("functions")
-    if isinstance(functions, list):
+    if isinstance(functions, list) and "tools" not in body:
         consumed.append("functions")
-        if not isinstance(body.get("tools"), list):
-            env.sources["tools"] = "functions"
+        env.sources["tools"] = "functions"
         for i, fn in enumerate(functions):
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                 env.tools.append(FunctionTool.of(fn, "parameters"))
@@ -250,9 +254,10 @@ def _read_tool_choice(raw: Any) -> ToolChoice | None:
 
 
 def _tool_name(tool: Any) -> str | None:
-    if not isinstance(tool, dict):
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    if not isinstance(tool, dict) or not isinstance(kind, str):
         return None
-    inner = tool.get(tool.get("type"))
+    inner = tool.get(kind)
     name = inner.get("name") if isinstance(inner, dict) else tool.get("name")
     return name if isinstance(name, str) else None
 
@@ -290,9 +295,10 @@ def _write_tool_choice(body: dict[str, Any], env: Envelope, lost: list[Unread]) 
 
 def _read_reasoning(raw: Any) -> Reasoning | None:
     # ``max`` (newest models) has no canonical level above ``xhigh``.
-    effort: Any = "xhigh" if raw == "max" else raw
-    if effort not in _EFFORTS:
+    name = "xhigh" if raw == "max" else raw
+    if not isinstance(name, str) or name not in _EFFORTS:
         return None
+    effort = cast("ReasoningEffort", name)  # checked against the Literal's values above
     return Reasoning(enabled=effort != "none", effort=effort)
 
 
