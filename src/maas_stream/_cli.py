@@ -4,7 +4,9 @@
 
     maas-stream aggregate [--from P] FILE|-         print the final Response as JSON
     maas-stream convert --to Q [--from P] FILE|-    print the stream re-encoded as protocol Q
-    maas-stream history --to Q [--from P] FILE|-    convert a request body / history JSON
+    maas-stream history --to Q [--from P] [--model M] [--drop-params] FILE|-
+                                                    convert a whole request body (or a history);
+                                                    every drop on stderr ("dropped: ...")
     maas-stream validate --protocol P FILE|-        check a request body; exit 1 naming each fault
     maas-stream protocols                           list the protocols this build knows
     maas-stream replay [--speed X] FILE             write a recording to stdout with its chunks and timing
@@ -37,6 +39,8 @@ from ._registry import detect_body_protocol, get_protocol, protocol_names
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+
+    from ._drops import Dropped
 
 __all__ = ["main"]
 
@@ -131,19 +135,34 @@ def _load_json(path: str) -> Any:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
+    from ._request import UnsupportedParamsError, convert_request
+
     body = _load_json(args.file)
+    name = "<stdin>" if args.file == "-" else args.file
+    dropped: list[Dropped] = []
     try:
         source = args.source or detect_body_protocol(body)
         faults = validate(body, source)
-        out = convert_history(body, to=args.to, protocol=source)
+        whole = get_protocol(source).envelope is not None and get_protocol(args.to).envelope is not None
+        if whole:  # the whole request: conversation and envelope
+            converted = convert_request(
+                body, protocol=source, to=args.to, model=args.model, drop_params=args.drop_params
+            )
+            out, dropped = converted.body, converted.dropped
+        else:  # a websocket protocol's history: the conversation only
+            out = convert_history(body, to=args.to, protocol=source, lossy=dropped)
+    except UnsupportedParamsError as exc:
+        for fault in exc.faults:
+            print(f"maas-stream: {name}: {fault}", file=sys.stderr)
+        return EXIT_FAULT
     except MaasStreamError as exc:
         _fail(args.file, exc)
-    name = "<stdin>" if args.file == "-" else args.file
     for fault in faults:
         # Said, never silent: what the source's own rules reject may not convert as meant
         # (content of the wrong type has no canonical form). A pending turn (a call not yet
         # answered) is common in stored histories, so this warns rather than refuses.
         print(f"maas-stream: {name}: warning: {source}: {fault}", file=sys.stderr)
+    # Each drop was logged once by the library (the CLI's log handler prints it).
     _json_out(out, args.compact)
     return 0
 
@@ -379,9 +398,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="recording to read, or - for stdin")
     p.set_defaults(run=_cmd_convert)
 
-    p = sub.add_parser("history", help="convert a request body / conversation history")
+    p = sub.add_parser("history", help="convert a request body (conversation and envelope) / a history")
     p.add_argument("--to", required=True, type=_protocol, help="target protocol")
     p.add_argument("--from", dest="source", type=_protocol, help="source protocol (detected when left out)")
+    p.add_argument("--model", help="name this model in the converted request instead of the client's")
+    p.add_argument(
+        "--drop-params",
+        action="store_true",
+        help="drop (and report) fields that change the answer and cannot be carried, instead of failing",
+    )
     p.add_argument("--compact", action="store_true", help="one line of JSON instead of indented")
     p.add_argument("file", metavar="FILE", help="JSON file to read, or - for stdin")
     p.set_defaults(run=_cmd_history)

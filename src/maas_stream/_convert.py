@@ -24,10 +24,18 @@ import msgspec
 from ._accumulate import client_call_in, turn_finish
 from ._aggregate import Aggregator
 from ._drops import DropLog, Dropped
-from ._exceptions import ConversionError, LocalProtocolError, ProtocolDetectionError, ProtocolError
+from ._exceptions import (
+    ConversionError,
+    LocalProtocolError,
+    ProtocolDetectionError,
+    ProtocolError,
+    RemoteProtocolError,
+    ValidationError,
+)
 from ._model import Message, Response, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
 from .events import PartStart, StreamWarning, UnknownEvent
+from .protocols._json import UNREADABLE
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -446,8 +454,17 @@ def convert(data: bytes | Iterable[bytes], *, to: str, protocol: str | None = No
 
 
 def to_canonical(body: Any, protocol: str) -> list[Message]:
-    """Convert a request body (or history) of ``protocol`` to canonical messages."""
-    return get_protocol(protocol).to_canonical(body)
+    """Convert a request body (or history) of ``protocol`` to canonical messages.
+
+    Raises:
+        ValidationError: The body cannot be read as a ``protocol`` request, including a value
+            nested past the interpreter's limit or a string that is not valid Unicode.
+    """
+    spec = get_protocol(protocol)
+    try:
+        return spec.to_canonical(body)
+    except UNREADABLE as exc:
+        raise ValidationError(protocol, [_unreadable(exc)]) from exc
 
 
 def from_canonical(
@@ -533,7 +550,12 @@ def decode_response(body: Any, protocol: str) -> Response:
     spec = get_protocol(protocol)
     if spec.decode_response is None:
         raise LocalProtocolError(f"{protocol} has no non-streaming response body")
-    response = spec.decode_response(body)
+    try:
+        response = spec.decode_response(body)
+    except UNREADABLE as exc:
+        raise RemoteProtocolError(
+            f"invalid {protocol} response body: {_unreadable(exc)}", protocol=protocol
+        ) from exc
     if any(m.provider is None for m in response.messages):
         # The replay rule's origin: what a body says was made by its protocol.
         response = msgspec.structs.replace(
@@ -564,6 +586,18 @@ def normalize_finish(response: Response) -> Response:
 def validate(body: Any, protocol: str) -> list[str]:
     """Check a request body against ``protocol``'s rules; return every fault (empty when valid).
 
-    Each fault names the offending message index and, where one is involved, the call id.
+    Each fault names the offending message index and, where one is involved, the call id. A
+    value nested past the interpreter's limit or a string that is not valid Unicode is a fault.
     """
-    return get_protocol(protocol).validate(body)
+    spec = get_protocol(protocol)
+    try:
+        return spec.validate(body)
+    except UNREADABLE as exc:
+        return [_unreadable(exc)]
+
+
+def _unreadable(exc: BaseException) -> str:
+    """The fault of an input value Python cannot process (see ``protocols/_json.py``)."""
+    if isinstance(exc, RecursionError):
+        return "a value is nested too deep to read"
+    return "a string is not valid Unicode (a lone surrogate)"

@@ -339,13 +339,14 @@ _HOOK_FIELDS: Final = (
     "parallel_tool_calls",
     "reasoning",
     "output",
-    "include_usage",
     "store",
     "metadata",
     "user",
     "service_tier",
 )
-"""The canonical fields a protocol's :data:`WriteHook` writes (the codec writes the rest)."""
+"""The canonical fields a protocol's :data:`WriteHook` writes (the codec writes the rest).
+``include_usage`` is not one: it asks the CLIENT's stream encoder for a usage chunk (see the
+specs' ``encoder_options``), and every upstream is asked for usage anyway."""
 
 
 def _read_nothing(body: Mapping[str, Any], env: Envelope) -> Iterable[str]:

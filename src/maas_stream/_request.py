@@ -13,7 +13,8 @@ the drop policy decides what happens to what cannot be carried:
 * anything else (sampling the target model refuses, seed, metadata, usage switches...) is dropped
   and reported.
 
-Every loss is a :class:`~maas_stream.Dropped` record of kind ``request_field``. A request to the
+Every loss is a :class:`~maas_stream.Dropped` record of kind ``request_field``, logged once as a
+warning on the ``maas_stream`` logger (as :func:`convert_history` logs its own). A request to the
 SAME protocol is forwarded as it is (only the model, the streaming switch and what the model
 refuses are changed), so nothing a conversion could lose is touched.
 
@@ -23,6 +24,7 @@ It must not know any wire protocol (the specs' codecs do) or do IO.
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +38,9 @@ from ._registry import get_protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ConvertedRequest", "UnsupportedParamsError", "convert_request", "read_envelope"]
+__all__ = ["ConvertedRequest", "LostField", "UnsupportedParamsError", "convert_request", "read_envelope"]
+
+log = logging.getLogger("maas_stream")
 
 
 class UnsupportedParamsError(ValidationError):
@@ -49,8 +53,8 @@ class UnsupportedParamsError(ValidationError):
         protocol: The target protocol.
     """
 
-    def __init__(self, protocol: str, source: str, lost: list[Unread]) -> None:
-        self.fields = [u.field or u.what for u in lost]
+    def __init__(self, protocol: str, source: str, lost: list[Unread], fields: list[str]) -> None:
+        self.fields = fields
         faults = [
             f"{u.what}{f' at {u.where}' if u.where else ''} cannot be carried to {protocol}"
             " (pass drop_params to drop it)"
@@ -71,6 +75,21 @@ class ConvertedRequest:
     dropped: list[Dropped] = field(default_factory=list)
     """What of the client's request the target does not get (request envelope and
     conversation)."""
+    lost_fields: list[LostField] = field(default_factory=list)
+    """The client's request fields the target does not get (wholly or in part), by path."""
+
+
+@dataclass(frozen=True)
+class LostField:
+    """A client request field (its own path) that the target does not get, wholly or in part."""
+
+    path: str
+    """The client's field path (``"tool_choice"``, ``"generationConfig.thinkingConfig"``,
+    ``"tools"`` for something inside a tool declaration)."""
+    affects_output: bool
+    """Whether its loss changes what the model does."""
+    what: str
+    """The drop, for humans."""
 
 
 def read_envelope(
@@ -143,18 +162,34 @@ def convert_request(
         out = target.build(conversation, fitted, lost)
     streaming = client_stream if stream is None else stream
     if target.stream_field is not None:
-        out[target.stream_field] = streaming
+        if streaming or stream is not None or (source.stream_field or "") in body:
+            out[target.stream_field] = streaming
+        else:  # the client left it out: so does the target (not streaming is the default)
+            out.pop(target.stream_field, None)
     if not streaming:  # the fixed fields are streaming options (Chat's stream_options)
         for key in target.fixed:
             if protocol != to or key not in body:
                 out.pop(key, None)
     refused = [u for u in lost if u.affects_output and not _harmless(u, env)]
     if refused and not drop_params:
-        raise UnsupportedParamsError(to, protocol, refused)
-    log = DropLog(to, protocol)
+        raise UnsupportedParamsError(to, protocol, refused, [_client_path(u, env) for u in refused])
+    drops = DropLog(to, protocol)
     for u in lost:
-        log.add("request_field", u.what, where=u.where)
-    return ConvertedRequest(out, env, log.records + history)
+        drops.add("request_field", u.what, where=u.where)
+    for rec in drops.records:
+        log.warning("%s -> %s request: dropped %s", protocol, to, rec)
+    fields = [LostField(_client_path(u, env), u.affects_output, u.what) for u in lost]
+    return ConvertedRequest(out, env, drops.records + history, fields)
+
+
+def _client_path(u: Unread, env: Envelope) -> str:
+    """The client's own field path of a loss (``tools.strict`` → ``tools``, canonical → source)."""
+    if u.field is None:
+        return u.what
+    head = u.field.split(".", 1)[0]
+    if head in env.sources:
+        return env.sources[head]
+    return u.field
 
 
 def _codec(protocol: str) -> EnvelopeCodec:

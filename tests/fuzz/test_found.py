@@ -161,7 +161,7 @@ def test_arguments_with_a_lone_surrogate_converted_to_interactions_and_live() ->
         assert ms.from_canonical(messages, target)
 
 
-# ------------------------------------------- open finds in packages other helpers own (xfail)
+# ------------------------------------------- finds at the entry points (regressions)
 
 SURROGATE = "\ud800"
 USER = {"role": "user", "content": "hi"}
@@ -176,7 +176,7 @@ def _tool_use(value: object) -> dict[str, Any]:
     return {"messages": [USER, {"role": "assistant", "content": [block]}]}
 
 
-OPEN: list[tuple[str, str, Any]] = [
+FOUND: list[tuple[str, str, Any]] = [
     (
         "anthropic/_history.py to_canonical: TypeError (a list role)",
         "to_canonical",
@@ -292,10 +292,10 @@ _ALLOWED: dict[str, tuple[type[Exception], ...]] = {
 
 @pytest.mark.parametrize(
     ("entry", "run"),
-    [pytest.param(e, r, id=site, marks=pytest.mark.xfail(strict=True, reason=site)) for site, e, r in OPEN],
+    [pytest.param(e, r, id=site) for site, e, r in FOUND],
 )
-def test_open_find(entry: str, run: Any) -> None:
-    """Each ends in a result or the error its entry point documents (fails today at the site)."""
+def test_entry_point_find(entry: str, run: Any) -> None:
+    """Each ends in a result or the error its entry point documents (it crashed at the site)."""
     try:
         run()
     except _ALLOWED[entry]:

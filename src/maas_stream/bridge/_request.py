@@ -116,13 +116,12 @@ def upstream_request(
                 drop_params=drop_params,
             )
             upstream_body, env = converted.body, converted.envelope
-            history = [d for d in converted.dropped if d.kind != "request_field"]
-            records = [d for d in converted.dropped if d.kind == "request_field"]
+            records, history = converted.dropped, []
         else:
             env = codec.read(body, model=match.model, stream=match.endpoint.stream)
             upstream_body = convert_history(body, to=target.name, protocol=client.name, lossy=history)
             fields.add("request_field", f"request envelope ({target.name} has no request envelope codec)")
-            records = fields.records
+            records = []
     except UnsupportedParamsError as exc:
         raise Rejected(
             400, f"unsupported {client.name} request for a {target.name} upstream: " + "; ".join(exc.faults)
@@ -136,5 +135,5 @@ def upstream_request(
     faults = validate(upstream_body, target.name)
     if faults:
         raise Rejected(400, f"the {target.name} upstream would reject this request: " + "; ".join(faults))
-    # convert_history logged its own records; the envelope's are the bridge's to log.
-    return UpstreamRequest(upstream_body, env, records + history, records)
+    # convert_request and convert_history logged their own records; the rest are the bridge's.
+    return UpstreamRequest(upstream_body, env, records + fields.records + history, fields.records)

@@ -83,7 +83,7 @@ def to_canonical(body: Any) -> list[Message]:
         content, raw = _content(system, "system")
         out.append(Message(role="system", content=content, provider=PROTOCOL, provider_raw=raw))
     for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in _ROLES:
+        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str) or msg["role"] not in _ROLES:
             raise ValidationError(PROTOCOL, [f"messages[{i}]: not a message with a known role"])
         content, raw = _content(msg.get("content"), f"messages[{i}]")
         role = msg["role"]
@@ -215,7 +215,7 @@ def validate(body: Any) -> list[str]:
     pending: dict[str, int] = {}
     last_role: str | None = None
     for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in _ROLES:
+        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str) or msg["role"] not in _ROLES:
             faults.append(f"messages[{i}]: not a message with a known role")
             continue
         role: str = msg["role"]

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, assert_never
 
-import msgspec
-
 from ... import _model as m
+from .._json import object_from_text
 from .._names import ANTHROPIC as PROTOCOL
 from .._replay import replayable
 from ._blocks import SERVER_RESULT_TYPES
@@ -31,14 +30,7 @@ _CALL_BLOCKS: Final = {"function": "tool_use", "server": "server_tool_use", "mcp
 _DELTA: Final = "content_block_delta"
 
 
-def _object_args(text: str) -> dict[str, Any] | None:
-    if not text.strip():
-        return {}
-    try:
-        value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+_object_args = object_from_text
 
 
 _PART_KINDS: Final[dict[type[Any], DropKind]] = {

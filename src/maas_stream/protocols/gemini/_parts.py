@@ -37,6 +37,7 @@ from msgspec import UNSET
 
 from ... import _model as cm
 from ..._exceptions import RemoteProtocolError
+from .._json import NOT_JSON, object_from_text
 from .._names import GEMINI as PROTOCOL
 from .._replay import replayable
 from ._args import ArgsWriter
@@ -223,20 +224,14 @@ def as_object(text: str) -> dict[str, Any]:
     """Tool output text as the JSON object Gemini's ``response`` fields want."""
     try:
         value = _dec.decode(text)
-    except msgspec.DecodeError:
+    except NOT_JSON:
         return {"output": text}
     return value if isinstance(value, dict) else {"output": value}
 
 
 def call_args(arguments: str) -> dict[str, Any] | None:
     """A call's arguments text as the JSON object Gemini wants, or ``None`` if it is not one."""
-    if not arguments.strip():
-        return {}
-    try:
-        value = _dec.decode(arguments)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+    return object_from_text(arguments)
 
 
 def media_body(part: cm.Part) -> dict[str, Any] | None:

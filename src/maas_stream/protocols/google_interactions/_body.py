@@ -19,6 +19,7 @@ import msgspec
 
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, Response, StreamError, ToolCallPart, UnknownPart
+from .._json import UNREADABLE
 from .._names import GOOGLE_INTERACTIONS as PROTOCOL
 from ._content import report
 from ._steps import (
@@ -120,8 +121,7 @@ def decode_response(body: Any) -> Response:
     except RemoteProtocolError as exc:
         exc.protocol = PROTOCOL
         raise
-    except (msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
-        # UnicodeEncodeError: msgspec reads a str as UTF-8, and a lone surrogate is not
+    except (msgspec.ValidationError, *UNREADABLE) as exc:
         raise RemoteProtocolError(f"invalid {PROTOCOL} response body: {exc}", protocol=PROTOCOL) from exc
     wire = inter.status or "completed"
     status, finish = finish_from_status(wire)

@@ -50,12 +50,7 @@ def to_canonical(body: Any) -> list[Message]:
             wrong JSON type, or a value cannot be read: nested past the interpreter's limit, or
             a string with a lone surrogate (not valid Unicode).
     """
-    try:
-        return _to_canonical(body)
-    except RecursionError as exc:
-        raise ValidationError(PROTOCOL, ["a value is nested too deep to read"]) from exc
-    except UnicodeEncodeError as exc:  # msgspec reads str as UTF-8: a lone surrogate fails
-        raise ValidationError(PROTOCOL, ["a string is not valid Unicode"]) from exc
+    return _to_canonical(body)
 
 
 def _to_canonical(body: Any) -> list[Message]:

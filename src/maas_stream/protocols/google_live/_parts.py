@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ..._model import AudioPart, CodePart, ImagePart, Part, ToolCallPart, ToolResultPart, UnknownPart, Usage
+from .._json import NOT_JSON
 from .._session import result_text
 
 if TYPE_CHECKING:
@@ -111,9 +112,7 @@ def blob(mime_type: str, data: str) -> dict[str, Any]:
     return {"inlineData": {"mimeType": mime_type, "data": data}}
 
 
-_NOT_JSON = (msgspec.DecodeError, RecursionError, UnicodeEncodeError)
-"""Text that is not JSON to read: invalid, nested past the limit, or with a lone surrogate
-(msgspec reads a str as UTF-8)."""
+_NOT_JSON = NOT_JSON
 
 
 def function_call(

@@ -20,6 +20,7 @@ import msgspec
 from ..._drops import DropLog
 from ..._exceptions import RemoteProtocolError
 from ..._model import ASSISTANT_ROLES, FinishReason, Message, Response, ResponseStatus, TextPart
+from .._json import NOT_JSON
 from ._map import (
     PROTOCOL,
     ReasoningMode,
@@ -123,8 +124,7 @@ def decode_response(body: Any) -> Response:
             raise RemoteProtocolError(
                 "a chat.completion body must be a JSON object", protocol=PROTOCOL, raw=body
             )
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeEncodeError) as exc:
-        # RecursionError: nested past the limit; UnicodeEncodeError: a lone surrogate in a str
+    except (msgspec.ValidationError, *NOT_JSON) as exc:
         raise RemoteProtocolError(
             f"invalid chat.completion body: {exc}", protocol=PROTOCOL, raw=body
         ) from exc

@@ -428,9 +428,9 @@ def _write(body: dict[str, Any], env: Envelope, lost: list[Unread]) -> Iterable[
             lost.append(
                 Unread(f"service tier {tier!r} (Chat has {', '.join(sorted(_TIERS))})", field="service_tier")
             )
-    # The upstream is always asked for usage (``fixed``); the client's wish is the encoder's.
+    # ``include_usage`` is no upstream field: the upstream is always asked for usage
+    # (``fixed``); the client's wish is the encoder's.
     return (
-        "include_usage",
         "tool_choice",
         "parallel_tool_calls",
         "reasoning",

@@ -50,12 +50,7 @@ def to_canonical(body: Any) -> list[Message]:
         ValidationError: The body has no item list, or a value cannot be read: nested past the
             interpreter's limit, or a string with a lone surrogate (not valid Unicode).
     """
-    try:
-        return _to_canonical(body)
-    except RecursionError as exc:
-        raise ValidationError(PROTOCOL, ["a value is nested too deep to read"]) from exc
-    except UnicodeEncodeError as exc:
-        raise ValidationError(PROTOCOL, ["a string is not valid Unicode"]) from exc
+    return _to_canonical(body)
 
 
 def _to_canonical(body: Any) -> list[Message]:

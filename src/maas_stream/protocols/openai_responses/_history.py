@@ -92,6 +92,8 @@ def _item(i: int, raw: Any) -> Message:
     if not isinstance(raw, dict):
         raise ValidationError(PROTOCOL, [f"input[{i}]: not an item object"])
     kind = raw.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise ValidationError(PROTOCOL, [f"input[{i}]: the item type must be a string"])
     if kind == "item_reference":
         return Message(
             role="assistant", type="item_reference", id=str(raw.get("id") or ""), provider=PROTOCOL
@@ -291,6 +293,9 @@ def validate(body: Any) -> list[str]:
             faults.append(f"input[{i}]: not an item object")
             continue
         kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            faults.append(f"input[{i}]: the item type must be a string")
+            continue
         item_id = item.get("id")
         if isinstance(item_id, str) and kind != "item_reference":
             if item_id in ids:
@@ -325,7 +330,7 @@ def _check_message(i: int, item: dict[str, Any], faults: list[str]) -> None:
     allowed = _PARTS_BY_ROLE[role]
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in allowed:
+        if not isinstance(kind, str) or kind not in allowed:
             faults.append(f"input[{i}].content[{j}]: part type {kind!r} is not allowed in a {role} message")
 
 
