@@ -61,14 +61,15 @@ def test_the_same_protocol_gets_the_new_model_and_the_stream_switch() -> None:
 
 
 def test_a_native_field_of_another_protocol_is_reported_not_refused() -> None:
-    body = {**CHAT, "logit_bias": {"50256": -100}}
+    # A prompt-cache hint changes no answer (logit_bias would: Chat lists it as answer-changing).
+    body = {**CHAT, "prompt_cache_key": "k"}
     out = ms.convert_request(body, protocol="openai-chat", to="anthropic")
-    assert "logit_bias" not in out.body
-    assert [(d.kind, d.what) for d in out.dropped] == [("request_field", "request field logit_bias")]
+    assert "prompt_cache_key" not in out.body
+    assert [(d.kind, d.what) for d in out.dropped] == [("request_field", "request field prompt_cache_key")]
 
 
 def test_what_changes_the_answer_is_refused_naming_the_clients_field() -> None:
-    body = {**CHAT, "tools": [{"type": "custom", "custom": {"name": "g"}}]}
+    body = {**CHAT, "tools": [{"type": "retrieval"}]}
     with pytest.raises(ms.UnsupportedParamsError) as caught:
         ms.convert_request(body, protocol="openai-chat", to="gemini")
     assert caught.value.fields == ["tools"]
@@ -80,7 +81,7 @@ def test_what_changes_the_answer_is_refused_naming_the_clients_field() -> None:
 
 
 def test_drops_are_logged_once_each(caplog: pytest.LogCaptureFixture) -> None:
-    body = {**CHAT, "logit_bias": {"1": 1}, "seed": 3}
+    body = {**CHAT, "prompt_cache_key": "k", "seed": 3}
     with caplog.at_level(logging.WARNING, logger="maas_stream"):
         out = ms.convert_request(body, protocol="openai-chat", to="anthropic")
     lines = [r.getMessage() for r in caplog.records]
@@ -185,7 +186,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_history_refuses_then_drops_with_a_line_each(tmp_path: Path) -> None:
-    body = {**CHAT, "tools": [{"type": "custom", "custom": {"name": "g"}}], "seed": 2}
+    body = {**CHAT, "tools": [{"type": "retrieval"}], "seed": 2}
     path = tmp_path / "req.json"
     path.write_text(json.dumps(body))
     refused = _cli("history", "--from", "openai-chat", "--to", "gemini", str(path))
