@@ -36,6 +36,9 @@ BEGIN = "<!-- request-table: begin (scripts/request_table.py writes this part) -
 END = "<!-- request-table: end -->"
 HTTP = ("openai-chat", "openai-responses", "anthropic", "gemini")
 _NESTED = ("generationConfig", "generation_config")
+UNWRITTEN = "read, not written (the target's default)"
+"""A field the target's writer took and wrote nothing for (its value is the target's default
+behaviour); the test keeps a reviewed list of these, since a silent loss would look the same."""
 
 
 def bodies() -> dict[str, dict[str, Any]]:
@@ -98,19 +101,21 @@ def _status(client: str, upstream: str, body: dict[str, Any], path: str) -> str:
             return "carried"
         if converted.envelope.sources.get("include_usage", "").startswith(f"{path}."):
             return "honoured by the client's stream encoder"
-        return "(not written)"
+        return UNWRITTEN
     return "carried" if target == path else f"mapped → `{target}`"
 
 
 def _mapped(converted: ms.ConvertedRequest, upstream: str, path: str) -> str | None:
     env = converted.envelope
-    names = [name for name, source in env.sources.items() if source == path]
+    names = [name for name, source in env.sources.items() if source == path or source.startswith(f"{path}.")]
     if not names:
         return None
     back = ms.read_envelope(converted.body, upstream, model="m")
     for name in names:
         if name in back.sources:
             return back.sources[name]
+        if name == "native_tools" and back.native_tools:  # a built-in tool joins the tools list
+            return ms.get_protocol(upstream).envelope.tools_field  # type: ignore[union-attr]
     return None
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -349,16 +348,38 @@ def pruned(body: dict[str, Any], target: str) -> dict[str, Any]:
     return body
 
 
-# ------------------------------------------------------------------------- request bodies
+# ---------------------------------------------------------------------- request bodies
 
 
-def _materialized(value: Any) -> Any:
-    # pydantic validates ``Iterable[...]`` fields lazily: iterating runs the validation.
+def _read_all(value: Any) -> Any:
+    """A validated value with every lazily read iterable (pydantic reads ``Iterable`` fields
+    lazily) read into a list, so that validation errors surface and values compare."""
     if isinstance(value, dict):
-        return {k: _materialized(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, Iterator)):
-        return [_materialized(v) for v in value]
+        return {k: _read_all(v) for k, v in value.items()}
+    if isinstance(value, list | tuple) or (hasattr(value, "__next__") and not isinstance(value, str | bytes)):
+        return [_read_all(v) for v in value]
     return value
+
+
+def chat_request(body: dict[str, Any]) -> Any:
+    """A Chat request body as openai's ``CompletionCreateParams`` reads it.
+
+    Returns what the SDK type keeps (keys it does not know are left out, so comparing the
+    result with ``body`` finds them); raises ``pydantic.ValidationError`` for a value the type
+    refuses.
+    """
+    streaming = body.get("stream") is True
+    if streaming not in _CHAT_REQUEST:
+        params = openai.types.chat.completion_create_params
+        kind: Any = (
+            params.CompletionCreateParamsStreaming if streaming else params.CompletionCreateParamsNonStreaming
+        )
+        _CHAT_REQUEST[streaming] = pydantic.TypeAdapter(kind)
+    # The adapter must outlive the lazy iterators it returns (pydantic-core panics otherwise).
+    return _read_all(_CHAT_REQUEST[streaming].validate_python(body))
+
+
+_CHAT_REQUEST: dict[bool, pydantic.TypeAdapter[Any]] = {}
 
 
 def responses_request(body: dict[str, Any]) -> Any:
@@ -370,7 +391,7 @@ def responses_request(body: dict[str, Any]) -> Any:
     Raises:
         pydantic.ValidationError: The body does not fit the SDK's request type.
     """
-    return _materialized(_responses_request().validate_python(body))
+    return _read_all(_responses_request().validate_python(body))
 
 
 @functools.cache

@@ -204,6 +204,9 @@ class Unread:
     conversion names the client's field from :attr:`Envelope.sources`."""
     affects_output: bool = False
     """Whether losing it changes what the model does (refused unless drops are allowed)."""
+    native: bool = False
+    """:attr:`field` is a native field path of the client's (:attr:`Envelope.native`), not a
+    canonical field."""
 
 
 @dataclass
@@ -454,9 +457,13 @@ class EnvelopeCodec:
             ("temperature", self.temperature),
             ("top_p", self.top_p),
         ):
-            name = next((n for n in names if n in where), None)
-            if name is None:
+            present = [n for n in names if n in where]
+            if not present:
                 continue
+            name = present[0]
+            for other in present[1:]:  # a second name of the same setting: kept natively, not lost
+                path = f"{self.settings_in[0]}.{other}" if self.settings_in else other
+                env.native[path] = where[other]
             value = _opt(where[name], int if attr == "max_tokens" else float)
             if value is not None:
                 setattr(env, attr, value)
@@ -522,7 +529,14 @@ class EnvelopeCodec:
         self._write_native(body, env, out)
         if lost is not None:
             lost.extend(
-                Unread(u.what, u.where, u.field, u.affects_output or u.field in AFFECTS_OUTPUT) for u in out
+                Unread(
+                    u.what,
+                    u.where,
+                    u.field,
+                    u.affects_output or (not u.native and u.field in AFFECTS_OUTPUT),
+                    u.native,
+                )
+                for u in out
             )
         return body
 
@@ -531,7 +545,7 @@ class EnvelopeCodec:
         for path, value in env.native.items():
             if not same:
                 affects = path in env.native_affects_output
-                lost.append(Unread(f"request field {path}", field=path, affects_output=affects))
+                lost.append(Unread(f"request field {path}", field=path, affects_output=affects, native=True))
                 continue
             # A dotted path is a field inside an object (``generationConfig.seed``,
             # ``reasoning.context``), merged into what the hooks wrote there.

@@ -188,10 +188,18 @@ def _client_path(u: Unread, env: Envelope) -> str:
     """The client's own field path of a loss (``tools.strict`` → ``tools``, canonical → source)."""
     if u.field is None:
         return u.what
+    if u.native:
+        return u.field
     head = u.field.split(".", 1)[0]
-    if head in env.sources:
-        return env.sources[head]
+    for name in (head, *_SAME_FIELD.get(head, ())):
+        if name in env.sources:
+            return env.sources[name]
     return u.field
+
+
+_SAME_FIELD = {"native_tools": ("tools",)}
+"""Canonical fields that sit in another's client field when a reader recorded no own source
+(built-in tools are declared in the client's ``tools`` list)."""
 
 
 def _codec(protocol: str) -> EnvelopeCodec:
@@ -242,7 +250,11 @@ def _same_protocol(body: dict[str, Any], env: Envelope, codec: EnvelopeCodec) ->
             _delete(out, path)
     if codec.writes_model and env.model is not None:
         out[codec.model_field] = env.model
-    out.update(copy.deepcopy(dict(codec.fixed)))
+    for key, value in codec.fixed.items():  # merged into the client's own object, if it sent one
+        mine = out.get(key)
+        out[key] = (
+            {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else copy.deepcopy(value)
+        )
     return out
 
 

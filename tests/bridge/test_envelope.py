@@ -43,9 +43,9 @@ BODIES: dict[str, Any] = {
         "top_p": 0.9,
         "tools": [
             {"type": "function", "function": {"name": "w", "description": "d", "parameters": SCHEMA}},
-            {"type": "custom", "custom": {"name": "g"}},
+            {"type": "retrieval"},  # not a Chat tool type (custom tools are read since issue 13)
         ],
-        "seed": 1,
+        "top_logprobs": 1,  # Chat reads seed as a canonical field
     },
     "openai-responses": {
         "model": "m",
@@ -86,30 +86,33 @@ BODIES: dict[str, Any] = {
         "seed": 1,
     },
 }
+NATIVE = {"openai-chat": "top_logprobs"}
+"""Each body's field with no canonical counterpart (``seed`` unless named here)."""
 
 
 @pytest.mark.parametrize("protocol", ENVELOPED)
 def test_read_then_build_then_read(protocol: str) -> None:
     body = BODIES[protocol]
+    key = NATIVE.get(protocol, "seed")
     env = codec(protocol).read(body, model="m" if protocol == "gemini" else None, stream=None)
     assert (env.model, env.max_tokens, env.temperature, env.top_p) == ("m", 64, 0.5, 0.9)
     assert env.stream is (protocol != "gemini")  # Gemini's path decides, and none was given
     assert env.tools == [FunctionTool("w", "d", SCHEMA)]
     # A field of the protocol with no canonical counterpart travels natively; an unreadable
     # tool is reported, as changing what the model does.
-    assert env.native == {"seed": 1}
+    assert env.native == {key: 1}
     assert [(d.where, d.affects_output) for d in env.dropped] == [("tools[1]", True)]
 
     lost: list[Unread] = []
     built = codec(protocol).build({"conversation": 1}, env, lost)
     assert built["conversation"] == 1
-    assert built["seed"] == 1  # written back to the protocol it came from
+    assert built[key] == 1  # written back to the protocol it came from
     assert lost == []
     again = codec(protocol).read(built, model="m" if protocol == "gemini" else None, stream=True)
     assert again.model == "m"
     assert again.stream is True
     assert (again.max_tokens, again.temperature, again.top_p, again.tools) == (64, 0.5, 0.9, env.tools)
-    assert again.native == {"conversation": 1, "seed": 1}
+    assert again.native == {"conversation": 1, key: 1}
 
 
 @pytest.mark.parametrize("protocol", ENVELOPED)

@@ -10,13 +10,21 @@ Mapping (PROTOCOLS.md §1.10, the spec's "OpenAI Chat Completions" and "Serializ
   ``item_id="function_call"`` as the stream decoder marks it. Calls, the legacy call and audio
   are read and written by the same mapping as the response bodies and streams (``_map``,
   ``_message.ChoiceWriter``).
+* An assistant message's reasoning, in the OpenAI-compatible fields (DeepSeek-style
+  ``reasoning_content``, OpenRouter-style ``reasoning_details`` or ``reasoning``) → reasoning
+  parts first, read as a response message's are (``_map.reasoning_from``). Every message read
+  is marked ``provider="openai-chat"``, so the replay rule (``protocols/_replay.py``) writes
+  that reasoning back to a Chat target, into the field it came from: such servers require it
+  back on tool-call turns. Reasoning of any other origin is dropped and reported.
 * A ``tool`` message → a ``tool`` message holding one ``tool_result`` part (and its
   ``tool_call_id`` on the message too).
 * Back to Chat: every ``tool_result`` part becomes its own ``role=tool`` message, placed before
   the rest of the message it came in (an Anthropic user message with several results and
-  trailing text becomes several tool messages and then a user message). What Chat cannot
-  carry is dropped and reported as records (``messages[i]`` in ``where``), never turned into
-  text.
+  trailing text becomes several tool messages and then a user message). Chat tool messages
+  carry text only, so the images, audio and files of a tool result MOVE: the tool message
+  keeps its text and a note, and the media travel in a user message right after the run of
+  tool messages, introduced by a text naming the tool call id. What Chat cannot carry is
+  dropped and reported as records (``messages[i]`` in ``where``), never turned into text.
 
 It must not do IO.
 """
@@ -41,9 +49,9 @@ from ..._model import (
     UnknownPart,
 )
 from .._turns import join_items
-from ._map import PROTOCOL, audio_from, call_from, drop_part, legacy_from
+from ._map import PROTOCOL, audio_from, call_from, drop_part, legacy_from, reasoning_from
 from ._message import ChoiceWriter
-from ._wire import AudioDelta, FunctionDelta, ToolCallDelta
+from ._wire import AudioDelta, Delta, FunctionDelta, ToolCallDelta
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -51,7 +59,9 @@ if TYPE_CHECKING:
 __all__ = ["from_canonical", "to_canonical", "validate"]
 
 _ROLES: Final = ("system", "developer", "user", "assistant", "tool", "function")
-_W = TypeVar("_W", AudioDelta, FunctionDelta, ToolCallDelta)
+_W = TypeVar("_W", AudioDelta, Delta, FunctionDelta, ToolCallDelta)
+_REASONING: Final = ("reasoning_content", "reasoning", "reasoning_details")
+"""The OpenAI-compatible reasoning fields of an assistant message."""
 
 
 def _messages_of(body: Any) -> list[Any]:
@@ -93,12 +103,14 @@ def _message(raw: dict[str, Any]) -> Message:
         call_id = answer if isinstance(answer, str) else ""
         result_content: list[Part] | str = content if isinstance(content, str) else _parts(content)
         result = ToolResultPart(tool_call_id=call_id, content=result_content)
-        return Message(role="tool", content=[result], tool_call_id=call_id, name=name)
+        return Message(role="tool", content=[result], tool_call_id=call_id, name=name, provider=PROTOCOL)
     if role == "function":
-        return Message(role="function", content=content if isinstance(content, str) else "", name=name)
+        text = content if isinstance(content, str) else ""
+        return Message(role="function", content=text, name=name, provider=PROTOCOL)
     parts: list[Part] | str
     if role == "assistant":
-        parts = (
+        parts = _reasoning(raw)
+        parts += (
             []
             if content is None
             else [TextPart(text=content)]
@@ -121,7 +133,18 @@ def _message(raw: dict[str, Any]) -> Message:
             parts = content
     else:
         parts = content if isinstance(content, str) else _parts(content)
-    return Message(role=role, content=parts, name=name)
+    return Message(role=role, content=parts, name=name, provider=PROTOCOL)
+
+
+def _reasoning(raw: dict[str, Any]) -> list[Part]:
+    """An assistant message's reasoning fields → reasoning parts (as a response message's)."""
+    fields = {k: raw[k] for k in _REASONING if k in raw}
+    if not fields:
+        return []
+    message = _wire(fields, Delta)
+    if message is None:  # a malformed field: kept whole, as any part Chat does not know
+        return [UnknownPart(provider_type=k, raw=v) for k, v in fields.items()]
+    return list(reasoning_from(message))
 
 
 def _wire(raw: Any, kind: type[_W]) -> _W | None:
@@ -176,14 +199,33 @@ def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> 
 
     Args:
         messages: The conversation.
-        drops: If given, receives a record for everything Chat cannot carry (reasoning,
-            server-side tool calls, unknown parts...), which is dropped, never turned into text.
+        drops: If given, receives a record for everything Chat cannot carry (foreign
+            reasoning, server-side tool calls, unknown parts...), which is dropped, never turned
+            into text. Media of a tool result are moved (see the module doc), not dropped.
     """
     log = drops if drops is not None else DropLog(PROTOCOL)
     out: list[dict[str, Any]] = []
+    moved: list[dict[str, Any]] = []
     for i, msg in enumerate(join_items(messages)):
-        out.extend(m for m in _to_chat(i, msg, log) if not _empty_assistant(m))
+        for item in _to_chat(i, msg, log, moved):
+            if item["role"] != "tool" and moved:
+                out.append(_moved_media(moved))
+            if _empty_assistant(item):
+                if any(k in item for k in _REASONING):
+                    what = "reasoning of an assistant message with nothing else (Chat needs content or calls)"
+                    log.add("reasoning", what, where=f"messages[{i}]")
+                continue
+            out.append(item)
+    if moved:
+        out.append(_moved_media(moved))
     return {"messages": out}
+
+
+def _moved_media(moved: list[dict[str, Any]]) -> dict[str, Any]:
+    """The user message that carries the media of the tool results just before it (and empties ``moved``)."""
+    item = {"role": "user", "content": list(moved)}
+    moved.clear()
+    return item
 
 
 def _empty_assistant(item: dict[str, Any]) -> bool:
@@ -193,7 +235,7 @@ def _empty_assistant(item: dict[str, Any]) -> bool:
     )
 
 
-def _to_chat(i: int, msg: Message, drops: DropLog) -> list[dict[str, Any]]:
+def _to_chat(i: int, msg: Message, drops: DropLog, moved: list[dict[str, Any]]) -> list[dict[str, Any]]:
     role = "assistant" if msg.role == "model" else msg.role
     content = msg.content
     where = f"messages[{i}]"
@@ -206,7 +248,7 @@ def _to_chat(i: int, msg: Message, drops: DropLog) -> list[dict[str, Any]]:
         return [item]
     results = [p for p in content if isinstance(p, ToolResultPart)]
     rest = [p for p in content if not isinstance(p, ToolResultPart)]
-    out = [_tool_message(r, drops, where) for r in results]
+    out = [_tool_message(r, drops, where, moved) for r in results]
     if role == "tool":
         if rest:
             drops.add(
@@ -233,18 +275,38 @@ def _collapse(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _tool_message(result: ToolResultPart, drops: DropLog, where: str) -> dict[str, Any]:
+_MEDIA: Final = (ImagePart, AudioPart, FilePart)
+_MEDIA_NAMES: Final = {"image_url": "image", "input_audio": "audio", "file": "file"}
+
+
+def _tool_message(
+    result: ToolResultPart, drops: DropLog, where: str, moved: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A ``role=tool`` message: the result's text; its media go to ``moved`` (a later user message)."""
     content: str | list[dict[str, Any]]
     if isinstance(result.content, str):
         content = result.content
     else:
         texts: list[dict[str, Any]] = []
+        media: list[dict[str, Any]] = []
         for part in result.content:
             if isinstance(part, TextPart):
                 texts.append({"type": "text", "text": part.text})
+            elif isinstance(part, _MEDIA):
+                # Chat tool messages carry text only: the medium moves to a user message.
+                converted = _chat_part(part, drops, where)
+                if converted is not None:
+                    media.append(converted)
             else:
                 tag = part.__struct_config__.tag
                 drops.add("tool_result", f"{tag} part in a tool result (Chat: text only)", where=where)
+        if media:
+            kinds = ", ".join(dict.fromkeys(_MEDIA_NAMES[m["type"]] for m in media))
+            note = f"[{kinds} output of this tool call follows in the next user message]"
+            texts.append({"type": "text", "text": note})
+            intro = f"Output of tool call {result.tool_call_id} ({kinds}):"
+            moved.append({"type": "text", "text": intro})
+            moved.extend(media)
         content = texts
     if result.is_error:
         drops.add("tool_result", "is_error of a tool result (Chat has no error flag)", where=where)

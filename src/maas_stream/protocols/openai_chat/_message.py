@@ -57,8 +57,10 @@ class ChoiceWriter:
         drops: Where what Chat cannot carry is reported.
         source: The protocol the parts came from (reasoning goes back to its own field, and the
             legacy ``function_call`` channel is used, only for a Chat source).
-        reasoning: Where reasoning goes (see :data:`~._map.ReasoningMode`); ``"drop"`` for a
-            request, which cannot replay reasoning.
+        reasoning: Where reasoning goes (see :data:`~._map.ReasoningMode`). For a request's
+            history too ``auto``: OpenAI-compatible servers (DeepSeek-style
+            ``reasoning_content``) require their reasoning back on tool-call turns, so reasoning
+            a Chat source made goes back to its own field (and any other is dropped).
         request: Write a request's assistant message (audio by id, no annotations or logprobs,
             ``refusal`` only when there is one) instead of a response's.
         where: The location drops are reported at (``messages[3]``), if any.
@@ -91,7 +93,7 @@ class ChoiceWriter:
     ) -> None:
         self.drops = drops
         self.source = source
-        self.mode: ReasoningMode = "drop" if request else reasoning
+        self.mode: ReasoningMode = reasoning
         self.request = request
         self._where = where
         self.text: list[str] = []
