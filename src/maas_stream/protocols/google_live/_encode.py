@@ -272,7 +272,7 @@ class StreamEncoder(SessionEncoder):
                 content["turnCompleteReason"] = reason
         msg: dict[str, Any] = {"serverContent": content}
         if self._usage is not None:
-            msg["usageMetadata"] = usage_wire(self._usage)
+            msg["usageMetadata"] = usage_wire(self._usage, same=self._same)
             self._usage = None
         return out + frame(msg)
 
