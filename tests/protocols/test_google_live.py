@@ -123,7 +123,7 @@ def test_corpus_turns_audio_transcript_and_usage(path: Path) -> None:
     assert resp.usage.input_tokens == usage["promptTokenCount"]
     assert resp.usage.output_tokens == usage["responseTokenCount"] + thoughts
     assert resp.usage.reasoning_tokens == usage.get("thoughtsTokenCount")
-    assert resp.usage.total_tokens == resp.usage.input_tokens + resp.usage.output_tokens
+    assert resp.usage.total_tokens == (resp.usage.input_tokens or 0) + (resp.usage.output_tokens or 0)
     assert resp.status == "completed"
     assert all(m.status == "completed" for m in resp.messages)
 
