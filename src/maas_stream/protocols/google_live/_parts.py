@@ -91,7 +91,7 @@ def code_part(executable: Any, result: Any) -> CodePart:
 def usage_from(raw: Any) -> Usage | None:
     """Map a Live ``usageMetadata`` object to canonical usage (Vertex's names too).
 
-    Live counts as Gemini does (PROTOCOLS.md §6): input is ``promptTokenCount`` (cached
+    Live counts as Gemini does (PROTOCOLS.md §6.3): input is ``promptTokenCount`` (cached
     content included) plus ``toolUsePromptTokenCount``; output is ``responseTokenCount``
     (Vertex: ``candidatesTokenCount``) plus ``thoughtsTokenCount``. The total is their sum;
     Live's own ``totalTokenCount`` (which in real captures leaves the thoughts out) stays in
