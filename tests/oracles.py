@@ -30,9 +30,11 @@ import anthropic.types.beta
 import httpx2
 import openai
 import openai.types.chat
+import openai.types.realtime
 import openai.types.responses
 import pydantic
 from google.genai import types as genai
+from google.genai._gaos.types.interactions.usage import Usage as InteractionsUsage
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
 from tests.protocols.gemini_oracle import oracle as gemini_oracle
@@ -397,3 +399,251 @@ def responses_request(body: dict[str, Any]) -> Any:
 @functools.cache
 def _responses_request() -> pydantic.TypeAdapter[Any]:
     return pydantic.TypeAdapter(ResponseCreateParamsStreaming)
+
+
+# ------------------------------------------------------------------ usage, as the SDKs report it
+
+
+@dataclass(frozen=True)
+class UsageSeen:
+    """The token counts an SDK reports, restated in the canonical meaning (docs/usage.md).
+
+    Each reader below applies the target's own documented arithmetic to the SDK's model (not
+    maas-stream's): Anthropic's ``input_tokens`` leaves its cache reads and writes out; Gemini,
+    Live and Interactions count the tool-use prompt and the thoughts apart; OpenAI's counts
+    already include their details. A count the target has no field for is ``None``.
+    """
+
+    input: int | None
+    output: int | None
+    total: int | None
+    cached: int | None = None
+    cache_write: int | None = None
+    reasoning: int | None = None
+
+
+def _plus(*counts: int | None) -> int | None:
+    known = [c for c in counts if c is not None]
+    return sum(known) if known else None
+
+
+def usage_chat(u: Any) -> UsageSeen:
+    """openai ``CompletionUsage``: the prompt includes the cached tokens, the completion the reasoning."""
+    pd, cd = u.prompt_tokens_details, u.completion_tokens_details
+    return UsageSeen(
+        u.prompt_tokens,
+        u.completion_tokens,
+        u.total_tokens,
+        cached=pd.cached_tokens if pd else None,
+        cache_write=pd.cache_write_tokens if pd else None,
+        reasoning=cd.reasoning_tokens if cd else None,
+    )
+
+
+def usage_responses(u: Any) -> UsageSeen:
+    """openai ``ResponseUsage``: input includes the cached tokens, output the reasoning."""
+    return UsageSeen(
+        u.input_tokens,
+        u.output_tokens,
+        u.total_tokens,
+        cached=u.input_tokens_details.cached_tokens,
+        cache_write=u.input_tokens_details.cache_write_tokens,
+        reasoning=u.output_tokens_details.reasoning_tokens,
+    )
+
+
+def usage_anthropic(u: Any) -> UsageSeen:
+    """anthropic ``Usage``: ``input_tokens`` leaves out the cache reads and writes; no total.
+
+    With ``iterations`` (BetaUsage: compaction, advisor calls) the top-level counts cover the
+    message iterations only and every iteration is billed: the counts are the sums over them.
+    """
+    details = getattr(u, "output_tokens_details", None)  # not in every SDK model (BetaUsage)
+    steps = getattr(u, "iterations", None) or [u]
+    prompt = output = read = write = None
+    for step in steps:
+        read = _plus(read, step.cache_read_input_tokens)
+        write = _plus(write, step.cache_creation_input_tokens)
+        prompt = _plus(
+            prompt, step.input_tokens, step.cache_read_input_tokens, step.cache_creation_input_tokens
+        )
+        output = _plus(output, step.output_tokens)
+    return UsageSeen(
+        prompt,
+        output,
+        _plus(prompt, output),
+        cached=read,
+        cache_write=write,
+        reasoning=details.thinking_tokens if details else None,
+    )
+
+
+def usage_google(u: Any) -> UsageSeen:
+    """google-genai ``GenerateContentResponseUsageMetadata`` / Live ``UsageMetadata``: the prompt
+    leaves out the tool-use prompt, the answer (candidates / response) leaves out the thoughts."""
+    answer = getattr(u, "candidates_token_count", None)
+    if answer is None:
+        answer = getattr(u, "response_token_count", None)
+    return UsageSeen(
+        _plus(u.prompt_token_count, u.tool_use_prompt_token_count),
+        _plus(answer, u.thoughts_token_count),
+        u.total_token_count,
+        cached=u.cached_content_token_count,
+        reasoning=u.thoughts_token_count,
+    )
+
+
+def usage_interactions(u: Any) -> UsageSeen:
+    """google-genai Interactions ``Usage``: as Gemini, with ``total_*`` names."""
+    return UsageSeen(
+        _plus(u.total_input_tokens, u.total_tool_use_tokens),
+        _plus(u.total_output_tokens, u.total_thought_tokens),
+        u.total_tokens,
+        cached=u.total_cached_tokens,
+        reasoning=u.total_thought_tokens,
+    )
+
+
+def usage_realtime(u: Any) -> UsageSeen:
+    """openai ``RealtimeResponseUsage``: input includes the cached tokens; no reasoning count."""
+    details = u.input_token_details
+    return UsageSeen(
+        u.input_tokens, u.output_tokens, u.total_tokens, cached=details.cached_tokens if details else None
+    )
+
+
+def _sse_data(data: bytes) -> list[Any]:
+    return [
+        json.loads(line[5:])
+        for line in data.decode().splitlines()
+        if line.startswith("data:") and line[5:].strip() != "[DONE]"
+    ]
+
+
+def _ws_server(data: bytes) -> list[Any]:
+    return [r["msg"] for r in map(json.loads, data.decode().splitlines()) if r.get("dir") == "server"]
+
+
+def _stream_usage_chat(data: bytes) -> UsageSeen | None:
+    _BODY[0] = data
+    with _client("openai").chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "x"}]
+    ) as stream:
+        try:
+            for _ in stream:
+                pass
+        except openai.APIError:
+            pass
+        try:
+            usage = stream.current_completion_snapshot.usage
+        except AssertionError:  # no chunk at all
+            return None
+    return usage_chat(usage) if usage is not None else None
+
+
+def _stream_usage_anthropic(data: bytes) -> UsageSeen | None:
+    _BODY[0] = data
+    with _client("anthropic").messages.stream(
+        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        try:
+            for _ in stream:
+                pass
+        except anthropic.APIError:
+            pass
+        snapshot = stream.current_message_snapshot
+    return usage_anthropic(snapshot.usage)
+
+
+def _stream_usage_responses(data: bytes) -> UsageSeen | None:
+    _BODY[0] = data
+    final: Any = None
+    try:
+        with _client("openai").responses.stream(model="m", input="hi") as stream:
+            for event in stream:
+                if event.type in ("response.completed", "response.incomplete", "response.failed"):
+                    final = event.response
+    except (openai.APIError, RuntimeError):
+        pass
+    return usage_responses(final.usage) if final is not None and final.usage is not None else None
+
+
+def _stream_usage_gemini(data: bytes) -> UsageSeen | None:
+    usage = gemini_oracle(data).usage
+    return usage_google(usage) if usage is not None else None
+
+
+def _stream_usage_interactions(data: bytes) -> UsageSeen | None:
+    found = None
+    for event in _sse_data(data):
+        if event.get("event_type") == "interaction.completed":
+            usage = event["interaction"].get("usage")
+            if usage is not None:
+                found = usage_interactions(InteractionsUsage.model_validate(usage))
+    return found
+
+
+def _stream_usage_live(data: bytes) -> UsageSeen | None:
+    found = None
+    for msg in _ws_server(data):
+        usage = genai.LiveServerMessage.model_validate(msg).usage_metadata
+        if usage is not None:
+            found = usage_google(usage)
+    return found
+
+
+def _stream_usage_realtime(data: bytes) -> UsageSeen | None:
+    found = None
+    for msg in _ws_server(data):
+        if msg.get("type") == "response.done":
+            usage = openai.types.realtime.ResponseDoneEvent.model_validate(msg).response.usage
+            if usage is not None:
+                found = usage_realtime(usage)
+    return found
+
+
+STREAM_USAGE: dict[str, Callable[[bytes], UsageSeen | None]] = {
+    "openai-chat": _stream_usage_chat,
+    "anthropic": _stream_usage_anthropic,
+    "openai-responses": _stream_usage_responses,
+    "gemini": _stream_usage_gemini,
+    "google-interactions": _stream_usage_interactions,
+    "google-live": _stream_usage_live,
+    "openai-realtime": _stream_usage_realtime,
+}
+"""Per target: the last usage the official SDK reports for a stream (its streaming client for
+the SSE protocols, its server-event models for Interactions, Live and Realtime)."""
+
+
+def _body_usage_anthropic(body: dict[str, Any]) -> UsageSeen | None:
+    usage = dict(body["usage"])
+    usage.pop("server_tool_use", None)  # no token count; newer keys than the installed SDK's
+    return usage_anthropic(anthropic.types.beta.BetaUsage.model_validate(usage))
+
+
+def _body_usage_gemini(body: dict[str, Any]) -> UsageSeen | None:
+    usage = body.get("usageMetadata")
+    if usage is None:
+        return None
+    fields = genai.GenerateContentResponseUsageMetadata.model_fields
+    known = {f.alias or n for n, f in fields.items()} | set(fields)
+    model = genai.GenerateContentResponseUsageMetadata.model_validate(
+        {k: v for k, v in usage.items() if k in known}
+    )
+    return usage_google(model)
+
+
+BODY_USAGE: dict[str, Callable[[dict[str, Any]], UsageSeen | None]] = {
+    "openai-chat": lambda b: _maybe(openai.types.chat.ChatCompletion.model_validate(b).usage, usage_chat),
+    "openai-responses": lambda b: _maybe(
+        openai.types.responses.Response.model_validate(b).usage, usage_responses
+    ),
+    "anthropic": _body_usage_anthropic,
+    "gemini": _body_usage_gemini,
+}
+"""Per target with a non-streaming body: the usage its SDK model reports (the usage object
+alone for Anthropic and Gemini, less the keys newer than the installed SDK, as ``pruned``)."""
+
+
+def _maybe(usage: Any, read: Callable[[Any], UsageSeen]) -> UsageSeen | None:
+    return None if usage is None else read(usage)

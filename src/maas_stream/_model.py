@@ -236,16 +236,35 @@ class Message(msgspec.Struct, omit_defaults=True, frozen=True, kw_only=True):
 
 @final
 class Usage(msgspec.Struct, omit_defaults=True, frozen=True, kw_only=True):
-    """Token accounting. A count the provider did not report is ``None``, never 0."""
+    """Token accounting, with ONE meaning whatever the protocol (docs/usage.md).
+
+    Every decoder maps its provider's counts into this meaning and every encoder maps it back
+    out, so a count read here is the same count whichever protocol reported it:
+
+    * ``input_tokens`` counts ALL prompt tokens: cache reads and cache writes included (Anthropic
+      reports them apart; they are added), and Gemini's tool-use prompt included.
+    * ``cache_read_tokens`` and ``cache_write_tokens`` are subsets of ``input_tokens``.
+    * ``output_tokens`` counts ALL generated tokens, reasoning included (Gemini reports the
+      thoughts apart; they are added); ``reasoning_tokens`` is a subset of it.
+    * ``total_tokens`` is ``input_tokens + output_tokens``.
+
+    A count the provider did not report is ``None``, never 0.
+    """
 
     input_tokens: int | None = None
+    """Every prompt token, cache reads and writes and tool-use prompts included."""
     output_tokens: int | None = None
+    """Every generated token, reasoning included."""
     total_tokens: int | None = None
+    """``input_tokens + output_tokens`` (the provider's own total, if it differs, is in ``raw``)."""
     reasoning_tokens: int | None = None
+    """The reasoning (thinking) part of ``output_tokens``."""
     cache_read_tokens: int | None = None
+    """The part of ``input_tokens`` read from a prompt cache."""
     cache_write_tokens: int | None = None
+    """The part of ``input_tokens`` written to a prompt cache."""
     raw: Any = None
-    """The provider's usage object, as last reported."""
+    """The provider's usage object, as last reported (in the provider's own meaning)."""
 
 
 @final

@@ -41,7 +41,9 @@ def test_generated_streams_round_trip(
     events: list[ev.Event] = [
         ev.ResponseStart(protocol="anthropic", id="msg_p", model="m"),
         ev.UsageUpdate(
-            usage=ms.Usage(input_tokens=5, output_tokens=1, raw={"input_tokens": 5, "output_tokens": 1})
+            usage=ms.Usage(
+                input_tokens=5, output_tokens=1, total_tokens=6, raw={"input_tokens": 5, "output_tokens": 1}
+            )
         ),
         ev.MessageStart(message=0, id="msg_p"),
         ev.PartStart(message=0, part=0, value=ms.ReasoningPart(text="")),
@@ -54,7 +56,12 @@ def test_generated_streams_round_trip(
         ev.PartStart(message=0, part=2, value=ms.ToolCallPart(id="toolu_p", name="f", arguments="{}")),
         *[ev.ArgumentsDelta(message=0, part=2, delta=a) for a in args],
         ev.PartDone(message=0, part=2),
-        ev.UsageUpdate(usage=ms.Usage(output_tokens=len(args) + 3, raw={"output_tokens": len(args) + 3})),
+        # Canonical usage: total = input + output (the decoder derives it from Anthropic's counts).
+        ev.UsageUpdate(
+            usage=ms.Usage(
+                output_tokens=len(args) + 3, total_tokens=len(args) + 8, raw={"output_tokens": len(args) + 3}
+            )
+        ),
         ev.MessageDone(message=0, finish_reason="tool_calls", provider_finish_reason="tool_use"),
         ev.ResponseDone(finish_reason="tool_calls", provider_finish_reason="tool_use"),
     ]

@@ -117,8 +117,13 @@ def test_corpus_turns_audio_transcript_and_usage(path: Path) -> None:
     assert [(a.data or "", a.transcript or "") for a in audio] == [(t["data"], t["t"]) for t in turns]
     assert resp.usage is not None
     assert resp.usage.raw == usage
+    # Canonical usage (docs/usage.md): the output counts the thoughts, which Live reports apart
+    # (and, in these captures, leaves out of its own totalTokenCount, kept in raw).
+    thoughts = usage.get("thoughtsTokenCount", 0)
     assert resp.usage.input_tokens == usage["promptTokenCount"]
-    assert resp.usage.output_tokens == usage["responseTokenCount"]
+    assert resp.usage.output_tokens == usage["responseTokenCount"] + thoughts
+    assert resp.usage.reasoning_tokens == usage.get("thoughtsTokenCount")
+    assert resp.usage.total_tokens == (resp.usage.input_tokens or 0) + (resp.usage.output_tokens or 0)
     assert resp.status == "completed"
     assert all(m.status == "completed" for m in resp.messages)
 

@@ -41,6 +41,7 @@ from ..._model import (
     UnknownPart,
     Usage,
 )
+from ..._usage import known_sum, usage_of
 from .._names import ANTHROPIC as PROTOCOL
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ __all__ = [
     "error_body",
     "error_from",
     "finish_of",
+    "fresh_input",
     "keep_message",
     "message_object",
     "string",
@@ -176,8 +178,15 @@ def _prompt(raw: dict[str, Any]) -> tuple[int | None, int | None, int | None, in
     return prompt, read, write, output
 
 
-def _add(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else a + b
+def fresh_input(usage: Usage) -> int:
+    """Anthropic's ``input_tokens`` for canonical usage: the prompt less its cache reads and writes.
+
+    The inverse of :func:`usage_from`'s sum, so a Chat or Responses ``cached_tokens`` (already
+    inside their prompt count) is never counted twice. 0 when the input is unknown (the SDK
+    requires the count).
+    """
+    cached = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+    return max((usage.input_tokens or 0) - cached, 0)
 
 
 def usage_from(raw: Any) -> Usage | None:
@@ -192,7 +201,7 @@ def usage_from(raw: Any) -> Usage | None:
     every iteration, so that they count all the tokens the provider bills; the raw object
     (iterations included) stays in ``raw`` for a same-protocol re-encode. ``reasoning_tokens``
     is the top-level ``output_tokens_details.thinking_tokens`` (iterations carry none).
-    ``total_tokens`` stays unset: Anthropic reports no total (it is input plus output).
+    Anthropic reports no total: ``total_tokens`` is input plus output, as everywhere.
 
     Raises:
         RemoteProtocolError: ``usage`` (or one of its counts or iterations) has the wrong JSON
@@ -214,8 +223,13 @@ def usage_from(raw: Any) -> Usage | None:
             prompt = read = write = output = None
             for step in iterations:
                 p, r, w, o = _prompt(step)
-                prompt, read, write, output = _add(prompt, p), _add(read, r), _add(write, w), _add(output, o)
-    return Usage(
+                prompt, read, write, output = (
+                    known_sum(prompt, p),
+                    known_sum(read, r),
+                    known_sum(write, w),
+                    known_sum(output, o),
+                )
+    return usage_of(
         input_tokens=prompt,
         output_tokens=output,
         cache_write_tokens=write,
@@ -400,13 +414,11 @@ def usage_body(usage: Usage | None, *, native: bool) -> dict[str, Any]:
         return {"input_tokens": 0, "output_tokens": 0}
     if native and isinstance(usage.raw, dict):
         body = dict(usage.raw)
-        body.setdefault("input_tokens", usage.input_tokens or 0)
+        body.setdefault("input_tokens", fresh_input(usage))
         body.setdefault("output_tokens", usage.output_tokens or 0)
         return body
     # The canonical input counts the cache reads and writes; Anthropic's leaves them out.
-    cached = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
-    fresh = max((usage.input_tokens or 0) - cached, 0)
-    body = {"input_tokens": fresh, "output_tokens": usage.output_tokens or 0}
+    body = {"input_tokens": fresh_input(usage), "output_tokens": usage.output_tokens or 0}
     if usage.cache_write_tokens is not None:
         body["cache_creation_input_tokens"] = usage.cache_write_tokens
     if usage.cache_read_tokens is not None:

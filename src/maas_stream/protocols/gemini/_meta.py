@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._model import CitationPart, FinishReason, StreamError, Usage
+from ..._usage import google_split, google_usage
 
 if TYPE_CHECKING:
     from ..._drops import DropLog
@@ -93,22 +94,20 @@ def _str(value: Any) -> str | None:
 
 
 def usage_from_wire(raw: Any) -> Usage | None:
-    """Map ``usageMetadata`` to canonical usage (``None`` when it is not an object)."""
+    """Map ``usageMetadata`` to canonical usage (``None`` when it is not an object).
+
+    Input is ``promptTokenCount`` (cached content included) plus ``toolUsePromptTokenCount``;
+    output is ``candidatesTokenCount`` plus ``thoughtsTokenCount`` (``_usage.google_usage``).
+    """
     if not isinstance(raw, dict):
         return None
-    candidates = _int(raw.get("candidatesTokenCount"))
-    thoughts = _int(raw.get("thoughtsTokenCount"))
-    output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
-    prompt = _int(raw.get("promptTokenCount"))
-    tool_use = _int(raw.get("toolUsePromptTokenCount"))
-    if tool_use is not None:
-        prompt = (prompt or 0) + tool_use
-    return Usage(
-        input_tokens=prompt,
-        output_tokens=output,
-        total_tokens=_int(raw.get("totalTokenCount")),
-        reasoning_tokens=thoughts,
-        cache_read_tokens=_int(raw.get("cachedContentTokenCount")),
+    return google_usage(
+        prompt=_int(raw.get("promptTokenCount")),
+        tool_use=_int(raw.get("toolUsePromptTokenCount")),
+        answer=_int(raw.get("candidatesTokenCount")),
+        thoughts=_int(raw.get("thoughtsTokenCount")),
+        cached=_int(raw.get("cachedContentTokenCount")),
+        reported_total=_int(raw.get("totalTokenCount")),
         raw=raw,
     )
 
@@ -118,31 +117,27 @@ def usage_to_wire(usage: Usage, *, own: bool) -> dict[str, Any]:
 
     Args:
         usage: The canonical usage.
-        own: The usage came from Gemini: start from its raw object (details, traffic type),
-            with the counts restated from the canonical fields so that they read back the same.
+        own: The usage came from Gemini: start from its raw object (details, traffic type,
+            ``toolUsePromptTokenCount``, its own ``totalTokenCount``), with the other counts
+            restated from the canonical fields so that they read back the same.
     """
     body: dict[str, Any] = dict(usage.raw) if own and isinstance(usage.raw, dict) else {}
-    reasoning = usage.reasoning_tokens
-    if usage.input_tokens is not None:
-        # The canonical input holds the tool-use prompt, which Gemini counts apart.
-        tool_use = _int(body.get("toolUsePromptTokenCount")) or 0
-        body["promptTokenCount"] = max(usage.input_tokens - tool_use, 0)
+    counts = google_split(usage, tool_use=_int(body.get("toolUsePromptTokenCount")) or 0)
+    if counts.prompt is not None:
+        body["promptTokenCount"] = counts.prompt
     if usage.output_tokens is not None:
-        answer = usage.output_tokens - (reasoning or 0)
-        if answer > 0 or (answer == 0 and reasoning is None):
-            body["candidatesTokenCount"] = answer
+        if counts.answer or not counts.thoughts:
+            body["candidatesTokenCount"] = counts.answer
         else:
-            # Gemini leaves it out when only thoughts were counted; a negative count (a source
-            # reporting more reasoning than output) has no Gemini form either.
-            body.pop("candidatesTokenCount", None)
-    if usage.total_tokens is not None:
-        body["totalTokenCount"] = usage.total_tokens
-    elif usage.input_tokens is not None or usage.output_tokens is not None:
-        body["totalTokenCount"] = (usage.input_tokens or 0) + (usage.output_tokens or 0)
-    if usage.cache_read_tokens is not None:
-        body["cachedContentTokenCount"] = usage.cache_read_tokens
-    if reasoning is not None:
-        body["thoughtsTokenCount"] = reasoning
+            body.pop("candidatesTokenCount", None)  # Gemini leaves it out when only thoughts were counted
+    if counts.total is not None:
+        # A Gemini source's own total goes back as it came (the canonical one is input +
+        # output, which a hand-made or odd ``totalTokenCount`` may not be).
+        body.setdefault("totalTokenCount", counts.total)
+    if counts.cached is not None:
+        body["cachedContentTokenCount"] = counts.cached
+    if counts.thoughts is not None:
+        body["thoughtsTokenCount"] = counts.thoughts
     return body
 
 

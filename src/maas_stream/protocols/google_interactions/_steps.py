@@ -17,8 +17,9 @@ A step is one canonical :class:`~maas_stream.Message` whose ``type`` is the step
 * built-in results and any other step type ↔ an ``unknown`` part holding the whole step.
 
 Canonical usage counts ``output_tokens`` with thoughts and ``input_tokens`` with tool-use
-prompt tokens (``total_tokens`` = input + output), so the wire's ``total_output_tokens`` (without
-thoughts) and ``total_input_tokens`` (without tool use) are restated on the way out.
+prompt tokens (``total_tokens`` = input + output, docs/usage.md), so the wire's
+``total_output_tokens`` (without thoughts) and ``total_input_tokens`` (without tool use) are
+restated on the way out (``_usage.google_split``).
 
 Continuation state (signatures, steps kept whole) goes back only where
 :func:`~maas_stream.protocols._replay.replayable` allows it; what cannot be written is reported
@@ -48,6 +49,7 @@ from ..._model import (
     UnknownPart,
     Usage,
 )
+from ..._usage import google_split, google_usage
 from .._names import GOOGLE_INTERACTIONS as PROTOCOL
 from .._replay import replayable
 from ._content import (
@@ -175,20 +177,23 @@ def legacy_step(content: dict[str, Any]) -> dict[str, Any]:
 def usage_from(raw: Any) -> Usage | None:
     """Map an Interactions ``usage`` object to canonical usage.
 
+    Input is ``total_input_tokens`` plus ``total_tool_use_tokens``; output is
+    ``total_output_tokens`` plus ``total_thought_tokens`` (the Gemini family's arithmetic,
+    ``_usage.google_usage``).
+
     Raises:
         msgspec.ValidationError: A count is not an integer.
     """
     if not isinstance(raw, dict):
         return None
     f = msgspec.convert(raw, UsageFields)
-    inp, tool = f.total_input_tokens, f.total_tool_use_tokens
-    out, thought = f.total_output_tokens, f.total_thought_tokens
-    return Usage(
-        input_tokens=None if inp is None and tool is None else (inp or 0) + (tool or 0),
-        output_tokens=None if out is None and thought is None else (out or 0) + (thought or 0),
-        total_tokens=f.total_tokens,
-        reasoning_tokens=thought,
-        cache_read_tokens=f.total_cached_tokens,
+    return google_usage(
+        prompt=f.total_input_tokens,
+        tool_use=f.total_tool_use_tokens,
+        answer=f.total_output_tokens,
+        thoughts=f.total_thought_tokens,
+        cached=f.total_cached_tokens,
+        reported_total=f.total_tokens,
         raw=raw,
     )
 
@@ -196,22 +201,21 @@ def usage_from(raw: Any) -> Usage | None:
 def usage_wire(usage: Usage, *, same: bool) -> dict[str, Any]:
     """Canonical usage → an Interactions ``usage`` object (the one writer of every encoder).
 
-    From an Interactions source the provider's object is kept (its breakdowns by modality)
-    and its counts restated from the canonical fields, so it reads back the same.
+    From an Interactions source the provider's object is kept (its breakdowns by modality,
+    ``total_tool_use_tokens``) and its counts restated from the canonical fields, so it reads
+    back the same.
     """
     out: dict[str, Any] = dict(usage.raw) if same and isinstance(usage.raw, dict) else {}
     tool = out.get("total_tool_use_tokens")
-    tool = tool if type(tool) is int else 0
-    if usage.input_tokens is not None:
-        out["total_input_tokens"] = max(usage.input_tokens - tool, 0)
-    if usage.output_tokens is not None:
-        out["total_output_tokens"] = max(usage.output_tokens - (usage.reasoning_tokens or 0), 0)
-    if usage.reasoning_tokens is not None:
-        out["total_thought_tokens"] = usage.reasoning_tokens
-    if usage.cache_read_tokens is not None:
-        out["total_cached_tokens"] = usage.cache_read_tokens
-    if usage.total_tokens is not None:
-        out["total_tokens"] = usage.total_tokens
+    counts = google_split(usage, tool_use=tool if type(tool) is int else 0)
+    pairs = (
+        ("total_input_tokens", counts.prompt),
+        ("total_output_tokens", counts.answer),
+        ("total_thought_tokens", counts.thoughts),
+        ("total_cached_tokens", counts.cached),
+        ("total_tokens", counts.total),
+    )
+    out.update((key, value) for key, value in pairs if value is not None)
     return out
 
 

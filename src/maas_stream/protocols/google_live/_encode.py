@@ -260,7 +260,12 @@ class StreamEncoder(SessionEncoder):
         self._active = self._after_call = False
         if waiting or not (active or self._usage is not None):
             # Live sends no turnComplete before tool results; a response that carried only
-            # client-side messages (tool results) had no model turn to complete.
+            # client-side messages (tool results) had no model turn to complete. The usage the
+            # source reported for the response still goes out, as a message of its own
+            # (``usageMetadata`` is a sibling key that may travel alone).
+            if waiting and self._usage is not None:
+                out += frame({"usageMetadata": usage_wire(self._usage, same=self._same)})
+                self._usage = None
             return out
         content: dict[str, Any] = {"turnComplete": True}
         if ev.provider_finish_reason == "interrupted":
@@ -272,7 +277,7 @@ class StreamEncoder(SessionEncoder):
                 content["turnCompleteReason"] = reason
         msg: dict[str, Any] = {"serverContent": content}
         if self._usage is not None:
-            msg["usageMetadata"] = usage_wire(self._usage)
+            msg["usageMetadata"] = usage_wire(self._usage, same=self._same)
             self._usage = None
         return out + frame(msg)
 

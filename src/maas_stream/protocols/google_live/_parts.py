@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ..._model import AudioPart, CodePart, ImagePart, Part, ToolCallPart, ToolResultPart, UnknownPart, Usage
+from ..._usage import google_split, google_usage
 from .._json import NOT_JSON
 from .._session import result_text
 
@@ -89,17 +90,25 @@ def code_part(executable: Any, result: Any) -> CodePart:
 
 
 def usage_from(raw: Any) -> Usage | None:
-    """Map a Live/Gemini ``usageMetadata`` object to canonical usage (Vertex's names too)."""
+    """Map a Live ``usageMetadata`` object to canonical usage (Vertex's names too).
+
+    Live counts as Gemini does (PROTOCOLS.md §6.3): input is ``promptTokenCount`` (cached
+    content included) plus ``toolUsePromptTokenCount``; output is ``responseTokenCount``
+    (Vertex: ``candidatesTokenCount``) plus ``thoughtsTokenCount``. The total is their sum;
+    Live's own ``totalTokenCount`` (which in real captures leaves the thoughts out) stays in
+    ``raw``.
+    """
     if not isinstance(raw, dict):
         return None
     counts = {key: value for key, value in raw.items() if type(value) is int}
-    output = "responseTokenCount" if "responseTokenCount" in raw else "candidatesTokenCount"
-    return Usage(
-        input_tokens=counts.get("promptTokenCount"),
-        output_tokens=counts.get(output),
-        total_tokens=counts.get("totalTokenCount"),
-        reasoning_tokens=counts.get("thoughtsTokenCount"),
-        cache_read_tokens=counts.get("cachedContentTokenCount"),
+    answer = "responseTokenCount" if "responseTokenCount" in raw else "candidatesTokenCount"
+    return google_usage(
+        prompt=counts.get("promptTokenCount"),
+        tool_use=counts.get("toolUsePromptTokenCount"),
+        answer=counts.get(answer),
+        thoughts=counts.get("thoughtsTokenCount"),
+        cached=counts.get("cachedContentTokenCount"),
+        reported_total=counts.get("totalTokenCount"),
         raw=raw,
     )
 
@@ -199,16 +208,24 @@ def code_parts(code: CodePart) -> list[dict[str, Any]]:
     return out
 
 
-def usage_wire(usage: Usage) -> dict[str, Any]:
-    """Canonical usage as a Live ``usageMetadata`` object (the provider's own when it has one)."""
-    raw = usage.raw
-    if isinstance(raw, dict) and ("promptTokenCount" in raw or "totalTokenCount" in raw):
-        return raw
-    counts = {
-        "promptTokenCount": usage.input_tokens,
-        "cachedContentTokenCount": usage.cache_read_tokens,
-        "responseTokenCount": usage.output_tokens,
-        "thoughtsTokenCount": usage.reasoning_tokens,
-        "totalTokenCount": usage.total_tokens,
-    }
-    return {name: count for name, count in counts.items() if count is not None}
+def usage_wire(usage: Usage, *, same: bool) -> dict[str, Any]:
+    """Canonical usage as a Live ``usageMetadata`` object.
+
+    Args:
+        usage: The canonical usage.
+        same: The usage came from Live: its own object goes back unchanged (details by
+            modality, ``toolUsePromptTokenCount``, its own ``totalTokenCount``). Any other
+            source's object is never copied (a Gemini ``candidatesTokenCount`` is no Live key):
+            the counts are the canonical ones restated in Live's terms.
+    """
+    if same and isinstance(usage.raw, dict):
+        return usage.raw
+    counts = google_split(usage)
+    pairs = (
+        ("promptTokenCount", counts.prompt),
+        ("cachedContentTokenCount", counts.cached),
+        ("responseTokenCount", counts.answer),
+        ("thoughtsTokenCount", counts.thoughts),
+        ("totalTokenCount", counts.total),
+    )
+    return {name: count for name, count in pairs if count is not None}

@@ -31,6 +31,7 @@ from ..._model import (
     UnknownPart,
     Usage,
 )
+from ..._usage import total_of, usage_of
 from .._names import OPENAI_CHAT as PROTOCOL
 from .._replay import replayable
 
@@ -123,17 +124,23 @@ def finish_to_wire(reason: FinishReason, *, legacy_only: bool = False) -> str:
 
 
 def usage_from(raw: Any) -> Usage | None:
-    """A Chat ``usage`` object → canonical usage (``None`` for a missing or odd one)."""
+    """A Chat ``usage`` object → canonical usage (``None`` for a missing or odd one).
+
+    Chat already counts as canonical usage does: ``prompt_tokens`` includes
+    ``prompt_tokens_details.cached_tokens`` (and an OpenAI-compatible server's
+    ``cache_write_tokens``), ``completion_tokens`` includes
+    ``completion_tokens_details.reasoning_tokens`` (PROTOCOLS.md §1.6).
+    """
     if not isinstance(raw, dict):
         return None
     prompt_details = raw.get("prompt_tokens_details")
     completion_details = raw.get("completion_tokens_details")
     pd = prompt_details if isinstance(prompt_details, dict) else {}
     cd = completion_details if isinstance(completion_details, dict) else {}
-    return Usage(
+    return usage_of(
         input_tokens=_int(raw.get("prompt_tokens")),
         output_tokens=_int(raw.get("completion_tokens")),
-        total_tokens=_int(raw.get("total_tokens")),
+        reported_total=_int(raw.get("total_tokens")),
         reasoning_tokens=_int(cd.get("reasoning_tokens")),
         cache_read_tokens=_int(pd.get("cached_tokens")),
         cache_write_tokens=_int(pd.get("cache_write_tokens")),
@@ -145,17 +152,16 @@ def usage_to_wire(usage: Usage, source: str | None) -> dict[str, Any]:
     """Canonical usage → a Chat ``usage`` object: THE usage of bodies and of usage chunks.
 
     A Chat source's own object goes back unchanged (with the fields we do not model); any other
-    is built from the canonical counts (``cache_write_tokens`` as OpenAI-compatible servers
-    send it).
+    is built from the canonical counts, which mean what Chat's do: ``cached_tokens`` stays
+    inside ``prompt_tokens`` (``cache_write_tokens`` too, as OpenAI-compatible servers send it),
+    ``reasoning_tokens`` inside ``completion_tokens``.
     """
     if source == PROTOCOL and isinstance(usage.raw, dict):
         return usage.raw
     body: dict[str, Any] = {
         "prompt_tokens": usage.input_tokens or 0,
         "completion_tokens": usage.output_tokens or 0,
-        "total_tokens": usage.total_tokens
-        if usage.total_tokens is not None
-        else (usage.input_tokens or 0) + (usage.output_tokens or 0),
+        "total_tokens": total_of(usage) or 0,
     }
     details: dict[str, int] = {}
     if usage.cache_read_tokens is not None:

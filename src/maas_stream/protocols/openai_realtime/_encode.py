@@ -250,7 +250,7 @@ class StreamEncoder(SessionEncoder):
             out += self._on_message_done(
                 events.MessageDone(message=message, status="incomplete" if cut else None)
             )
-        out += self._w.done(ev, self._usage)
+        out += self._w.done(ev, self._usage, same=self._same)
         self._usage = None
         self._pending = None
         self._messages = {}

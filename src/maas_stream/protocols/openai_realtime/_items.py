@@ -24,6 +24,7 @@ from ..._model import (
     ToolResultPart,
     Usage,
 )
+from ..._usage import total_of, usage_of
 from .._session import result_text
 
 __all__ = [
@@ -96,7 +97,12 @@ def result_from_item(item: dict[str, Any]) -> ToolResultPart | None:
 
 
 def usage_from(raw: Any) -> Usage | None:
-    """Map a Realtime ``response.usage`` object to canonical usage."""
+    """Map a Realtime ``response.usage`` object to canonical usage.
+
+    Realtime already counts as canonical usage does: ``input_tokens`` includes
+    ``input_token_details.cached_tokens``; ``output_tokens`` is every generated token (text and
+    audio). It reports no reasoning count.
+    """
     if not isinstance(raw, dict):
         return None
     details = raw.get("input_token_details")
@@ -105,10 +111,10 @@ def usage_from(raw: Any) -> Usage | None:
     def num(value: Any) -> int | None:
         return value if type(value) is int else None
 
-    return Usage(
+    return usage_of(
         input_tokens=num(raw.get("input_tokens")),
         output_tokens=num(raw.get("output_tokens")),
-        total_tokens=num(raw.get("total_tokens")),
+        reported_total=num(raw.get("total_tokens")),
         cache_read_tokens=num(cached),
         raw=raw,
     )
@@ -169,13 +175,20 @@ def status_wire(
     return "completed", None
 
 
-def usage_wire(usage: Usage) -> dict[str, Any]:
-    """Canonical usage as a Realtime ``usage`` object (the provider's own when it has one)."""
-    raw = usage.raw
-    if isinstance(raw, dict) and "input_tokens" in raw and "output_tokens" in raw:
-        return raw
+def usage_wire(usage: Usage, *, same: bool) -> dict[str, Any]:
+    """Canonical usage as a Realtime ``usage`` object.
+
+    Args:
+        usage: The canonical usage.
+        same: The usage came from Realtime: its own object goes back unchanged (details by
+            modality). Any other source's object is never copied (an Anthropic
+            ``input_tokens`` leaves the cache out; Realtime's does not): the counts are the
+            canonical ones, which mean what Realtime's mean.
+    """
+    if same and isinstance(usage.raw, dict):
+        return usage.raw
     pairs = (
-        ("total_tokens", usage.total_tokens),
+        ("total_tokens", total_of(usage)),
         ("input_tokens", usage.input_tokens),
         ("output_tokens", usage.output_tokens),
     )

@@ -99,14 +99,17 @@ class ResponseWriter:
         self.output = []
         return self.event({"type": "response.created", "response": response})
 
-    def done(self, end: events.ResponseDone, usage: Usage | None) -> bytes:
-        """``response.done``: every item with its status, the response status and the usage."""
+    def done(self, end: events.ResponseDone, usage: Usage | None, *, same: bool) -> bytes:
+        """``response.done``: every item with its status, the response status and the usage.
+
+        ``same``: the source is Realtime (its own usage object is written back unchanged).
+        """
         status, details = status_wire(end.status, end.finish_reason, end.provider_finish_reason)
         output = [self.wire(item, item.status) for item in self.output]
         response: dict[str, Any] = {"object": "realtime.response", "id": self.response}
         response.update(status=status, status_details=details, output=output)
         if usage is not None:
-            response["usage"] = usage_wire(usage)
+            response["usage"] = usage_wire(usage, same=same)
         self.response = None
         return self.event({"type": "response.done", "response": response})
 

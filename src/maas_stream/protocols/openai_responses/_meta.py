@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._model import FinishReason, ResponseStatus, StreamError, Usage
+from ..._usage import total_of, usage_of
 
 if TYPE_CHECKING:
     from ..._drops import DropLog
@@ -62,14 +63,27 @@ _DETAILS: Final = ("input_tokens_details", "output_tokens_details")
 
 
 def usage_from(raw: Any) -> Usage | None:
-    """Map a Responses ``usage`` object to canonical usage (``None`` for a missing one)."""
+    """Map a Responses ``usage`` object to canonical usage (``None`` for a missing one).
+
+    Responses already counts as canonical usage does: ``input_tokens`` includes
+    ``input_tokens_details.cached_tokens``/``cache_write_tokens`` and ``output_tokens``
+    includes ``output_tokens_details.reasoning_tokens`` (PROTOCOLS.md §2.4).
+    """
     if not isinstance(raw, dict):
         return None
     counts: dict[str, int | None] = {}
     for name, group, key in _USAGE:
         source = raw if group is None else _dict(raw.get(group))
         counts[name] = _int(source.get(key))
-    return Usage(**counts, raw=raw)
+    return usage_of(
+        input_tokens=counts["input_tokens"],
+        output_tokens=counts["output_tokens"],
+        reasoning_tokens=counts["reasoning_tokens"],
+        cache_read_tokens=counts["cache_read_tokens"],
+        cache_write_tokens=counts["cache_write_tokens"],
+        reported_total=counts["total_tokens"],
+        raw=raw,
+    )
 
 
 def usage_json(usage: Usage | None, *, same: bool) -> dict[str, Any] | None:
@@ -85,9 +99,7 @@ def usage_json(usage: Usage | None, *, same: bool) -> dict[str, Any] | None:
     body: dict[str, Any] = dict(usage.raw) if same and isinstance(usage.raw, dict) else {}
     groups = {group: dict(_dict(body.get(group))) for group in _DETAILS}
     for name, group, key in _USAGE:
-        value = getattr(usage, name)
-        if value is None and name == "total_tokens":
-            value = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+        value = total_of(usage) if name == "total_tokens" else getattr(usage, name)
         # The SDK's ResponseUsage requires every count: what the source did not report is 0.
         (body if group is None else groups[group]).setdefault(key, value or 0)
     body.update(groups)
