@@ -327,7 +327,9 @@ consumed goes to :attr:`Envelope.native`."""
 WriteHook: TypeAlias = Callable[[dict[str, Any], Envelope, list[Unread]], Iterable[str]]
 """The envelope's canonical fields → a protocol's body (in place); appends what it cannot carry
 (with ``field`` set) and gives the canonical field names it handled, written or reported. A
-set field that no hook handled is reported by the codec itself, so nothing is lost silently."""
+set field that no hook handled is reported by the codec itself, so nothing is lost silently.
+It may also give native paths of :attr:`Envelope.native` it wrote back itself (nested ones such
+as ``output_config.task_budget``); the codec then leaves them alone."""
 
 _HOOK_FIELDS: Final = (
     "top_k",
@@ -519,16 +521,20 @@ class EnvelopeCodec:
             value = getattr(env, name)
             if value is not None and name not in handled:
                 out.append(Unread(f"request field {env.source(name)}", field=name))
-        self._write_native(body, env, out)
+        self._write_native(body, env, out, handled)
         if lost is not None:
             lost.extend(
                 Unread(u.what, u.where, u.field, u.affects_output or u.field in AFFECTS_OUTPUT) for u in out
             )
         return body
 
-    def _write_native(self, body: dict[str, Any], env: Envelope, lost: list[Unread]) -> None:
+    def _write_native(
+        self, body: dict[str, Any], env: Envelope, lost: list[Unread], handled: set[str]
+    ) -> None:
         same = bool(self.protocol) and env.origin == self.protocol
         for path, value in env.native.items():
+            if same and path in handled:
+                continue  # the protocol's write hook put it back where it belongs
             if not same:
                 affects = path in env.native_affects_output
                 lost.append(Unread(f"request field {path}", field=path, affects_output=affects))
