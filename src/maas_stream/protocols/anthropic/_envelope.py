@@ -165,9 +165,6 @@ def _web_search_options(options: dict[str, Any], out: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------- read
 
 
-_NESTED: Final = ("output_config", "metadata")
-"""Objects whose unknown keys travel as nested native paths (``output_config.task_budget``)."""
-
 _EFFORTS: Final[dict[str, ReasoningEffort]] = {
     "low": "low",
     "medium": "medium",
@@ -328,7 +325,7 @@ def _write(body: dict[str, Any], env: Envelope, lost: list[Unread]) -> Iterable[
     handled += _write_output(body, env, lost)
     handled += _write_identity(body, env, lost)
     if env.origin == NAME:
-        handled += _write_nested_native(body, env)
+        handled += _write_tool_extras(body, env)
     return handled
 
 
@@ -353,7 +350,7 @@ def _write_tool_choice(body: dict[str, Any], env: Envelope, lost: list[Unread]) 
         lost.append(
             Unread(f"request field {env.source('tool_choice')} (validated mode)", field="tool_choice")
         )
-    if choice is not None and len(choice.names) > 1 and choice.mode != "none":
+    if choice is not None and choice.names and choice.mode != "none" and out["type"] != "tool":
         what = f"request field {env.source('tool_choice')} (allowed tools {', '.join(choice.names)})"
         lost.append(Unread(what, field="tool_choice"))
     if parallel is not None and out["type"] != "none":
@@ -368,31 +365,34 @@ def _write_reasoning(body: dict[str, Any], env: Envelope, lost: list[Unread]) ->
         return ()
     # include_encrypted needs nothing: Anthropic thinking always comes signed (replayable).
     budget, effort = r.budget_tokens, r.effort
+    thinking: dict[str, Any] | None = None
+    derived = False  # the budget stands for the effort (effort_budget), which is then not sent
     if r.enabled is False or budget == 0 or (effort == "none" and budget is None):
-        body["thinking"] = {"type": "disabled"}
-        return ("reasoning",)
-    dynamic = budget == -1 or (budget is None and effort is None and (r.enabled or r.summary is not None))
-    if not dynamic and budget is None and effort is None:
+        thinking = {"type": "disabled"}
+    elif budget == -1 or (budget is None and effort is None and (r.enabled or r.summary is not None)):
+        thinking = {"type": "adaptive"}
+    elif budget is not None or effort is not None:
+        derived = budget is None
+        wanted = budget if budget is not None else effort_budget(effort or "medium")
+        thinking = {"type": "enabled", "budget_tokens": max(wanted, MIN_THINKING_BUDGET)}
+    if thinking is None:
         return ("reasoning",)  # only include_encrypted was said
-    if body.get("tool_choice", {}).get("type") in ("any", "tool"):
+    on = thinking["type"] != "disabled"
+    if on and body.get("tool_choice", {}).get("type") in ("any", "tool"):
         what = (
             f"request field {env.source('reasoning')} (Anthropic thinks only with tool_choice auto or none)"
         )
         lost.append(Unread(what, field="reasoning"))
         return ("reasoning",)
-    thinking: dict[str, Any]
-    if dynamic:
-        thinking = {"type": "adaptive"}
-        if effort is not None and effort != "none":
-            body.setdefault("output_config", {})["effort"] = "low" if effort == "minimal" else effort
-    else:
-        wanted = budget if budget is not None else effort_budget(effort or "medium")
-        thinking = {"type": "enabled", "budget_tokens": max(wanted, MIN_THINKING_BUDGET)}
+    if effort not in (None, "none") and not derived:
+        body.setdefault("output_config", {})["effort"] = "low" if effort == "minimal" else effort
+    if "budget_tokens" in thinking:
         _fit_limit(body, thinking["budget_tokens"])
-    if r.summary is not None:
+    if on and r.summary is not None:
         thinking["display"] = "summarized"
     body["thinking"] = thinking
-    _fit_sampling(body, env, lost)
+    if on:
+        _fit_sampling(body, env, lost)
     return ("reasoning",)
 
 
@@ -458,20 +458,16 @@ def _write_identity(body: dict[str, Any], env: Envelope, lost: list[Unread]) -> 
     return handled
 
 
-def _write_nested_native(body: dict[str, Any], env: Envelope) -> Iterable[str]:
-    # Back to an Anthropic upstream: nested native values go where they were read from.
+def _write_tool_extras(body: dict[str, Any], env: Envelope) -> Iterable[str]:
+    # Back to an Anthropic upstream: a client tool's own fields go back on that tool (the codec
+    # merges the other nested native paths, ``output_config.task_budget``, itself).
     for path, value in env.native.items():
         head, _, key = path.partition(".")
-        if not key:
+        if head != "tools" or not key or not isinstance(value, dict):
             continue
-        if head in _NESTED:
-            body.setdefault(head, {})[key] = copy.deepcopy(value)
-        elif head == "tools":
-            for decl in body.get("tools", []):
-                if decl.get("type") in (None, "custom") and decl.get("name") in value:
-                    decl[key] = copy.deepcopy(value[decl["name"]])
-        else:
-            continue
+        for decl in body.get("tools", []):
+            if decl.get("type") in (None, "custom") and decl.get("name") in value:
+                decl[key] = copy.deepcopy(value[decl["name"]])
         yield path
 
 
