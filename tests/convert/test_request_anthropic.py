@@ -240,9 +240,18 @@ def test_tool_choice_is_read(choice: dict[str, Any], read: ToolChoice, parallel:
     assert env.native == {}
 
 
-def test_a_tool_choice_not_understood_travels_whole() -> None:
-    env = ENVELOPE.read({**CONVERSATION, "tool_choice": {"type": "tool"}})  # no name
-    assert env.tool_choice is None
+@pytest.mark.parametrize(
+    "choice",
+    [
+        pytest.param({"type": "tool"}, id="no_name"),
+        pytest.param({"type": "auto", "disable_parallel_tool_use": "yes"}, id="bad_parallel"),
+        pytest.param({"type": "auto", "future": True}, id="unknown_key"),
+    ],
+)
+def test_a_tool_choice_not_understood_travels_whole(choice: dict[str, Any]) -> None:
+    env = ENVELOPE.read({**CONVERSATION, "tool_choice": choice})
+    assert (env.tool_choice, env.parallel_tool_calls) == (None, None)
+    assert env.native == {"tool_choice": choice}
     assert env.native_affects_output == {"tool_choice"}
 
 

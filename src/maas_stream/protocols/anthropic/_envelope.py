@@ -218,6 +218,9 @@ def _read_tool_choice(body: Mapping[str, Any], env: Envelope) -> Iterable[str]:
     raw = body.get("tool_choice")
     if not isinstance(raw, dict) or not set(raw) <= {"type", "name", "disable_parallel_tool_use"}:
         return ()
+    disable = raw.get("disable_parallel_tool_use")
+    if disable is not None and not isinstance(disable, bool):
+        return ()
     name = raw.get("name")
     match raw.get("type"):
         case "auto":
@@ -232,8 +235,7 @@ def _read_tool_choice(body: Mapping[str, Any], env: Envelope) -> Iterable[str]:
             return ()
     env.tool_choice = choice
     env.sources["tool_choice"] = "tool_choice"
-    disable = raw.get("disable_parallel_tool_use")
-    if isinstance(disable, bool):
+    if disable is not None:
         env.parallel_tool_calls = not disable
         env.sources["parallel_tool_calls"] = "tool_choice.disable_parallel_tool_use"
     return ("tool_choice",)
