@@ -328,8 +328,9 @@ WriteHook: TypeAlias = Callable[[dict[str, Any], Envelope, list[Unread]], Iterab
 """The envelope's canonical fields → a protocol's body (in place); appends what it cannot carry
 (with ``field`` set) and gives the canonical field names it handled, written or reported. A
 set field that no hook handled is reported by the codec itself, so nothing is lost silently.
-It may also give native paths of :attr:`Envelope.native` it wrote back itself (nested ones such
-as ``output_config.task_budget``); the codec then leaves them alone."""
+It may also give nested (dotted) native paths of :attr:`Envelope.native` it wrote back itself
+where the codec's merge cannot (inside a list: Anthropic's ``tools.input_examples``, by tool
+name); the codec then leaves them alone. A plain name is always a canonical field."""
 
 _HOOK_FIELDS: Final = (
     "top_k",
@@ -533,7 +534,7 @@ class EnvelopeCodec:
     ) -> None:
         same = bool(self.protocol) and env.origin == self.protocol
         for path, value in env.native.items():
-            if same and path in handled:
+            if same and "." in path and path in handled:
                 continue  # the protocol's write hook put it back where it belongs
             if not same:
                 affects = path in env.native_affects_output

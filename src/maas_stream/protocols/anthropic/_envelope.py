@@ -8,8 +8,9 @@ server and Anthropic-defined tools as :class:`NativeTool` with a cross-protocol 
 read into canonical terms only as far as it is understood: an unknown ``thinking`` or
 ``tool_choice`` type stays whole in :attr:`Envelope.native`, an unknown key of
 ``output_config`` or ``metadata`` (and a client tool's ``input_examples``, ``allowed_callers``,
-``defer_loading``...) as a nested native path, which :func:`_write` puts back where it was for
-an Anthropic upstream and every other protocol reports. Everything else of the body
+``defer_loading``...) as a nested native path, which goes back where it was for an Anthropic
+upstream (the codec merges objects; :func:`_write_tool_extras` puts tool fields back on their
+tool) and every other protocol reports. Everything else of the body
 (``cache_control``, ``container``, ``mcp_servers``, ``inference_geo``...) is native as a whole.
 
 Written: every canonical field Messages can carry; the judgment calls (effort ↔ budget through
@@ -315,7 +316,7 @@ def _read_tool_extras(raw: Any, env: Envelope) -> None:
 
 
 def _write(body: dict[str, Any], env: Envelope, lost: list[Unread]) -> Iterable[str]:
-    handled: list[str] = ["include_usage"]  # the client's own stream encoder honours it
+    handled: list[str] = []
     if env.top_k is not None:
         body["top_k"] = env.top_k
         handled.append("top_k")
