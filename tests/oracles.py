@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -647,3 +648,67 @@ alone for Anthropic and Gemini, less the keys newer than the installed SDK, as `
 
 def _maybe(usage: Any, read: Callable[[Any], UsageSeen]) -> UsageSeen | None:
     return None if usage is None else read(usage)
+
+
+# ------------------------------------------------------------------ request bodies (anthropic)
+
+ANTHROPIC_SAMPLING = {"temperature": float, "top_p": float, "top_k": int}
+"""Messages sampling fields PROTOCOLS.md §3.8 documents that the installed SDK (2.16) no longer
+declares: checked here by type, as the SDK cannot."""
+
+_ANTHROPIC_PARAMS = (
+    anthropic.types.message_create_params.MessageCreateParamsStreaming,
+    anthropic.types.beta.message_create_params.MessageCreateParamsStreaming,
+)
+
+
+def anthropic_request(body: dict[str, Any]) -> list[str]:
+    """What the installed anthropic SDK's request types refuse in a streaming Messages body.
+
+    The body is validated in pydantic strict mode against the GA ``MessageCreateParamsStreaming``
+    (the beta one when it uses beta-only fields), and what the SDK keeps must equal the body: a
+    key the SDK does not declare, at any depth, is refused (a TypedDict would ignore it). The
+    sampling fields of :data:`ANTHROPIC_SAMPLING` are checked by type. ``[]`` when nothing is
+    refused.
+    """
+    faults: list[str] = []
+    for key, kind in ANTHROPIC_SAMPLING.items():
+        value = body.get(key, kind())
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else kind):
+            faults.append(f"{key}: not a {kind.__name__}")
+    rest = {k: v for k, v in body.items() if k not in ANTHROPIC_SAMPLING}
+    ga, beta = _ANTHROPIC_PARAMS
+    params = ga if set(rest) <= _typed_keys(ga) else beta
+    try:
+        kept = _read_all(_adapter(params).validate_python(rest, strict=True))
+    except pydantic.ValidationError as e:
+        return faults + [f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
+    return faults + [f"{path}: not declared by the SDK" for path in _unkept(rest, kept, "")]
+
+
+def _unkept(sent: Any, kept: Any, path: str) -> list[str]:
+    # The paths of ``sent`` that validation left out of ``kept``. JSON schemas are free-form
+    # (the SDK's ``InputSchema`` / ``JSONOutputFormatParam.schema`` take any ``Dict[str, object]``).
+    if path.endswith(("input_schema.", "schema.")):
+        return []
+    if isinstance(sent, dict) and isinstance(kept, dict):
+        return [
+            p
+            for k, v in sent.items()
+            for p in ([f"{path}{k}"] if k not in kept else _unkept(v, kept[k], f"{path}{k}."))
+        ]
+    if isinstance(sent, list) and isinstance(kept, list) and len(sent) == len(kept):
+        return [
+            p for i, (s, k) in enumerate(zip(sent, kept, strict=True)) for p in _unkept(s, k, f"{path}{i}.")
+        ]
+    return [] if sent == kept else [path.rstrip(".") or "(body)"]
+
+
+@functools.cache
+def _adapter(kind: Any) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(kind)
+
+
+@functools.cache
+def _typed_keys(kind: Any) -> frozenset[str]:
+    return frozenset(typing.get_type_hints(kind))

@@ -330,7 +330,10 @@ consumed goes to :attr:`Envelope.native`."""
 WriteHook: TypeAlias = Callable[[dict[str, Any], Envelope, list[Unread]], Iterable[str]]
 """The envelope's canonical fields → a protocol's body (in place); appends what it cannot carry
 (with ``field`` set) and gives the canonical field names it handled, written or reported. A
-set field that no hook handled is reported by the codec itself, so nothing is lost silently."""
+set field that no hook handled is reported by the codec itself, so nothing is lost silently.
+It may also give nested (dotted) native paths of :attr:`Envelope.native` it wrote back itself
+where the codec's merge cannot (inside a list: Anthropic's ``tools.input_examples``, by tool
+name); the codec then leaves them alone. A plain name is always a canonical field."""
 
 _HOOK_FIELDS: Final = (
     "top_k",
@@ -526,7 +529,7 @@ class EnvelopeCodec:
             value = getattr(env, name)
             if value is not None and name not in handled:
                 out.append(Unread(f"request field {env.source(name)}", field=name))
-        self._write_native(body, env, out)
+        self._write_native(body, env, out, handled)
         if lost is not None:
             lost.extend(
                 Unread(
@@ -540,9 +543,13 @@ class EnvelopeCodec:
             )
         return body
 
-    def _write_native(self, body: dict[str, Any], env: Envelope, lost: list[Unread]) -> None:
+    def _write_native(
+        self, body: dict[str, Any], env: Envelope, lost: list[Unread], handled: set[str]
+    ) -> None:
         same = bool(self.protocol) and env.origin == self.protocol
         for path, value in env.native.items():
+            if same and "." in path and path in handled:
+                continue  # the protocol's write hook put it back where it belongs
             if not same:
                 affects = path in env.native_affects_output
                 lost.append(Unread(f"request field {path}", field=path, affects_output=affects, native=True))

@@ -71,7 +71,7 @@ BODIES: dict[str, Any] = {
         "top_p": 0.9,
         "tools": [
             {"name": "w", "description": "d", "input_schema": SCHEMA},
-            {"type": "web_search_20250305", "name": "web_search"},
+            {"name": "no_schema"},  # server tools are read (NativeTool); this cannot be
         ],
         "seed": 1,
     },
