@@ -393,3 +393,52 @@ async def test_a_body_no_route_can_be_read_from_is_a_400(
     assert response.status_code == 400
     assert response.json()["type"] == "error"
     assert needle in response.json()["error"]["message"]
+
+
+async def test_a_route_sets_its_own_drop_policy_and_model_caps(tmp_path: Path) -> None:
+    config = routes_file(
+        tmp_path,
+        f"""
+[[routes]]
+model = "strict-*"
+recording = "{ANTHROPIC_REC}"
+
+[[routes]]
+model = "lenient-*"
+recording = "{ANTHROPIC_REC}"
+drop_params = true
+model_caps = {{ sampling = ["top_p"], max_output = 777 }}
+""",
+    )
+    app = create_app(routes=config)
+    sdk = openai_sdk(app, "k")
+    # n > 1 changes the answer and Anthropic has no n: refused on the strict route...
+    with pytest.raises(openai.BadRequestError, match="request field n"):
+        await sdk.chat.completions.create(model="strict-1", messages=HI, n=2, stream=True)
+    # ...dropped and reported on the lenient one, whose model takes top_p only.
+    stream = await sdk.chat.completions.create(
+        model="lenient-1", messages=HI, n=2, temperature=0.3, top_p=0.5, stream=True
+    )
+    assert [c async for c in stream]
+    lenient = app.router.routes[1].upstream
+    assert isinstance(lenient, RecordingUpstream)
+    sent = lenient.requests[-1]
+    assert "temperature" not in sent
+    assert sent["top_p"] == 0.5
+    assert sent["max_tokens"] == 777  # the route's model maximum, the client named none
+
+
+@pytest.mark.parametrize(
+    ("caps", "needle"),
+    [
+        ("model_caps = { fast = true }", "unknown field(s) fast"),
+        ('model_caps = { sampling = "temperature" }', "list of parameter names"),
+        ("model_caps = { max_output = 0 }", "positive integer"),
+        ("drop_params = 1", "true or false"),
+    ],
+)
+def test_bad_route_caps_name_the_field(tmp_path: Path, caps: str, needle: str) -> None:
+    text = f'[[routes]]\nmodel = "m"\nprotocol = "openai-chat"\n{caps}\n'
+    with pytest.raises(ConfigError) as info:
+        load_routes(routes_file(tmp_path, text))
+    assert needle in str(info.value)

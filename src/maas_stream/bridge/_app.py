@@ -89,7 +89,9 @@ _FORWARDED_HEADERS = ("retry-after", "x-request-id", "request-id")
 SETTINGS_ENV = "MAAS_STREAM_SERVE"
 """The environment variable carrying :class:`ServeSettings` (JSON) to worker processes."""
 
-_CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange]] = contextvars.ContextVar("maas_stream_request")
+_CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange, Route | None]] = contextvars.ContextVar(
+    "maas_stream_request"
+)
 """The upstream chosen for the request being served, and its record (per request task)."""
 
 
@@ -326,7 +328,7 @@ class BridgeApp:
         chain = self.router.chain(self.router.select(exchange.model))
         for i, route in enumerate(chain):
             exchange.route, exchange.upstream = route.name, route.upstream.protocol
-            token = _CURRENT.set((route.upstream, exchange))
+            token = _CURRENT.set((route.upstream, exchange, route))
             try:
                 await self._handle(scope, match, body, receive, send)
                 return
@@ -395,7 +397,11 @@ class BridgeApp:
         except msgspec.DecodeError as exc:
             raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
         client, upstream = match.spec.name, self.upstream.protocol
-        request = upstream_request(match, body, get_protocol(upstream), drop_params=self.drop_params)
+        current = _CURRENT.get(None)
+        route = current[2] if current is not None else None
+        drop = self.drop_params if route is None or route.drop_params is None else route.drop_params
+        caps = {"*": route.caps} if route is not None and route.caps is not None else None
+        request = upstream_request(match, body, get_protocol(upstream), drop_params=drop, caps=caps)
         for rec in request.unlogged:
             log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
         for rec in request.dropped:

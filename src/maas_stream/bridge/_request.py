@@ -24,6 +24,7 @@ from ..protocols._errors import openai_error_body as _default_error_body
 
 if TYPE_CHECKING:
     from .._envelope import Envelope, EnvelopeCodec
+    from .._models import ModelCaps
     from .._registry import EndpointMatch, ProtocolSpec
 
 __all__ = ["Rejected", "UpstreamRequest", "envelope_codec", "error_body", "upstream_request"]
@@ -80,7 +81,12 @@ class UpstreamRequest:
 
 
 def upstream_request(
-    match: EndpointMatch, body: Any, target: ProtocolSpec, *, drop_params: bool = False
+    match: EndpointMatch,
+    body: Any,
+    target: ProtocolSpec,
+    *,
+    drop_params: bool = False,
+    caps: dict[str, ModelCaps] | None = None,
 ) -> UpstreamRequest:
     """Read a client request (of ``match``'s protocol) and write it for ``target``.
 
@@ -114,6 +120,7 @@ def upstream_request(
                 path_model=match.model,
                 stream=True,
                 drop_params=drop_params,
+                caps=caps,
             )
             upstream_body, env = converted.body, converted.envelope
             records, history = converted.dropped, []

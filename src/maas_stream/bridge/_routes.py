@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import MaasStreamError
+from .._models import ModelCaps
 from .._registry import get_protocol
 from ._guard import check_model
 from ._request import Rejected
@@ -70,6 +71,8 @@ _KEYS: Final = frozenset(
         "fallbacks",
         "recording",
         "speed",
+        "drop_params",
+        "model_caps",
     }
 )
 
@@ -87,12 +90,18 @@ class Route:
         upstream: Where the streams come from.
         name: The route's name (fallbacks name routes by it); the model pattern by default.
         fallbacks: Names of the routes tried, in order, when this one fails before the first byte.
+        drop_params: Drop and report (``True``) or refuse (``False``) request fields that change
+            the answer and cannot reach this upstream; the app's setting when ``None``.
+        caps: What this route's upstream model accepts (sampling, reasoning, max output),
+            instead of the built-in model table.
     """
 
     model: str
     upstream: Upstream
     name: str = ""
     fallbacks: tuple[str, ...] = ()
+    drop_params: bool | None = None
+    caps: ModelCaps | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -248,7 +257,38 @@ def route_from_table(table: dict[str, Any], *, base: Path | None = None, index: 
     if not isinstance(fallbacks, list) or not all(isinstance(f, str) for f in fallbacks):
         raise ConfigError(f"{where}: fallbacks must be a list of route names")
     upstream = _upstream(table, where, base)
-    return Route(model, upstream, _str(table, "name", where) or "", tuple(fallbacks))
+    drop = table.get("drop_params")
+    if drop is not None and not isinstance(drop, bool):
+        raise ConfigError(f"{where}: drop_params must be true or false")
+    caps = _caps(table.get("model_caps"), where)
+    return Route(model, upstream, _str(table, "name", where) or "", tuple(fallbacks), drop, caps)
+
+
+def _caps(table: Any, where: str) -> ModelCaps | None:
+    """``model_caps = {sampling = ["temperature"], reasoning = false, max_output = 8192, ...}``."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: model_caps must be a table")
+    known = {f.name for f in dataclasses.fields(ModelCaps)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(
+            f"{where}: model_caps: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+    args: dict[str, Any] = dict(table)
+    sampling = args.get("sampling")
+    if sampling is not None:
+        if not isinstance(sampling, list) or not all(isinstance(x, str) for x in sampling):
+            raise ConfigError(f"{where}: model_caps.sampling must be a list of parameter names")
+        args["sampling"] = frozenset(sampling)
+    for flag in ("one_of_temperature_top_p", "reasoning"):
+        if flag in args and not isinstance(args[flag], bool):
+            raise ConfigError(f"{where}: model_caps.{flag} must be true or false")
+    limit = args.get("max_output")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"{where}: model_caps.max_output must be a positive integer")
+    return ModelCaps(**args)
 
 
 def _upstream(table: dict[str, Any], where: str, base: Path) -> Upstream:
