@@ -33,6 +33,7 @@ __all__ = [
     "Detector",
     "ModelList",
     "ProtocolSpec",
+    "TokenCount",
     "detect_body_protocol",
     "detect_protocol",
     "get_protocol",
@@ -82,6 +83,9 @@ class Endpoint:
     """``True``/``False`` when the path decides streaming (Gemini), ``None`` when the body does."""
     query: str | None = None
     """A query parameter the streaming path needs on the wire (Gemini's ``alt=sse``)."""
+    count: bool = False
+    """The path counts a request's input tokens (the spec's :attr:`ProtocolSpec.count_tokens`)
+    instead of answering it."""
 
     def match(self, path: str) -> re.Match[str] | None:
         """The match of ``path`` against :attr:`pattern`, if any."""
@@ -105,6 +109,20 @@ class ModelList:
         if self.header is not None and self.header not in headers:
             return False
         return _compiled(self.pattern).fullmatch(path) is not None
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """How a protocol's provider counts a request's input tokens without answering it."""
+
+    url: Callable[[str], str] = field(repr=False)
+    """The upstream's streaming URL → its count URL (``{model}`` kept for the caller)."""
+    request: Callable[[dict[str, Any]], dict[str, Any]] = field(repr=False)
+    """A request body of this protocol → the count endpoint's body (fields it refuses removed)."""
+    answer: Callable[[int], dict[str, Any]] = field(repr=False)
+    """A count → the body this protocol's SDK reads from its count endpoint."""
+    read: Callable[[Any], int | None] = field(repr=False)
+    """The provider's count answer → the count (``None``: not a count answer)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +185,8 @@ class ProtocolSpec:
     """The stream encoder options that honour what a client asked in its request (Chat's
     ``stream_options.include_usage``), for a bridge serving this protocol."""
     models: ModelList | None = field(default=None, repr=False)
+    count_tokens: TokenCount | None = field(default=None, repr=False)
+    """How the provider counts input tokens (its count endpoint), when it can."""
     """How a client of this protocol lists models (the bridge answers it with its routes)."""
 
 
@@ -198,6 +218,7 @@ def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
 
 _DECLARED: Final = {
     "ENVELOPE": "envelope",
+    "COUNT_TOKENS": "count_tokens",
     "ENCODER_OPTIONS": "encoder_options",
     "ENDPOINTS": "endpoints",
     "AUTH": "auth",

@@ -28,6 +28,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ._convert import convert_history
 from ._drops import DropLog, Dropped
 from ._envelope import Envelope, EnvelopeCodec, Unread
@@ -38,7 +40,14 @@ from ._registry import get_protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ConvertedRequest", "LostField", "UnsupportedParamsError", "convert_request", "read_envelope"]
+__all__ = [
+    "ConvertedRequest",
+    "LostField",
+    "UnsupportedParamsError",
+    "convert_request",
+    "estimate_input_tokens",
+    "read_envelope",
+]
 
 log = logging.getLogger("maas_stream")
 
@@ -200,6 +209,16 @@ def _client_path(u: Unread, env: Envelope) -> str:
 _SAME_FIELD = {"native_tools": ("tools",)}
 """Canonical fields that sit in another's client field when a reader recorded no own source
 (built-in tools are declared in the client's ``tools`` list)."""
+
+
+def estimate_input_tokens(body: Mapping[str, Any]) -> int:
+    """A rough count of a request's input tokens, for a provider with no count endpoint.
+
+    One token per four characters of the request's JSON (OpenAI's rule of thumb for English
+    text), model and streaming switches included: an estimate, to be marked as one.
+    """
+    text = msgspec.json.encode(body)
+    return max(1, -(-len(text) // 4))
 
 
 def _codec(protocol: str) -> EnvelopeCodec:

@@ -318,6 +318,7 @@ TESTS = REPO / "tests"
 SDKS = _under("openai", "anthropic", "google")
 SDK_GATEWAY = "tests.oracles"
 SDK_DIRECT = {
+    "tests.bridge.test_count_tokens": "each SDK's own count-tokens call through the bridge",
     "tests.bridge.test_faults": "each SDK must raise on a broken upstream behind the bridge",
     "tests.bridge.test_limits": "the SDKs' typed errors for 503/413/500 from the bridge",
     "tests.bridge.test_gemini_chats": "google-genai's chat helper through the bridge (function responses)",

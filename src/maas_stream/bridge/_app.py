@@ -47,6 +47,7 @@ import msgspec
 from .._convert import encode_response, is_cut
 from .._exceptions import MaasStreamError
 from .._registry import get_protocol, match_endpoint, match_model_list
+from .._request import estimate_input_tokens
 from ..io import ProviderHTTPError, StreamIOError, StreamTimeoutError, aaggregate, aconvert
 from ..io._exceptions import error_summary
 from ..io._record import redact_headers, redact_url
@@ -401,7 +402,12 @@ class BridgeApp:
         route = current[2] if current is not None else None
         drop = self.drop_params if route is None or route.drop_params is None else route.drop_params
         caps = {"*": route.caps} if route is not None and route.caps is not None else None
+        if match.endpoint.count:  # counting never refuses: what cannot cross does not count
+            drop = True
         request = upstream_request(match, body, get_protocol(upstream), drop_params=drop, caps=caps)
+        if match.endpoint.count:
+            await self._count(match, request, send)
+            return
         for rec in request.unlogged:
             log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
         for rec in request.dropped:
@@ -416,6 +422,38 @@ class BridgeApp:
             await self._exchange(client, request, receive, send)
         finally:
             self._active -= 1
+
+    async def _count(self, match: EndpointMatch, request: Any, send: Send) -> None:
+        """Answer a count-tokens request: the upstream's own count, or a marked estimate.
+
+        The converted request goes to the upstream protocol's count endpoint
+        (``spec.count_tokens``); an upstream without one (Chat Completions, a recording) gets
+        no call, and the answer is :func:`~maas_stream._request.estimate_input_tokens`, marked
+        ``x-maas-stream-token-count: estimate``.
+        """
+        counting = match.spec.count_tokens
+        assert counting is not None  # a count endpoint is declared with its counting
+        upstream = self.upstream
+        count = getattr(upstream, "count_tokens", None)
+        n: int | None = None
+        if count is not None:
+            try:
+                n = await count(request.body, model=request.envelope.model)
+            except ProviderHTTPError as exc:
+                headers = {k: v for k, v in exc.headers.items() if k in _FORWARDED_HEADERS}
+                raise Rejected(
+                    exc.status, f"upstream {upstream.protocol}: {error_summary(exc.body)}", headers
+                ) from None
+            except StreamIOError as exc:
+                raise _upstream_failure(upstream.protocol, exc) from None
+        headers = self._headers(len(request.dropped))
+        if n is None:
+            n = estimate_input_tokens(request.body)
+            headers["x-maas-stream-token-count"] = "estimate"
+        else:
+            headers["x-maas-stream-token-count"] = "upstream"
+        await _send_json(send, 200, counting.answer(n), headers)
+        self.stats.streams += 1
 
     async def _exchange(self, client: str, request: Any, receive: Receive, send: Send) -> None:
         """Open the upstream stream and answer from it; the client's hang-up cancels it all.

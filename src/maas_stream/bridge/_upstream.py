@@ -18,10 +18,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import quote
 
+import anyio
+import msgspec
+
 from .._exceptions import LocalProtocolError
 from .._registry import detect_protocol, get_protocol
-from ..io import ProviderHTTPError, Recording, aconnect, areplay
+from ..io import ProviderHTTPError, Recording, StreamIOError, StreamTimeoutError, aconnect, areplay
 from ..io._exceptions import error_summary, parse_body
+from ..io._source import transport_error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -293,6 +297,52 @@ class HTTPUpstream:
             headers=self._headers,
         ) as source:
             yield source.response
+
+    async def count_tokens(self, body: dict[str, Any], *, model: str | None) -> int | None:
+        """The provider's count of ``body``'s input tokens, from its count endpoint.
+
+        ``None`` when the protocol has no count endpoint (the caller estimates).
+
+        Raises:
+            ProviderHTTPError: The provider refused the count (it carries the provider's body).
+            StreamTimeoutError: The count took longer than the first-byte timeout.
+            StreamTransportError: The connection could not be made.
+        """
+        counting = get_protocol(self._protocol).count_tokens
+        if counting is None:
+            return None
+        if self.model is not None and "model" in body:
+            body = {**body, "model": self.model}
+        name = quote(self.model or model or "", safe=":@+")
+        count_body = msgspec.json.decode(
+            msgspec.json.encode(counting.request(body)).replace(b"{model}", name.encode())
+        )
+        url = counting.url(self.url).replace("{model}", name)
+        limit = self.timeouts.first_byte
+        try:
+            with anyio.fail_after(limit):
+                response = await self._get_client().post(url, json=count_body, headers=self._headers)
+        except TimeoutError as exc:
+            if isinstance(exc, StreamIOError):
+                raise
+            raise StreamTimeoutError(
+                f"the count took longer than {limit:g}s", phase="first_byte", timeout=limit
+            ) from None
+        except Exception as exc:
+            found = transport_error(exc, where="counting tokens")
+            if found is None:
+                raise
+            raise found from exc
+        parsed = parse_body(response.content)
+        if not 200 <= response.status_code < 300:
+            raise ProviderHTTPError(
+                f"count answered {response.status_code}: {error_summary(parsed)}",
+                status=response.status_code,
+                body=parsed,
+                headers=dict(response.headers),
+                content=response.content,
+            )
+        return counting.read(parsed)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this upstream created it."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..._registry import Auth, Endpoint, ModelList, spec_of
 from .. import _names
+from .._counts import ANTHROPIC_COUNT
 from .._errors import anthropic_error_body
 from ._body import decode_response as decode_response
 from ._body import encode_response as encode_response
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 NAME: Final = _names.ANTHROPIC
 
 
-ENDPOINTS = (Endpoint(r"/v1/messages"),)
+ENDPOINTS = (Endpoint(r"/v1/messages"), Endpoint(r"/v1/messages/count_tokens", count=True))
+COUNT_TOKENS = ANTHROPIC_COUNT
 AUTH = Auth(
     "ANTHROPIC_API_KEY",
     "x-api-key",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..._registry import Auth, Endpoint, ModelList, spec_of
 from .. import _names
+from .._counts import GEMINI_COUNT
 from .._errors import google_error_body
 from ._body import decode_response as decode_response
 from ._body import encode_response as encode_response
@@ -38,7 +39,9 @@ _MODEL_PATH = r"/(?:v1beta|v1|v1alpha)/models/(?P<model>[^/:]+)"
 ENDPOINTS = (
     Endpoint(_MODEL_PATH + ":streamGenerateContent", stream=True, query="alt=sse"),
     Endpoint(_MODEL_PATH + ":generateContent", stream=False),
+    Endpoint(_MODEL_PATH + ":countTokens", count=True),
 )
+COUNT_TOKENS = GEMINI_COUNT
 AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key", query="key")
 URL = "https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent?alt=sse"
 ERROR_BODY = google_error_body

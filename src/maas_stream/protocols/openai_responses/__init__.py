@@ -14,6 +14,7 @@ from typing import Final
 
 from ..._registry import Auth, Endpoint, spec_of
 from .. import _names
+from .._counts import RESPONSES_COUNT
 from .._errors import openai_error_body
 from ._body import decode_response as decode_response
 from ._body import encode_response as encode_response
@@ -29,7 +30,11 @@ from ._history import validate as validate
 NAME: Final = _names.OPENAI_RESPONSES
 
 
-ENDPOINTS = (Endpoint(r"(?:/v1)?/responses"),)
+ENDPOINTS = (
+    Endpoint(r"(?:/v1)?/responses"),
+    Endpoint(r"(?:/v1)?/responses/input_tokens", count=True),
+)
+COUNT_TOKENS = RESPONSES_COUNT
 AUTH = Auth("OPENAI_API_KEY", "authorization", "Bearer {}")
 URL = "https://api.openai.com/v1/responses"
 ERROR_BODY = openai_error_body
