@@ -32,9 +32,18 @@ from ._exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
-from ._model import Message, Response, UnknownPart
+from ._model import ASSISTANT_ROLES, Message, Response, Session, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
-from .events import PartStart, StreamWarning, UnknownEvent
+from .events import (
+    Cancelled,
+    MessageStart,
+    PartStart,
+    ResponseDone,
+    ResponseStart,
+    StreamErrorEvent,
+    StreamWarning,
+    UnknownEvent,
+)
 from .protocols._json import UNREADABLE
 
 if TYPE_CHECKING:
@@ -47,8 +56,10 @@ __all__ = [
     "StreamAggregator",
     "StreamConverter",
     "aggregate",
+    "aggregate_session",
     "continuation_key",
     "convert",
+    "convert_session",
     "convert_history",
     "decode_response",
     "encode_response",
@@ -219,6 +230,12 @@ class StreamAggregator:
             return Response(protocol=self.protocol or "unknown", status="in_progress")
         return self._agg.snapshot()
 
+    def session(self) -> Session:
+        """The session as it stands (after :meth:`finish`, the final one): see :func:`aggregate_session`."""
+        if self._agg is None:
+            return Session(protocol=self.protocol or "unknown", status="in_progress")
+        return self._agg.session()
+
     def finish_events(self) -> list[Event]:
         """End the input; return the last canonical events (closing what is still open).
 
@@ -317,17 +334,32 @@ class StreamConverter:
         self, to: str, *, protocol: str | None = None, fail_closed: bool = True, **options: Any
     ) -> None:
         self._source = StreamAggregator(protocol, emit=True)
+        self._options = options
         self._encoder: StreamEncoder = get_protocol(to).encoder(**options)
         self._logged = 0
+        self._split: _Splitter | None = None
+        self._checked = False
         self.target = to
         self.fail_closed = fail_closed
         self.response: Response | None = None
         """The source's final response, set by :meth:`finish`."""
+        self.session: Session | None = None
+        """The source's final session (its responses apart), set by :meth:`finish`."""
+        self.streams: list[bytes] = []
+        """Converting a session to a one-response protocol: the target stream of each response
+        of the session, in order (:meth:`feed` and :meth:`finish` return them one after
+        another). Otherwise the one output stream. Complete after :meth:`finish`."""
 
     @property
     def lossy(self) -> list[Dropped]:
         """What the target could not carry and was dropped (never turned into text), as records."""
-        return self._encoder.drops.records
+        split = self._split
+        if split is None or not split.drops:
+            return self._encoder.drops.records
+        merged = DropLog(self.target, self._source.protocol)
+        merged.extend(split.drops.records)
+        merged.extend(self._encoder.drops.records)
+        return merged.records
 
     @property
     def protocol(self) -> str | None:
@@ -370,19 +402,38 @@ class StreamConverter:
         return self._encode(events)
 
     def _encode(self, events: list[Event]) -> bytes:
-        encode = self._encoder.encode
-        if self.fail_closed and self.target != self._source.protocol:
+        source = self._source.protocol
+        if not self._checked and source is not None:
+            self._checked = True
+            if get_protocol(source).framing == "jsonl" and get_protocol(self.target).framing != "jsonl":
+                self._split = _Splitter(self)
+        if self.fail_closed and self.target != source:
             for event in events:
                 self._check_unknown(event)
-        out = b"".join([encode(e) for e in events])
-        drops = self._encoder.drops
-        if len(drops) > self._logged:
-            self._log_lossy(drops)
+        if self._split is not None:
+            # Session and client frames belong to no response: the session keeps them
+            # (:func:`aggregate_session`). They are no loss of a response's stream, so they
+            # are neither sent nor listed.
+            events = [e for e in events if not (type(e) is UnknownEvent and e.passthrough and e.message is None)]
+            out = self._split.encode(events)
+        else:
+            encode = self._encoder.encode
+            out = b"".join([encode(e) for e in events])
+            if out:
+                self._output(out)
+        self._log_lossy()
         return out
 
-    def _log_lossy(self, drops: DropLog) -> None:
+    def _output(self, out: bytes) -> None:
+        if not self.streams:
+            self.streams.append(b"")
+        self.streams[-1] += out
+
+    def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
-        records = drops.records
+        records = self.lossy
+        if len(records) <= self._logged:
+            return
         for rec in records[self._logged :]:
             log.warning("%s -> %s: dropped %s", self._source.protocol, self.target, rec.what)
         self._logged = len(records)
@@ -413,7 +464,140 @@ class StreamConverter:
         """End the source; return the last target bytes."""
         out = self._encode(self._source.finish_events())
         self.response = self._source.finish()
-        return out + self._encoder.finish()
+        self.session = self._source.session()
+        if self._split is not None:
+            out += self._split.finish()
+        else:
+            last = self._encoder.finish()
+            if last:
+                self._output(last)
+            out += last
+        self._log_lossy()
+        return out
+
+
+class _Splitter:
+    """A session converted to a one-response protocol: each model response its own stream.
+
+    Each response of the session goes to a fresh target encoder, with its messages renumbered
+    from 0, and its stream ends when the response does. What is not a model response is no part
+    of any stream and is not a loss: the decoder's own responses holding session messages, the
+    user's input transcripts and the client's tool results (their messages), and errors that did
+    not end the session; :func:`aggregate_session` keeps them all. A cancellation that arrives
+    after its response's stream was sent cannot be carried: it is a ``message`` drop.
+    """
+
+    def __init__(self, conv: StreamConverter) -> None:
+        self._conv = conv
+        self._used = False
+        """Whether the converter's encoder already wrote a response (the next needs a new one)."""
+        self._open = False
+        """Whether a response (span) is open: a ``ResponseStart`` came and its end did not."""
+        self._real = False
+        """Whether the open span is a model response (its events go to the encoder)."""
+        self._pending: list[Event] = []
+        """Events of the open span while it is not known to be a model response."""
+        self._local: dict[int, int] = {}
+        """The open response's messages: canonical position → position in its own stream."""
+        self._inputs: set[int] = set()
+        """Canonical positions of messages that are not the model's (no response holds them)."""
+        self._sent: set[int] = set()
+        """Canonical positions of messages whose response's stream was already ended."""
+        self.drops = DropLog(conv.target)
+        """The drops of finished encoders, and of cancellations that came too late."""
+
+    def encode(self, events: list[Event]) -> bytes:
+        out: list[bytes] = []
+        for event in events:
+            out.append(self._event(event))
+        return b"".join(out)
+
+    def _event(self, event: Event) -> bytes:  # noqa: C901 - one dispatch on the event's kind
+        kind = type(event)
+        message = getattr(event, "message", None)
+        if kind is MessageStart:
+            assert isinstance(event, MessageStart) and isinstance(message, int)
+            if event.role not in ASSISTANT_ROLES:
+                self._inputs.add(message)
+                return b""
+            self._local[message] = len(self._local)
+            return self._become_real() + self._feed(event)
+        if message is not None and message in self._inputs:
+            return b""
+        if kind is ResponseStart:
+            assert isinstance(event, ResponseStart)
+            if not self._open:
+                self._open, self._real, self._pending, self._local = True, False, [], {}
+            if event.provider_raw is not None:
+                return self._become_real() + self._feed(event)
+            return self._feed(event)
+        if kind is ResponseDone:
+            assert isinstance(event, ResponseDone)
+            if event.status is not None or event.finish_reason is not None:
+                out = self._become_real()
+            else:
+                out = b""
+            out += self._feed(event) if self._real else b""
+            return out + self._end()
+        if kind is StreamErrorEvent:
+            assert isinstance(event, StreamErrorEvent)
+            if event.recoverable:
+                return b""  # a session event: no response failed
+            return self._become_real() + self._feed(event)
+        if message is not None and message in self._sent:
+            if kind is Cancelled:
+                self.drops.add(
+                    "message",
+                    f"a cancellation that came after its response's stream ended ({self._conv.target} cannot"
+                    " take a call back)",
+                )
+            return b""  # what a late cancellation closes was closed in that stream already
+        return self._feed(event)
+
+    def _feed(self, event: Event) -> bytes:
+        """Hand an event to the open response's encoder (or hold it until the span is one)."""
+        if not self._open:
+            self._open, self._real, self._pending, self._local = True, False, [], {}
+        if not self._real:
+            self._pending.append(event)
+            return b""
+        message = getattr(event, "message", None)
+        if message is not None and message in self._local:
+            event = msgspec.structs.replace(event, message=self._local[message])  # type: ignore[type-var]
+        out = self._conv._encoder.encode(event)
+        if out:
+            self._conv._output(out)
+        return out
+
+    def _become_real(self) -> bytes:
+        if self._real:
+            return b""
+        conv = self._conv
+        if self._used:
+            self.drops.extend(conv._encoder.drops.records)
+            conv._encoder = get_protocol(conv.target).encoder(**conv._options)
+        self._used = self._real = True
+        conv.streams.append(b"")
+        held, self._pending = self._pending, []
+        return b"".join([self._feed(e) for e in held])
+
+    def _end(self) -> bytes:
+        """The open span ended: a model response's stream ends with it."""
+        out = b""
+        if self._real:
+            out = self._conv._encoder.finish()
+            if out:
+                self._conv._output(out)
+            self._sent.update(self._local)
+        self._open = self._real = False
+        self._pending, self._local = [], {}
+        return out
+
+    def finish(self) -> bytes:
+        """The input ended: a response still open ends cut (its encoder says so)."""
+        if self._real:
+            return self._end()
+        return b""
 
 
 def _chunks(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
@@ -438,6 +622,63 @@ def aggregate(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> 
     for chunk in _chunks(data):
         agg.feed(chunk)
     return agg.finish()
+
+
+def aggregate_session(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> Session:
+    """Aggregate a whole session into a :class:`~maas_stream.Session`: each response apart.
+
+    For a session protocol (Google Live, OpenAI Realtime) each model response is its own
+    :class:`~maas_stream.Response` (its own status, finish reason, usage and error), and the
+    session's setup and config frames, errors that did not end it, input transcripts,
+    cancellations and the client's messages are :class:`~maas_stream.SessionEvent` records in
+    order. Any other protocol gives a session of its one response. :func:`aggregate` folds the
+    same input into one response (see ``docs/sessions.md``).
+
+    Raises:
+        RemoteProtocolError: The bytes break the protocol (``exc.partial`` holds what was
+            aggregated before the bad frame, as one response).
+        ProtocolDetectionError: ``protocol`` was not given and could not be detected.
+    """
+    agg = StreamAggregator(protocol)
+    for chunk in _chunks(data):
+        agg.feed(chunk)
+    agg.finish()
+    return agg.session()
+
+
+def convert_session(
+    data: bytes | Iterable[bytes],
+    *,
+    to: str,
+    protocol: str | None = None,
+    lossy: list[Dropped] | None = None,
+    **options: Any,
+) -> list[bytes]:
+    """Re-encode a session as protocol ``to``: one complete stream per response.
+
+    Converting a Live or Realtime session to a one-response protocol (Chat, Responses,
+    Anthropic, Gemini, Interactions), each model response of the session becomes its own
+    stream, in order; what no stream can carry is listed in ``lossy`` (never dropped
+    silently). For any other pair the list holds the one converted stream.
+
+    Args:
+        data: The source bytes, whole or in chunks.
+        to: The target protocol.
+        protocol: The source protocol; detected when ``None``.
+        lossy: If given, receives the :class:`~maas_stream.Dropped` records of the conversion.
+        **options: Passed to :class:`StreamConverter` (``fail_closed``) and the target's encoder.
+
+    Raises:
+        RemoteProtocolError: The source bytes break their protocol.
+        ConversionError: The source carries something the target must not silently drop.
+    """
+    conv = StreamConverter(to, protocol=protocol, **options)
+    for chunk in _chunks(data):
+        conv.feed(chunk)
+    conv.finish()
+    if lossy is not None:
+        lossy.extend(conv.lossy)
+    return list(conv.streams)
 
 
 def convert(data: bytes | Iterable[bytes], *, to: str, protocol: str | None = None, **options: Any) -> bytes:
