@@ -32,14 +32,17 @@ from ._exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
-from ._model import ASSISTANT_ROLES, Message, Response, Session, UnknownPart
+from ._model import ASSISTANT_ROLES, Message, Response, Session, ToolCallPart, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
 from .events import (
+    ArgumentsDelta,
     Cancelled,
     MessageStart,
+    PartDone,
     PartStart,
     ResponseDone,
     ResponseStart,
+    SignatureDelta,
     StreamErrorEvent,
     StreamWarning,
     UnknownEvent,
@@ -71,6 +74,8 @@ __all__ = [
 _DETECT_LIMIT = 1024 * 1024
 
 _UNRECOGNISED: Final = frozenset({UnknownEvent, StreamWarning})
+_HELD: Final = frozenset({PartStart, ArgumentsDelta, SignatureDelta, PartDone})
+"""Events of a tool call a session converter holds until the call ends."""
 """Events that say nothing was understood (an unknown frame; a warning about one)."""
 
 log = logging.getLogger("maas_stream")
@@ -414,7 +419,9 @@ class StreamConverter:
             # Session and client frames belong to no response: the session keeps them
             # (:func:`aggregate_session`). They are no loss of a response's stream, so they
             # are neither sent nor listed.
-            events = [e for e in events if not (type(e) is UnknownEvent and e.passthrough and e.message is None)]
+            events = [
+                e for e in events if not (type(e) is UnknownEvent and e.passthrough and e.message is None)
+            ]
             out = self._split.encode(events)
         else:
             encode = self._encoder.encode
@@ -503,49 +510,52 @@ class _Splitter:
         """Canonical positions of messages that are not the model's (no response holds them)."""
         self._sent: set[int] = set()
         """Canonical positions of messages whose response's stream was already ended."""
+        self._calls: dict[tuple[Any, Any], list[Event]] = {}
+        """The events of each open tool call, held until it ends (canonical keys)."""
+        self._cancelled: set[tuple[Any, Any]] = set()
+        """Held calls a ``Cancelled`` named."""
         self.drops = DropLog(conv.target)
-        """The drops of finished encoders, and of cancellations that came too late."""
+        """The drops of finished encoders, and of calls and cancellations no stream can carry."""
 
     def encode(self, events: list[Event]) -> bytes:
-        out: list[bytes] = []
-        for event in events:
-            out.append(self._event(event))
-        return b"".join(out)
+        return b"".join([self._event(event) for event in events])
 
-    def _event(self, event: Event) -> bytes:  # noqa: C901 - one dispatch on the event's kind
-        kind = type(event)
+    def _event(self, event: Event) -> bytes:
         message = getattr(event, "message", None)
-        if kind is MessageStart:
-            assert isinstance(event, MessageStart) and isinstance(message, int)
+        if isinstance(event, MessageStart):
             if event.role not in ASSISTANT_ROLES:
-                self._inputs.add(message)
+                self._inputs.add(event.message)  # type: ignore[arg-type]
                 return b""
-            self._local[message] = len(self._local)
+            self._local[event.message] = len(self._local)  # type: ignore[index]
             return self._become_real() + self._feed(event)
         if message is not None and message in self._inputs:
             return b""
-        if kind is ResponseStart:
-            assert isinstance(event, ResponseStart)
+        if isinstance(event, ResponseStart):
             if not self._open:
                 self._open, self._real, self._pending, self._local = True, False, [], {}
             if event.provider_raw is not None:
                 return self._become_real() + self._feed(event)
             return self._feed(event)
-        if kind is ResponseDone:
-            assert isinstance(event, ResponseDone)
+        if isinstance(event, ResponseDone):
+            out = b""
             if event.status is not None or event.finish_reason is not None:
                 out = self._become_real()
-            else:
-                out = b""
-            out += self._feed(event) if self._real else b""
+            if self._real:
+                out += self._feed(event)
             return out + self._end()
-        if kind is StreamErrorEvent:
-            assert isinstance(event, StreamErrorEvent)
+        if isinstance(event, StreamErrorEvent):
             if event.recoverable:
                 return b""  # a session event: no response failed
             return self._become_real() + self._feed(event)
+        return self._other(event, message)
+
+    def _other(self, event: Event, message: Any) -> bytes:
+        if type(event) in _HELD or (isinstance(event, Cancelled) and self._calls):
+            held = self._hold(event)
+            if held is not None:
+                return held
         if message is not None and message in self._sent:
-            if kind is Cancelled:
+            if isinstance(event, Cancelled):
                 self.drops.add(
                     "message",
                     f"a cancellation that came after its response's stream ended ({self._conv.target} cannot"
@@ -553,6 +563,44 @@ class _Splitter:
                 )
             return b""  # what a late cancellation closes was closed in that stream already
         return self._feed(event)
+
+    def _hold(self, event: Event) -> bytes | None:
+        """A tool call goes out whole once it completed; one cut or cancelled never does.
+
+        ``response.done`` (Realtime) is the authority on a call's status, and it may come after
+        the call's arguments streamed: a one-response target cannot take a call back, so a
+        call's events wait for its end. Returns ``None`` when the event is not a held call's.
+        """
+        calls = self._calls
+        if isinstance(event, PartStart):
+            if not isinstance(event.value, ToolCallPart):
+                return None
+            calls[(event.message, event.part)] = [event]
+            return b""
+        if isinstance(event, Cancelled):
+            for key in calls:
+                if key[0] == event.message and event.part in (None, key[1]):
+                    self._cancelled.add(key)
+            return None
+        key = (getattr(event, "message", None), getattr(event, "part", None))
+        held = calls.get(key)
+        if held is None:
+            return None
+        if not isinstance(event, PartDone):
+            held.append(event)
+            return b""
+        del calls[key]
+        value = event.value
+        if key in self._cancelled or (isinstance(value, ToolCallPart) and value.status == "incomplete"):
+            self._cancelled.discard(key)
+            name = value.name if isinstance(value, ToolCallPart) else ""
+            self.drops.add(
+                "message",
+                "a tool call the provider cut or cancelled before it completed (not sent as a call to run)",
+                where=f"{name}:{value.id}" if isinstance(value, ToolCallPart) else None,
+            )
+            return b""
+        return b"".join([self._feed(e) for e in (*held, event)])
 
     def _feed(self, event: Event) -> bytes:
         """Hand an event to the open response's encoder (or hold it until the span is one)."""
@@ -563,7 +611,7 @@ class _Splitter:
             return b""
         message = getattr(event, "message", None)
         if message is not None and message in self._local:
-            event = msgspec.structs.replace(event, message=self._local[message])  # type: ignore[type-var]
+            event = msgspec.structs.replace(event, message=self._local[message])
         out = self._conv._encoder.encode(event)
         if out:
             self._conv._output(out)

@@ -268,7 +268,9 @@ class Lifecycle(Fold):
                 return
             targets.append((msg, part))
         for msg, part in targets:
-            calls = [p.base.id for p in (msg.parts if part is None else [part]) if isinstance(p.base, ToolCallPart)]
+            calls = [
+                p.base.id for p in (msg.parts if part is None else [part]) if isinstance(p.base, ToolCallPart)
+            ]
             self._session_event(
                 SessionEvent(
                     kind="cancellation",

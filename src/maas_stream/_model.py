@@ -49,7 +49,9 @@ FinishReason: TypeAlias = Literal[
     "stop", "length", "tool_calls", "content_filter", "refusal", "pause", "error", "other"
 ]
 ToolCallKind: TypeAlias = Literal["function", "custom", "server", "mcp"]
-SessionEventKind: TypeAlias = Literal["server", "client", "error", "input_transcript", "tool_result", "cancellation"]
+SessionEventKind: TypeAlias = Literal[
+    "server", "client", "error", "input_transcript", "tool_result", "cancellation"
+]
 
 ASSISTANT_ROLES: Final = frozenset({"assistant", "model"})
 """The roles of a model's own output (``model`` is Gemini's name for ``assistant``)."""

@@ -153,7 +153,15 @@ ERROR_CHUNK_GEMINI = (
     "an in-band error chunk (openai-chat source): the gemini body writes usage with a negative"
     " candidatesTokenCount (reasoning tokens > completion tokens), the stream writes no usage"
 )
+SESSION_CUT_CALL = (
+    "a session's call cut before it completed is not sent to a one-response target (dropped and"
+    " listed: the stream cannot take a call back once response.done says it was cut); the body"
+    " encoders still write the incomplete call"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("recordings/openai-realtime/cut_mid_arguments.jsonl", "openai-chat"): SESSION_CUT_CALL,
+    ("recordings/openai-realtime/cut_mid_arguments.jsonl", "openai-responses"): SESSION_CUT_CALL,
+    ("recordings/openai-realtime/cut_mid_arguments.jsonl", "anthropic"): SESSION_CUT_CALL,
     ("corpus/gemini/array_args_missing_terminal_call.sse", "openai-chat"): CHAT_CUT_CALL,
     ("recordings/anthropic/cut_without_message_stop.sse", "openai-responses"): CUT_USAGE,
     ("recordings/gemini/streamed_call_cut.sse", "openai-responses"): CUT_USAGE,

@@ -212,7 +212,9 @@ def test_beta_names_input_transcription_cancel_and_error() -> None:
     # The error event is recoverable (the session stays open): the cancelled response is the
     # last one, and the error is a session event.
     assert (resp.status, resp.error) == ("incomplete", None)
-    session = ms.aggregate_session((RECORDINGS / PROTO / "input_transcription_cancelled_error.jsonl").read_bytes())
+    session = ms.aggregate_session(
+        (RECORDINGS / PROTO / "input_transcription_cancelled_error.jsonl").read_bytes()
+    )
     errors = [e for e in session.events if e.kind == "error"]
     assert [e.error.code for e in errors if e.error] == ["item_truncate_invalid"]
     done_only = ms.aggregate((RECORDINGS / PROTO / "done_only_items_incomplete.jsonl").read_bytes())
