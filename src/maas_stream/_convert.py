@@ -37,6 +37,7 @@ from ._registry import Detector, detect_protocol, get_protocol
 from .events import (
     ArgumentsDelta,
     Cancelled,
+    MessageDone,
     MessageStart,
     PartDone,
     PartStart,
@@ -344,6 +345,8 @@ class StreamConverter:
         self._logged = 0
         self._split: _Splitter | None = None
         self._checked = False
+        self._cancelled: frozenset[str] = frozenset()
+        """Ids of calls the whole input cancels later (``convert_session`` knows them up front)."""
         self.target = to
         self.fail_closed = fail_closed
         self.response: Response | None = None
@@ -514,6 +517,10 @@ class _Splitter:
         """The events of each open tool call, held until it ends (canonical keys)."""
         self._cancelled: set[tuple[Any, Any]] = set()
         """Held calls a ``Cancelled`` named."""
+        self._dropped: set[tuple[Any, Any]] = set()
+        """Calls that were not sent (a later cancellation of one is no further loss)."""
+        self._calls_sent = False
+        """Whether the open response's stream holds a call (else it cannot finish ``tool_calls``)."""
         self.drops = DropLog(conv.target)
         """The drops of finished encoders, and of calls and cancellations no stream can carry."""
 
@@ -555,7 +562,7 @@ class _Splitter:
             if held is not None:
                 return held
         if message is not None and message in self._sent:
-            if isinstance(event, Cancelled):
+            if isinstance(event, Cancelled) and (message, event.part) not in self._dropped:
                 self.drops.add(
                     "message",
                     f"a cancellation that came after its response's stream ended ({self._conv.target} cannot"
@@ -591,8 +598,12 @@ class _Splitter:
             return b""
         del calls[key]
         value = event.value
-        if key in self._cancelled or (isinstance(value, ToolCallPart) and value.status == "incomplete"):
+        cut = isinstance(value, ToolCallPart) and (
+            value.status == "incomplete" or value.id in self._conv._cancelled
+        )
+        if key in self._cancelled or cut:
             self._cancelled.discard(key)
+            self._dropped.add(key)
             name = value.name if isinstance(value, ToolCallPart) else ""
             self.drops.add(
                 "message",
@@ -600,6 +611,7 @@ class _Splitter:
                 where=f"{name}:{value.id}" if isinstance(value, ToolCallPart) else None,
             )
             return b""
+        self._calls_sent = True
         return b"".join([self._feed(e) for e in (*held, event)])
 
     def _feed(self, event: Event) -> bytes:
@@ -612,6 +624,13 @@ class _Splitter:
         message = getattr(event, "message", None)
         if message is not None and message in self._local:
             event = msgspec.structs.replace(event, message=self._local[message])
+        if (
+            isinstance(event, ResponseDone | MessageDone)
+            and event.finish_reason == "tool_calls"
+            and not self._calls_sent
+        ):
+            # Its calls were cut or cancelled and not sent: the stream has no call to run.
+            event = msgspec.structs.replace(event, finish_reason="stop")
         out = self._conv._encoder.encode(event)
         if out:
             self._conv._output(out)
@@ -637,7 +656,7 @@ class _Splitter:
             if out:
                 self._conv._output(out)
             self._sent.update(self._local)
-        self._open = self._real = False
+        self._open = self._real = self._calls_sent = False
         self._pending, self._local = [], {}
         return out
 
@@ -707,7 +726,10 @@ def convert_session(
     Converting a Live or Realtime session to a one-response protocol (Chat, Responses,
     Anthropic, Gemini, Interactions), each model response of the session becomes its own
     stream, in order; what no stream can carry is listed in ``lossy`` (never dropped
-    silently). For any other pair the list holds the one converted stream.
+    silently). A call the session cancels, even after its turn ended (Live
+    ``toolCallCancellation``), is not written as a call to run: the whole input is read first
+    to know them (a live :class:`StreamConverter` cannot, and lists such a late cancellation
+    instead). For any other pair the list holds the one converted stream.
 
     Args:
         data: The source bytes, whole or in chunks.
@@ -720,8 +742,15 @@ def convert_session(
         RemoteProtocolError: The source bytes break their protocol.
         ConversionError: The source carries something the target must not silently drop.
     """
+    chunks = [bytes(c) for c in _chunks(data)]
     conv = StreamConverter(to, protocol=protocol, **options)
-    for chunk in _chunks(data):
+    # The whole input is here: a call the session cancels later (Live toolCallCancellation)
+    # is known before its response is written, so it is not sent as a call to run.
+    session = aggregate_session(chunks, protocol=protocol)
+    conv._cancelled = frozenset(
+        e.call_id for e in session.events if e.kind == "cancellation" and e.call_id is not None
+    )
+    for chunk in chunks:
         conv.feed(chunk)
     conv.finish()
     if lossy is not None:
