@@ -517,6 +517,8 @@ class _Splitter:
         """The events of each open tool call, held until it ends (canonical keys)."""
         self._cancelled: set[tuple[Any, Any]] = set()
         """Held calls a ``Cancelled`` named."""
+        self._fed: set[tuple[Any, Any]] = set()
+        """Calls that were sent whole."""
         self._dropped: set[tuple[Any, Any]] = set()
         """Calls that were not sent (a later cancellation of one is no further loss)."""
         self._calls_sent = False
@@ -561,15 +563,22 @@ class _Splitter:
             held = self._hold(event)
             if held is not None:
                 return held
+        if isinstance(event, Cancelled) and any(
+            key[0] == message and event.part in (None, key[1]) for key in self._fed
+        ):
+            # response.done cut a call whose own events had completed it, and it went out.
+            self._late()
         if message is not None and message in self._sent:
             if isinstance(event, Cancelled) and (message, event.part) not in self._dropped:
-                self.drops.add(
-                    "message",
-                    f"a cancellation that came after its response's stream ended ({self._conv.target} cannot"
-                    " take a call back)",
-                )
+                self._late()
             return b""  # what a late cancellation closes was closed in that stream already
         return self._feed(event)
+
+    def _late(self) -> None:
+        self.drops.add(
+            "message",
+            f"a cancellation of a call already sent ({self._conv.target} cannot take a call back)",
+        )
 
     def _hold(self, event: Event) -> bytes | None:
         """A tool call goes out whole once it completed; one cut or cancelled never does.
@@ -612,6 +621,7 @@ class _Splitter:
             )
             return b""
         self._calls_sent = True
+        self._fed.add(key)
         return b"".join([self._feed(e) for e in (*held, event)])
 
     def _feed(self, event: Event) -> bytes:

@@ -230,6 +230,67 @@ RT_RECOVERABLE_ERROR = _jsonl(
 )
 
 
+def _cut_after_item_done() -> bytes:
+    """The call's own events completed it; response.done then lists it incomplete."""
+    return _jsonl(
+        _SESSION_CREATED,
+        _created("resp_1"),
+        _server(
+            {
+                "type": "response.output_item.added",
+                "event_id": "f_a",
+                "response_id": "resp_1",
+                "output_index": 0,
+                "item": _call("item_f", "call_M", "set_timer", "", "in_progress"),
+            }
+        ),
+        _server(
+            {
+                "type": "response.function_call_arguments.delta",
+                "event_id": "f_d",
+                "response_id": "resp_1",
+                "item_id": "item_f",
+                "output_index": 0,
+                "call_id": "call_M",
+                "delta": '{"minu',
+            }
+        ),
+        _server(
+            {
+                "type": "response.output_item.done",
+                "event_id": "f_id",
+                "response_id": "resp_1",
+                "output_index": 0,
+                "item": _call("item_f", "call_M", "set_timer", '{"minu'),
+            }
+        ),
+        _done(
+            "resp_1",
+            "cancelled",
+            [_call("item_f", "call_M", "set_timer", '{"minu', "incomplete")],
+            {"type": "cancelled", "reason": "turn_detected"},
+        ),
+    )
+
+
+def test_response_done_overrules_a_call_its_own_events_completed() -> None:
+    data = _cut_after_item_done()
+    (response,) = ms.aggregate_session(data).responses
+    call = response.messages[0].content[0]
+    assert isinstance(call, ms.ToolCallPart)
+    assert call.status == "incomplete"
+    assert response.finish_reason != "tool_calls"
+    conv = ms.StreamConverter("openai-chat")
+    conv.feed(data)
+    conv.finish()
+    # The call went out before response.done said otherwise: listed, never silent.
+    assert [d.what for d in conv.lossy if d.kind == "message"] == [
+        "a cancellation of a call already sent (openai-chat cannot take a call back)"
+    ]
+    (stream,) = ms.convert_session(data, to="openai-chat")
+    assert b"set_timer" not in stream  # the whole input says it was cut: not sent at all
+
+
 def _cut_call(with_item_done: bool) -> bytes:
     """A call cut by a cancellation: response.done lists it incomplete, arguments half-streamed."""
     lines = [
@@ -558,7 +619,7 @@ def test_a_live_call_cancelled_by_the_server_is_not_a_call_to_run() -> None:
         conv = ms.StreamConverter(target)
         conv.feed(LIVE_CANCELLED_CALL)
         conv.finish()
-        assert any("cancellation that came after" in d.what for d in conv.lossy), target
+        assert any("cancellation of a call already sent" in d.what for d in conv.lossy), target
 
 
 @pytest.mark.parametrize(
@@ -600,6 +661,7 @@ WRITTEN = {
     "rt_cut_call_item_done": _cut_call(True),
     "rt_cut_call_response_done": _cut_call(False),
     "rt_failed_message": RT_FAILED_MESSAGE,
+    "rt_cut_after_item_done": _cut_after_item_done(),
     "live_cancelled_call": LIVE_CANCELLED_CALL,
 }
 
