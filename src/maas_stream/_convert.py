@@ -347,6 +347,8 @@ class StreamConverter:
         self._checked = False
         self._cancelled: frozenset[str] = frozenset()
         """Ids of calls the whole input cancels later (``convert_session`` knows them up front)."""
+        self._all_streams = False
+        """Whether the caller takes every stream (``convert_session``): no response is lost."""
         self.target = to
         self.fail_closed = fail_closed
         self.response: Response | None = None
@@ -355,8 +357,9 @@ class StreamConverter:
         """The source's final session (its responses apart), set by :meth:`finish`."""
         self.streams: list[bytes] = []
         """Converting a session to a one-response protocol: the target stream of each response
-        of the session, in order (:meth:`feed` and :meth:`finish` return them one after
-        another). Otherwise the one output stream. Complete after :meth:`finish`."""
+        of the session, in order, as it is written. :meth:`feed` and :meth:`finish` return the
+        first (one stream holds one response; each later one is a ``message`` drop of that
+        single stream). Otherwise the one output stream. Complete after :meth:`finish`."""
 
     @property
     def lossy(self) -> list[Dropped]:
@@ -430,14 +433,20 @@ class StreamConverter:
             encode = self._encoder.encode
             out = b"".join([encode(e) for e in events])
             if out:
-                self._output(out)
+                out = self._output(out)
         self._log_lossy()
         return out
 
-    def _output(self, out: bytes) -> None:
+    def _output(self, out: bytes) -> bytes:
+        """Keep target bytes in :attr:`streams`; return what the single output stream gets.
+
+        One target stream holds one response: a session's later responses are only in
+        :attr:`streams` (and listed as a ``message`` drop of the single stream).
+        """
         if not self.streams:
             self.streams.append(b"")
         self.streams[-1] += out
+        return out if len(self.streams) == 1 else b""
 
     def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
@@ -480,8 +489,7 @@ class StreamConverter:
         else:
             last = self._encoder.finish()
             if last:
-                self._output(last)
-            out += last
+                out += self._output(last)
         self._log_lossy()
         return out
 
@@ -642,9 +650,7 @@ class _Splitter:
             # Its calls were cut or cancelled and not sent: the stream has no call to run.
             event = msgspec.structs.replace(event, finish_reason="stop")
         out = self._conv._encoder.encode(event)
-        if out:
-            self._conv._output(out)
-        return out
+        return self._conv._output(out) if out else b""
 
     def _become_real(self) -> bytes:
         if self._real:
@@ -653,6 +659,12 @@ class _Splitter:
         if self._used:
             self.drops.extend(conv._encoder.drops.records)
             conv._encoder = get_protocol(conv.target).encoder(**conv._options)
+            if not conv._all_streams:
+                self.drops.add(
+                    "message",
+                    "a further response of the session (one stream holds one response; each is in"
+                    " StreamConverter.streams and ms.convert_session)",
+                )
         self._used = self._real = True
         conv.streams.append(b"")
         held, self._pending = self._pending, []
@@ -663,8 +675,7 @@ class _Splitter:
         out = b""
         if self._real:
             out = self._conv._encoder.finish()
-            if out:
-                self._conv._output(out)
+            out = self._conv._output(out) if out else b""
             self._sent.update(self._local)
         self._open = self._real = self._calls_sent = False
         self._pending, self._local = [], {}
@@ -757,6 +768,7 @@ def convert_session(
     # The whole input is here: a call the session cancels later (Live toolCallCancellation)
     # is known before its response is written, so it is not sent as a call to run.
     session = aggregate_session(chunks, protocol=protocol)
+    conv._all_streams = True
     conv._cancelled = frozenset(
         e.call_id for e in session.events if e.kind == "cancellation" and e.call_id is not None
     )
@@ -770,6 +782,10 @@ def convert_session(
 
 def convert(data: bytes | Iterable[bytes], *, to: str, protocol: str | None = None, **options: Any) -> bytes:
     """Re-encode a whole stream as protocol ``to``; return the output bytes.
+
+    A Live or Realtime session of several responses converted to a one-response protocol gives
+    the first response's stream (one stream holds one response) and lists each later one as a
+    ``message`` drop; :func:`convert_session` gives every response its own stream.
 
     Raises:
         RemoteProtocolError: The source bytes break their protocol.
