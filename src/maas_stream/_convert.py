@@ -665,7 +665,7 @@ class _Splitter:
                     "a further response of the session (one stream holds one response; each is in"
                     " StreamConverter.streams and ms.convert_session)",
                 )
-        self._used = self._real = True
+        self._used = self._real = self._open = True
         conv.streams.append(b"")
         held, self._pending = self._pending, []
         return b"".join([self._feed(e) for e in held])

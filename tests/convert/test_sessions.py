@@ -631,6 +631,16 @@ def test_an_interactions_text_block_opened_without_text_keeps_its_deltas(data: b
     assert response.unknown == {}
 
 
+def test_a_session_of_one_response_is_one_stream() -> None:
+    """A session cut inside its only response: one stream, nothing listed, as without sessions."""
+    data = _jsonl(_server({"serverContent": {"modelTurn": {"parts": [{"text": "Hi."}]}}}))
+    conv = ms.StreamConverter("openai-chat", protocol="google-live")
+    out = conv.feed(data) + conv.finish()
+    assert conv.streams == [out]
+    assert read(out, "openai-chat")[0] == "Hi."
+    assert conv.lossy == []
+
+
 def test_routine_session_frames_are_not_drops() -> None:
     for target in TARGETS:
         conv = ms.StreamConverter(target)
