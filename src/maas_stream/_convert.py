@@ -355,11 +355,16 @@ class StreamConverter:
         """The source's final response, set by :meth:`finish`."""
         self.session: Session | None = None
         """The source's final session (its responses apart), set by :meth:`finish`."""
-        self.streams: list[bytes] = []
+        self._streams: list[list[bytes]] = []
+        """The output chunks of each target stream (joined when :attr:`streams` is read)."""
+
+    @property
+    def streams(self) -> list[bytes]:
         """Converting a session to a one-response protocol: the target stream of each response
-        of the session, in order, as it is written. :meth:`feed` and :meth:`finish` return the
-        first (one stream holds one response; each later one is a ``message`` drop of that
-        single stream). Otherwise the one output stream. Complete after :meth:`finish`."""
+        of the session, in order, as written so far. :meth:`feed` and :meth:`finish` return
+        the first (one stream holds one response; each later one is a ``message`` drop of
+        that single stream). Otherwise the one output stream. Complete after :meth:`finish`."""
+        return [b"".join(chunks) for chunks in self._streams]
 
     @property
     def lossy(self) -> list[Dropped]:
@@ -443,13 +448,17 @@ class StreamConverter:
         One target stream holds one response: a session's later responses are only in
         :attr:`streams` (and listed as a ``message`` drop of the single stream).
         """
-        if not self.streams:
-            self.streams.append(b"")
-        self.streams[-1] += out
-        return out if len(self.streams) == 1 else b""
+        streams = self._streams
+        if not streams:
+            streams.append([])
+        streams[-1].append(out)
+        return out if len(streams) == 1 else b""
 
     def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
+        split = self._split
+        if len(self._encoder.drops) + (len(split.drops) if split is not None else 0) <= self._logged:
+            return  # the common case, per frame: nothing new (records are not built)
         records = self.lossy
         if len(records) <= self._logged:
             return
@@ -666,7 +675,7 @@ class _Splitter:
                     " StreamConverter.streams and ms.convert_session)",
                 )
         self._used = self._real = self._open = True
-        conv.streams.append(b"")
+        conv._streams.append([])
         held, self._pending = self._pending, []
         return b"".join([self._feed(e) for e in held])
 
