@@ -360,10 +360,13 @@ class StreamConverter:
 
     @property
     def streams(self) -> list[bytes]:
-        """Converting a session to a one-response protocol: the target stream of each response
-        of the session, in order, as written so far. :meth:`feed` and :meth:`finish` return
-        the first (one stream holds one response; each later one is a ``message`` drop of
-        that single stream). Otherwise the one output stream. Complete after :meth:`finish`."""
+        """The target streams written so far: one per response of a session, else one.
+
+        Converting a session to a one-response protocol gives the stream of each response, in
+        order. :meth:`feed` and :meth:`finish` return the first (one stream holds one response;
+        each later one is a ``message`` drop of that single stream). Complete after
+        :meth:`finish`.
+        """
         return [b"".join(chunks) for chunks in self._streams]
 
     @property
