@@ -19,8 +19,10 @@ from ._aggregate import AggregatorState as AggregatorState
 from ._convert import StreamAggregator as StreamAggregator
 from ._convert import StreamConverter as StreamConverter
 from ._convert import aggregate as aggregate
+from ._convert import aggregate_session as aggregate_session
 from ._convert import convert as convert
 from ._convert import convert_history as convert_history
+from ._convert import convert_session as convert_session
 from ._convert import decode_response as decode_response
 from ._convert import encode_response as encode_response
 from ._convert import from_canonical as from_canonical
@@ -51,6 +53,9 @@ from ._model import RefusalPart as RefusalPart
 from ._model import Response as Response
 from ._model import ResponseStatus as ResponseStatus
 from ._model import Role as Role
+from ._model import Session as Session
+from ._model import SessionEvent as SessionEvent
+from ._model import SessionEventKind as SessionEventKind
 from ._model import StreamError as StreamError
 from ._model import TextPart as TextPart
 from ._model import ToolCallKind as ToolCallKind
@@ -150,6 +155,9 @@ __all__ = (
     "Response",
     "ResponseStatus",
     "Role",
+    "Session",
+    "SessionEvent",
+    "SessionEventKind",
     "StreamAggregator",
     "StreamConverter",
     "StreamError",
@@ -168,10 +176,12 @@ __all__ = (
     "aaggregate",
     "aconvert",
     "aggregate",
+    "aggregate_session",
     "astream",
     "convert",
     "convert_history",
     "convert_request",
+    "convert_session",
     "decode_response",
     "detect_body_protocol",
     "detect_protocol",

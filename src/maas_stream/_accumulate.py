@@ -33,7 +33,8 @@ from ._model import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from .events import Key, MessageStart
+    from ._model import StreamError, UnknownPart, Usage
+    from .events import Key, MessageStart, ResponseDone, ResponseStart
 
 __all__ = [
     "CONTENT",
@@ -41,6 +42,7 @@ __all__ = [
     "AggregatorState",
     "MessageState",
     "PartState",
+    "SpanState",
     "empty_refusal",
     "empty_text",
     "client_call_in",
@@ -258,6 +260,42 @@ class MessageState:
             provider=provider,
             provider_raw=start.provider_raw,
         )
+
+
+class SpanState:
+    """What one response of a session holds: from a ``ResponseStart`` to the next one after its end.
+
+    A session protocol's decoder opens a response for each model response, and one of its own to
+    hold session messages outside any (a transcript, tool results); the session builder tells
+    them apart by what they hold.
+    """
+
+    __slots__ = (
+        "done",
+        "error",
+        "id",
+        "messages",
+        "real",
+        "start",
+        "unknown",
+        "unknown_events",
+        "usage",
+        "warnings",
+    )
+
+    def __init__(self) -> None:
+        self.start: ResponseStart | None = None
+        self.id: str | None = None
+        self.done: ResponseDone | None = None
+        self.messages: list[MessageState] = []
+        self.usage: Usage | None = None
+        self.error: StreamError | None = None
+        self.unknown: dict[str, int] = {}
+        self.unknown_events: list[UnknownPart] = []
+        self.warnings: list[str] = []
+        self.real = False
+        """Whether it is a model response: it holds a model message, the provider's own start
+        (with its fields) opened it, or the provider ended it with a status or finish reason."""
 
 
 CONTENT: Final[dict[type[Any], str]] = {

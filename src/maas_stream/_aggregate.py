@@ -52,7 +52,7 @@ from .events import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ._model import Response
+    from ._model import Response, Session
     from .events import Event
 
 __all__ = ["HANDLER_NAMES", "Aggregator", "AggregatorState"]
@@ -185,6 +185,14 @@ class Aggregator(Lifecycle):
         the final result.
         """
         return self._build(final=False)
+
+    def session(self) -> Session:
+        """The session as it stands: each response apart, and the session's own events.
+
+        Before :meth:`finish` it is a snapshot (reading it changes nothing); after, the final
+        session. For a one-response protocol it holds that one response.
+        """
+        return self._build_session(final=self._state is AggregatorState.FINISHED)
 
     def finish(self) -> Response:
         """End the stream and return the final response.

@@ -32,9 +32,22 @@ from ._exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
-from ._model import Message, Response, StreamError, UnknownPart
+from ._model import ASSISTANT_ROLES, Message, Response, Session, StreamError, ToolCallPart, UnknownPart
 from ._registry import Detector, detect_protocol, get_protocol
-from .events import PartStart, StreamErrorEvent, StreamWarning, UnknownEvent
+from .events import (
+    ArgumentsDelta,
+    Cancelled,
+    MessageDone,
+    MessageStart,
+    PartDone,
+    PartStart,
+    ResponseDone,
+    ResponseStart,
+    SignatureDelta,
+    StreamErrorEvent,
+    StreamWarning,
+    UnknownEvent,
+)
 from .protocols._json import UNREADABLE
 
 if TYPE_CHECKING:
@@ -47,8 +60,10 @@ __all__ = [
     "StreamAggregator",
     "StreamConverter",
     "aggregate",
+    "aggregate_session",
     "continuation_key",
     "convert",
+    "convert_session",
     "convert_history",
     "decode_response",
     "encode_response",
@@ -61,6 +76,8 @@ __all__ = [
 _DETECT_LIMIT = 1024 * 1024
 
 _UNRECOGNISED: Final = frozenset({UnknownEvent, StreamWarning})
+_HELD: Final = frozenset({PartStart, ArgumentsDelta, SignatureDelta, PartDone})
+"""Events of a tool call a session converter holds until the call ends."""
 """Events that say nothing was understood (an unknown frame; a warning about one)."""
 
 log = logging.getLogger("maas_stream")
@@ -221,6 +238,12 @@ class StreamAggregator:
             return Response(protocol=self.protocol or "unknown", status="in_progress")
         return self._agg.snapshot()
 
+    def session(self) -> Session:
+        """The session as it stands (after :meth:`finish`, the final one): see :func:`aggregate_session`."""
+        if self._agg is None:
+            return Session(protocol=self.protocol or "unknown", status="in_progress")
+        return self._agg.session()
+
     def finish_events(self) -> list[Event]:
         """End the input; return the last canonical events (closing what is still open).
 
@@ -350,17 +373,45 @@ class StreamConverter:
         self, to: str, *, protocol: str | None = None, fail_closed: bool = True, **options: Any
     ) -> None:
         self._source = StreamAggregator(protocol, emit=True)
+        self._options = options
         self._encoder: StreamEncoder = get_protocol(to).encoder(**options)
         self._logged = 0
+        self._split: _Splitter | None = None
+        self._checked = False
+        self._cancelled: frozenset[str] = frozenset()
+        """Ids of calls the whole input cancels later (``convert_session`` knows them up front)."""
+        self._all_streams = False
+        """Whether the caller takes every stream (``convert_session``): no response is lost."""
         self.target = to
         self.fail_closed = fail_closed
         self.response: Response | None = None
         """The source's final response, set by :meth:`finish`."""
+        self.session: Session | None = None
+        """The source's final session (its responses apart), set by :meth:`finish`."""
+        self._streams: list[list[bytes]] = []
+        """The output chunks of each target stream (joined when :attr:`streams` is read)."""
+
+    @property
+    def streams(self) -> list[bytes]:
+        """The target streams written so far: one per response of a session, else one.
+
+        Converting a session to a one-response protocol gives the stream of each response, in
+        order. :meth:`feed` and :meth:`finish` return the first (one stream holds one response;
+        each later one is a ``message`` drop of that single stream). Complete after
+        :meth:`finish`.
+        """
+        return [b"".join(chunks) for chunks in self._streams]
 
     @property
     def lossy(self) -> list[Dropped]:
         """What the target could not carry and was dropped (never turned into text), as records."""
-        return self._encoder.drops.records
+        split = self._split
+        if split is None or not split.drops:
+            return self._encoder.drops.records
+        merged = DropLog(self.target, self._source.protocol)
+        merged.extend(split.drops.records)
+        merged.extend(self._encoder.drops.records)
+        return merged.records
 
     @property
     def protocol(self) -> str | None:
@@ -403,19 +454,50 @@ class StreamConverter:
         return self._encode(events)
 
     def _encode(self, events: list[Event]) -> bytes:
-        encode = self._encoder.encode
-        if self.fail_closed and self.target != self._source.protocol:
+        source = self._source.protocol
+        if not self._checked and source is not None:
+            self._checked = True
+            if get_protocol(source).framing == "jsonl" and get_protocol(self.target).framing != "jsonl":
+                self._split = _Splitter(self)
+        if self.fail_closed and self.target != source:
             for event in events:
                 self._check_unknown(event)
-        out = b"".join([encode(e) for e in events])
-        drops = self._encoder.drops
-        if len(drops) > self._logged:
-            self._log_lossy(drops)
+        if self._split is not None:
+            # Session and client frames belong to no response: the session keeps them
+            # (:func:`aggregate_session`). They are no loss of a response's stream, so they
+            # are neither sent nor listed.
+            events = [
+                e for e in events if not (type(e) is UnknownEvent and e.passthrough and e.message is None)
+            ]
+            out = self._split.encode(events)
+        else:
+            encode = self._encoder.encode
+            out = b"".join([encode(e) for e in events])
+            if out:
+                out = self._output(out)
+        self._log_lossy()
         return out
 
-    def _log_lossy(self, drops: DropLog) -> None:
+    def _output(self, out: bytes) -> bytes:
+        """Keep target bytes in :attr:`streams`; return what the single output stream gets.
+
+        One target stream holds one response: a session's later responses are only in
+        :attr:`streams` (and listed as a ``message`` drop of the single stream).
+        """
+        streams = self._streams
+        if not streams:
+            streams.append([])
+        streams[-1].append(out)
+        return out if len(streams) == 1 else b""
+
+    def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
-        records = drops.records
+        split = self._split
+        if len(self._encoder.drops) + (len(split.drops) if split is not None else 0) <= self._logged:
+            return  # the common case, per frame: nothing new (records are not built)
+        records = self.lossy
+        if len(records) <= self._logged:
+            return
         for rec in records[self._logged :]:
             log.warning("%s -> %s: dropped %s", self._source.protocol, self.target, rec.what)
         self._logged = len(records)
@@ -476,7 +558,209 @@ class StreamConverter:
         encode = self._encoder.encode
         out = b"".join([encode(e) for e in events])
         self.response = self._source.finish()
-        return out + self._encoder.finish()
+        self.session = self._source.session()
+        if self._split is not None:
+            out += self._split.finish()
+        else:
+            last = self._encoder.finish()
+            if last:
+                out += self._output(last)
+        self._log_lossy()
+        return out
+
+
+class _Splitter:
+    """A session converted to a one-response protocol: each model response its own stream.
+
+    Each response of the session goes to a fresh target encoder, with its messages renumbered
+    from 0, and its stream ends when the response does. What is not a model response is no part
+    of any stream and is not a loss: the decoder's own responses holding session messages, the
+    user's input transcripts and the client's tool results (their messages), and errors that did
+    not end the session; :func:`aggregate_session` keeps them all. A cancellation that arrives
+    after its response's stream was sent cannot be carried: it is a ``message`` drop.
+    """
+
+    def __init__(self, conv: StreamConverter) -> None:
+        self._conv = conv
+        self._used = False
+        """Whether the converter's encoder already wrote a response (the next needs a new one)."""
+        self._open = False
+        """Whether a response (span) is open: a ``ResponseStart`` came and its end did not."""
+        self._real = False
+        """Whether the open span is a model response (its events go to the encoder)."""
+        self._pending: list[Event] = []
+        """Events of the open span while it is not known to be a model response."""
+        self._local: dict[int, int] = {}
+        """The open response's messages: canonical position → position in its own stream."""
+        self._inputs: set[int] = set()
+        """Canonical positions of messages that are not the model's (no response holds them)."""
+        self._sent: set[int] = set()
+        """Canonical positions of messages whose response's stream was already ended."""
+        self._calls: dict[tuple[Any, Any], list[Event]] = {}
+        """The events of each open tool call, held until it ends (canonical keys)."""
+        self._cancelled: set[tuple[Any, Any]] = set()
+        """Held calls a ``Cancelled`` named."""
+        self._fed: set[tuple[Any, Any]] = set()
+        """Calls that were sent whole."""
+        self._dropped: set[tuple[Any, Any]] = set()
+        """Calls that were not sent (a later cancellation of one is no further loss)."""
+        self._calls_sent = False
+        """Whether the open response's stream holds a call (else it cannot finish ``tool_calls``)."""
+        self.drops = DropLog(conv.target)
+        """The drops of finished encoders, and of calls and cancellations no stream can carry."""
+
+    def encode(self, events: list[Event]) -> bytes:
+        return b"".join([self._event(event) for event in events])
+
+    def _event(self, event: Event) -> bytes:
+        message = getattr(event, "message", None)
+        if isinstance(event, MessageStart):
+            if event.role not in ASSISTANT_ROLES:
+                self._inputs.add(event.message)  # type: ignore[arg-type]
+                return b""
+            self._local[event.message] = len(self._local)  # type: ignore[index]
+            return self._become_real() + self._feed(event)
+        if message is not None and message in self._inputs:
+            return b""
+        if isinstance(event, ResponseStart):
+            if not self._open:
+                self._open, self._real, self._pending, self._local = True, False, [], {}
+            if event.provider_raw is not None:
+                return self._become_real() + self._feed(event)
+            return self._feed(event)
+        if isinstance(event, ResponseDone):
+            out = b""
+            if event.status is not None or event.finish_reason is not None:
+                out = self._become_real()
+            if self._real:
+                out += self._feed(event)
+            return out + self._end()
+        if isinstance(event, StreamErrorEvent):
+            if event.recoverable:
+                return b""  # a session event: no response failed
+            return self._become_real() + self._feed(event)
+        return self._other(event, message)
+
+    def _other(self, event: Event, message: Any) -> bytes:
+        if type(event) in _HELD or (isinstance(event, Cancelled) and self._calls):
+            held = self._hold(event)
+            if held is not None:
+                return held
+        if isinstance(event, Cancelled) and any(
+            key[0] == message and event.part in (None, key[1]) for key in self._fed
+        ):
+            # response.done cut a call whose own events had completed it, and it went out.
+            self._late()
+        if message is not None and message in self._sent:
+            if isinstance(event, Cancelled) and (message, event.part) not in self._dropped:
+                self._late()
+            return b""  # what a late cancellation closes was closed in that stream already
+        return self._feed(event)
+
+    def _late(self) -> None:
+        self.drops.add(
+            "message",
+            f"a cancellation of a call already sent ({self._conv.target} cannot take a call back)",
+        )
+
+    def _hold(self, event: Event) -> bytes | None:
+        """A tool call goes out whole once it completed; one cut or cancelled never does.
+
+        ``response.done`` (Realtime) is the authority on a call's status, and it may come after
+        the call's arguments streamed: a one-response target cannot take a call back, so a
+        call's events wait for its end. Returns ``None`` when the event is not a held call's.
+        """
+        calls = self._calls
+        if isinstance(event, PartStart):
+            if not isinstance(event.value, ToolCallPart):
+                return None
+            calls[(event.message, event.part)] = [event]
+            return b""
+        if isinstance(event, Cancelled):
+            for key in calls:
+                if key[0] == event.message and event.part in (None, key[1]):
+                    self._cancelled.add(key)
+            return None
+        key = (getattr(event, "message", None), getattr(event, "part", None))
+        held = calls.get(key)
+        if held is None:
+            return None
+        if not isinstance(event, PartDone):
+            held.append(event)
+            return b""
+        del calls[key]
+        value = event.value
+        cut = isinstance(value, ToolCallPart) and (
+            value.status == "incomplete" or value.id in self._conv._cancelled
+        )
+        if key in self._cancelled or cut:
+            self._cancelled.discard(key)
+            self._dropped.add(key)
+            name = value.name if isinstance(value, ToolCallPart) else ""
+            self.drops.add(
+                "message",
+                "a tool call the provider cut or cancelled before it completed (not sent as a call to run)",
+                where=f"{name}:{value.id}" if isinstance(value, ToolCallPart) else None,
+            )
+            return b""
+        self._calls_sent = True
+        self._fed.add(key)
+        return b"".join([self._feed(e) for e in (*held, event)])
+
+    def _feed(self, event: Event) -> bytes:
+        """Hand an event to the open response's encoder (or hold it until the span is one)."""
+        if not self._open:
+            self._open, self._real, self._pending, self._local = True, False, [], {}
+        if not self._real:
+            self._pending.append(event)
+            return b""
+        message = getattr(event, "message", None)
+        if message is not None and message in self._local:
+            event = msgspec.structs.replace(event, message=self._local[message])
+        if (
+            isinstance(event, ResponseDone | MessageDone)
+            and event.finish_reason == "tool_calls"
+            and not self._calls_sent
+        ):
+            # Its calls were cut or cancelled and not sent: the stream has no call to run.
+            event = msgspec.structs.replace(event, finish_reason="stop")
+        out = self._conv._encoder.encode(event)
+        return self._conv._output(out) if out else b""
+
+    def _become_real(self) -> bytes:
+        if self._real:
+            return b""
+        conv = self._conv
+        if self._used:
+            self.drops.extend(conv._encoder.drops.records)
+            conv._encoder = get_protocol(conv.target).encoder(**conv._options)
+            if not conv._all_streams:
+                self.drops.add(
+                    "message",
+                    "a further response of the session (one stream holds one response; each is in"
+                    " StreamConverter.streams and ms.convert_session)",
+                )
+        self._used = self._real = self._open = True
+        conv._streams.append([])
+        held, self._pending = self._pending, []
+        return b"".join([self._feed(e) for e in held])
+
+    def _end(self) -> bytes:
+        """The open span ended: a model response's stream ends with it."""
+        out = b""
+        if self._real:
+            out = self._conv._encoder.finish()
+            out = self._conv._output(out) if out else b""
+            self._sent.update(self._local)
+        self._open = self._real = self._calls_sent = False
+        self._pending, self._local = [], {}
+        return out
+
+    def finish(self) -> bytes:
+        """The input ended: a response still open ends cut (its encoder says so)."""
+        if self._real:
+            return self._end()
+        return b""
 
 
 def _chunks(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
@@ -503,8 +787,80 @@ def aggregate(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> 
     return agg.finish()
 
 
+def aggregate_session(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> Session:
+    """Aggregate a whole session into a :class:`~maas_stream.Session`: each response apart.
+
+    For a session protocol (Google Live, OpenAI Realtime) each model response is its own
+    :class:`~maas_stream.Response` (its own status, finish reason, usage and error), and the
+    session's setup and config frames, errors that did not end it, input transcripts,
+    cancellations and the client's messages are :class:`~maas_stream.SessionEvent` records in
+    order. Any other protocol gives a session of its one response. :func:`aggregate` folds the
+    same input into one response (see ``docs/sessions.md``).
+
+    Raises:
+        RemoteProtocolError: The bytes break the protocol (``exc.partial`` holds what was
+            aggregated before the bad frame, as one response).
+        ProtocolDetectionError: ``protocol`` was not given and could not be detected.
+    """
+    agg = StreamAggregator(protocol)
+    for chunk in _chunks(data):
+        agg.feed(chunk)
+    agg.finish()
+    return agg.session()
+
+
+def convert_session(
+    data: bytes | Iterable[bytes],
+    *,
+    to: str,
+    protocol: str | None = None,
+    lossy: list[Dropped] | None = None,
+    **options: Any,
+) -> list[bytes]:
+    """Re-encode a session as protocol ``to``: one complete stream per response.
+
+    Converting a Live or Realtime session to a one-response protocol (Chat, Responses,
+    Anthropic, Gemini, Interactions), each model response of the session becomes its own
+    stream, in order; what no stream can carry is listed in ``lossy`` (never dropped
+    silently). A call the session cancels, even after its turn ended (Live
+    ``toolCallCancellation``), is not written as a call to run: the whole input is read first
+    to know them (a live :class:`StreamConverter` cannot, and lists such a late cancellation
+    instead). For any other pair the list holds the one converted stream.
+
+    Args:
+        data: The source bytes, whole or in chunks.
+        to: The target protocol.
+        protocol: The source protocol; detected when ``None``.
+        lossy: If given, receives the :class:`~maas_stream.Dropped` records of the conversion.
+        **options: Passed to :class:`StreamConverter` (``fail_closed``) and the target's encoder.
+
+    Raises:
+        RemoteProtocolError: The source bytes break their protocol.
+        ConversionError: The source carries something the target must not silently drop.
+    """
+    chunks = [bytes(c) for c in _chunks(data)]
+    conv = StreamConverter(to, protocol=protocol, **options)
+    # The whole input is here: a call the session cancels later (Live toolCallCancellation)
+    # is known before its response is written, so it is not sent as a call to run.
+    session = aggregate_session(chunks, protocol=protocol)
+    conv._all_streams = True
+    conv._cancelled = frozenset(
+        e.call_id for e in session.events if e.kind == "cancellation" and e.call_id is not None
+    )
+    for chunk in chunks:
+        conv.feed(chunk)
+    conv.finish()
+    if lossy is not None:
+        lossy.extend(conv.lossy)
+    return list(conv.streams)
+
+
 def convert(data: bytes | Iterable[bytes], *, to: str, protocol: str | None = None, **options: Any) -> bytes:
     """Re-encode a whole stream as protocol ``to``; return the output bytes.
+
+    A Live or Realtime session of several responses converted to a one-response protocol gives
+    the first response's stream (one stream holds one response) and lists each later one as a
+    ``message`` drop; :func:`convert_session` gives every response its own stream.
 
     Raises:
         RemoteProtocolError: The source bytes break their protocol.

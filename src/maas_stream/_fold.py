@@ -16,24 +16,30 @@ It must not know any wire format, and must not build canonical events (the emitt
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ._accumulate import (
     AggregatorState,
     MessageState,
     PartState,
+    SpanState,
     empty_refusal,
     empty_text,
     has_client_call,
     turn_finish,
 )
 from ._model import (
+    ASSISTANT_ROLES,
     AudioPart,
     MessageStatus,
     Part,
     ReasoningPart,
     Response,
     ResponseStatus,
+    Session,
+    SessionEvent,
     StreamError,
     ToolCallPart,
     UnknownPart,
@@ -92,11 +98,36 @@ class Fold:
         """Tool calls by id, for a cancellation that names only the call."""
         self.unknown_counts: dict[tuple[str, str | None, str], int] = {}
         """Unknown types seen, counted by (protocol, model, type)."""
+        self._spans: list[SpanState] = []
+        """The responses of a session, in order (one for a one-response protocol)."""
+        self._entries: list[MessageState | SessionEvent] = []
+        """Session events and the messages that are not the model's, in arrival order."""
+        self._after: dict[int, int] = {}
+        """How many responses had started when each message of :attr:`_entries` arrived."""
+        self._started = 0
+        """How many spans became model responses so far."""
 
     def warn(self, text: str) -> None:
         """Record a warning on the result (and log it)."""
         log.warning("%s: %s", self.protocol, text)
         self._warnings.append(text)
+        if self._spans:
+            self._spans[-1].warnings.append(text)
+
+    def _span(self) -> SpanState:
+        """The response being folded (the first one opens with the first event)."""
+        if not self._spans:
+            self._spans.append(SpanState())
+        return self._spans[-1]
+
+    def _session_event(self, event: SessionEvent) -> None:
+        self._entries.append(msgspec.structs.replace(event, after=self._started))
+
+    def _mark_real(self, span: SpanState) -> None:
+        """A span turned out to be a model response (see :attr:`SpanState.real`)."""
+        if not span.real:
+            span.real = True
+            self._started += 1
 
     # ------------------------------------------------------------------ hooks (the emitter's)
 
@@ -141,6 +172,14 @@ class Fold:
         else:
             status = "incomplete" if final else "in_progress"
         start = self._start
+        error = self._error
+        usage = self._usage
+        last = self._last_response(final)
+        if last is not None:
+            # A session folded into one response: every message in order, and the status,
+            # finish reason, usage and error of its last model response (docs/sessions.md).
+            status, error, usage = last.status, last.error, last.usage
+            finish_reason, provider_finish = last.finish_reason, last.provider_finish_reason
         return Response(
             protocol=self.protocol,
             status=status,
@@ -149,11 +188,119 @@ class Fold:
             model=self._model,
             finish_reason=finish_reason,
             provider_finish_reason=provider_finish,
-            usage=self._usage,
-            error=self._error,
+            usage=usage,
+            error=error,
             unknown=dict(self._unknown),
             unknown_events=list(self._unknown_events) or None,
             warnings=list(self._warnings) or None,
+            provider_raw=start.provider_raw if start is not None else None,
+        )
+
+    def _last_response(self, final: bool) -> Response | None:
+        """A session's last model response, when there are several spans (else ``None``)."""
+        spans = self._spans
+        if len(spans) < 2:
+            return None
+        for span in reversed(spans):
+            if span.real:
+                model = [m for m in span.messages if m.start.role in ASSISTANT_ROLES]
+                return self._span_response(span, model, final)
+        return None
+
+    def _build_session(self, final: bool) -> Session:
+        """The session as it stands: one response per span that is a model response.
+
+        A span is a model response (:attr:`SpanState.real`) when it holds a model message, the
+        provider's own start opened it, or the provider ended it with a status or finish reason;
+        the spans a decoder opened only to hold session messages are not. Messages that are not
+        the model's become session events.
+        """
+        responses: list[Response] = []
+        failed: StreamError | None = None
+        cut = False
+        for span in self._spans:
+            if span.real:
+                model = [m for m in span.messages if m.start.role in ASSISTANT_ROLES]
+                responses.append(self._span_response(span, model, final))
+                cut = span.done is None and span.error is None
+            elif span.error is not None and failed is None:
+                failed = span.error
+        events: list[SessionEvent] = []
+        for entry in self._entries:
+            if isinstance(entry, SessionEvent):
+                events.append(entry)
+                continue
+            message = entry.build(not final, self.protocol)
+            if entry.start.type == "input_transcription":
+                kind: Any = "input_transcript"
+            elif message.role == "tool":
+                kind = "tool_result"
+            else:
+                kind = "client"
+            after = self._after[entry.index]
+            events.append(
+                SessionEvent(kind=kind, type=entry.start.type or message.role, after=after, message=message)
+            )
+        status: ResponseStatus = "completed"
+        if failed is not None:
+            status = "failed"
+        elif cut:
+            status = "incomplete" if final else "in_progress"
+        return Session(
+            protocol=self.protocol,
+            status=status,
+            responses=responses,
+            events=events,
+            model=self._model,
+            error=failed,
+            unknown=dict(self._unknown),
+            warnings=list(self._warnings) or None,
+        )
+
+    def _span_response(self, span: SpanState, messages: list[MessageState], final: bool) -> Response:
+        """One response of a session, with its own status, finish reason, usage and error."""
+        done = span.done
+        finish = done.finish_reason if done else None
+        provider_finish = done.provider_finish_reason if done else None
+        if finish is None:
+            for msg in messages:
+                if msg.finish_reason is not None:
+                    finish, provider_finish = msg.finish_reason, msg.provider_finish_reason
+                    break
+        calls = any(has_client_call(m) for m in messages)
+        if finish == "tool_calls" and not calls:
+            finish = "stop"  # its calls were cancelled after the turn ended: none is left to run
+        finish = turn_finish(finish, calls)
+        built = [m.build(not final, self.protocol) for m in messages]
+        status: ResponseStatus
+        if span.error is not None:
+            status = "failed"
+            finish = finish or "error"
+        elif done is not None:
+            if done.status is not None:
+                status = done.status
+            elif finish in ("length", "content_filter"):
+                status = "incomplete"
+            else:
+                status = "completed"
+            if status == "completed" and any(m.status == "incomplete" for m in built):
+                status = "incomplete"  # an item the provider cut or cancelled: the turn did not complete
+        else:
+            status = "incomplete" if final else "in_progress"
+        start = span.start
+        return Response(
+            protocol=self.protocol,
+            status=status,
+            messages=built,
+            id=span.id,
+            model=self._model,
+            finish_reason=finish,
+            provider_finish_reason=provider_finish,
+            usage=span.usage,
+            error=span.error,
+            unknown=dict(span.unknown),
+            unknown_events=list(span.unknown_events) or None,
+            warnings=list(span.warnings) or None,
             provider_raw=start.provider_raw if start is not None else None,
         )
 
@@ -169,6 +316,13 @@ class Fold:
         msg = MessageState(len(self._messages), key, start)
         self._messages.append(msg)
         self._by_key[key] = msg
+        span = self._span()
+        span.messages.append(msg)
+        if start.role in ASSISTANT_ROLES:
+            self._mark_real(span)
+        else:
+            self._after[msg.index] = self._started
+            self._entries.append(msg)
         self._opened_message(msg, out)
         return msg
 

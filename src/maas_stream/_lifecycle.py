@@ -25,11 +25,20 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._accumulate import AggregatorState, MessageState, PartState, has_client_call, same_call, turn_finish
+from ._accumulate import (
+    AggregatorState,
+    MessageState,
+    PartState,
+    SpanState,
+    has_client_call,
+    same_call,
+    turn_finish,
+)
 from ._fold import Fold
-from ._model import ReasoningPart, RefusalPart, TextPart, ToolCallPart, UnknownPart
+from ._model import ReasoningPart, RefusalPart, SessionEvent, TextPart, ToolCallPart, UnknownPart
 
 if TYPE_CHECKING:
+    from ._model import Usage
     from .events import (
         Cancelled,
         Event,
@@ -145,19 +154,22 @@ class Lifecycle(Fold):
         self._close_message(msg, ev.status, out)
 
     def _on_usage(self, ev: UsageUpdate, out: list[Event]) -> None:
-        new = ev.usage
-        old = self._usage
-        if old is None:
-            self._usage = new
-        else:
-            fields = {f: getattr(new, f) for f in new.__struct_fields__ if getattr(new, f) is not None}
-            if isinstance(old.raw, dict) and isinstance(new.raw, dict):
-                fields["raw"] = {**old.raw, **new.raw}
-            self._usage = msgspec.structs.replace(old, **fields)
+        self._usage = _assigned(self._usage, ev.usage)
+        span = self._span()
+        span.usage = _assigned(span.usage, ev.usage)
 
     def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
         if self._start is None or ev.provider_raw is not None:
             self._start = ev
+        if not self._spans or self._state is AggregatorState.DONE:
+            self._spans.append(SpanState())
+        span = self._spans[-1]
+        if span.start is None or ev.provider_raw is not None:
+            span.start = ev
+        if ev.provider_raw is not None:
+            self._mark_real(span)  # the provider's own start (with its fields)
+        if ev.id and isinstance(ev.id, str):
+            span.id = ev.id
         if self._state is AggregatorState.DONE:
             # A session protocol (Live, Realtime) carries several responses on one connection:
             # a start after the provider ended a response opens the next one.
@@ -173,6 +185,11 @@ class Lifecycle(Fold):
             ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
         if self._done is None:
             self._done = ev
+        span = self._span()
+        if span.done is None:
+            span.done = ev
+        if ev.status is not None or ev.finish_reason is not None:
+            self._mark_real(span)
         if self._state is AggregatorState.STREAMING:
             self._state = AggregatorState.DONE
         # Messages close for good, so the closed ones before the first open one are skipped
@@ -188,8 +205,18 @@ class Lifecycle(Fold):
         return ev
 
     def _on_error(self, ev: StreamErrorEvent, out: list[Event]) -> None:
+        error = ev.error
+        if ev.recoverable:
+            # The session carries on (the provider's docs say so): nothing fails because of it.
+            what = ": ".join(x for x in (error.code or error.type, error.message) if x)
+            self.warn(f"the provider reported an error that did not end the session ({what})")
+            self._session_event(SessionEvent(kind="error", type=error.type, after=0, error=error))
+            return
         if self._error is None:
-            self._error = ev.error
+            self._error = error
+        span = self._span()
+        if span.error is None:
+            span.error = error
 
     def _on_unknown(self, ev: UnknownEvent, out: list[Event]) -> bool:
         """Keep an unknown type; return whether it was kept on the response (not as a part)."""
@@ -201,7 +228,17 @@ class Lifecycle(Fold):
         value = UnknownPart(provider_type=ptype, raw=ev.raw)
         if ev.message is None:
             self._unknown_events.append(value)
+            if ev.passthrough:
+                # A session message or a client message: a session event, not a response's.
+                kind: Any = "client" if ptype.startswith("client.") else "server"
+                self._session_event(SessionEvent(kind=kind, type=ptype, after=0, raw=ev.raw))
+            else:
+                span = self._span()
+                span.unknown[ptype] = span.unknown.get(ptype, 0) + 1
+                span.unknown_events.append(value)
             return True
+        span = self._span()
+        span.unknown[ptype] = span.unknown.get(ptype, 0) + 1
         msg = self._by_key.get(ev.message) or self._message(ev.message, out)
         key = ev.part if ev.part is not None else ("unknown", len(msg.parts))
         part = msg.parts_by_key.get(key)
@@ -231,6 +268,18 @@ class Lifecycle(Fold):
                 return
             targets.append((msg, part))
         for msg, part in targets:
+            calls = [
+                p.base.id for p in (msg.parts if part is None else [part]) if isinstance(p.base, ToolCallPart)
+            ]
+            self._session_event(
+                SessionEvent(
+                    kind="cancellation",
+                    type="cancellation",
+                    after=0,
+                    call_id=ev.call_id or (calls[0] if calls else None),
+                    reason=ev.reason,
+                )
+            )
             self._cancelling(msg, part, ev.reason, out)
             for each in msg.parts if part is None else [part]:
                 self._cancel_part(msg, each, out)
@@ -248,3 +297,13 @@ class Lifecycle(Fold):
             part.final = msgspec.structs.replace(final, status="incomplete")
         if not part.closed:
             self._close_part(msg, part, "incomplete", out)
+
+
+def _assigned(old: Usage | None, new: Usage) -> Usage:
+    """Usage ``new`` assigned over ``old`` field by field (reports are cumulative, never added)."""
+    if old is None:
+        return new
+    fields = {f: getattr(new, f) for f in new.__struct_fields__ if getattr(new, f) is not None}
+    if isinstance(old.raw, dict) and isinstance(new.raw, dict):
+        fields["raw"] = {**old.raw, **new.raw}
+    return msgspec.structs.replace(old, **fields)

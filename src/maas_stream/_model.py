@@ -29,6 +29,9 @@ __all__ = [
     "Response",
     "ResponseStatus",
     "Role",
+    "Session",
+    "SessionEvent",
+    "SessionEventKind",
     "StreamError",
     "TextPart",
     "ToolCallKind",
@@ -46,6 +49,9 @@ FinishReason: TypeAlias = Literal[
     "stop", "length", "tool_calls", "content_filter", "refusal", "pause", "error", "other"
 ]
 ToolCallKind: TypeAlias = Literal["function", "custom", "server", "mcp"]
+SessionEventKind: TypeAlias = Literal[
+    "server", "client", "error", "input_transcript", "tool_result", "cancellation"
+]
 
 ASSISTANT_ROLES: Final = frozenset({"assistant", "model"})
 """The roles of a model's own output (``model`` is Gemini's name for ``assistant``)."""
@@ -300,6 +306,70 @@ class Response(msgspec.Struct, omit_defaults=True, frozen=True, kw_only=True):
     provider_raw: Any = None
     """Response-level provider fields with no canonical home (Chat ``created``,
     ``system_fingerprint``, ``service_tier``), kept for a same-protocol re-encode."""
+
+
+@final
+class SessionEvent(msgspec.Struct, omit_defaults=True, frozen=True, kw_only=True):
+    """Something that happened on a session connection outside the model's responses.
+
+    ``kind`` says what it is:
+
+    * ``server``: a session message of the server (``session.created``/``session.updated``,
+      ``setupComplete``, ``rate_limits.updated``, ``input_audio_buffer.*`` acknowledgements,
+      ``goAway``, ``sessionResumptionUpdate``...), whole in ``raw``.
+    * ``client``: a client message of a recording's ``{"dir": "client"}`` lines (``setup``,
+      ``session.update``, ``clientContent``, ``realtimeInput``, ``response.create``...), whole in
+      ``raw``. Tool results are ``tool_result`` events instead.
+    * ``error``: an error the provider reported that did not end the session (``error``).
+    * ``input_transcript``: what the user said, transcribed (``message``: a ``user`` message
+      holding an audio part with the transcript).
+    * ``tool_result``: the client's tool results (``message``: a ``tool`` message).
+    * ``cancellation``: the provider cancelled a call (``call_id``) or a response's items.
+    """
+
+    kind: SessionEventKind
+    type: str
+    """The provider's type (``session.updated``, ``setupComplete``, ``client.setup``, ``error``,
+    ``input_transcription``, ``function_call_output``, ``toolCallCancellation``...)."""
+    after: int
+    """How many of ``Session.responses`` had started when it happened: ``0`` before the first
+    response, ``n`` during or after ``responses[n - 1]`` (and before ``responses[n]``)."""
+    message: Message | None = None
+    """The canonical message of an ``input_transcript`` or ``tool_result`` event."""
+    error: StreamError | None = None
+    """The error of an ``error`` event."""
+    call_id: str | None = None
+    """The call a ``cancellation`` names."""
+    reason: str | None = None
+    """Why, as the provider said it (a cancellation's ``turn_detected``...)."""
+    raw: Any = None
+    """The provider's message, unchanged (``server`` and ``client`` events)."""
+
+
+@final
+class Session(msgspec.Struct, omit_defaults=True, frozen=True, kw_only=True):
+    """What a session protocol (Google Live, OpenAI Realtime) carried on one connection.
+
+    Each model response (a Realtime ``response.created`` … ``response.done``, a Live model turn)
+    is its own :class:`Response` with its own status, finish reason, usage and error, holding
+    only the model's output. Everything else on the connection is a :class:`SessionEvent`, in
+    the order it happened. :func:`maas_stream.aggregate_session` returns it.
+    """
+
+    protocol: str
+    status: ResponseStatus
+    """``completed`` when the input ended between responses, ``incomplete`` when it ended inside
+    one (cut), ``in_progress`` in a snapshot taken inside one, ``failed`` after an error that
+    ended the session."""
+    responses: list[Response] = msgspec.field(default_factory=list)
+    events: list[SessionEvent] = msgspec.field(default_factory=list)
+    model: str | None = None
+    error: StreamError | None = None
+    """An error that ended the session (an error that did not is an ``error`` event)."""
+    unknown: dict[str, int] = msgspec.field(default_factory=dict)
+    """How many frames, items, blocks or parts of each unknown type were kept (session frames
+    and client messages included, as on :class:`Response`)."""
+    warnings: list[str] | None = None
 
 
 PART_TYPES: Final = (

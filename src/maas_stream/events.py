@@ -227,6 +227,10 @@ class StreamErrorEvent(_Event, tag="error", frozen=True):
     """The provider reported an error inside the stream."""
 
     error: StreamError
+    recoverable: bool = False
+    """The error did not end anything: the provider's docs say the session carries on (a
+    Realtime ``error`` event, e.g. ``response.cancel`` with no response active). It is kept as a
+    session event and a warning; no response fails because of it."""
 
 
 @final

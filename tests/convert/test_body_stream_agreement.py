@@ -120,8 +120,9 @@ def disagreement(data: bytes, protocol: str, target: str) -> dict[str, tuple[Any
 
 SOURCES = [p for name in ms.protocol_names() for p in (*recordings(name), *corpus(name))]
 SESSION = (
-    "a session (several responses on one connection) folds into one body but streams every"
-    " response: Live/Realtime sessions as sessions are a separate issue"
+    "a session of several responses: ms.convert writes the first response's stream (one stream"
+    " holds one response; the others are listed as message drops and each is its own stream in"
+    " ms.convert_session), while the body folds every response"
 )
 CHAT_CACHE_WRITE = (
     "openai-chat usage: the stream encoder writes prompt_tokens_details.cache_write_tokens, the"
@@ -152,44 +153,50 @@ ERROR_CHUNK_GEMINI = (
     "an in-band error chunk (openai-chat source): the gemini body writes usage with a negative"
     " candidatesTokenCount (reasoning tokens > completion tokens), the stream writes no usage"
 )
+SESSION_CUT_CALL = (
+    "a session's call cut before it completed is not sent to a one-response target (dropped and"
+    " listed: the stream cannot take a call back once response.done says it was cut); the body"
+    " encoders still write the incomplete call"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("recordings/openai-realtime/cut_mid_arguments.jsonl", "openai-chat"): SESSION_CUT_CALL,
+    ("recordings/openai-realtime/cut_mid_arguments.jsonl", "openai-responses"): SESSION_CUT_CALL,
+    ("recordings/openai-realtime/cut_mid_arguments.jsonl", "anthropic"): SESSION_CUT_CALL,
+    ("recordings/google-live/interrupted_cancelled_call.jsonl", "anthropic"): SESSION,
+    ("recordings/google-live/text_thought_parallel_tools.jsonl", "anthropic"): SESSION,
+    ("recordings/google-live/text_thought_parallel_tools.jsonl", "gemini"): SESSION,
+    ("recordings/google-live/transcripts_code_grounding_two_turns.jsonl", "anthropic"): SESSION,
+    ("recordings/google-live/transcripts_code_grounding_two_turns.jsonl", "gemini"): SESSION,
+    ("corpus/google-live/tool_call_round.jsonl", "anthropic"): SESSION,
+    ("corpus/google-live/tool_call_round.jsonl", "gemini"): SESSION,
+    ("corpus/google-live/two_turns_tool_then_enqueue.jsonl", "anthropic"): SESSION,
+    ("corpus/google-live/two_turns_tool_then_enqueue.jsonl", "gemini"): SESSION,
+    ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "anthropic"): SESSION,
+    ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "gemini"): SESSION,
+    ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "anthropic"): SESSION,
+    ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "gemini"): SESSION,
+    ("corpus/openai-realtime/tool_call_round.jsonl", "anthropic"): SESSION,
+    ("corpus/openai-realtime/tool_call_round.jsonl", "gemini"): SESSION,
     ("corpus/gemini/array_args_missing_terminal_call.sse", "openai-chat"): CHAT_CUT_CALL,
     ("recordings/anthropic/cut_without_message_stop.sse", "openai-responses"): CUT_USAGE,
     ("recordings/gemini/streamed_call_cut.sse", "openai-responses"): CUT_USAGE,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "openai-responses"): SESSION,
-    ("recordings/google-live/interrupted_cancelled_call.jsonl", "anthropic"): SESSION,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "gemini"): SESSION,
     ("recordings/google-live/text_thought_parallel_tools.jsonl", "openai-chat"): SESSION,
     ("recordings/google-live/text_thought_parallel_tools.jsonl", "openai-responses"): SESSION,
-    ("recordings/google-live/text_thought_parallel_tools.jsonl", "anthropic"): SESSION,
-    ("recordings/google-live/text_thought_parallel_tools.jsonl", "gemini"): SESSION,
     ("recordings/google-live/transcripts_code_grounding_two_turns.jsonl", "openai-chat"): SESSION,
     ("recordings/google-live/transcripts_code_grounding_two_turns.jsonl", "openai-responses"): SESSION,
-    ("recordings/google-live/transcripts_code_grounding_two_turns.jsonl", "anthropic"): SESSION,
-    ("recordings/google-live/transcripts_code_grounding_two_turns.jsonl", "gemini"): SESSION,
     ("corpus/google-live/tool_call_round.jsonl", "openai-chat"): SESSION,
     ("corpus/google-live/tool_call_round.jsonl", "openai-responses"): SESSION,
-    ("corpus/google-live/tool_call_round.jsonl", "anthropic"): SESSION,
-    ("corpus/google-live/tool_call_round.jsonl", "gemini"): SESSION,
     ("corpus/google-live/two_turns_tool_then_enqueue.jsonl", "openai-chat"): SESSION,
     ("corpus/google-live/two_turns_tool_then_enqueue.jsonl", "openai-responses"): SESSION,
-    ("corpus/google-live/two_turns_tool_then_enqueue.jsonl", "anthropic"): SESSION,
-    ("corpus/google-live/two_turns_tool_then_enqueue.jsonl", "gemini"): SESSION,
     ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "openai-chat"): SESSION,
     ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "openai-responses"): SESSION,
-    ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "anthropic"): SESSION,
-    ("recordings/openai-realtime/ga_text_then_parallel_calls.jsonl", "gemini"): SESSION,
-    ("recordings/openai-realtime/input_transcription_cancelled_error.jsonl", "openai-responses"): SESSION,
-    ("recordings/openai-realtime/input_transcription_cancelled_error.jsonl", "anthropic"): SESSION,
     ("recordings/google-live/interrupted_cancelled_call.jsonl", "openai-chat"): SESSION,
     ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "openai-chat"): SESSION,
     ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "openai-responses"): SESSION,
-    ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "anthropic"): SESSION,
-    ("corpus/openai-realtime/azure_spoken_turn_tool_audio.jsonl", "gemini"): SESSION,
     ("corpus/openai-realtime/tool_call_round.jsonl", "openai-chat"): SESSION,
     ("corpus/openai-realtime/tool_call_round.jsonl", "openai-responses"): SESSION,
-    ("corpus/openai-realtime/tool_call_round.jsonl", "anthropic"): SESSION,
-    ("corpus/openai-realtime/tool_call_round.jsonl", "gemini"): SESSION,
 }
 """(:func:`source_id`, target) → why the body and the stream disagree today."""
 

@@ -607,15 +607,20 @@ def test_to_canonical_rejects_what_is_not_a_chat_body() -> None:
         ms.to_canonical([{"role": "robot"}], PROTOCOL)
 
 
-def test_encoder_from_a_session_keeps_user_content_out_and_reports_later_responses() -> None:
-    """A Live session: the user's transcript is not the model's audio; a second turn is reported lost."""
+def test_encoder_from_a_session_keeps_user_content_out_and_streams_each_response() -> None:
+    """A Live session: the user's transcript is not the model's audio; each turn is its own stream."""
     data = (RECORDINGS / "google-live" / "transcripts_code_grounding_two_turns.jsonl").read_bytes()
     conv = ms.StreamConverter("openai-chat", protocol="google-live")
     out = conv.feed(data) + conv.finish()
-    assert b"two to the tenth" not in out
-    assert b"It is 1024." in out
-    assert "user message in the output" in [r.what for r in conv.lossy]
-    assert any("further response" in line for line in map(str, conv.lossy))
+    assert b"two to the tenth" not in out  # a session event (input transcript), in no response
+    assert len(conv.streams) == 2
+    assert b"It is 1024." in conv.streams[0]
+    assert b"You're welcome." in conv.streams[1]
+    assert out == conv.streams[0]  # one Chat stream holds one response: the second is listed
+    assert [r.what for r in conv.lossy if r.kind == "message"] == [
+        "a further response of the session (one stream holds one response; each is in"
+        " StreamConverter.streams and ms.convert_session)"
+    ]
 
 
 def test_history_reads_and_writes_calls_with_the_body_mapping() -> None:

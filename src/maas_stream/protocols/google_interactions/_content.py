@@ -79,10 +79,12 @@ def part_from_content(content: Any) -> Part:
     if not isinstance(content, dict):
         return UnknownPart(provider_type="content", raw=content)
     kind = content.get("type")
-    if kind == "text" and isinstance(content.get("text"), str):
+    text = content.get("text", "")
+    if kind == "text" and isinstance(text, str):
+        # A text block may open without its text (``{"type": "text"}``): its deltas bring it.
         annotations = content.get("annotations")
         return TextPart(
-            text=content["text"],
+            text=text,
             annotations=[citation_from(a) for a in annotations] if isinstance(annotations, list) else None,
         )
     keys = set(content)

@@ -22,7 +22,10 @@ A Realtime connection is a session holding several responses:
   ``input_audio_buffer.*``, ``conversation.item.*``, ``rate_limits.updated``, a failed input
   transcription, ...), is kept whole as an unknown event (client ones as ``client.<type>``),
   counted, and passed through by the Realtime encoder.
-* ``error`` is an in-band error (the response ends ``failed``).
+* ``error`` is a recoverable error (``StreamErrorEvent(recoverable=True)``): the SDK's
+  ``RealtimeErrorEvent`` says most errors are recoverable and the session stays open (a
+  ``response.cancel`` with nothing active, say). It fails no response: a failed response says
+  so in its ``response.done`` (status ``failed``), and a session that ends closes the socket.
 
 It keeps framing-level state only: whether a response is open (and whether the decoder opened
 it), the model, the ids of the items the open response streamed (``response.done`` adds the
@@ -221,7 +224,10 @@ class StreamDecoder(SessionDecoder):
         )
 
     def _on_error(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
-        out.append(ev.StreamErrorEvent(error=error_from(event.error)))
+        # "Most errors are recoverable and the session will stay open" (the SDK's
+        # RealtimeErrorEvent): a response that fails says so in its own response.done, and a
+        # session that ends closes the websocket. An error event fails nothing by itself.
+        out.append(ev.StreamErrorEvent(error=error_from(event.error), recoverable=True))
 
     # ------------------------------------------------------------------ items
 
