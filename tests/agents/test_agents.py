@@ -230,3 +230,16 @@ async def test_an_upstream_dying_mid_stream_fails_the_cli(
     assert run.returncode != 0, run
     assert "error" in (run.stdout + run.stderr).lower(), run
     assert CUT_TEXT not in run.stdout or "error" in run.stdout.lower(), run
+
+
+async def test_without_drop_params_codex_is_refused_loudly(tmp_path: Path) -> None:
+    # Codex sends built-in tools (`namespace`, `web_search`) and settings a Chat upstream cannot
+    # carry. Without drop_params the bridge refuses them (400 naming the client's own fields) and
+    # the CLI must show that and fail, with no request reaching the provider. When every field
+    # Codex sends can be carried, this test fails: then drop the drop_params of the Codex LOOPS.
+    fake = FakeProvider("openai-chat", AGENTS["codex"].tool(tmp_path / "work"))
+    run, _ = await _run_agent("codex", fake, tmp_path, drop_params=False)
+    assert run.returncode != 0, run
+    assert "cannot be carried to openai-chat" in run.stderr, run
+    assert "drop_params" in run.stderr, run
+    assert fake.exchanges == []

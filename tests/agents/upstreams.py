@@ -166,8 +166,8 @@ class _Responses:
         self.seq = 0
 
     def _event(self, kind: str, **data: Any) -> bytes:
-        self.seq += 1
-        return _sse({"type": kind, "sequence_number": self.seq, **data}, kind)
+        self.seq += 1  # sequence numbers start at 0
+        return _sse({"type": kind, "sequence_number": self.seq - 1, **data}, kind)
 
     @staticmethod
     def _response(status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
