@@ -147,15 +147,8 @@ LOOPS = [
 ]
 
 
-@dataclass
-class Canary:
-    """The proxy every CLI is given: loopback, answers 403, records each request's target."""
-
-    url: str
-    targets: list[str]
-
-
 async def _refuse(conn: Conn) -> None:
+    """The canary proxy every CLI is given: answers 403 (the loopback server records the target)."""
     await conn.start(403, {"content-type": "text/plain"})
     await conn.end()
 
