@@ -141,8 +141,8 @@ LOOPS = [
     pytest.param("codex", "anthropic", True, id="codex-anthropic"),
     pytest.param("codex", "gemini", True, id="codex-gemini"),
     pytest.param("codex", "openai-chat", True, id="codex-openai-chat"),
-    pytest.param("gemini-cli", "anthropic", True, id="gemini-cli-anthropic"),
-    pytest.param("gemini-cli", "openai-chat", True, id="gemini-cli-openai-chat"),
+    pytest.param("gemini-cli", "anthropic", False, id="gemini-cli-anthropic"),
+    pytest.param("gemini-cli", "openai-chat", False, id="gemini-cli-openai-chat"),
     pytest.param("gemini-cli", "openai-responses", False, id="gemini-cli-openai-responses"),
 ]
 

@@ -148,7 +148,6 @@ def test_the_full_body_in_canonical_terms() -> None:
     assert env.native_affects_output == {
         "container",
         "mcp_servers",
-        "context_management",
         "output_config.task_budget",
         "tools.input_examples",
         "tools.allowed_callers",
@@ -630,12 +629,12 @@ def test_anthropic_only_fields_are_reported_to_other_protocols() -> None:
     for path in (
         "container",
         "mcp_servers",
-        "context_management",
         "tools.input_examples",
         "output_config.task_budget",
     ):
         assert reported[path] is True, path
-    for path in ("cache_control", "inference_geo", "tools.eager_input_streaming"):
+    # context_management edits the provider's copy of earlier turns: reported, not refused.
+    for path in ("cache_control", "inference_geo", "tools.eager_input_streaming", "context_management"):
         assert reported[path] is False, path
 
 

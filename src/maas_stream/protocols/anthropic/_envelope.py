@@ -493,7 +493,9 @@ ENVELOPE = EnvelopeCodec(
             "output_config.task_budget",
             "container",
             "mcp_servers",
-            "context_management",
+            # Not context_management: it edits what the provider keeps of earlier turns (clearing
+            # old tool results and thinking) to fit the window; an upstream without it sees the
+            # whole history, which changes no answer. Claude Code sends it on every request.
             "compaction",
             "thread",
             "tools.input_examples",
