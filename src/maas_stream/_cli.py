@@ -302,7 +302,7 @@ def _record_websocket(args: argparse.Namespace) -> int:
 
 def _cmd_record(args: argparse.Namespace) -> int:
     import anyio
-    import httpx
+    import httpx2
 
     if get_protocol(args.protocol).framing == "jsonl":
         return _record_websocket(args)
@@ -313,8 +313,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
     headers = _record_headers(args)
 
     async def run() -> None:
-        timeout = httpx.Timeout(args.timeout, read=None)
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        timeout = httpx2.Timeout(args.timeout, read=None)
+        async with httpx2.AsyncClient(timeout=timeout) as client:
             meta = await arecord_request(
                 client,
                 args.method,
@@ -335,7 +335,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
     except ProviderHTTPError as exc:
         print(f"maas-stream: {args.url}: {exc} (recorded to {args.out})".replace("\n", " "), file=sys.stderr)
         return EXIT_FAULT
-    except (StreamIOError, httpx.HTTPError, OSError) as exc:
+    except (StreamIOError, httpx2.HTTPError, OSError) as exc:
         print(f"maas-stream: {args.url}: {exc or type(exc).__name__}".replace("\n", " "), file=sys.stderr)
         return EXIT_FAULT
     return 0

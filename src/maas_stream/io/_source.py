@@ -1,6 +1,6 @@
 """Reading from whatever the caller holds: one pull-based reader per kind of source.
 
-Kinds, told apart by duck typing (no import of httpx2 or websockets):
+Kinds, told apart by duck typing (no import of httpx or websockets):
 
 * an httpx / httpx2 streaming response (``aiter_bytes`` + ``aclose``, or ``iter_bytes`` +
   ``close``), also when wrapped by an official SDK (``.http_response`` of a raw streaming
@@ -23,7 +23,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, Literal
 
 import anyio
-import httpx
+import httpx2
 
 from ._exceptions import (
     IdleTimeoutError,
@@ -74,9 +74,9 @@ _TIMEOUT_PHASES = {"ConnectTimeout": "connect", "PoolTimeout": "pool", "WriteTim
 
 
 def _transport_classes(name: str) -> tuple[type[BaseException], ...]:
-    # httpx2 is not imported here: when it is not loaded, none of its errors can occur.
-    found: list[type[BaseException]] = [getattr(httpx, name)]
-    mod = sys.modules.get("httpx2")
+    # httpx is not imported here: when it is not loaded, none of its errors can occur.
+    found: list[type[BaseException]] = [getattr(httpx2, name)]
+    mod = sys.modules.get("httpx")
     if mod is not None and hasattr(mod, name):
         found.append(getattr(mod, name))
     return tuple(found)
@@ -87,7 +87,7 @@ def transport_error(exc: BaseException, *, received: int = 0, where: str = "") -
 
     An httpx / httpx2 ``TimeoutException`` becomes a :class:`StreamTimeoutError` (its ``phase``
     from the class: connect, pool, write or read), any other ``TransportError`` or ``OSError`` a
-    :class:`StreamTransportError`, of the httpx2-compatible variant for httpx2's errors. The
+    :class:`StreamTransportError`, of the httpx-compatible variant for httpx's errors. The
     caller raises it ``from exc``.
 
     Args:
