@@ -7,7 +7,10 @@ Kinds, told apart by duck typing (no import of httpx or websockets):
   response, ``.response`` of an SDK ``Stream`` not yet iterated);
 * a websocket (``recv`` + ``send``, like the ``websockets`` library's connections): each message
   is one frame of a JSON-lines protocol;
-* any (async) iterable of ``bytes``.
+* an httpx-sse or httpx2 ``EventSource`` (its response's bytes are read: nothing is parsed twice);
+* any (async) iterable of ``bytes``, or of server-sent events (httpx-sse's or httpx2's
+  ``ServerSentEvent``, e.g. ``event_source.aiter_sse()``): each event is written back as one SSE
+  frame, its event name, id and retry kept, for the protocol decoder.
 
 Readers pull one chunk per call (no queue, no background task), apply the optional idle timeout
 to each read, check the HTTP status before the first read, and close the source exactly once.
@@ -37,7 +40,7 @@ from ._exceptions import (
     parse_body,
 )
 
-__all__ = ["AsyncReader", "SyncReader", "check_response", "transport_error", "unwrap"]
+__all__ = ["AsyncReader", "SyncReader", "check_response", "reframe", "transport_error", "unwrap"]
 
 MAX_ERROR_BODY = 1024 * 1024
 """How much of an error body is read to put on the exception."""
@@ -53,6 +56,50 @@ def unwrap(source: Any) -> Any:
         if inner is not None and (hasattr(inner, "aiter_bytes") or hasattr(inner, "iter_bytes")):
             return inner
     return source
+
+
+def reframe(item: Any) -> bytes:
+    """A chunk as bytes: a server-sent event object is written back as one SSE frame.
+
+    A ``ServerSentEvent`` (httpx-sse's or httpx2's: ``event``, ``data``, ``id``, ``retry``)
+    becomes ``event:`` (left out for the default ``message``), ``id:``, ``retry:`` and one
+    ``data:`` line per line of its data, then the blank line that ends it: the protocol decoder
+    sees the event as it crossed the wire. An event without data is written without a ``data:``
+    line, so the decoder skips it as it would on the raw stream.
+
+    Raises:
+        TypeError: ``item`` is neither bytes nor a server-sent event (``str`` included: read
+            ``aiter_bytes()``, not ``aiter_text()``).
+    """
+    if isinstance(item, bytes | bytearray | memoryview):
+        return bytes(item)
+    try:
+        name, data, ident, retry = item.event, item.data, item.id, item.retry
+    except AttributeError:
+        name = None
+    if not isinstance(name, str) or not isinstance(data, str):
+        what = type(item).__name__
+        hint = (
+            " (read aiter_bytes(), not aiter_text())"
+            if isinstance(item, str)
+            else " (an SDK's parsed objects cannot be re-read: pass its raw streaming response,"
+            " e.g. client.chat.completions.with_streaming_response.create(...))"
+        )
+        raise TypeError(
+            f"the stream yielded {what}: expected bytes chunks or server-sent events "
+            f"(httpx-sse / httpx2 ServerSentEvent){hint}"
+        )
+    out = []
+    if name and name != "message":
+        out.append(f"event: {name}\n")
+    if ident:
+        out.append(f"id: {ident}\n")
+    if retry is not None:
+        out.append(f"retry: {retry}\n")
+    if data:
+        out.extend(f"data: {line}\n" for line in data.split("\n"))
+    out.append("\n")
+    return "".join(out).encode()
 
 
 def _is_response(obj: Any) -> bool:
@@ -266,7 +313,8 @@ class AsyncReader:
         else:
             raise TypeError(
                 f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
-                "response, an SDK raw streaming response, a websocket or an AsyncIterable[bytes]"
+                "response, an SDK raw streaming response, an httpx-sse / httpx2 EventSource, a websocket, "
+                "an AsyncIterable[bytes] or an AsyncIterable of server-sent events"
             )
 
     def _limit(self) -> tuple[float | None, str]:
@@ -317,7 +365,12 @@ class AsyncReader:
         except BaseException:
             self._exhausted = True
             raise
-        self.received += len(item) if self.kind == "bytes" else 1
+        if self.kind == "bytes":
+            if type(item) is not bytes:
+                item = reframe(item)
+            self.received += len(item)
+        else:
+            self.received += 1
         return item  # type: ignore[no-any-return]
 
     def _timeout_error(self, timeout: float, phase: str) -> StreamTimeoutError:
@@ -403,7 +456,8 @@ class SyncReader:
         else:
             raise TypeError(
                 f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
-                "response, an SDK raw streaming response, a websocket or an Iterable[bytes]"
+                "response, an SDK raw streaming response, an httpx-sse / httpx2 EventSource, a websocket, "
+                "an Iterable[bytes] or an Iterable of server-sent events"
             )
 
     def read(self) -> bytes | str | None:
@@ -416,7 +470,10 @@ class SyncReader:
         if not self._checked:
             self._checked = True
             check_sync_response(self.source)
-        return next(self._iter, None)
+        item = next(self._iter, None)
+        if item is not None and self.kind == "bytes" and type(item) is not bytes:
+            return reframe(item)
+        return item
 
     def close(self) -> None:
         """Close the iterator and the source (once)."""
