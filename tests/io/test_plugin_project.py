@@ -185,7 +185,7 @@ def test_record_mode_without_a_key_fails_clearly(tmp_path: Path, provider: Any) 
     [
         pytest.param(
             "anthropic",
-            "recorded as openai-chat, but the provider sent a anthropic stream",
+            "recorded as openai-chat, but the provider sent a stream of anthropic",
             id="wrong-protocol",
         ),
         pytest.param("401", "answered: provider answered 401", id="error-status"),

@@ -644,4 +644,4 @@ def check_recorded_protocol(path: str | Path, protocol: str) -> None:
     except ProtocolDetectionError as exc:
         raise StreamIOError(f"{path}: not a {protocol} stream: {exc}") from exc
     if found != protocol:
-        raise StreamIOError(f"{path}: recorded as {protocol}, but the provider sent a {found} stream")
+        raise StreamIOError(f"{path}: recorded as {protocol}, but the provider sent a stream of {found}")

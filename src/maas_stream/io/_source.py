@@ -102,6 +102,15 @@ def reframe(item: Any) -> bytes:
     return "".join(out).encode()
 
 
+def _hint(source: Any, replay: str, other: str) -> str:
+    if isinstance(source, str | bytes | bytearray):
+        what = "a path" if isinstance(source, str) else "whole bytes"
+        return f" (got {what}: read a recording with {replay}, or pass bytes to ms.aggregate)"
+    if isinstance(source, AsyncIterable) or isinstance(source, Iterable):
+        return f" (it is the other kind of iterable: use {other})"
+    return ""
+
+
 def _is_response(obj: Any) -> bool:
     return hasattr(obj, "status_code") and hasattr(obj, "headers")
 
@@ -315,6 +324,7 @@ class AsyncReader:
                 f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
                 "response, an SDK raw streaming response, an httpx-sse / httpx2 EventSource, a websocket, "
                 "an AsyncIterable[bytes] or an AsyncIterable of server-sent events"
+                + _hint(source, "ms.io.areplay(path)", "ms.stream(...) or ms.aggregate(...)")
             )
 
     def _limit(self) -> tuple[float | None, str]:
@@ -458,6 +468,7 @@ class SyncReader:
                 f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
                 "response, an SDK raw streaming response, an httpx-sse / httpx2 EventSource, a websocket, "
                 "an Iterable[bytes] or an Iterable of server-sent events"
+                + _hint(source, "ms.io.replay(path)", "ms.astream(...) or ms.aaggregate(...)")
             )
 
     def read(self) -> bytes | str | None:
