@@ -10,6 +10,7 @@
     maas-stream validate --protocol P FILE|-        check a request body; exit 1 naming each fault
     maas-stream protocols                           list the protocols this build knows
     maas-stream schema [TYPE ...]                   the JSON Schema of the JSON contract (Response, Event)
+    maas-stream inspect [--from P] [--json] FILE    a recording's timeline (rich when installed)
     maas-stream --version                           the installed version
     maas-stream replay [--speed X] FILE             write a recording to stdout with its chunks and timing
     maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...] [--force]
@@ -398,6 +399,20 @@ def json_schema(names: Sequence[str] = ()) -> dict[str, Any]:
     }
 
 
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from ._inspect import inspect_recording, render
+
+    try:
+        found = inspect_recording(args.file, protocol=args.source)
+    except (MaasStreamError, OSError) as exc:
+        _fail(args.file, exc)
+    if args.json:
+        _json_out(found, compact=False)
+    else:
+        render(found, sys.stdout)
+    return 0
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     try:
         schema = json_schema(args.types)
@@ -529,6 +544,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=float, default=120.0, help="seconds allowed between chunks")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.set_defaults(run=_cmd_record)
+
+    p = sub.add_parser("inspect", help="show a recording's timeline: parts, timing, parallel calls, warnings")
+    p.add_argument("--from", dest="source", type=_protocol, help="source protocol (detected when left out)")
+    p.add_argument("--json", action="store_true", help="print the inspection as JSON")
+    p.add_argument("file", metavar="FILE", help="recording (.sse/.jsonl; its .meta.json gives the timing)")
+    p.set_defaults(run=_cmd_inspect)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the JSON contract (Response, events)")
     p.add_argument("types", nargs="*", metavar="TYPE", help="only these types (default: all)")
