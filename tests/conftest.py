@@ -62,6 +62,40 @@ def need_corpus(protocol: str) -> list[object]:
     return params(found)
 
 
+def _uses_corpus(item: pytest.Item) -> bool:
+    spec = getattr(item, "callspec", None)
+    values = list(spec.params.values()) if spec is not None else []
+    flat = [x for v in values for x in (v if isinstance(v, tuple | list) else (v,))]
+    return any(isinstance(v, Path) and CORPUS in v.parents for v in flat)
+
+
+def _corpus_skip(item: pytest.Item) -> bool:
+    return any(
+        m.name in ("skip", "skipif") and "corpus" in str(m.kwargs.get("reason", ""))
+        for m in item.iter_markers()
+    )
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> str:
+    """One line at the top of the run: how many corpus cases run, or that they are skipped and why."""
+    files = (
+        [p for name in sorted(p.name for p in CORPUS.iterdir() if p.is_dir()) for p in corpus(name)]
+        if CORPUS.is_dir()
+        else []
+    )
+    running = sum(1 for item in items if _uses_corpus(item))
+    if files:
+        return (
+            f"corpus: {len(files)} captured streams at {CORPUS}; {running} of {len(items)} "
+            "collected test cases read them"
+        )
+    skipped = sum(1 for item in items if _corpus_skip(item))
+    return (
+        f"corpus: NOT FOUND at {CORPUS} (set MAAS_CORPUS to the real captures): {skipped} corpus "
+        "tests are skipped, each standing for every captured stream of its protocol"
+    )
+
+
 def parts(message: ms.Message) -> list[ms.Part]:
     """A message's content as a list of parts (failing the test when it is a plain string)."""
     assert isinstance(message.content, list), message.content

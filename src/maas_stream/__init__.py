@@ -94,7 +94,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# The IO adapters import httpx (~100 ms); load them on first use so that the sans-IO core and
+# The IO adapters import httpx2 (~100 ms); load them on first use so that the sans-IO core and
 # the CLI start fast.
 _LAZY_IO = frozenset(
     {

@@ -9,8 +9,11 @@
                                                     every drop on stderr ("dropped: ...")
     maas-stream validate --protocol P FILE|-        check a request body; exit 1 naming each fault
     maas-stream protocols                           list the protocols this build knows
+    maas-stream schema [TYPE ...]                   the JSON Schema of the JSON contract (Response, Event)
+    maas-stream inspect [--from P] [--json] FILE    a recording's timeline (rich when installed)
+    maas-stream --version                           the installed version
     maas-stream replay [--speed X] FILE             write a recording to stdout with its chunks and timing
-    maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...]
+    maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...] [--force]
                                                     call a provider and save the stream (+ .meta.json);
                                                     websocket protocols: --body holds the client
                                                     messages, one JSON per line; one response is recorded
@@ -306,19 +309,23 @@ def _record_websocket(args: argparse.Namespace) -> int:
 
 def _cmd_record(args: argparse.Namespace) -> int:
     import anyio
-    import httpx
+    import httpx2
 
+    if os.path.exists(args.out) and not args.force:
+        print(f"maas-stream: {args.out} exists; pass --force to overwrite it", file=sys.stderr)
+        return EXIT_FAULT
     if get_protocol(args.protocol).framing == "jsonl":
         return _record_websocket(args)
 
     from .io import ProviderHTTPError, StreamIOError, arecord_request
+    from .io._record import check_recorded_protocol
 
     body = b"".join(_read_chunks(args.body)) if args.body else None
     headers = _record_headers(args)
 
     async def run() -> None:
-        timeout = httpx.Timeout(args.timeout, read=None)
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        timeout = httpx2.Timeout(args.timeout, read=None)
+        async with httpx2.AsyncClient(timeout=timeout) as client:
             meta = await arecord_request(
                 client,
                 args.method,
@@ -339,9 +346,83 @@ def _cmd_record(args: argparse.Namespace) -> int:
     except ProviderHTTPError as exc:
         print(f"maas-stream: {args.url}: {exc} (recorded to {args.out})".replace("\n", " "), file=sys.stderr)
         return EXIT_FAULT
-    except (StreamIOError, httpx.HTTPError, OSError) as exc:
+    except (StreamIOError, httpx2.HTTPError, OSError) as exc:
         print(f"maas-stream: {args.url}: {exc or type(exc).__name__}".replace("\n", " "), file=sys.stderr)
         return EXIT_FAULT
+    try:
+        check_recorded_protocol(args.out, args.protocol)
+    except StreamIOError as exc:
+        print(f"maas-stream: {exc} (the files are kept; --force overwrites them)", file=sys.stderr)
+        return EXIT_FAULT
+    return 0
+
+
+SCHEMA_TYPES: dict[str, Any] = {}
+"""The named types of the JSON contract that ``maas-stream schema`` describes (name → type).
+
+Filled on first use (:func:`schema_types`); a new public type of the contract is one more entry.
+"""
+
+
+def schema_types() -> dict[str, Any]:
+    """The contract's named types: ``Response`` and ``Event`` (the union of canonical events)."""
+    if not SCHEMA_TYPES:
+        from ._model import Response
+        from .events import Event
+
+        SCHEMA_TYPES.update({"Response": Response, "Event": Event})
+    return SCHEMA_TYPES
+
+
+def json_schema(names: Sequence[str] = ()) -> dict[str, Any]:
+    """One JSON Schema (2020-12) document for the contract's types, from ``msgspec.json.schema``.
+
+    Each named type is a ``$defs`` entry (the structs it uses beside it); the document validates
+    an instance of any of ``names`` (all types when empty).
+
+    Raises:
+        KeyError: A name is not one of :func:`schema_types`.
+    """
+    from . import __version__
+
+    types = schema_types()
+    chosen = list(names) or list(types)
+    unknown = [n for n in chosen if n not in types]
+    if unknown:
+        raise KeyError(f"unknown type {unknown[0]!r} (known: {', '.join(types)})")
+    roots, defs = msgspec.json.schema_components([types[n] for n in chosen])
+    for name, root in zip(chosen, roots, strict=True):
+        if root != {"$ref": f"#/$defs/{name}"}:
+            defs[name] = root
+    refs = [{"$ref": f"#/$defs/{name}"} for name in chosen]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"maas-stream {__version__} JSON contract: {', '.join(chosen)}",
+        **(refs[0] if len(refs) == 1 else {"anyOf": refs}),
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from ._inspect import inspect_recording, render
+
+    try:
+        found = inspect_recording(args.file, protocol=args.source)
+    except (MaasStreamError, OSError) as exc:
+        _fail(args.file, exc)
+    if args.json:
+        _json_out(found, compact=False)
+    else:
+        render(found, sys.stdout)
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    try:
+        schema = json_schema(args.types)
+    except KeyError as exc:
+        raise SystemExit(f"maas-stream: schema: {exc.args[0]}") from None
+    _json_out(schema, args.compact)
     return 0
 
 
@@ -448,6 +529,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="maas-stream",
         description="Decode, aggregate and re-encode LLM provider streams.",
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"maas-stream {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("aggregate", help="print the final Response of a recorded stream as JSON")
@@ -508,7 +592,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="POST", help="HTTP method (default POST)")
     p.add_argument("--timeout", type=float, default=30.0, help="connect/write timeout in seconds")
     p.add_argument("--idle-timeout", type=float, default=120.0, help="seconds allowed between chunks")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.set_defaults(run=_cmd_record)
+
+    p = sub.add_parser("inspect", help="show a recording's timeline: parts, timing, parallel calls, warnings")
+    p.add_argument("--from", dest="source", type=_protocol, help="source protocol (detected when left out)")
+    p.add_argument("--json", action="store_true", help="print the inspection as JSON")
+    p.add_argument("file", metavar="FILE", help="recording (.sse/.jsonl; its .meta.json gives the timing)")
+    p.set_defaults(run=_cmd_inspect)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the JSON contract (Response, events)")
+    p.add_argument("types", nargs="*", metavar="TYPE", help="only these types (default: all)")
+    p.add_argument("--compact", action="store_true", help="one line of JSON instead of indented")
+    p.set_defaults(run=_cmd_schema)
 
     p = sub.add_parser("serve", help="the bridge: serve provider endpoints from an upstream or a recording")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

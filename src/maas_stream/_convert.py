@@ -17,6 +17,7 @@ It must not do IO.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -51,7 +52,7 @@ from .events import (
 from .protocols._json import UNREADABLE
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterator
 
     from ._interfaces import StreamDecoder, StreamEncoder
     from .events import Event
@@ -763,10 +764,54 @@ class _Splitter:
         return b""
 
 
+_ACCEPTED = "bytes, or an iterable of bytes chunks (e.g. ms.io.replay(path), response.iter_bytes())"
+
+
+def _is_http(data: object) -> bool:
+    # An httpx / httpx2 response, an SDK's raw streaming response or its Stream (``.response``).
+    inner = getattr(data, "response", None)
+    return any(hasattr(x, "iter_bytes") or hasattr(x, "aiter_bytes") for x in (data, inner)) or hasattr(
+        data, "http_response"
+    )
+
+
+def _refuse(data: object) -> TypeError:
+    what = type(data).__name__
+    if isinstance(data, str):
+        hint = "; to read a recording, pass open(path, 'rb').read() or ms.io.replay(path)"
+    elif _is_http(data):
+        hint = "; for a live HTTP or SDK streaming response use ms.stream(...) or await ms.aaggregate(...)"
+    elif hasattr(data, "__aiter__"):
+        hint = "; for an async iterable use await ms.aaggregate(...)"
+    else:
+        hint = ""
+    return TypeError(f"cannot aggregate a {what} object: expected {_ACCEPTED}{hint}")
+
+
+def _checked(chunks: Iterable[object]) -> Iterator[bytes]:
+    for chunk in chunks:
+        if type(chunk) is bytes:
+            yield chunk
+        elif isinstance(chunk, bytearray | memoryview):
+            yield bytes(chunk)
+        else:
+            hint = (
+                "read iter_bytes(), not iter_text()"
+                if isinstance(chunk, str)
+                else "an SDK's parsed chunks cannot be re-read: pass its raw streaming response"
+            )
+            raise TypeError(
+                f"cannot aggregate an iterable that yielded a {type(chunk).__name__} object: "
+                f"expected {_ACCEPTED} ({hint})"
+            )
+
+
 def _chunks(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
     if isinstance(data, bytes | bytearray | memoryview):
         return (bytes(data),)
-    return data
+    if isinstance(data, str) or not isinstance(data, Iterable) or _is_http(data):
+        raise _refuse(data)
+    return _checked(data)
 
 
 def aggregate(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> Response:
@@ -780,6 +825,8 @@ def aggregate(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> 
         RemoteProtocolError: The bytes break the protocol (``exc.frame`` names the frame and
             ``exc.partial`` holds what was aggregated before it).
         ProtocolDetectionError: ``protocol`` was not given and could not be detected.
+        TypeError: ``data`` is not bytes nor an iterable of bytes (a path string, an HTTP or
+            SDK response, an SDK's parsed chunks); the message says what to pass instead.
     """
     agg = StreamAggregator(protocol)
     for chunk in _chunks(data):

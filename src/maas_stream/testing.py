@@ -17,8 +17,20 @@ code against a recorded provider::
         ...
         assert maas_replay.requests[0].url.path == "/v1/chat/completions"
 
-Recordings are named by path, or relative to the ``maas_recordings_dir`` fixture (default:
-``<rootdir>/recordings``; override the fixture to change it), with or without the suffix.
+Recordings are named by path, or relative to the ``maas_recordings_dir`` fixture, with or
+without the suffix. That folder is, first found: the ``maas_recordings("dir")`` marker's
+(relative to the test file), the ``maas_stream_recordings`` ini option's (relative to the ini
+file), ``recordings/`` beside the test file, ``<rootdir>/recordings``.
+
+A request that does not ask for a stream (Chat / Responses / Anthropic without ``"stream":
+true``, Gemini's ``:generateContent``) is answered from the same stream recording with that
+protocol's non-streaming body: the recording aggregated, then :func:`~maas_stream.encode_response`.
+
+With ``pytest --maas-record``, a recording that does not exist yet is recorded from the real
+provider on first use (the request forwarded as a streaming call, with the API key from the
+protocol's environment variable, e.g. ``OPENAI_API_KEY``; the files written with secrets
+redacted, checked to be a stream of the protocol named), then served. Without the key, or
+without ``--maas-record``, a missing recording fails the test naming what to do.
 
 Websocket sessions (``.jsonl`` recordings of Realtime / Live) are served by a real loopback
 ``websockets`` server: :func:`serve_websocket_recording` (asyncio only, needs the ``ws`` extra)::
@@ -35,16 +47,23 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import urlsplit
 
 import anyio
+import msgspec
 
-from .io._record import Recording
+from ._convert import aggregate, encode_response
+from ._registry import ProtocolSpec, get_protocol, match_endpoint, protocol_names
+from .io._exceptions import ProviderHTTPError, StreamIOError
+from .io._record import Recording, check_recorded_protocol, meta_path, record_request
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Iterator
 
 __all__ = [
     "ReplayServer",
@@ -104,8 +123,49 @@ def _stream_class(library: str) -> type[Any]:
     return ReplayStream
 
 
+def body_protocol(request: Any) -> str | None:
+    """The protocol whose non-streaming body answers ``request``; ``None`` when it asks for a stream.
+
+    The path decides where it can (Gemini's ``:generateContent``), else the JSON body's
+    ``stream`` field: a JSON object without ``"stream": true`` sent to a known endpoint asks for
+    a body. A request to an unknown path, or without a JSON object body, gets the stream.
+    """
+    found = match_endpoint(request.url.path)
+    if found is None or found.spec.encode_response is None:
+        return None
+    if found.endpoint.stream is not None:
+        return None if found.endpoint.stream else found.spec.name
+    try:
+        body = msgspec.json.decode(request.content)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(body, dict) or body.get("stream"):
+        return None
+    return found.spec.name
+
+
+def _answer(mod: Any, rec: Recording, request: Any, speed: float | None) -> Any:
+    target = body_protocol(request) if rec.status == 200 else None
+    if target is None:
+        return mod.Response(
+            rec.status,
+            headers=rec.response_headers(),
+            stream=_stream_class(mod.__name__)(rec.chunks(), rec.delays(speed)),
+            request=request,
+        )
+    source = rec.protocol if rec.protocol in protocol_names() else None
+    body = encode_response(aggregate(rec.data, protocol=source), target)
+    headers = rec.response_headers()
+    headers["content-type"] = "application/json"
+    return mod.Response(200, headers=headers, content=msgspec.json.encode(body), request=request)
+
+
+Source = Recording | Callable[[Any], Recording]
+"""A recording, or a function that makes it from the first request (record mode)."""
+
+
 def replay_transport(
-    recordings: list[Recording],
+    recordings: Sequence[Source],
     *,
     library: str = "httpx2",
     speed: float | None = None,
@@ -113,10 +173,13 @@ def replay_transport(
 ) -> Any:
     """A ``MockTransport`` of ``library`` answering requests with ``recordings`` in order.
 
-    The last recording answers every request after it (so a client's retry sees it again).
+    The last recording answers every request after it (so a client's retry sees it again). A
+    request that does not ask for a stream gets the recording as its protocol's non-streaming
+    body (see :func:`body_protocol`).
 
     Args:
-        recordings: What to serve.
+        recordings: What to serve (a function in the list is called with the request it is
+            first due for, and its recording serves from then on).
         library: ``"httpx2"`` (the official SDKs' transport) or ``"httpx"``.
         speed: Replay the recorded timing at this speed (``None``: no waits).
         requests: If given, receives every request the transport handled.
@@ -127,21 +190,61 @@ def replay_transport(
     if not recordings:
         raise ValueError("replay_transport needs at least one recording")
     mod = importlib.import_module(library)
-    stream_cls = _stream_class(library)
     queue = list(recordings)
     seen = requests if requests is not None else []
 
     def handler(request: Any) -> Any:
         seen.append(request)
-        rec = queue.pop(0) if len(queue) > 1 else queue[0]
-        return mod.Response(
-            rec.status,
-            headers=rec.response_headers(),
-            stream=stream_cls(rec.chunks(), rec.delays(speed)),
-            request=request,
-        )
+        item = queue[0]
+        rec = item if isinstance(item, Recording) else item(request)
+        if len(queue) > 1:
+            queue.pop(0)
+        else:
+            queue[0] = rec
+        return _answer(mod, rec, request, speed)
 
     return mod.MockTransport(handler)
+
+
+_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _streaming_body(request: Any, spec: ProtocolSpec, path: Path) -> bytes:
+    """The request's body asking for a stream (what a recording must hold)."""
+    found = match_endpoint(request.url.path)
+    if found is not None and found.endpoint.stream is False:
+        _fail(
+            f"cannot record {path} from a non-streaming {spec.name} call ({request.url.path}): "
+            "record it once with a streaming call, then both kinds of call are served from it"
+        )
+    content: bytes = request.content
+    if found is None or found.endpoint.stream is not None or not content:
+        return content
+    try:
+        body = msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return content
+    if isinstance(body, dict) and not body.get("stream"):
+        body["stream"] = True
+        return msgspec.json.encode(body)
+    return content
+
+
+def _fail(message: str) -> NoReturn:
+    import pytest  # only record mode, which runs under pytest, gets here
+
+    # ``pytest.fail`` raises a BaseException: an SDK's retry loop does not swallow it.
+    pytest.fail(message, pytrace=False)
+
+
+def _remove(path: Path) -> None:
+    for p in (path, meta_path(path)):
+        p.unlink(missing_ok=True)
 
 
 class ReplayServer:
@@ -152,8 +255,10 @@ class ReplayServer:
         requests: Every request served so far (the library's ``Request`` objects), in order.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, record: bool = False, record_url: str | None = None) -> None:
         self.root = root
+        self.record = record
+        self.record_url = record_url
         self.requests: list[Any] = []
         self._clients: list[Any] = []
 
@@ -173,14 +278,79 @@ class ReplayServer:
             ):
                 if path.is_file():
                     return Recording.load(path)
-        raise FileNotFoundError(f"no recording {str(name)!r} (looked in {self.root})")
+        hint = (
+            "it is recorded on first use when the provider's API key is set"
+            if self.record
+            else "run pytest with --maas-record and the provider's API key set to record it"
+        )
+        raise FileNotFoundError(f"no recording {str(name)!r} (looked in {self.root}; {hint})")
+
+    def _source(self, name: str | Path | Recording) -> Source:
+        try:
+            return self.load(name)
+        except FileNotFoundError:
+            if not self.record:
+                raise
+        assert not isinstance(name, Recording)
+        path = Path(name) if Path(name).is_absolute() else self.root / name
+        if path.suffix not in (".sse", ".jsonl"):
+            path = path.with_name(path.name + ".sse")
+        return lambda request: self._record(request, path)
+
+    def _record(self, request: Any, path: Path) -> Recording:
+        """Record ``path`` from the real provider with ``request`` (record mode)."""
+        found = match_endpoint(request.url.path)
+        folder = path.parent.name
+        spec = (
+            found.spec if found is not None else get_protocol(folder) if folder in protocol_names() else None
+        )
+        if spec is None or spec.auth is None or spec.url is None:
+            _fail(f"cannot record {path}: {request.url.path} is no provider endpoint this library knows")
+        key = os.environ.get(spec.auth.env)
+        if not key:
+            _fail(
+                f"recording {path} does not exist and {spec.auth.env} is not set: set it to record "
+                f"{path.name} from the {spec.name} provider, or add the recording"
+            )
+        headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in _CREDENTIAL_HEADERS and k.lower() not in ("host", "content-length")
+        }
+        headers.update(spec.auth.headers(key))
+        url = (self.record_url or _origin(spec.url)).rstrip("/") + request.url.raw_path.decode()
+        content = _streaming_body(request, spec, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        httpx2 = importlib.import_module("httpx2")
+        try:
+            with httpx2.Client(timeout=httpx2.Timeout(60, read=300), trust_env=False) as client:
+                record_request(
+                    client,
+                    request.method,
+                    url,
+                    path,
+                    protocol=spec.name,
+                    secrets=(key,),
+                    content=content,
+                    headers=headers,
+                )
+            check_recorded_protocol(path, spec.name)
+        except (StreamIOError, httpx2.HTTPError, OSError) as exc:
+            _remove(path)
+            where = "answered" if isinstance(exc, ProviderHTTPError) else "failed"
+            _fail(f"recording {path} from {url.split('?', 1)[0]} {where}: {exc}")
+        return Recording.load(path)
 
     def transport(
         self, *names: str | Path | Recording, library: str = "httpx2", speed: float | None = None
     ) -> Any:
-        """A mock transport serving the recordings in order (see :func:`replay_transport`)."""
+        """A mock transport serving the recordings in order (see :func:`replay_transport`).
+
+        Raises:
+            FileNotFoundError: A recording does not exist (and record mode is off).
+        """
         return replay_transport(
-            [self.load(n) for n in names], library=library, speed=speed, requests=self.requests
+            [self._source(n) for n in names], library=library, speed=speed, requests=self.requests
         )
 
     def client(

@@ -283,3 +283,36 @@ def test_cli_replay_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "nope.sse" in err[0]
+
+
+async def test_cli_record_refuses_to_overwrite_without_force(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cli-SECRET-000111")
+    out = tmp_path / "case.sse"
+    out.write_bytes(b"data: [DONE]\n\n")
+    received: list[dict[str, str]] = []
+    async with serve(api_answer(received)) as server:
+        argv = ["record", "--protocol", "openai-chat", "--url", server.url, "--out", str(out)]
+        code = await anyio.to_thread.run_sync(main, argv)
+        assert code == 1
+        assert f"{out} exists; pass --force to overwrite it" in capsys.readouterr().err
+        assert received == []  # refused before calling the provider
+        assert out.read_bytes() == b"data: [DONE]\n\n"
+        code = await anyio.to_thread.run_sync(main, [*argv, "--force"])
+    assert code == 0
+    assert out.read_bytes() == ORIGINAL
+
+
+async def test_cli_record_checks_the_stream_is_of_the_protocol_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-000111")
+    out = tmp_path / "case.sse"
+    async with serve(send_recording(ORIGINAL)) as server:  # an openai-chat stream
+        argv = ["record", "--protocol", "anthropic", "--url", server.url, "--out", str(out)]
+        code = await anyio.to_thread.run_sync(main, argv)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "recorded as anthropic, but the provider sent a stream of openai-chat" in err
+    assert out.read_bytes() == ORIGINAL  # kept for a look; --force records again

@@ -4,28 +4,28 @@
 
     MaasStreamError
      └── StreamIOError                      transport-level trouble (abstract); ``.partial``
-          ├── ProviderHTTPError             non-2xx answer; also httpx.HTTPStatusError
-          ├── UnexpectedContentTypeError    2xx but not a stream; also httpx_sse.SSEError
+          ├── ProviderHTTPError             non-2xx answer; also httpx2.HTTPStatusError
+          ├── UnexpectedContentTypeError    2xx but not a stream; also httpx2.SSEError
           ├── IncompleteStreamError         the stream ended before the provider's final event
-          └── StreamTransportError          the connection failed or broke; also httpx.TransportError
+          └── StreamTransportError          the connection failed or broke; also httpx2.TransportError
                └── StreamTimeoutError       connect / first byte / total timeout; also
-                    │                       httpx.TimeoutException, TimeoutError
-                    └── IdleTimeoutError    no bytes for too long; also httpx.ReadTimeout
+                    │                       httpx2.TimeoutException, TimeoutError
+                    └── IdleTimeoutError    no bytes for too long; also httpx2.ReadTimeout
 
 Each error also subclasses the transport library's matching error (STYLE.md, "Errors"): the
-classes here derive from httpx's (a core dependency). When the source was an **httpx2** response
-(the official SDKs' transport), :func:`for_transport` raises a subclass that also derives from
-httpx2's matching class, built on first use, so ``except httpx2.HTTPStatusError`` works too.
+classes here derive from httpx2's (the core dependency, and the official SDKs' transport). When
+the source was a plain **httpx** response (or an httpx-sse event source), :func:`for_transport`
+raises a subclass that also derives from httpx's matching class (httpx-sse's ``SSEError`` for
+the content-type error), built on first use, so ``except httpx2.HTTPStatusError`` works too.
 
-It must not import httpx2 at module import time (it is not a core dependency).
+It must not import httpx or httpx-sse at module import time (they are optional).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
-import httpx_sse
+import httpx2
 import msgspec
 
 from .._exceptions import MaasStreamError
@@ -63,7 +63,7 @@ class StreamIOError(MaasStreamError):
     error_frame: bytes = b""
 
 
-class ProviderHTTPError(StreamIOError, httpx.HTTPStatusError):
+class ProviderHTTPError(StreamIOError, httpx2.HTTPStatusError):
     """The provider answered with a non-2xx status; the error carries its body.
 
     Attributes:
@@ -96,7 +96,7 @@ class ProviderHTTPError(StreamIOError, httpx.HTTPStatusError):
         self.content = content
 
 
-class UnexpectedContentTypeError(StreamIOError, httpx_sse.SSEError):
+class UnexpectedContentTypeError(StreamIOError, httpx2.SSEError):
     """A 2xx answer that is not a stream (``application/json`` when ``stream`` was forgotten, say).
 
     Attributes:
@@ -131,7 +131,7 @@ class IncompleteStreamError(StreamIOError):
         self.received = received
 
 
-class StreamTransportError(StreamIOError, httpx.TransportError):
+class StreamTransportError(StreamIOError, httpx2.TransportError):
     """The connection to the provider failed or broke (refused, reset, a body cut mid-way).
 
     The transport library's own error is the ``__cause__``.
@@ -146,7 +146,7 @@ class StreamTransportError(StreamIOError, httpx.TransportError):
         self.received = received
 
 
-class StreamTimeoutError(StreamTransportError, httpx.TimeoutException, TimeoutError):
+class StreamTimeoutError(StreamTransportError, httpx2.TimeoutException, TimeoutError):
     """A time limit ran out: connecting, waiting for the answer's headers, or the whole exchange.
 
     Attributes:
@@ -170,7 +170,7 @@ class StreamTimeoutError(StreamTransportError, httpx.TimeoutException, TimeoutEr
         self.timeout = timeout
 
 
-class IdleTimeoutError(StreamTimeoutError, httpx.ReadTimeout):
+class IdleTimeoutError(StreamTimeoutError, httpx2.ReadTimeout):
     """No bytes (or messages) arrived within ``idle_timeout`` seconds between two reads.
 
     Attributes:
@@ -186,30 +186,44 @@ class IdleTimeoutError(StreamTimeoutError, httpx.ReadTimeout):
 
 _E = TypeVar("_E", bound=StreamIOError)
 
-_HTTPX2_BASE = {
-    ProviderHTTPError: "HTTPStatusError",
-    UnexpectedContentTypeError: "SSEError",
-    StreamTransportError: "TransportError",
-    StreamTimeoutError: "TimeoutException",
-    IdleTimeoutError: "ReadTimeout",
+_HTTPX_BASE = {
+    ProviderHTTPError: ("httpx", "HTTPStatusError"),
+    UnexpectedContentTypeError: ("httpx_sse", "SSEError"),
+    StreamTransportError: ("httpx", "TransportError"),
+    StreamTimeoutError: ("httpx", "TimeoutException"),
+    IdleTimeoutError: ("httpx", "ReadTimeout"),
 }
+_HTTPX_LIBRARIES = frozenset({"httpx", "httpx_sse"})
 _variants: dict[type[Any], type[Any]] = {}
 
 
+def _httpx_base(module: str, name: str) -> type[BaseException]:
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    except ImportError:  # httpx-sse is not installed: its SSEError is an httpx.TransportError
+        import httpx
+
+        return httpx.TransportError
+
+
 def for_transport(cls: type[_E], obj: Any) -> type[_E]:
-    """The class to raise for an error about ``obj``: ``cls``, or its httpx2-compatible subclass.
+    """The class to raise for an error about ``obj``: ``cls``, or its httpx-compatible subclass.
 
     Args:
         cls: One of this module's concrete error classes.
-        obj: The transport object involved (a response, a request), or anything else.
+        obj: The transport object involved (a response, a request, a client, an error), or
+            anything else. Only an object of plain httpx (or httpx-sse) gets the variant, so
+            httpx is imported only when the caller already uses it.
     """
-    if obj is None or type(obj).__module__.split(".", 1)[0] != "httpx2" or cls not in _HTTPX2_BASE:
+    if obj is None or cls not in _HTTPX_BASE:
+        return cls
+    if type(obj).__module__.split(".", 1)[0] not in _HTTPX_LIBRARIES:
         return cls
     variant = _variants.get(cls)
     if variant is None:
-        import httpx2  # the object came from httpx2, so it is installed
-
-        base = getattr(httpx2, _HTTPX2_BASE[cls])
+        base = _httpx_base(*_HTTPX_BASE[cls])
         variant = type(cls.__name__, (cls, base), {"__module__": cls.__module__, "__doc__": cls.__doc__})
         _variants[cls] = variant
     return variant

@@ -26,8 +26,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import msgspec
 
+from .._exceptions import ProtocolDetectionError
+from .._registry import detect_protocol
 from ._exceptions import ProviderHTTPError, StreamIOError
-from ._source import AsyncReader
+from ._source import AsyncReader, SyncReader
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Generator, Mapping
@@ -40,7 +42,9 @@ __all__ = [
     "RecordingMeta",
     "areplay",
     "arecord",
+    "check_recorded_protocol",
     "meta_path",
+    "record_request",
     "redact_headers",
     "redact_url",
     "replay",
@@ -573,3 +577,71 @@ async def arecord_request(
     meta = Recording.load(path).meta
     assert meta is not None
     return meta
+
+
+def record_request(
+    client: Any,
+    method: str,
+    url: str,
+    path: str | Path,
+    *,
+    protocol: str | None = None,
+    secrets: tuple[str, ...] = (),
+    **kwargs: Any,
+) -> RecordingMeta:
+    """The synchronous twin of :func:`arecord_request` (an ``httpx2.Client`` or ``httpx.Client``).
+
+    Args:
+        client: A sync client.
+        method: The HTTP method.
+        url: The URL.
+        path: The ``.sse`` file to write (the meta file goes beside it).
+        protocol: Stored in the meta file.
+        secrets: More values to scrub from the files.
+        **kwargs: Passed to ``client.stream`` (``json=``, ``content=``, ``headers=``...).
+
+    Raises:
+        ProviderHTTPError: The provider answered non-2xx (the answer is recorded first).
+    """
+    with client.stream(method, url, **kwargs) as response:
+        reader = SyncReader(response)
+        rec = Recorder(path, protocol=protocol)
+        for secret in secrets:
+            rec.add_secret(secret)
+        info = _request_info(response)
+        if info is not None:
+            rec.set_request(*info)
+        rec.start(response.status_code, response.headers)
+        complete = False
+        try:
+            while (chunk := reader.read()) is not None:
+                assert isinstance(chunk, bytes)
+                rec.feed(chunk)
+            complete = True
+        except ProviderHTTPError as exc:
+            rec.feed(exc.content)
+            complete = True
+            raise
+        finally:
+            reader.close()
+            rec.save(complete=complete)
+    meta = Recording.load(path).meta
+    assert meta is not None
+    return meta
+
+
+def check_recorded_protocol(path: str | Path, protocol: str) -> None:
+    """Check that a recording is a stream of ``protocol`` (detected from its first frames).
+
+    Raises:
+        StreamIOError: The recording is another protocol's stream, or no stream this library
+            knows (the detected protocol, or why none was, is in the message).
+        OSError: The file cannot be read.
+    """
+    data = Path(path).read_bytes()
+    try:
+        found = detect_protocol(data, final=True)
+    except ProtocolDetectionError as exc:
+        raise StreamIOError(f"{path}: not a {protocol} stream: {exc}") from exc
+    if found != protocol:
+        raise StreamIOError(f"{path}: recorded as {protocol}, but the provider sent a stream of {found}")

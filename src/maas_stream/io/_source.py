@@ -1,13 +1,16 @@
 """Reading from whatever the caller holds: one pull-based reader per kind of source.
 
-Kinds, told apart by duck typing (no import of httpx2 or websockets):
+Kinds, told apart by duck typing (no import of httpx or websockets):
 
 * an httpx / httpx2 streaming response (``aiter_bytes`` + ``aclose``, or ``iter_bytes`` +
   ``close``), also when wrapped by an official SDK (``.http_response`` of a raw streaming
   response, ``.response`` of an SDK ``Stream`` not yet iterated);
 * a websocket (``recv`` + ``send``, like the ``websockets`` library's connections): each message
   is one frame of a JSON-lines protocol;
-* any (async) iterable of ``bytes``.
+* an httpx-sse or httpx2 ``EventSource`` (its response's bytes are read: nothing is parsed twice);
+* any (async) iterable of ``bytes``, or of server-sent events (httpx-sse's or httpx2's
+  ``ServerSentEvent``, e.g. ``event_source.aiter_sse()``): each event is written back as one SSE
+  frame, its event name, id and retry kept, for the protocol decoder.
 
 Readers pull one chunk per call (no queue, no background task), apply the optional idle timeout
 to each read, check the HTTP status before the first read, and close the source exactly once.
@@ -23,7 +26,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, Literal
 
 import anyio
-import httpx
+import httpx2
 
 from ._exceptions import (
     IdleTimeoutError,
@@ -37,7 +40,7 @@ from ._exceptions import (
     parse_body,
 )
 
-__all__ = ["AsyncReader", "SyncReader", "check_response", "transport_error", "unwrap"]
+__all__ = ["AsyncReader", "SyncReader", "check_response", "reframe", "transport_error", "unwrap"]
 
 MAX_ERROR_BODY = 1024 * 1024
 """How much of an error body is read to put on the exception."""
@@ -53,6 +56,59 @@ def unwrap(source: Any) -> Any:
         if inner is not None and (hasattr(inner, "aiter_bytes") or hasattr(inner, "iter_bytes")):
             return inner
     return source
+
+
+def reframe(item: Any) -> bytes:
+    """A chunk as bytes: a server-sent event object is written back as one SSE frame.
+
+    A ``ServerSentEvent`` (httpx-sse's or httpx2's: ``event``, ``data``, ``id``, ``retry``)
+    becomes ``event:`` (left out for the default ``message``), ``id:``, ``retry:`` and one
+    ``data:`` line per line of its data, then the blank line that ends it: the protocol decoder
+    sees the event as it crossed the wire. An event without data is written without a ``data:``
+    line, so the decoder skips it as it would on the raw stream.
+
+    Raises:
+        TypeError: ``item`` is neither bytes nor a server-sent event (``str`` included: read
+            ``aiter_bytes()``, not ``aiter_text()``).
+    """
+    if isinstance(item, bytes | bytearray | memoryview):
+        return bytes(item)
+    try:
+        name, data, ident, retry = item.event, item.data, item.id, item.retry
+    except AttributeError:
+        name = None
+    if not isinstance(name, str) or not isinstance(data, str):
+        what = type(item).__name__
+        hint = (
+            " (read aiter_bytes(), not aiter_text())"
+            if isinstance(item, str)
+            else " (an SDK's parsed objects cannot be re-read: pass its raw streaming response,"
+            " e.g. client.chat.completions.with_streaming_response.create(...))"
+        )
+        raise TypeError(
+            f"the stream yielded {what}: expected bytes chunks or server-sent events "
+            f"(httpx-sse / httpx2 ServerSentEvent){hint}"
+        )
+    out = []
+    if name and name != "message":
+        out.append(f"event: {name}\n")
+    if ident:
+        out.append(f"id: {ident}\n")
+    if retry is not None:
+        out.append(f"retry: {retry}\n")
+    if data:
+        out.extend(f"data: {line}\n" for line in data.split("\n"))
+    out.append("\n")
+    return "".join(out).encode()
+
+
+def _hint(source: Any, replay: str, other: str) -> str:
+    if isinstance(source, str | bytes | bytearray):
+        what = "a path" if isinstance(source, str) else "whole bytes"
+        return f" (got {what}: read a recording with {replay}, or pass bytes to ms.aggregate)"
+    if isinstance(source, AsyncIterable) or isinstance(source, Iterable):
+        return f" (it is the other kind of iterable: use {other})"
+    return ""
 
 
 def _is_response(obj: Any) -> bool:
@@ -74,9 +130,9 @@ _TIMEOUT_PHASES = {"ConnectTimeout": "connect", "PoolTimeout": "pool", "WriteTim
 
 
 def _transport_classes(name: str) -> tuple[type[BaseException], ...]:
-    # httpx2 is not imported here: when it is not loaded, none of its errors can occur.
-    found: list[type[BaseException]] = [getattr(httpx, name)]
-    mod = sys.modules.get("httpx2")
+    # httpx is not imported here: when it is not loaded, none of its errors can occur.
+    found: list[type[BaseException]] = [getattr(httpx2, name)]
+    mod = sys.modules.get("httpx")
     if mod is not None and hasattr(mod, name):
         found.append(getattr(mod, name))
     return tuple(found)
@@ -87,7 +143,7 @@ def transport_error(exc: BaseException, *, received: int = 0, where: str = "") -
 
     An httpx / httpx2 ``TimeoutException`` becomes a :class:`StreamTimeoutError` (its ``phase``
     from the class: connect, pool, write or read), any other ``TransportError`` or ``OSError`` a
-    :class:`StreamTransportError`, of the httpx2-compatible variant for httpx2's errors. The
+    :class:`StreamTransportError`, of the httpx-compatible variant for httpx's errors. The
     caller raises it ``from exc``.
 
     Args:
@@ -268,7 +324,9 @@ class AsyncReader:
         else:
             raise TypeError(
                 f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
-                "response, an SDK raw streaming response, a websocket or an AsyncIterable[bytes]"
+                "response, an SDK raw streaming response, an httpx-sse / httpx2 EventSource, a websocket, "
+                "an AsyncIterable[bytes] or an AsyncIterable of server-sent events"
+                + _hint(source, "ms.io.areplay(path)", "ms.stream(...) or ms.aggregate(...)")
             )
 
     def _limit(self) -> tuple[float | None, str]:
@@ -319,7 +377,12 @@ class AsyncReader:
         except BaseException:
             self._exhausted = True
             raise
-        self.received += len(item) if self.kind == "bytes" else 1
+        if self.kind == "bytes":
+            if type(item) is not bytes:
+                item = reframe(item)
+            self.received += len(item)
+        else:
+            self.received += 1
         return item  # type: ignore[no-any-return]
 
     def _timeout_error(self, timeout: float, phase: str) -> StreamTimeoutError:
@@ -405,7 +468,9 @@ class SyncReader:
         else:
             raise TypeError(
                 f"cannot read a stream from {type(source).__name__}: expected an httpx/httpx2 streaming "
-                "response, an SDK raw streaming response, a websocket or an Iterable[bytes]"
+                "response, an SDK raw streaming response, an httpx-sse / httpx2 EventSource, a websocket, "
+                "an Iterable[bytes] or an Iterable of server-sent events"
+                + _hint(source, "ms.io.replay(path)", "ms.astream(...) or ms.aaggregate(...)")
             )
 
     def read(self) -> bytes | str | None:
@@ -418,7 +483,10 @@ class SyncReader:
         if not self._checked:
             self._checked = True
             check_sync_response(self.source)
-        return next(self._iter, None)
+        item = next(self._iter, None)
+        if item is not None and self.kind == "bytes" and type(item) is not bytes:
+            return reframe(item)
+        return item
 
     def close(self) -> None:
         """Close the iterator and the source (once)."""
