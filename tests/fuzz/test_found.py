@@ -297,6 +297,9 @@ _ALLOWED: dict[str, tuple[type[Exception], ...]] = {
 def test_entry_point_find(entry: str, run: Any) -> None:
     """Each ends in a result or the error its entry point documents (it crashed at the site)."""
     try:
-        run()
-    except _ALLOWED[entry]:
-        pass
+        result = run()
+    except _ALLOWED[entry] as exc:
+        assert isinstance(exc, ms.MaasStreamError)
+        assert str(exc)  # a message a person can read
+        return
+    assert result is not None

@@ -14,23 +14,23 @@ request envelopes, credentials, default URLs and error bodies come from the prot
 
 from __future__ import annotations
 
-from ._app import SETTINGS_ENV as SETTINGS_ENV
 from ._app import BridgeApp as BridgeApp
-from ._app import BridgeStats as BridgeStats
 from ._app import Limits as Limits
-from ._app import ServeSettings as ServeSettings
-from ._app import app_from_env as app_from_env
-from ._app import build_app as build_app
 from ._app import create_app as create_app
-from ._app import describe as describe
 from ._guard import KEYS_ENV as KEYS_ENV
 from ._guard import Guard as Guard
 from ._guard import load_bridge_keys as load_bridge_keys
+from ._metrics import BridgeStats as BridgeStats
 from ._metrics import Metrics as Metrics
 from ._routes import ConfigError as ConfigError
 from ._routes import Route as Route
 from ._routes import Router as Router
 from ._routes import load_routes as load_routes
+from ._serve import SETTINGS_ENV as SETTINGS_ENV
+from ._serve import ServeSettings as ServeSettings
+from ._serve import app_from_env as app_from_env
+from ._serve import build_app as build_app
+from ._serve import describe as describe
 from ._upstream import HTTPUpstream as HTTPUpstream
 from ._upstream import RecordingUpstream as RecordingUpstream
 from ._upstream import Timeouts as Timeouts

@@ -31,13 +31,10 @@ web framework.
 from __future__ import annotations
 
 import contextvars
-import functools
 import logging
-import os
 import time
 import traceback
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,14 +45,23 @@ from .._convert import encode_response, is_cut
 from .._exceptions import MaasStreamError
 from .._registry import get_protocol, match_endpoint, match_model_list
 from .._request import estimate_input_tokens
-from ..io import ProviderHTTPError, StreamIOError, StreamTimeoutError, aaggregate, aconvert
+from ..io import ProviderHTTPError, StreamIOError, aaggregate, aconvert
 from ..io._exceptions import error_summary
 from ..io._record import redact_headers, redact_url
-from ._guard import LOOPBACK_HOSTS, Guard, check_model, is_loopback, load_bridge_keys
-from ._metrics import Exchange, Metrics, log_exchange, scrub
+from ._asgi import (
+    Limits,
+    model_of,
+    read_body,
+    request_headers,
+    send_empty,
+    send_json,
+    watch_disconnect,
+)
+from ._failures import UNREACHABLE, retryable, upstream_failure
+from ._guard import Guard, check_model
+from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange, scrub
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
-from ._upstream import DEFAULT_MAX_CONNECTIONS, HTTPUpstream, RecordingUpstream, Timeouts
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
@@ -70,101 +76,22 @@ if TYPE_CHECKING:
     Send = Callable[[Message], Awaitable[None]]
 
 __all__ = [
-    "SETTINGS_ENV",
     "BridgeApp",
     "BridgeStats",
     "Limits",
-    "ServeSettings",
-    "app_from_env",
-    "build_app",
     "create_app",
 ]
 
 log = logging.getLogger("maas_stream")
 
-MAX_BODY = 32 * 1024 * 1024
-"""The largest request body accepted by default (bytes)."""
 
 _FORWARDED_HEADERS = ("retry-after", "x-request-id", "request-id")
 
-SETTINGS_ENV = "MAAS_STREAM_SERVE"
-"""The environment variable carrying :class:`ServeSettings` (JSON) to worker processes."""
 
 _CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange, Route | None]] = contextvars.ContextVar(
     "maas_stream_request"
 )
 """The upstream chosen for the request being served, and its record (per request task)."""
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    # Connect errors and timeouts of either HTTP client: the upstream cannot be reached.
-    found: list[type[BaseException]] = [StreamIOError, OSError]
-    for name in ("httpx", "httpx2"):
-        try:
-            module = __import__(name)
-        except ImportError:
-            continue
-        found.append(module.TransportError)
-    return tuple(found)
-
-
-_UNREACHABLE = _transport_errors()
-
-
-class _DropCounter(Counter[str]):
-    """A :class:`~collections.Counter` that reports each increase (to metrics and the request)."""
-
-    listener: Callable[[str, int], None] | None = None
-
-    def __setitem__(self, key: str, value: int) -> None:
-        delta = value - self.get(key, 0)
-        super().__setitem__(key, value)
-        if delta > 0 and self.listener is not None:
-            self.listener(key, delta)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one bridge process accepts (per process: several workers each have their own)."""
-
-    max_body: int = MAX_BODY
-    """The largest request body, in bytes (413 beyond, told by ``content-length`` or while reading)."""
-    body_timeout: float | None = 60.0
-    """Seconds allowed to receive the whole request body (408 beyond: a slow sender)."""
-    max_streams: int | None = 1000
-    """Upstream exchanges in flight at once, streaming or not (``None``: no limit); one more is
-    answered 503 with ``retry-after`` in the client's error shape."""
-    retry_after: int = 1
-    """The ``retry-after`` seconds sent with a 503 over :attr:`max_streams`."""
-
-    def __post_init__(self) -> None:
-        if self.max_body < 0:
-            raise ValueError(f"max_body must not be negative, not {self.max_body}")
-        if self.max_streams is not None and self.max_streams < 1:
-            raise ValueError(f"max_streams must be at least 1 or None, not {self.max_streams}")
-
-
-@dataclass
-class BridgeStats:
-    """Counters of what the bridge did (read them from :attr:`BridgeApp.stats`)."""
-
-    requests: int = 0
-    """Requests routed to a protocol endpoint."""
-    streams: int = 0
-    """Streams that reached the client to their end (and non-streaming requests answered)."""
-    rejected: int = 0
-    """Requests answered with an error before any stream byte."""
-    stream_errors: int = 0
-    """Streams ended with an in-band error by a fault after the response had started."""
-    client_gone: int = 0
-    """Requests whose client hung up before the answer ended (the upstream was cancelled)."""
-    overloaded: int = 0
-    """Requests refused (503) because :attr:`Limits.max_streams` exchanges were in flight."""
-    internal_errors: int = 0
-    """Requests that hit a bug (500, logged with the traceback's frames only)."""
-    dropped: Counter[str] = field(default_factory=_DropCounter)
-    """Drops counted by kind (a bounded key set: see :data:`maas_stream.DropKind`): what the
-    client protocol could not carry (stream side) or the upstream was not sent (request side)."""
 
 
 class BridgeApp:
@@ -197,7 +124,7 @@ class BridgeApp:
         self.stats = BridgeStats()
         self._active = 0
         drops = self.stats.dropped
-        assert isinstance(drops, _DropCounter)
+        assert isinstance(drops, DropCounter)
         drops.listener = self._dropped
         self._secrets = tuple(self.guard.secrets()) + tuple(_upstream_secrets(router))
 
@@ -222,7 +149,7 @@ class BridgeApp:
             return
         peer = scope.get("client")
         exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
-        headers = _headers(scope)
+        headers = request_headers(scope)
         cors = self.guard.cors_headers(headers)
         finished = False
 
@@ -265,7 +192,7 @@ class BridgeApp:
             self.guard.check_host(headers)
             self.guard.check_origin(headers)
             if scope["method"] == "OPTIONS":
-                await _send_empty(send, 204, self.guard.preflight(headers))
+                await send_empty(send, 204, self.guard.preflight(headers))
                 return
             match = match_endpoint(scope["path"])
             if match is None:
@@ -281,8 +208,8 @@ class BridgeApp:
             self.guard.authenticate(spec, headers, scope.get("query_string", b""))
             self.guard.check_content_type(headers)
             codec = envelope_codec(spec, "client")
-            body = await _read_body(scope, receive, self.limits)
-            exchange.model = model = match.model or _model_of(codec.model_field, body)
+            body = await read_body(scope, receive, self.limits)
+            exchange.model = model = match.model or model_of(codec.model_field, body)
             check_model(model)
             await self._route(scope, match, body, exchange, receive, send)
         except Rejected as exc:
@@ -292,7 +219,7 @@ class BridgeApp:
             if exchange.started:  # the answer has begun: nothing else can be said
                 log.error("bridge: %s after the answer started", reason)
                 return
-            await _send_json(send, exc.status, error_body(spec, exc.status, reason), exc.headers)
+            await send_json(send, exc.status, error_body(spec, exc.status, reason), exc.headers)
         except Exception as exc:
             await self._internal_error(scope, spec, exc, exchange, send)
 
@@ -314,7 +241,7 @@ class BridgeApp:
         )
         if not exchange.started:
             msg = f"internal error in the bridge ({type(exc).__name__}); see its log"
-            await _send_json(send, 500, error_body(spec, 500, msg))
+            await send_json(send, 500, error_body(spec, 500, msg))
 
     async def _route(
         self,
@@ -334,10 +261,10 @@ class BridgeApp:
                 await self._handle(scope, match, body, receive, send)
                 return
             except Rejected as exc:
-                if exchange.started or i + 1 == len(chain) or not _retryable(exc.status):
+                if exchange.started or i + 1 == len(chain) or not retryable(exc.status):
                     raise
                 why = f"{exc.status}: {exc.message}"
-            except _UNREACHABLE as exc:
+            except UNREACHABLE as exc:
                 if exchange.started:
                     raise
                 why = f"unreachable: {exc or type(exc).__name__}"
@@ -359,7 +286,7 @@ class BridgeApp:
         """The bridge's own ``GET`` endpoints: health, metrics, model listings."""
         path = scope["path"].rstrip("/") or "/"
         if path == "/health":
-            await _send_json(send, 200, {"status": "ok", "routes": len(self.router.routes)})
+            await send_json(send, 200, {"status": "ok", "routes": len(self.router.routes)})
             return
         if path == "/metrics":
             self.guard.authenticate(None, headers, b"")
@@ -375,7 +302,7 @@ class BridgeApp:
         if spec is None or spec.models is None:
             raise Rejected(404, f"no bridge endpoint at {scope['path']}")
         self.guard.authenticate(spec, headers, scope.get("query_string", b""))
-        await _send_json(send, 200, spec.models.body(self.router.models()))
+        await send_json(send, 200, spec.models.body(self.router.models()))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -445,14 +372,14 @@ class BridgeApp:
                     exc.status, f"upstream {upstream.protocol}: {error_summary(exc.body)}", headers
                 ) from None
             except StreamIOError as exc:
-                raise _upstream_failure(upstream.protocol, exc) from None
+                raise upstream_failure(upstream.protocol, exc) from None
         headers = self._headers(len(request.dropped))
         if n is None:
             n = estimate_input_tokens(request.body)
             headers["x-maas-stream-token-count"] = "estimate"
         else:
             headers["x-maas-stream-token-count"] = "upstream"
-        await _send_json(send, 200, counting.answer(n), headers)
+        await send_json(send, 200, counting.answer(n), headers)
         self.stats.streams += 1
 
     async def _exchange(self, client: str, request: Any, receive: Receive, send: Send) -> None:
@@ -464,7 +391,7 @@ class BridgeApp:
         done = False
         failure: Exception | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
             try:
                 await self._open(client, request, send)
                 done = True
@@ -499,7 +426,7 @@ class BridgeApp:
             headers = {k: v for k, v in exc.headers.items() if k in _FORWARDED_HEADERS}
             raise Rejected(exc.status, f"upstream {upstream}: {error_summary(exc.body)}", headers) from None
         except StreamIOError as exc:
-            raise _upstream_failure(upstream, exc) from None
+            raise upstream_failure(upstream, exc) from None
 
     def _headers(self, dropped: int) -> dict[str, str]:
         headers = {"x-maas-stream-upstream": self.upstream.protocol}
@@ -546,7 +473,7 @@ class BridgeApp:
             for rec in lossy:
                 self.stats.dropped[rec.kind] += rec.count
         if failure is not None and not started:
-            raise _upstream_failure(self.upstream.protocol, failure)
+            raise upstream_failure(self.upstream.protocol, failure)
         if not started:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
         tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
@@ -565,7 +492,7 @@ class BridgeApp:
                 source, protocol=upstream, idle_timeout=reading.idle, total_timeout=reading.total
             )
         except MaasStreamError as exc:
-            raise _upstream_failure(upstream, exc) from None
+            raise upstream_failure(upstream, exc) from None
         _responses().append(response)
         if is_cut(response):
             # A failed, cut or empty upstream is never a 200 body: the client would read it as an answer.
@@ -578,7 +505,7 @@ class BridgeApp:
         for rec in lossy:
             log.warning("bridge %s -> %s: dropped %s", upstream, client, rec)
             self.stats.dropped[rec.kind] += rec.count
-        await _send_json(send, 200, body, self._headers(reading.dropped))
+        await send_json(send, 200, body, self._headers(reading.dropped))
         self.stats.streams += 1
 
 
@@ -591,119 +518,10 @@ class _Reading:
     dropped: int
 
 
-class _Tracked:
-    """An ASGI ``send`` that remembers whether the response has started."""
-
-    def __init__(self, send: Send) -> None:
-        self.send = send
-        self.started = False
-
-    async def __call__(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.started = True
-        await self.send(message)
-
-
-def _upstream_failure(upstream: str, exc: MaasStreamError) -> Rejected:
-    """The HTTP error for an upstream that failed before the first byte reached the client.
-
-    A timeout is 504 (503 with ``retry-after`` when no pooled connection came free); any other
-    failure (unreachable, reset, cut, empty, invalid bytes) 502: the upstream failed, not the
-    client, and never as a plain-text 500 the SDKs would retry blindly.
-    """
-    if isinstance(exc, StreamTimeoutError):
-        if exc.phase == "pool":
-            return Rejected(
-                503, f"upstream {upstream}: no free upstream connection ({exc})", {"retry-after": "1"}
-            )
-        return Rejected(504, f"upstream {upstream}: {exc}")
-    return Rejected(502, f"upstream {upstream}: {exc}")
-
-
-async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
-
-
-async def _read_body(scope: Scope, receive: Receive, limits: Limits) -> bytes:
-    """The whole request body, within the size and time limits.
-
-    Raises:
-        Rejected: Larger than ``limits.max_body`` (413, from ``content-length`` before reading
-            when it is sent), slower than ``limits.body_timeout`` (408), or the client left (400).
-    """
-    limit = limits.max_body
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length" and value.isdigit() and int(value) > limit:
-            raise Rejected(413, f"the request body is larger than {limit} bytes")
-    chunks = bytearray()
-    with anyio.move_on_after(limits.body_timeout) as deadline:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Rejected(400, "the client went away before sending the whole request")
-            chunks += message.get("body", b"")
-            if len(chunks) > limit:
-                raise Rejected(413, f"the request body is larger than {limit} bytes")
-            if not message.get("more_body", False):
-                return bytes(chunks)
-    assert deadline.cancelled_caught
-    raise Rejected(408, f"the request body did not arrive within {limits.body_timeout:g}s")
-
-
-async def _send_json(send: Send, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-    data = msgspec.json.encode(body)
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": data, "more_body": False})
-
-
 def _responses() -> list[Any]:
     """Where the current request's final upstream response goes (for usage and unknown types)."""
     current = _CURRENT.get(None)
     return current[1].responses if current is not None else []
-
-
-async def _send_empty(send: Send, status: int, headers: list[tuple[bytes, bytes]]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    """The request headers by lower-case name (a repeated header: the last one)."""
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
-
-
-@functools.cache
-def _model_reader(name: str) -> msgspec.json.Decoder[Any]:
-    # Only the one field is materialized; the rest of the body is skipped, not built.
-    return msgspec.json.Decoder(
-        msgspec.defstruct("ModelOnly", [("value", Any, None)], rename={"value": name})
-    )
-
-
-def _model_of(name: str, raw: bytes) -> str | None:
-    """The model a request body names (``None``: no string there).
-
-    Raises:
-        Rejected: The body is not JSON, or not a JSON object (400): no route can be chosen.
-    """
-    try:
-        found = _model_reader(name).decode(raw).value
-    except msgspec.ValidationError:  # (a DecodeError too: first)
-        raise Rejected(400, "the request body must be a JSON object") from None
-    except msgspec.DecodeError as exc:
-        raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
-    return found if isinstance(found, str) else None
-
-
-def _retryable(status: int) -> bool:
-    """Whether an upstream answer lets a fallback route try (rate limit, timeout, server fault)."""
-    return status in (408, 429) or status >= 500
 
 
 def _upstream_secrets(router: Router) -> list[str]:
@@ -775,132 +593,3 @@ def create_app(
         assert routes is not None
         router = Router(list(routes))
     return BridgeApp(router, guard=guard, limits=limits, drop_params=drop_params)
-
-
-class ServeSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What ``maas-stream serve`` was asked for: enough to build the same app in any process.
-
-    Keys are not in it: a worker reads them from :data:`~maas_stream.bridge.KEYS_ENV` and the key
-    files named here, so that the settings can travel in an environment variable.
-    """
-
-    config: str | None = None
-    """A TOML routes file."""
-    recording: str | None = None
-    speed: float | None = None
-    upstream_protocol: str | None = None
-    upstream_url: str | None = None
-    upstream_model: str | None = None
-    keys_files: list[str] = msgspec.field(default_factory=list)
-    no_auth: bool = False
-    """Serve without bridge keys even when some are set (``--no-auth``)."""
-    allowed_hosts: list[str] | None = None
-    """``Host`` names served; ``None``: loopback names for a loopback bind, any otherwise."""
-    cors_origins: list[str] = msgspec.field(default_factory=list)
-    host: str = "127.0.0.1"
-    log_level: str = "info"
-    """The level of the per-request log lines (worker processes set up their own logging)."""
-    timeouts: dict[str, float | None] = msgspec.field(default_factory=dict)
-    """:class:`~maas_stream.bridge.Timeouts` fields for the upstream given by flags."""
-    limits: dict[str, Any] = msgspec.field(default_factory=dict)
-    """:class:`Limits` fields."""
-    max_connections: int | None = None
-    """The upstream connection pool's size (its default when ``None``)."""
-    drop_params: bool = False
-    """Drop and report request fields that change the answer instead of refusing them."""
-
-
-def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp:
-    """The app ``maas-stream serve`` runs, from its settings (and keys given on the command line).
-
-    Raises:
-        ValueError: The settings name no upstream, a bridge key is too short, or the address is
-            not loopback and there are no bridge keys (and no ``no_auth``).
-        ConfigError: The routes file is invalid.
-        OSError: A file cannot be read.
-        MaasStreamError: A recording cannot be used.
-    """
-    found = () if settings.no_auth else load_bridge_keys(keys, files=settings.keys_files)
-    if not found and not settings.no_auth and not is_loopback(settings.host):
-        raise ValueError(
-            f"refusing to serve {settings.host} without bridge keys: anyone who reaches the port would "
-            "spend the upstream keys (give --bridge-key, --bridge-keys-file or MAAS_STREAM_BRIDGE_KEYS, "
-            "or --no-auth)"
-        )
-    hosts = settings.allowed_hosts
-    if hosts is None and is_loopback(settings.host):
-        hosts = sorted(LOOPBACK_HOSTS)
-    guard = Guard(
-        keys=found,
-        allowed_hosts=frozenset(hosts) if hosts is not None else None,
-        cors_origins=frozenset(settings.cors_origins),
-    )
-    upstream: Upstream | None = None
-    timeouts = Timeouts(**settings.timeouts)
-    if settings.recording is not None:
-        upstream = RecordingUpstream(settings.recording, speed=settings.speed or None, timeouts=timeouts)
-    elif settings.upstream_protocol is not None:
-        upstream = HTTPUpstream(
-            settings.upstream_protocol,
-            settings.upstream_url,
-            model=settings.upstream_model,
-            timeouts=timeouts,
-            max_connections=settings.max_connections or DEFAULT_MAX_CONNECTIONS,
-        )
-        auth = get_protocol(settings.upstream_protocol).auth
-        if auth is not None and not os.environ.get(auth.env):
-            log.warning(
-                "the environment variable %s is not set: requests go upstream without a key", auth.env
-            )
-    elif settings.config is None:
-        raise ValueError("give a routes file, an upstream protocol or a recording")
-    limits = Limits(**settings.limits)
-    if upstream is not None:
-        return create_app(upstream=upstream, guard=guard, limits=limits, drop_params=settings.drop_params)
-    assert settings.config is not None
-    return create_app(routes=settings.config, guard=guard, limits=limits, drop_params=settings.drop_params)
-
-
-def app_from_env() -> BridgeApp:
-    """The app factory for worker processes (``uvicorn --factory maas_stream.bridge:app_from_env``).
-
-    Reads :class:`ServeSettings` as JSON from :data:`SETTINGS_ENV`; bridge keys come from
-    :data:`~maas_stream.bridge.KEYS_ENV` and the key files named.
-
-    Raises:
-        RuntimeError: :data:`SETTINGS_ENV` is not set.
-    """
-    raw = os.environ.get(SETTINGS_ENV)
-    if not raw:
-        raise RuntimeError(f"{SETTINGS_ENV} is not set: it carries the serve settings (JSON) to each worker")
-    settings = msgspec.json.decode(raw, type=ServeSettings)
-    _worker_logging(settings.log_level)
-    return build_app(settings)
-
-
-def _worker_logging(level: str) -> None:
-    """A worker process's stderr logging: drops and warnings, and the per-request lines."""
-    root = logging.getLogger("maas_stream")
-    if any(not isinstance(h, logging.NullHandler) for h in root.handlers):
-        return  # the embedding program set up logging
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter(f"maas-stream[{os.getpid()}]: %(message)s"))
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
-    access = logging.getLogger("maas_stream.bridge.access")
-    access.setLevel(logging.getLevelNamesMapping().get(level.upper(), logging.INFO))
-
-
-def describe(app: BridgeApp) -> str:
-    """What an app serves, for a banner: routes and upstream URLs with secrets redacted."""
-    parts = []
-    for route in app.router.routes:
-        upstream = route.upstream
-        url = getattr(upstream, "url", None)
-        where = (
-            redact_url(url)
-            if isinstance(url, str)
-            else getattr(getattr(upstream, "recording", None), "path", "")
-        )
-        parts.append(f"{route.model} -> {upstream.protocol} {where}".rstrip())
-    return "; ".join(parts)

@@ -27,17 +27,18 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from .._model import Response
 
-__all__ = ["Exchange", "Metrics", "error_kind", "log_exchange", "scrub"]
+__all__ = ["BridgeStats", "DropCounter", "Exchange", "Metrics", "error_kind", "log_exchange", "scrub"]
 
 access_log = logging.getLogger("maas_stream.bridge.access")
 
@@ -308,3 +309,38 @@ class Metrics:
             registry = prom.CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return prom.generate_latest(registry), prom.CONTENT_TYPE_LATEST
+
+
+class DropCounter(Counter[str]):
+    """A :class:`~collections.Counter` that reports each increase (to metrics and the request)."""
+
+    listener: Callable[[str, int], None] | None = None
+
+    def __setitem__(self, key: str, value: int) -> None:
+        delta = value - self.get(key, 0)
+        super().__setitem__(key, value)
+        if delta > 0 and self.listener is not None:
+            self.listener(key, delta)
+
+
+@dataclass
+class BridgeStats:
+    """Counters of what the bridge did (read them from :attr:`BridgeApp.stats`)."""
+
+    requests: int = 0
+    """Requests routed to a protocol endpoint."""
+    streams: int = 0
+    """Streams that reached the client to their end (and non-streaming requests answered)."""
+    rejected: int = 0
+    """Requests answered with an error before any stream byte."""
+    stream_errors: int = 0
+    """Streams ended with an in-band error by a fault after the response had started."""
+    client_gone: int = 0
+    """Requests whose client hung up before the answer ended (the upstream was cancelled)."""
+    overloaded: int = 0
+    """Requests refused (503) because :attr:`Limits.max_streams` exchanges were in flight."""
+    internal_errors: int = 0
+    """Requests that hit a bug (500, logged with the traceback's frames only)."""
+    dropped: Counter[str] = field(default_factory=DropCounter)
+    """Drops counted by kind (a bounded key set: see :data:`maas_stream.DropKind`): what the
+    client protocol could not carry (stream side) or the upstream was not sent (request side)."""
