@@ -16,18 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._aggregate import Aggregator as Aggregator
 from ._aggregate import AggregatorState as AggregatorState
-from ._convert import StreamAggregator as StreamAggregator
+from ._bodies import convert_history as convert_history
+from ._bodies import decode_response as decode_response
+from ._bodies import encode_response as encode_response
+from ._bodies import from_canonical as from_canonical
+from ._bodies import to_canonical as to_canonical
+from ._bodies import validate as validate
 from ._convert import StreamConverter as StreamConverter
-from ._convert import aggregate as aggregate
-from ._convert import aggregate_session as aggregate_session
 from ._convert import convert as convert
-from ._convert import convert_history as convert_history
 from ._convert import convert_session as convert_session
-from ._convert import decode_response as decode_response
-from ._convert import encode_response as encode_response
-from ._convert import from_canonical as from_canonical
-from ._convert import to_canonical as to_canonical
-from ._convert import validate as validate
 from ._drops import DropKind as DropKind
 from ._drops import DropLog as DropLog
 from ._drops import Dropped as Dropped
@@ -73,6 +70,9 @@ from ._request import ConvertedRequest as ConvertedRequest
 from ._request import UnsupportedParamsError as UnsupportedParamsError
 from ._request import convert_request as convert_request
 from ._request import read_envelope as read_envelope
+from ._stream_aggregator import StreamAggregator as StreamAggregator
+from ._stream_aggregator import aggregate as aggregate
+from ._stream_aggregator import aggregate_session as aggregate_session
 
 # A library's log records are the application's to route: without a handler of its own, a
 # warning would reach the user's stderr through logging's last resort.

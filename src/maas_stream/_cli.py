@@ -43,9 +43,11 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
-from ._convert import StreamAggregator, StreamConverter, convert_history, validate
+from ._bodies import convert_history, validate
+from ._convert import StreamConverter
 from ._exceptions import MaasStreamError, ProtocolError, ValidationError
 from ._registry import detect_body_protocol, get_protocol, protocol_names
+from ._stream_aggregator import StreamAggregator
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import msgspec
 
-from ._convert import StreamAggregator
+from ._stream_aggregator import StreamAggregator
 from .events import (
     ArgumentsDelta,
     AudioDelta,

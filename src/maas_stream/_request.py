@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._convert import convert_history
+from ._bodies import convert_history
 from ._drops import DropLog, Dropped
 from ._envelope import Envelope, EnvelopeCodec, Unread
 from ._exceptions import LocalProtocolError, ValidationError

@@ -57,8 +57,9 @@ from urllib.parse import urlsplit
 import anyio
 import msgspec
 
-from ._convert import aggregate, encode_response
+from ._bodies import encode_response
 from ._registry import ProtocolSpec, get_protocol, match_endpoint, protocol_names
+from ._stream_aggregator import aggregate
 from .io._exceptions import ProviderHTTPError, StreamIOError
 from .io._record import Recording, check_recorded_protocol, meta_path, record_request
 

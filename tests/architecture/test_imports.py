@@ -141,6 +141,12 @@ CORE = _under(
             "_registry",
             "_aggregate",
             "_convert",
+            "_stream_aggregator",
+            "_split",
+            "_bodies",
+            "_request",
+            "_models",
+            "_usage",
             "_interfaces",
             "_exceptions",
             "_envelope",
@@ -163,8 +169,16 @@ RULES = [
     Rule(
         "protocols-below-the-aggregator",
         _under(f"{PACKAGE}.protocols"),
-        _under(f"{PACKAGE}._aggregate", f"{PACKAGE}._convert"),
-        "protocols/** imports neither _aggregate nor _convert",
+        _under(
+            f"{PACKAGE}._aggregate",
+            f"{PACKAGE}._convert",
+            f"{PACKAGE}._stream_aggregator",
+            f"{PACKAGE}._split",
+            f"{PACKAGE}._bodies",
+            f"{PACKAGE}._request",
+        ),
+        "protocols/** imports none of the pipelines (_aggregate, _convert, _stream_aggregator, _split,"
+        " _bodies, _request)",
     ),
     Rule(
         "outer-layers-use-the-registry",

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from .._convert import encode_response, is_cut
+from .._bodies import encode_response, is_cut
 from .._exceptions import MaasStreamError
 from .._registry import get_protocol, match_endpoint, match_model_list
 from .._request import estimate_input_tokens

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._convert import convert_history, validate
+from .._bodies import convert_history, validate
 from .._drops import DropLog, Dropped
 from .._exceptions import MaasStreamError, ValidationError
 from .._request import UnsupportedParamsError, convert_request

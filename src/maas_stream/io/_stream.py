@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._convert import StreamAggregator, StreamConverter
+from .._convert import StreamConverter
 from .._exceptions import ConversionError, RemoteProtocolError
 from .._model import StreamError
+from .._stream_aggregator import StreamAggregator
 from ._exceptions import (
     IncompleteStreamError,
     ProviderHTTPError,

@@ -1,0 +1,362 @@
+"""Sans-IO aggregation: bytes of any stream, in chunks of any size, → events → the final response.
+
+:class:`StreamAggregator` detects the source protocol when it is not given
+(``_registry.Detector``: each byte scanned once), decodes and aggregates as bytes arrive, and
+tells whether anything of the protocol was recognised at all. :func:`aggregate` and
+:func:`aggregate_session` wrap it for whole inputs, after checking the input is bytes (a clear
+``TypeError`` naming what is accepted otherwise: :func:`chunks_of`). Re-encoding is
+``_convert``'s.
+
+It must not do IO.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+
+from ._aggregate import Aggregator, AggregatorState
+from ._exceptions import LocalProtocolError, ProtocolDetectionError, ProtocolError
+from ._model import Response, Session, StreamError
+from ._registry import Detector, detect_protocol, get_protocol
+from .events import StreamErrorEvent, StreamWarning, UnknownEvent
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ._interfaces import StreamDecoder
+    from .events import Event
+
+__all__ = ["StreamAggregator", "aggregate", "aggregate_session", "chunks_of"]
+
+log = logging.getLogger("maas_stream")
+
+_DETECT_LIMIT = 1024 * 1024
+
+_UNRECOGNISED: Final = frozenset({UnknownEvent, StreamWarning})
+"""Events that say nothing was understood (an unknown frame; a warning about one)."""
+
+
+class StreamAggregator:
+    """Bytes in, canonical events and a final :class:`~maas_stream.Response` out.
+
+    Usage::
+
+        agg = StreamAggregator("anthropic")
+        for chunk in chunks:
+            agg.feed(chunk)            # canonical events, if emit=True
+            partial = agg.snapshot()   # whenever you like
+        response = agg.finish()
+
+    Args:
+        protocol: The source protocol; detected from the first frames when ``None``.
+        emit: Return canonical events from :meth:`feed` (for a live view or an encoder).
+    """
+
+    def __init__(self, protocol: str | None = None, *, emit: bool = False) -> None:
+        self._emit = emit
+        self._detector = Detector()
+        self._recognised = False
+        self._decoder: StreamDecoder | None = None
+        self._agg: Aggregator | None = None
+        self._ended = False
+        self._failed: Response | None = None
+        self.protocol: str | None = None
+        """The source protocol (``None`` until detected)."""
+        if protocol is not None:
+            self._start(protocol)
+
+    def _start(self, protocol: str) -> None:
+        spec = get_protocol(protocol)
+        self.protocol = protocol
+        self._decoder = spec.decoder()
+        self._agg = Aggregator(protocol, emit=self._emit)
+
+    @property
+    def aggregator(self) -> Aggregator:
+        """The underlying aggregator (for its counters).
+
+        Raises:
+            ProtocolDetectionError: The protocol is not known yet.
+        """
+        if self._agg is None:
+            raise ProtocolDetectionError("the protocol has not been detected yet")
+        return self._agg
+
+    @property
+    def frames(self) -> int:
+        """How many frames were decoded so far."""
+        return self._decoder.frames if self._decoder is not None else 0
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Feed a chunk of bytes; return canonical events if ``emit``, else an empty list.
+
+        Raises:
+            RemoteProtocolError: The bytes break the protocol; ``exc.partial`` holds the
+                response as it stood before the bad frame.
+            ProtocolDetectionError: The protocol was not given and cannot be detected.
+        """
+        if self._decoder is None:
+            detector = self._detector
+            name = detector.feed(data)
+            if name is None:
+                if detector.size <= _DETECT_LIMIT:
+                    return []
+                name = detector.finish()
+            self._detector = Detector()
+            self._start(name)
+            data = detector.head
+        return self._apply(data)
+
+    def _apply(self, data: bytes) -> list[Event]:
+        decoder = self._decoder
+        assert decoder is not None
+        try:
+            events = decoder.feed(data)
+        except ProtocolError as exc:
+            self._salvage(exc)
+            raise
+        return self._aggregate(events)
+
+    def feed_message(self, msg: bytes | str, *, direction: str = "server") -> list[Event]:
+        """Feed one whole websocket message (a JSON-lines protocol's frame, not wrapped).
+
+        The websocket twin of :meth:`feed`: a live connection delivers messages, not bytes.
+
+        Raises:
+            LocalProtocolError: The protocol is not a websocket (JSON-lines) protocol.
+            RemoteProtocolError: The message breaks the protocol (``exc.partial`` is set).
+            ProtocolDetectionError: No protocol was given and the first message matches none.
+        """
+        if self._decoder is None:
+            raw = msg.encode() if isinstance(msg, str) else msg
+            line = b'{"dir":"' + direction.encode() + b'","msg":' + raw + b"}\n"
+            name = detect_protocol(line, final=True)
+            assert name is not None
+            self._start(name)
+        decoder = self._decoder
+        assert decoder is not None
+        if get_protocol(decoder.protocol).framing != "jsonl":
+            raise LocalProtocolError(
+                f"{decoder.protocol} is not a websocket protocol; a websocket source needs a JSON-lines protocol",
+                protocol=decoder.protocol,
+            )
+        try:
+            events = decoder.feed_message(msg, direction=direction)  # type: ignore[attr-defined]
+        except ProtocolError as exc:
+            self._salvage(exc)
+            raise
+        return self._aggregate(events)
+
+    @property
+    def recognised(self) -> bool:
+        """Whether anything of the protocol arrived (a frame other than unknown ones).
+
+        ``False`` after :meth:`finish` means nothing in the input was a stream of
+        :attr:`protocol`: an empty input, plain text, or another protocol's frames.
+        """
+        return self._recognised
+
+    def _aggregate(self, events: list[Event]) -> list[Event]:
+        if not self._recognised and events:
+            self._recognised = any(type(e) not in _UNRECOGNISED for e in events)
+        agg = self._agg
+        assert agg is not None
+        try:
+            if not self._emit:
+                agg.consume(events)
+                return []
+            if len(events) == 1:
+                return agg.feed(events[0])
+            out: list[Event] = []
+            for event in events:
+                out += agg.feed(event)
+            return out
+        except ProtocolError as exc:
+            exc.partial = agg.snapshot()
+            raise
+
+    def _salvage(self, exc: ProtocolError) -> None:
+        """Apply what decoded before a bad frame, then attach the partial response."""
+        agg = self._agg
+        assert agg is not None
+        try:
+            agg.feed_all(exc.events)
+        except ProtocolError:
+            pass  # the partial result is still the best we have
+        exc.partial = agg.snapshot()
+
+    def snapshot(self) -> Response:
+        """The response as it stands (state is not changed)."""
+        if self._agg is None:
+            return Response(protocol=self.protocol or "unknown", status="in_progress")
+        return self._agg.snapshot()
+
+    def session(self) -> Session:
+        """The session as it stands (after :meth:`finish`, the final one): see :func:`aggregate_session`."""
+        if self._agg is None:
+            return Session(protocol=self.protocol or "unknown", status="in_progress")
+        return self._agg.session()
+
+    def finish_events(self) -> list[Event]:
+        """End the input; return the last canonical events (closing what is still open).
+
+        Raises:
+            ProtocolDetectionError: Nothing arrived from which to tell the protocol.
+        """
+        self._ended = True
+        if self._decoder is None:
+            detector = self._detector
+            name = detector.finish()
+            self._start(name)
+            self._apply(detector.head)
+        decoder = self._decoder
+        agg = self._agg
+        assert decoder is not None
+        assert agg is not None
+        try:
+            last = decoder.finish()
+            if not self._recognised and last:
+                self._recognised = any(type(e) not in _UNRECOGNISED for e in last)
+            out = agg.feed_all(last)
+        except ProtocolError as exc:
+            self._salvage(exc)
+            raise
+        return out + agg.finish_events()
+
+    def finish(self) -> Response:
+        """End the input and return the final response.
+
+        Raises:
+            ProtocolDetectionError: Nothing arrived from which to tell the protocol.
+        """
+        if self._failed is not None:
+            return self._failed
+        if not self._ended:
+            self.finish_events()
+        assert self._agg is not None
+        return self._agg.finish()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the provider ended its response (its final event, or an in-band error).
+
+        ``False`` at the end of the input means the stream was cut: the connection closed
+        early, or the provider never sent its final event.
+        """
+        return self._agg is not None and self._agg.done
+
+    def fail(self, error: StreamError) -> list[Event]:
+        """End the input with an error from outside the stream; return the closing events.
+
+        For a failure the provider could not report itself (a broken connection, a stall, bytes
+        that break the protocol, a cut stream): the error is applied as if the provider had
+        sent it in-band, open parts close ``incomplete``, and :meth:`finish` then returns the
+        ``failed`` response carrying ``error``. The decoder is not finished (it may be broken).
+        """
+        self._ended = True
+        agg = self._agg
+        event = StreamErrorEvent(error=error)
+        if agg is None or agg.state is AggregatorState.ERROR or self._failed is not None:
+            # Nothing decoded (or the machine broke): the error is all there is to tell.
+            base = self.snapshot()
+            self._failed = msgspec.structs.replace(base, status="failed", error=error)
+            return [event] if self._emit else []
+        out = agg.feed(event) + agg.finish_events()
+        self._failed = agg.finish()
+        return out
+
+
+_ACCEPTED = "bytes, or an iterable of bytes chunks (e.g. ms.io.replay(path), response.iter_bytes())"
+
+
+def _is_http(data: object) -> bool:
+    # An httpx / httpx2 response, an SDK's raw streaming response or its Stream (``.response``).
+    inner = getattr(data, "response", None)
+    return any(hasattr(x, "iter_bytes") or hasattr(x, "aiter_bytes") for x in (data, inner)) or hasattr(
+        data, "http_response"
+    )
+
+
+def _refuse(data: object) -> TypeError:
+    what = type(data).__name__
+    if isinstance(data, str):
+        hint = "; to read a recording, pass open(path, 'rb').read() or ms.io.replay(path)"
+    elif _is_http(data):
+        hint = "; for a live HTTP or SDK streaming response use ms.stream(...) or await ms.aaggregate(...)"
+    elif hasattr(data, "__aiter__"):
+        hint = "; for an async iterable use await ms.aaggregate(...)"
+    else:
+        hint = ""
+    return TypeError(f"cannot aggregate a {what} object: expected {_ACCEPTED}{hint}")
+
+
+def _checked(chunks: Iterable[object]) -> Iterator[bytes]:
+    for chunk in chunks:
+        if type(chunk) is bytes:
+            yield chunk
+        elif isinstance(chunk, bytearray | memoryview):
+            yield bytes(chunk)
+        else:
+            hint = (
+                "read iter_bytes(), not iter_text()"
+                if isinstance(chunk, str)
+                else "an SDK's parsed chunks cannot be re-read: pass its raw streaming response"
+            )
+            raise TypeError(
+                f"cannot aggregate an iterable that yielded a {type(chunk).__name__} object: "
+                f"expected {_ACCEPTED} ({hint})"
+            )
+
+
+def chunks_of(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    if isinstance(data, bytes | bytearray | memoryview):
+        return (bytes(data),)
+    if isinstance(data, str) or not isinstance(data, Iterable) or _is_http(data):
+        raise _refuse(data)
+    return _checked(data)
+
+
+def aggregate(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> Response:
+    """Aggregate a whole stream into its final :class:`~maas_stream.Response`.
+
+    Args:
+        data: The stream's bytes, whole or as an iterable of chunks.
+        protocol: The source protocol; detected from the first frames when ``None``.
+
+    Raises:
+        RemoteProtocolError: The bytes break the protocol (``exc.frame`` names the frame and
+            ``exc.partial`` holds what was aggregated before it).
+        ProtocolDetectionError: ``protocol`` was not given and could not be detected.
+        TypeError: ``data`` is not bytes nor an iterable of bytes (a path string, an HTTP or
+            SDK response, an SDK's parsed chunks); the message says what to pass instead.
+    """
+    agg = StreamAggregator(protocol)
+    for chunk in chunks_of(data):
+        agg.feed(chunk)
+    return agg.finish()
+
+
+def aggregate_session(data: bytes | Iterable[bytes], *, protocol: str | None = None) -> Session:
+    """Aggregate a whole session into a :class:`~maas_stream.Session`: each response apart.
+
+    For a session protocol (Google Live, OpenAI Realtime) each model response is its own
+    :class:`~maas_stream.Response` (its own status, finish reason, usage and error), and the
+    session's setup and config frames, errors that did not end it, input transcripts,
+    cancellations and the client's messages are :class:`~maas_stream.SessionEvent` records in
+    order. Any other protocol gives a session of its one response. :func:`aggregate` folds the
+    same input into one response (see ``docs/sessions.md``).
+
+    Raises:
+        RemoteProtocolError: The bytes break the protocol (``exc.partial`` holds what was
+            aggregated before the bad frame, as one response).
+        ProtocolDetectionError: ``protocol`` was not given and could not be detected.
+    """
+    agg = StreamAggregator(protocol)
+    for chunk in chunks_of(data):
+        agg.feed(chunk)
+    agg.finish()
+    return agg.session()
