@@ -154,7 +154,7 @@ CORE = _under(
         )
     )
 )
-OUTER = _under(f"{PACKAGE}.io", f"{PACKAGE}.bridge", f"{PACKAGE}._cli")
+OUTER = _under(f"{PACKAGE}.io", f"{PACKAGE}.bridge", f"{PACKAGE}._cli", f"{PACKAGE}._cli_serve")
 IO_LIBRARIES = _under("anyio", "httpx", "httpx2", "httpx_sse", "websockets")
 
 

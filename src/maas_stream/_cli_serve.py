@@ -1,0 +1,283 @@
+"""The ``maas-stream serve`` command: its flags, and running the bridge under uvicorn.
+
+The flags for time limits, sizes and the ASGI server's own limits are one table each
+(:data:`_TIMEOUT_FLAGS`, :data:`_LIMIT_FLAGS`, :data:`_SERVER_FLAGS`), checked against the
+library's defaults; access (bridge keys, hosts, origins), routes and workers come from
+``bridge._serve``. The rest of the command line is ``_cli``'s.
+
+It holds no protocol logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ._exceptions import MaasStreamError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = ["add_serve_parser", "serve_options"]
+
+
+def add_serve_parser(sub: Any, protocol: Callable[[str], str]) -> None:
+    """Add the ``serve`` subcommand to ``sub`` (``protocol`` checks a protocol name)."""
+    _protocol = protocol
+    p = sub.add_parser("serve", help="the bridge: serve provider endpoints from an upstream or a recording")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", metavar="FILE", help="a TOML routes file: model name or pattern -> upstream")
+    src.add_argument("--recording", metavar="FILE", help="replay this recording for every request")
+    src.add_argument("--upstream-protocol", type=_protocol, help="the real upstream provider's protocol")
+    p.add_argument("--upstream-url", help="the upstream's streaming endpoint ({model} is filled in)")
+    p.add_argument("--upstream-model", help="send this model upstream instead of the client's")
+    p.add_argument("--speed", type=float, default=0.0, help="recording timing factor (default 0: no waits)")
+    p.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    _serve_limit_flags(p)
+    sec = p.add_argument_group("access (bridge keys, hosts, origins)")
+    sec.add_argument(
+        "--bridge-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a key clients must send (repeatable)",
+    )
+    sec.add_argument(
+        "--bridge-keys-file", action="append", default=[], metavar="FILE", help="bridge keys, one per line"
+    )
+    sec.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve a non-loopback address without bridge keys (not advised)",
+    )
+    sec.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host name served (repeatable; default: loopback names for a loopback bind)",
+    )
+    sec.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed (repeatable)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="worker processes (uvicorn; default 1)")
+    p.add_argument(
+        "--drop-params",
+        action="store_true",
+        help="drop (and report) request fields that change the answer and cannot reach the upstream, "
+        "instead of answering 400",
+    )
+    p.set_defaults(run=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ._cli import EXIT_FAULT, _fail  # the command line's own error line (no import cycle)
+
+    try:
+        import uvicorn
+    except ImportError:
+        print(
+            "maas-stream: serve needs uvicorn, which comes with the 'serve' extra: "
+            "pip install 'maas-stream[serve]'",
+            file=sys.stderr,
+        )
+        return EXIT_FAULT
+    from .bridge import KEYS_ENV, SETTINGS_ENV, ConfigError, ServeSettings, build_app, describe
+
+    try:
+        timeouts, limits, options, server = serve_options(args)
+    except ValueError as exc:
+        raise SystemExit(f"maas-stream: serve: {exc}") from None
+    settings = ServeSettings(
+        config=args.config,
+        recording=args.recording,
+        speed=args.speed or None,
+        upstream_protocol=args.upstream_protocol,
+        upstream_url=args.upstream_url,
+        upstream_model=args.upstream_model,
+        keys_files=args.bridge_keys_file,
+        no_auth=args.no_auth,
+        allowed_hosts=args.allowed_host or None,
+        cors_origins=args.cors_origin,
+        host=args.host,
+        log_level=args.log_level,
+        timeouts=timeouts,
+        limits=limits,
+        max_connections=options.get("max_connections"),
+        drop_params=args.drop_params,
+    )
+    try:
+        app = build_app(settings, keys=args.bridge_key)
+    except ConfigError as exc:
+        raise SystemExit(f"maas-stream: --config: {exc}") from None
+    except (MaasStreamError, OSError) as exc:
+        if args.recording is None and isinstance(exc, MaasStreamError):
+            raise SystemExit(f"maas-stream: --upstream-protocol: {exc}") from None
+        _fail(args.recording or args.config or "serve", exc)
+    except ValueError as exc:
+        raise SystemExit(f"maas-stream: {exc}") from None
+    auth = f"{len(app.guard.keys)} bridge key(s)" if app.guard.auth else "no bridge keys"
+    print(
+        f"maas-stream: serving {describe(app)} on http://{args.host}:{args.port} ({auth})",
+        file=sys.stderr,
+    )
+    # access_log=False: the bridge writes its own line per request (with route, status, drops).
+    run: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": False,
+        **server,
+    }
+    with _access_log(args.log_level):
+        if args.workers > 1:
+            # Each worker builds the same app from the settings; the keys travel in the environment.
+            if args.bridge_key:
+                os.environ[KEYS_ENV] = " ".join([os.environ.get(KEYS_ENV, ""), *args.bridge_key]).strip()
+            os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
+            uvicorn.run("maas_stream.bridge:app_from_env", factory=True, workers=args.workers, **run)
+        else:
+            uvicorn.run(app, **run)
+    return 0
+
+
+@contextlib.contextmanager
+def _access_log(level: str) -> Iterator[None]:
+    # One line per request on the access logger (INFO by default), whatever level the drops'
+    # handler has. Worker processes set up their own (see maas_stream.bridge.app_from_env).
+    access = logging.getLogger("maas_stream.bridge.access")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("maas-stream: %(message)s"))
+    known = logging.getLevelNamesMapping()
+    saved = access.level, access.propagate
+    access.addHandler(handler)
+    access.setLevel(known.get(level.upper(), logging.INFO))
+    access.propagate = False
+    try:
+        yield
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(saved[0])
+        access.propagate = saved[1]
+
+
+def _seconds(value: str) -> float | None:
+    """A positive number of seconds, or 0 / ``none`` for no limit."""
+    if value.lower() in ("0", "none", "off"):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (or 0 for no limit), not {value!r}") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def _count(value: str) -> int | None:
+    """A positive count, or 0 / ``none`` for no limit."""
+    if value.lower() in ("0", "none", "off"):
+        return None
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (or 0 for no limit), not {value!r}")
+    return int(value)
+
+
+_TIMEOUT_FLAGS = {
+    "connect_timeout": ("connect", "connecting to the upstream (default 10)"),
+    "first_byte_timeout": ("first_byte", "until the upstream's headers (default 120)"),
+    "idle_timeout": ("idle", "between two upstream reads (default 300)"),
+    "total_timeout": ("total", "a whole upstream exchange (default 1800)"),
+}
+_LIMIT_FLAGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
+    "max_streams": (
+        "max_streams",
+        _count,
+        "N",
+        "upstream exchanges in flight; one more gets 503 (default 1000)",
+    ),
+    "max_body": ("max_body", int, "BYTES", "largest request body; larger gets 413 (default 33554432)"),
+    "body_timeout": ("body_timeout", _seconds, "S", "receiving a request body; slower gets 408 (default 60)"),
+}
+_SERVER_FLAGS: dict[str, tuple[Callable[[str], Any], str, str]] = {
+    "limit_concurrency": (_count, "N", "uvicorn: connections at once; more get 503 (default: no limit)"),
+    "timeout_keep_alive": (
+        int,
+        "S",
+        "uvicorn: close idle keep-alive connections after S seconds (default 5)",
+    ),
+    "timeout_graceful_shutdown": (
+        _seconds,
+        "S",
+        "uvicorn: on shutdown, let in-flight streams finish this long, then cut them (default 30)",
+    ),
+    "h11_max_incomplete_event_size": (
+        int,
+        "BYTES",
+        "uvicorn: largest request line + headers (default 16384)",
+    ),
+    "backlog": (int, "N", "uvicorn: pending connections the socket queues (default 2048)"),
+}
+_SERVER_DEFAULTS = {"timeout_graceful_shutdown": 30.0}
+"""Where the bridge's default differs from uvicorn's (which waits for ever on shutdown)."""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _serve_limit_flags(p: argparse.ArgumentParser) -> None:
+    """The ``serve`` flags for time limits, sizes and the ASGI server's own limits (one block).
+
+    Left out, each is the library's default (:class:`~maas_stream.bridge.Timeouts`,
+    :class:`~maas_stream.bridge.Limits`) or uvicorn's; the defaults in the help are checked
+    against them by the tests. The bridge is not imported here (the CLI starts fast).
+    """
+    g = p.add_argument_group("timeouts and limits (seconds; 0 = no limit)")
+    for name, (_, text) in _TIMEOUT_FLAGS.items():
+        g.add_argument(_flag(name), type=_seconds, default=argparse.SUPPRESS, metavar="S", help=text)
+    g.add_argument(
+        "--max-connections",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="upstream connection pool size (default 1000)",
+    )
+    for name, (_, kind, metavar, text) in _LIMIT_FLAGS.items():
+        g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
+    for name, (kind, metavar, text) in _SERVER_FLAGS.items():
+        g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
+
+
+def serve_options(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The ``serve`` flags: ``Timeouts`` and ``Limits`` fields, upstream and uvicorn options.
+
+    The values are checked by building the classes once.
+
+    Raises:
+        ValueError: A value the classes refuse.
+    """
+    from .bridge import Limits, Timeouts
+
+    given = vars(args)
+    timeouts = {field: given[name] for name, (field, _) in _TIMEOUT_FLAGS.items() if name in given}
+    limits = {field: given[name] for name, (field, *_) in _LIMIT_FLAGS.items() if name in given}
+    Timeouts(**timeouts)
+    Limits(**limits)
+    upstream = {"max_connections": given["max_connections"]} if "max_connections" in given else {}
+    server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
+    return timeouts, limits, upstream, server
