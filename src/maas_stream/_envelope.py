@@ -29,6 +29,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 __all__ = [
     "AFFECTS_OUTPUT",
+    "HOOK_FIELDS",
     "Envelope",
     "EnvelopeCodec",
     "FunctionTool",
@@ -335,7 +336,7 @@ It may also give nested (dotted) native paths of :attr:`Envelope.native` it wrot
 where the codec's merge cannot (inside a list: Anthropic's ``tools.input_examples``, by tool
 name); the codec then leaves them alone. A plain name is always a canonical field."""
 
-_HOOK_FIELDS: Final = (
+HOOK_FIELDS: Final = (
     "top_k",
     "seed",
     "n",
@@ -525,7 +526,7 @@ class EnvelopeCodec:
             if written:
                 body[self.tools_field] = written
         handled = set(self.write_hook(body, env, out))
-        for name in _HOOK_FIELDS:
+        for name in HOOK_FIELDS:
             value = getattr(env, name)
             if value is not None and name not in handled:
                 out.append(Unread(f"request field {env.source(name)}", field=name))

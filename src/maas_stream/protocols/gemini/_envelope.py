@@ -27,6 +27,7 @@ import re
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..._envelope import (
+    HOOK_FIELDS,
     Envelope,
     EnvelopeCodec,
     FunctionTool,
@@ -404,23 +405,9 @@ def _write(body: dict[str, Any], env: Envelope, lost: list[Unread]) -> Iterable[
         # Gemini decides alone whether to call several functions in one turn.
         lost.append(Unread(f"request field {env.source('parallel_tool_calls')}", field="parallel_tool_calls"))
     _write_top(body, env, lost)
-    return (
-        "top_k",
-        "seed",
-        "n",
-        "stop",
-        "presence_penalty",
-        "frequency_penalty",
-        "tool_choice",
-        "parallel_tool_calls",
-        "reasoning",
-        "output",
-        "include_usage",  # Gemini always reports usage; the client's wish is its encoder's
-        "store",
-        "metadata",
-        "user",
-        "service_tier",
-    )
+    # Every canonical field is written or reported above (include_usage is the client's
+    # encoder's: Gemini always reports usage).
+    return HOOK_FIELDS
 
 
 def _output(output: OutputFormat) -> dict[str, Any]:
