@@ -33,12 +33,14 @@ __all__ = [
     "Detector",
     "ModelList",
     "ProtocolSpec",
+    "SessionEndpoint",
     "TokenCount",
     "detect_body_protocol",
     "detect_protocol",
     "get_protocol",
     "match_endpoint",
     "match_model_list",
+    "match_session",
     "protocol_names",
     "protocol_specs",
     "register",
@@ -126,6 +128,40 @@ class TokenCount:
 
 
 @dataclass(frozen=True)
+class SessionEndpoint:
+    """Where a session (websocket) protocol is served to clients and reached upstream.
+
+    Declarative only: the bridge reads the model and the key where this says, and never looks
+    into a message otherwise.
+    """
+
+    paths: tuple[str, ...]
+    """Regular expressions matched against the whole websocket path a client connects to."""
+    url: str
+    """The provider's websocket URL (``{model}`` is filled in per session)."""
+    model_query: str | None = None
+    """The query parameter of the client's URL naming the model (OpenAI's ``model``)."""
+    model_field: tuple[str, ...] = ()
+    """Where the first client message names the model (Live's ``setup.model``), when the URL
+    does not."""
+    model_prefix: str = ""
+    """A prefix of the model name in :attr:`model_field` that is not part of the name
+    (``models/``)."""
+    key_subprotocol: str | None = None
+    """A websocket subprotocol prefix that carries the key where browsers cannot set headers
+    (``openai-insecure-api-key.``)."""
+    subprotocol: str | None = None
+    """The subprotocol a server selects when the client offers it (``realtime``)."""
+    forward_headers: tuple[str, ...] = ()
+    """Client handshake headers passed on to a same-protocol upstream (``openai-beta``: the
+    beta event names)."""
+
+    def match(self, path: str) -> bool:
+        """Whether a client connecting to ``path`` speaks this protocol."""
+        return any(_compiled(p).fullmatch(path) is not None for p in self.paths)
+
+
+@dataclass(frozen=True)
 class EndpointMatch:
     """A request path resolved to a protocol (see :func:`match_endpoint`)."""
 
@@ -188,6 +224,9 @@ class ProtocolSpec:
     count_tokens: TokenCount | None = field(default=None, repr=False)
     """How the provider counts input tokens (its count endpoint), when it can."""
     """How a client of this protocol lists models (the bridge answers it with its routes)."""
+    session: SessionEndpoint | None = None
+    """The websocket endpoint of a session protocol (client paths, provider URL, where the
+    model is named)."""
 
 
 def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
@@ -196,8 +235,8 @@ def spec_of(module: ModuleType, framing: Framing, **extra: Any) -> ProtocolSpec:
     The package defines ``NAME``, ``StreamDecoder``, ``StreamEncoder``, ``to_canonical``,
     ``from_canonical``, ``validate`` and ``detect``, and may define ``detect_body``,
     ``encode_response`` and ``decode_response``, and the constants ``ENVELOPE``,
-    ``ENCODER_OPTIONS``, ``ENDPOINTS``, ``AUTH``, ``URL``, ``ERROR_BODY``, ``REPLAY_ONLY`` and
-    ``MODELS``; ``extra`` gives anything else.
+    ``ENCODER_OPTIONS``, ``ENDPOINTS``, ``AUTH``, ``URL``, ``ERROR_BODY``, ``REPLAY_ONLY``,
+    ``MODELS`` and ``SESSION``; ``extra`` gives anything else.
     """
     optional = ("detect_body", "encode_response", "decode_response")
     declared = {field: getattr(module, name) for name, field in _DECLARED.items() if hasattr(module, name)}
@@ -226,6 +265,7 @@ _DECLARED: Final = {
     "ERROR_BODY": "error_body",
     "REPLAY_ONLY": "replay_only",
     "MODELS": "models",
+    "SESSION": "session",
 }
 """Module constants a protocol package may declare, and the spec field each fills."""
 
@@ -263,6 +303,16 @@ def match_endpoint(path: str) -> EndpointMatch | None:
             if m is not None:
                 model = m.groupdict().get("model")
                 return EndpointMatch(spec, endpoint, model)
+    return None
+
+
+def match_session(path: str) -> ProtocolSpec | None:
+    """The session protocol whose websocket endpoint ``path`` is, or ``None``."""
+    _load()
+    path = path.rstrip("/") or "/"
+    for spec in _REGISTRY.values():
+        if spec.session is not None and spec.session.match(path):
+            return spec
     return None
 
 

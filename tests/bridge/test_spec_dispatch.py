@@ -353,5 +353,5 @@ def test_cli_serve_refuses_an_upstream_without_envelope(monkeypatch: pytest.Monk
     from maas_stream._cli import main
 
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("must not serve"))
-    with pytest.raises(SystemExit, match="google-live cannot be an HTTP upstream"):
-        main(["serve", "--upstream-protocol", "google-live", "--upstream-url", "wss://x.test/"])
+    with pytest.raises(SystemExit, match="google-interactions cannot be an HTTP upstream"):
+        main(["serve", "--upstream-protocol", "google-interactions", "--upstream-url", "https://x.test/"])

@@ -60,6 +60,7 @@ from ._asgi import (
 from ._failures import UNREACHABLE, retryable, upstream_failure
 from ._guard import Guard, check_model
 from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange, scrub
+from ._realtime import SessionLimits, serve_session
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
 
@@ -122,6 +123,8 @@ class BridgeApp:
         self.limits = limits or Limits()
         self.drop_params = drop_params
         self.stats = BridgeStats()
+        self.session_limits = SessionLimits()
+        """What one realtime (websocket) session may do."""
         self._active = 0
         drops = self.stats.dropped
         assert isinstance(drops, DropCounter)
@@ -145,7 +148,10 @@ class BridgeApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        if scope["type"] != "http":  # websockets are not bridged (yet)
+        if scope["type"] == "websocket":  # a realtime session
+            await serve_session(self, scope, receive, send)
+            return
+        if scope["type"] != "http":
             return
         peer = scope.get("client")
         exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)

@@ -22,6 +22,10 @@ Routes are written in a TOML file, the way LiteLLM users write ``model_list``::
     timeouts = { idle = 120 }
     headers = { "x-team" = "research" }
 
+A route to a session protocol (``openai-realtime``, ``google-live``) serves realtime clients
+over websockets; its ``url`` is the provider's websocket URL (``wss://...``, ``{model}`` filled
+in; the protocol's own by default).
+
 The key is read from the environment variable or the file named; an inline ``api_key`` is
 accepted with a warning (the file then holds a secret). A route whose key variable is not set is
 reported at startup.
@@ -46,6 +50,7 @@ from .._registry import get_protocol
 from ._guard import check_model
 from ._request import Rejected
 from ._upstream import HTTPUpstream, RecordingUpstream, Timeouts
+from ._ws import WebSocketUpstream
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -308,6 +313,15 @@ def _upstream(table: dict[str, Any], where: str, base: Path) -> Upstream:
         headers = table.get("headers", {})
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise ConfigError(f"{where}: headers must be a table of strings")
+        if get_protocol(protocol).session is not None:  # a websocket session protocol
+            return WebSocketUpstream(
+                protocol,
+                _str(table, "url", where),
+                api_key=_api_key(table, protocol, where, base),
+                model=rename,
+                headers=headers,
+                timeouts=_timeouts(table.get("timeouts"), where),
+            )
         return HTTPUpstream(
             protocol,
             _str(table, "url", where),

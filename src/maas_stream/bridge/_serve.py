@@ -21,7 +21,9 @@ from .._registry import get_protocol
 from ..io._record import redact_url
 from ._app import BridgeApp, Limits, create_app
 from ._guard import LOOPBACK_HOSTS, Guard, is_loopback, load_bridge_keys
+from ._realtime import SessionLimits
 from ._upstream import DEFAULT_MAX_CONNECTIONS, HTTPUpstream, RecordingUpstream, Timeouts
+from ._ws import WebSocketUpstream
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -67,6 +69,8 @@ class ServeSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The upstream connection pool's size (its default when ``None``)."""
     drop_params: bool = False
     """Drop and report request fields that change the answer instead of refusing them."""
+    session_limits: dict[str, Any] = msgspec.field(default_factory=dict)
+    """:class:`~maas_stream.bridge._realtime.SessionLimits` fields (realtime websocket sessions)."""
 
 
 def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp:
@@ -98,6 +102,13 @@ def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp
     timeouts = Timeouts(**settings.timeouts)
     if settings.recording is not None:
         upstream = RecordingUpstream(settings.recording, speed=settings.speed or None, timeouts=timeouts)
+    elif settings.upstream_protocol is not None and get_protocol(settings.upstream_protocol).session:
+        upstream = WebSocketUpstream(
+            settings.upstream_protocol,
+            settings.upstream_url,
+            model=settings.upstream_model,
+            timeouts=timeouts,
+        )
     elif settings.upstream_protocol is not None:
         upstream = HTTPUpstream(
             settings.upstream_protocol,
@@ -115,9 +126,12 @@ def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp
         raise ValueError("give a routes file, an upstream protocol or a recording")
     limits = Limits(**settings.limits)
     if upstream is not None:
-        return create_app(upstream=upstream, guard=guard, limits=limits, drop_params=settings.drop_params)
-    assert settings.config is not None
-    return create_app(routes=settings.config, guard=guard, limits=limits, drop_params=settings.drop_params)
+        app = create_app(upstream=upstream, guard=guard, limits=limits, drop_params=settings.drop_params)
+    else:
+        assert settings.config is not None
+        app = create_app(routes=settings.config, guard=guard, limits=limits, drop_params=settings.drop_params)
+    app.session_limits = SessionLimits(**settings.session_limits)
+    return app
 
 
 def app_from_env() -> BridgeApp:

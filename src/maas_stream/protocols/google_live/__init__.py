@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Final
 
-from ..._registry import Auth, spec_of
+from ..._registry import Auth, SessionEndpoint, spec_of
 from .. import _names
 from .._errors import google_error_body
 from ._decode import StreamDecoder as StreamDecoder
@@ -25,8 +25,15 @@ from ._history import validate as validate
 NAME: Final = _names.GOOGLE_LIVE
 
 
-AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key")
+AUTH = Auth("GEMINI_API_KEY", "x-goog-api-key", query="key")
 ERROR_BODY = google_error_body
+_BIDI = "google.ai.generativelanguage.{}.GenerativeService.BidiGenerateContent"
+SESSION = SessionEndpoint(
+    paths=(r"/ws/" + _BIDI.format(r"(?:v1|v1beta|v1alpha)").replace(".", r"\."),),
+    url="wss://generativelanguage.googleapis.com/ws/" + _BIDI.format("v1beta"),
+    model_field=("setup", "model"),
+    model_prefix="models/",
+)
 
 SPEC = spec_of(sys.modules[__name__], "jsonl", media_type="application/jsonl")
 """Everything the registry, the CLI and the bridge know of this protocol."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Final
 
-from ..._registry import Auth, spec_of
+from ..._registry import Auth, SessionEndpoint, spec_of
 from .. import _names
 from .._errors import openai_error_body
 from ._decode import StreamDecoder as StreamDecoder
@@ -26,6 +26,14 @@ NAME: Final = _names.OPENAI_REALTIME
 
 AUTH = Auth("OPENAI_API_KEY", "authorization", "Bearer {}")
 ERROR_BODY = openai_error_body
+SESSION = SessionEndpoint(
+    paths=(r"/v1/realtime",),
+    url="wss://api.openai.com/v1/realtime?model={model}",
+    model_query="model",
+    key_subprotocol="openai-insecure-api-key.",
+    subprotocol="realtime",
+    forward_headers=("openai-beta",),  # realtime=v1: the beta event names
+)
 
 SPEC = spec_of(sys.modules[__name__], "jsonl", media_type="application/jsonl")
 """Everything the registry, the CLI and the bridge know of this protocol."""

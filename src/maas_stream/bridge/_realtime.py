@@ -1,0 +1,650 @@
+"""Realtime sessions in the bridge: a session client's websocket relayed to a session upstream.
+
+A client of a session protocol (OpenAI Realtime at ``/v1/realtime?model=...``, GA or beta;
+google-genai Live at ``/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent``)
+connects over the ASGI ``websocket`` protocol. Per session:
+
+1. the guard checks Host, Origin and the bridge key in the client's own credential (the
+   protocol's header, a ``?key=`` where the provider takes one, or the key subprotocol browsers
+   send, ``openai-insecure-api-key.<key>``);
+2. the model picks the route: from the URL's query (OpenAI), or from the first client message
+   (Live's ``setup.model``: the connection is accepted first to read it);
+3. the route's :class:`~maas_stream.bridge._ws.WebSocketUpstream` is opened with the operator's
+   key (a refused or failed handshake is the client's HTTP error before accepting, or its close
+   once accepted);
+4. two tasks relay messages, client → upstream and upstream → client, each through the session
+   translator (``from_client``/``from_upstream``); what it drops is counted and logged.
+
+Ends, both ways: a client close closes the upstream with the same code; an upstream close is
+passed on with its code and reason. An upstream failure (a close with an error code, a dropped
+connection, a stall past the idle limit) reaches the client as its protocol's error event (the
+client protocol's stream encoder writes it; Live has none, its close reason carries the error)
+followed by a close with an error code: never a silent close. Limits: the message size, the idle
+time (no message either way), and the number of sessions, counted with the HTTP streams
+(:attr:`Limits.max_streams`). Each session ends with its metrics and one log line (scrubbed).
+
+The translator is :class:`maas_stream._session_bridge.SessionBridge` when that module is there
+(one seam: :func:`translator_class`); without it, :class:`PassThrough` relays a same-protocol
+session unchanged and refuses a cross-protocol one.
+
+It must not contain protocol logic: paths, the model's place, credentials, default URLs and error
+events come from the protocols' specs and encoders.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Protocol
+from urllib.parse import parse_qsl
+
+import anyio
+import msgspec
+
+from .._exceptions import LocalProtocolError, ProtocolError
+from .._model import Response, Session, StreamError
+from .._registry import get_protocol, match_session, protocol_specs
+from .._stream_aggregator import StreamAggregator
+from ..events import StreamErrorEvent
+from ._asgi import request_headers
+from ._guard import check_model
+from ._metrics import Exchange, access_log, scrub
+from ._request import Rejected, error_body
+from ._ws import ClientGone, ClientSocket, MessageTooBig, WebSocketUpstream, clip_reason, sendable
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .._drops import Dropped
+    from .._registry import ProtocolSpec
+    from ._app import BridgeApp
+    from ._asgi import Receive, Scope, Send
+    from ._routes import Route
+
+__all__ = [
+    "PassThrough",
+    "SessionLimits",
+    "Translated",
+    "Translator",
+    "serve_session",
+    "translator_class",
+]
+
+log = logging.getLogger("maas_stream")
+
+MAX_MESSAGE: Final = 16 * 1024 * 1024
+"""The largest websocket message accepted by default, either way (bytes): a few seconds of audio
+fit many times over; uvicorn's own default limit is the same."""
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """What one realtime session may do (the number of sessions is :attr:`Limits.max_streams`)."""
+
+    max_message: int = MAX_MESSAGE
+    """The largest message, in bytes, from the client (closed 1009 beyond) or the upstream."""
+    idle_timeout: float | None = 600.0
+    """Seconds without a message either way before the session is closed (``None``: never)."""
+    first_message_timeout: float | None = 30.0
+    """Seconds a client that names its model in its first message (Live's ``setup``) has to send it."""
+
+    def __post_init__(self) -> None:
+        if self.max_message < 1:
+            raise ValueError(f"max_message must be positive, not {self.max_message}")
+        for name in ("idle_timeout", "first_message_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds or None, not {value!r}")
+
+
+# ---------------------------------------------------------------------------------- the seam
+
+
+@dataclass
+class Translated:
+    """What one message (or the session's opening) becomes: messages each way, drops, a close."""
+
+    to_upstream: list[str | bytes]
+    to_client: list[str | bytes]
+    dropped: list[Dropped] = field(default_factory=list)
+    close: tuple[int, str] | None = None
+    """Close the session: the client with this code and reason (after :attr:`to_client`)."""
+
+
+class Translator(Protocol):
+    """The session translator's interface (``maas_stream._session_bridge.SessionBridge``)."""
+
+    def opening(self) -> Any:
+        """What to send when the session opens."""
+        ...
+
+    def from_client(self, message: str | bytes) -> Any:
+        """A client message, translated."""
+        ...
+
+    def from_upstream(self, message: str | bytes) -> Any:
+        """An upstream message, translated."""
+        ...
+
+    @property
+    def session(self) -> Session:
+        """The session so far (responses with their usage, session events)."""
+        ...
+
+
+class PassThrough:
+    """A same-protocol session relayed unchanged, decoded on the side for its :class:`Session`.
+
+    The stand-in for ``SessionBridge`` while it is not there.
+
+    Raises:
+        LocalProtocolError: ``client`` and ``upstream`` differ (a translator is needed).
+    """
+
+    def __init__(self, client: str, upstream: str, *, model: str | None, drop_params: bool = False) -> None:
+        if client != upstream:
+            raise LocalProtocolError(
+                f"a {client} client over a {upstream} upstream needs the session translator, "
+                "which this installation does not have"
+            )
+        self.model = model
+        self.drop_params = drop_params
+        self._agg = StreamAggregator(upstream)
+        self._decoding = True
+
+    def opening(self) -> Translated:
+        """Nothing: the upstream opens the session itself."""
+        return Translated([], [])
+
+    def from_client(self, message: str | bytes) -> Translated:
+        """The client's message, unchanged."""
+        self._decode(message, "client")
+        return Translated([message], [])
+
+    def from_upstream(self, message: str | bytes) -> Translated:
+        """The upstream's message, unchanged."""
+        self._decode(message, "server")
+        return Translated([], [message])
+
+    @property
+    def session(self) -> Session:
+        """The session decoded so far."""
+        return self._agg.session()
+
+    def _decode(self, message: str | bytes, direction: str) -> None:
+        if not self._decoding:
+            return
+        try:
+            self._agg.feed_message(message, direction=direction)
+        except ProtocolError as exc:
+            # The relay goes on (the messages pass unchanged); only the accounting stops.
+            self._decoding = False
+            log.warning(
+                "bridge: a %s session message could not be decoded (%s); usage is not counted", direction, exc
+            )
+
+
+def translator_class() -> Any:
+    """The session translator: ``maas_stream._session_bridge.SessionBridge``, else :class:`PassThrough`."""
+    try:
+        module = importlib.import_module("maas_stream._session_bridge")
+    except ModuleNotFoundError:
+        return PassThrough
+    return module.SessionBridge
+
+
+# ---------------------------------------------------------------------------------- a session
+
+
+@dataclass
+class _End:
+    """How a session ended (the first end seen wins)."""
+
+    by: str
+    """``client``, ``upstream``, ``idle``, ``too_big``, ``translator``."""
+    code: int | None = None
+    reason: str = ""
+    failed: bool = False
+    """The end is a failure the client must be told of (an error event, an error close code)."""
+
+
+_ERROR_CLOSE: Final = {401: 1008, 403: 1008, 404: 1008, 413: 1009, 429: 1013, 503: 1013}
+"""HTTP statuses of a refusal once the websocket is open, as close codes (others: 4xx 1008, 5xx 1011)."""
+
+
+def _close_code(status: int) -> int:
+    return _ERROR_CLOSE.get(status, 1008 if status < 500 else 1011)
+
+
+def _presented(spec: ProtocolSpec, headers: Mapping[str, str], scope: Scope) -> dict[str, str]:
+    """The handshake headers, with a key sent as a subprotocol moved into the credential header."""
+    session, auth = spec.session, spec.auth
+    out = dict(headers)
+    if session is None or session.key_subprotocol is None or auth is None or auth.header in out:
+        return out
+    for offered in scope.get("subprotocols") or ():
+        if offered.startswith(session.key_subprotocol):
+            out[auth.header] = auth.format.format(offered[len(session.key_subprotocol) :])
+    return out
+
+
+def _field(message: Any, path: tuple[str, ...]) -> Any:
+    for name in path:
+        if not isinstance(message, dict):
+            return None
+        message = message.get(name)
+    return message
+
+
+def _with_field(message: str | bytes, path: tuple[str, ...], value: str) -> str | bytes:
+    """``message`` (JSON) with ``value`` at ``path`` (only where the path already leads)."""
+    try:
+        obj = msgspec.json.decode(message)
+    except msgspec.DecodeError:
+        return message
+    node = obj
+    for name in path[:-1]:
+        node = node.get(name) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or path[-1] not in node:
+        return message
+    node[path[-1]] = value
+    out = msgspec.json.encode(obj)
+    return out.decode() if isinstance(message, str) else out
+
+
+def error_messages(protocol: str, error: StreamError) -> list[str]:
+    """The client protocol's in-band error event(s) for ``error`` (none when it has no such event)."""
+    encoder = get_protocol(protocol).encoder()
+    out: list[str] = []
+    for line in encoder.encode(StreamErrorEvent(error=error)).splitlines():
+        frame = msgspec.json.decode(line)
+        if isinstance(frame, dict) and frame.get("dir") == "server" and "msg" in frame:
+            out.append(msgspec.json.encode(frame["msg"]).decode())
+    return out
+
+
+class _Session:
+    """One client session: its checks, its route, its relay, its record."""
+
+    def __init__(self, app: BridgeApp, scope: Scope, receive: Receive, send: Send) -> None:
+        self.app = app
+        self.limits = app.session_limits
+        self.scope = scope
+        self.headers = request_headers(scope)
+        peer = scope.get("client")
+        self.exchange = Exchange("GET", scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
+        self.ws = ClientSocket(scope, receive, send, max_message=self.limits.max_message)
+        self.spec: ProtocolSpec | None = None
+        self.translator: Any = None
+        self.upstream_in = 0
+        """Messages received from the upstream."""
+        self.end: _End | None = None
+        self.counted = False
+        self._last = anyio.current_time()
+        self._secrets: tuple[str, ...] = app._secrets
+
+    # ------------------------------------------------------------------ the handshake
+
+    async def run(self) -> None:
+        if not await self.ws.wait_connect():
+            return
+        try:
+            await self._open()
+        except Rejected as exc:
+            await self._refused(exc)
+        except Exception as exc:
+            await self._internal_error(exc)
+        finally:
+            if self.counted:
+                self.app._active -= 1
+
+    async def _open(self) -> None:
+        app, scope = self.app, self.scope
+        app.guard.check_host(self.headers)
+        app.guard.check_origin(self.headers)
+        spec = match_session(scope["path"])
+        if spec is None or spec.session is None:
+            raise Rejected(404, f"no bridge websocket endpoint at {scope['path']}")
+        self.spec, self.exchange.client = spec, spec.name
+        app.stats.requests += 1
+        query = scope.get("query_string", b"")
+        app.guard.authenticate(spec, _presented(spec, self.headers, scope), query)
+        limit = app.limits.max_streams
+        if limit is not None and app._active >= limit:
+            app.stats.overloaded += 1
+            retry = {"retry-after": str(app.limits.retry_after)}
+            raise Rejected(
+                503, f"the bridge is serving {limit} streams and sessions already; retry later", retry
+            )
+        app._active += 1
+        self.counted = True
+        first: str | bytes | None = None
+        session = spec.session
+        if session.model_query is not None:
+            params = dict(parse_qsl(query.decode("latin-1")))
+            model = params.get(session.model_query)
+        else:  # the model is in the first message: accept to read it
+            await self.ws.accept()
+            self.exchange.status = 101
+            first, model = await self._first_message(spec)
+        self.exchange.model = model
+        check_model(model)
+        route = app.router.select(model)
+        self.exchange.route, self.exchange.upstream = route.name, route.upstream.protocol
+        await self._serve(spec, route, model, first)
+
+    async def _first_message(self, spec: ProtocolSpec) -> tuple[str | bytes, str | None]:
+        session = spec.session
+        assert session is not None
+        with anyio.move_on_after(self.limits.first_message_timeout):
+            first = await self.ws.receive()
+            found = None
+            try:
+                found = _field(msgspec.json.decode(first), session.model_field)
+            except msgspec.DecodeError:
+                pass
+            if not isinstance(found, str):
+                where = ".".join(session.model_field)
+                raise Rejected(400, f"the first message must name the model in {where}")
+            return first, found.removeprefix(session.model_prefix)
+        raise Rejected(408, f"no first message within {self.limits.first_message_timeout:g}s")
+
+    async def _serve(
+        self, spec: ProtocolSpec, route: Route, model: str | None, first: str | bytes | None
+    ) -> None:
+        upstream = route.upstream
+        if not isinstance(upstream, WebSocketUpstream):
+            raise Rejected(
+                501,
+                f"the route {route.name!r} has a {upstream.protocol} upstream; a realtime session "
+                f"needs a session upstream ({', '.join(s.name for s in protocol_specs() if s.session)})",
+            )
+        session = spec.session
+        assert session is not None
+        drop = self.app.drop_params if route.drop_params is None else route.drop_params
+        name = upstream.model or model
+        try:
+            self.translator = translator_class()(spec.name, upstream.protocol, model=name, drop_params=drop)
+        except LocalProtocolError as exc:
+            raise Rejected(501, str(exc)) from None
+        same = spec.name == upstream.protocol
+        if first is not None and upstream.model is not None and session.model_field:
+            first = _with_field(first, session.model_field, session.model_prefix + upstream.model)
+        forwarded = {h: self.headers[h] for h in session.forward_headers if same and h in self.headers}
+        offered = [
+            p
+            for p in self.scope.get("subprotocols") or ()
+            if session.key_subprotocol is None or not p.startswith(session.key_subprotocol)
+        ]
+        await self._connect(upstream, name, forwarded, offered if same else [], first)
+
+    async def _connect(
+        self,
+        upstream: WebSocketUpstream,
+        model: str | None,
+        headers: dict[str, str],
+        offered: list[str],
+        first: str | bytes | None,
+    ) -> None:
+        from websockets.exceptions import InvalidStatus
+
+        try:
+            connecting = upstream.connect(
+                model, headers=headers, subprotocols=offered, max_message=self.limits.max_message
+            )
+            conn = await connecting.__aenter__()
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            body = bytes(exc.response.body or b"")[:200].decode("utf-8", "replace")
+            raise Rejected(
+                status if 400 <= status < 600 else 502,
+                f"upstream {upstream.protocol} refused the session: HTTP {status} {body}".rstrip(),
+            ) from None
+        except TimeoutError:
+            raise Rejected(
+                504, f"upstream {upstream.protocol}: no handshake within {upstream.timeouts.connect}s"
+            ) from None
+        except Exception as exc:
+            if not _is_connect_error(exc):
+                raise
+            raise Rejected(
+                502, f"upstream {upstream.protocol} unreachable: {exc or type(exc).__name__}"
+            ) from None
+        try:
+            if not self.ws.accepted:
+                chosen = conn.subprotocol
+                offered_by_client = self.scope.get("subprotocols") or ()
+                if chosen not in offered_by_client:
+                    spec = self.spec
+                    assert spec is not None
+                    assert spec.session is not None
+                    chosen = (
+                        spec.session.subprotocol if spec.session.subprotocol in offered_by_client else None
+                    )
+                await self.ws.accept(chosen)
+                self.exchange.status = 101
+            await self._relay(conn, first)
+        finally:
+            await connecting.__aexit__(None, None, None)
+
+    # ------------------------------------------------------------------ the relay
+
+    async def _deliver(self, conn: Any, out: Any) -> None:
+        for message in out.to_upstream:
+            await conn.send(message)
+        for message in out.to_client:
+            if self.exchange.first_byte is None:
+                self.exchange.first_byte = time.perf_counter() - self.exchange.start
+            await self.ws.send(message)
+        for rec in out.dropped:
+            self.app.stats.dropped[rec.kind] += rec.count
+            log.warning(
+                "bridge session %s -> %s: dropped %s", self.exchange.client, self.exchange.upstream, rec
+            )
+        if out.close is not None:
+            code, reason = out.close
+            self._ended(_End("translator", code, reason, failed=code not in (1000, 1001)))
+
+    def _ended(self, end: _End) -> None:
+        if self.end is None:
+            self.end = end
+
+    async def _relay(self, conn: Any, first: str | bytes | None) -> None:
+        await self._deliver(conn, self.translator.opening())
+        if first is not None:
+            await self._deliver(conn, self.translator.from_client(first))
+        if self.end is None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._client_to_upstream, conn, tg.cancel_scope)
+                tg.start_soon(self._upstream_to_client, conn, tg.cancel_scope)
+                if self.limits.idle_timeout is not None:
+                    tg.start_soon(self._watch_idle, tg.cancel_scope)
+        await self._finish(conn)
+
+    async def _client_to_upstream(self, conn: Any, scope: anyio.CancelScope) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            while self.end is None:
+                message = await self.ws.receive()
+                self._last = anyio.current_time()
+                await self._deliver(conn, self.translator.from_client(message))
+        except ClientGone as gone:
+            self._ended(_End("client", gone.code, gone.reason))
+        except MessageTooBig as exc:
+            self._ended(_End("too_big", 1009, str(exc), failed=True))
+        except ConnectionClosed as exc:
+            self._ended(_upstream_end(exc))
+        scope.cancel()
+
+    async def _upstream_to_client(self, conn: Any, scope: anyio.CancelScope) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            while self.end is None:
+                message = await conn.recv()
+                self.upstream_in += 1
+                self._last = anyio.current_time()
+                await self._deliver(conn, self.translator.from_upstream(message))
+        except ConnectionClosed as exc:
+            self._ended(_upstream_end(exc))
+        except ClientGone as gone:  # a send to a client already gone
+            self._ended(_End("client", gone.code, gone.reason))
+        scope.cancel()
+
+    async def _watch_idle(self, scope: anyio.CancelScope) -> None:
+        idle = self.limits.idle_timeout
+        assert idle is not None
+        while True:
+            left = self._last + idle - anyio.current_time()
+            if left <= 0:
+                self._ended(
+                    _End(
+                        "idle",
+                        1008,
+                        f"no message either way for {idle:g}s (the bridge's idle limit)",
+                        failed=True,
+                    )
+                )
+                scope.cancel()
+                return
+            await anyio.sleep(left)
+
+    async def _finish(self, conn: Any) -> None:
+        end = self.end
+        assert end is not None
+        secrets = self._secrets
+        reason = scrub(end.reason, secrets)
+        exchange = self.exchange
+        if end.by == "client":
+            with anyio.CancelScope(shield=True):
+                await _close_upstream(conn, sendable(end.code, abnormal=1000), reason)
+        else:
+            if end.failed:
+                assert self.spec is not None
+                what = "upstream" if end.by == "upstream" else "bridge"
+                text = f"{what}: {reason}" if reason else f"the {what} closed the session ({end.code})"
+                kind = "server_error" if end.by == "upstream" else "invalid_request_error"
+                for message in error_messages(
+                    self.spec.name, StreamError(type=kind, message=text, code=end.by)
+                ):
+                    await self.ws.send(message)
+                exchange.reason = text
+                reason = text
+            await self.ws.close(sendable(end.code), reason)
+            with anyio.CancelScope(shield=True):
+                await _close_upstream(conn, 1000, "")
+
+    # ------------------------------------------------------------------ refusals and bugs
+
+    async def _refused(self, exc: Rejected) -> None:
+        self.app.stats.rejected += self.spec is not None
+        self.exchange.reason = reason = scrub(exc.message, self._secrets)
+        if not self.ws.accepted:
+            self.exchange.status = exc.status
+            await self.ws.refuse(exc.status, error_body(self.spec, exc.status, reason), exc.headers)
+            self.exchange.status = self.ws.status
+            return
+        if self.spec is not None:
+            kind = "invalid_request_error" if exc.status < 500 else "server_error"
+            for message in error_messages(
+                self.spec.name, StreamError(type=kind, message=reason, code=str(exc.status))
+            ):
+                await self.ws.send(message)
+        await self.ws.close(_close_code(exc.status), reason)
+
+    async def _internal_error(self, exc: Exception) -> None:
+        self.app.stats.internal_errors += 1
+        self.exchange.reason = f"internal error ({type(exc).__name__})"
+        frames = "".join(traceback.TracebackException.from_exception(exc).stack.format())
+        log.error(
+            "bridge: internal error %s in a session on %s\n%s", type(exc).__name__, self.scope["path"], frames
+        )
+        msg = f"internal error in the bridge ({type(exc).__name__}); see its log"
+        if not self.ws.accepted:
+            await self.ws.refuse(500, error_body(self.spec, 500, msg))
+            self.exchange.status = self.ws.status
+            return
+        if self.spec is not None:
+            for message in error_messages(self.spec.name, StreamError(type="server_error", message=msg)):
+                await self.ws.send(message)
+        await self.ws.close(1011, msg)
+
+    # ------------------------------------------------------------------ the record
+
+    def record(self) -> None:
+        exchange = self.exchange
+        translator = self.translator
+        if translator is not None:
+            session = translator.session
+            exchange.responses = list(session.responses)
+            exchange.drops = 0
+        end = self.end
+        if end is not None and end.failed:
+            error = StreamError(type=end.by, message=exchange.reason)
+            exchange.responses.append(
+                Response(protocol=exchange.upstream or "unknown", status="failed", error=error)
+            )
+        self.app.metrics.observe(exchange)
+        fields = exchange.fields()
+        fields.update(
+            messages_in=self.ws.received,
+            messages_out=self.ws.sent,
+            upstream_messages=self.upstream_in,
+            responses=len(exchange.responses) - (1 if end is not None and end.failed else 0),
+        )
+        if end is not None:
+            fields.update(ended_by=end.by, close_code=self.ws.close_code or sendable(end.code))
+        level = (
+            logging.WARNING if (end is not None and end.failed) or exchange.status >= 500 else logging.INFO
+        )
+        if access_log.isEnabledFor(level):
+            access_log.log(
+                level, "bridge session %s", msgspec.json.encode(fields).decode(), extra={"exchange": fields}
+            )
+        if end is not None:  # counted last: whoever waits on the counts finds the record done
+            if end.failed:
+                self.app.stats.stream_errors += 1
+            else:
+                self.app.stats.streams += 1
+
+
+def _upstream_end(exc: Any) -> _End:
+    """How the upstream ended, from ``websockets``' ``ConnectionClosed``."""
+    rcvd = exc.rcvd
+    if rcvd is None:  # no close frame: the connection dropped (a cut)
+        return _End("upstream", 1006, "the upstream connection was lost", failed=True)
+    code, reason = rcvd.code, rcvd.reason
+    failed = code not in (1000, 1001)
+    if failed and not reason:
+        reason = f"the upstream closed the session with code {code}"
+    return _End("upstream", code, reason, failed=failed)
+
+
+async def _close_upstream(conn: Any, code: int, reason: str) -> None:
+    try:
+        await conn.close(code, clip_reason(reason))
+    except Exception as exc:  # closing a connection already broken: nothing left to tell
+        log.debug("bridge: closing the upstream session: %s", type(exc).__name__)
+
+
+def _is_connect_error(exc: Exception) -> bool:
+    from websockets.exceptions import InvalidHandshake, InvalidURI
+
+    return isinstance(exc, OSError | InvalidHandshake | InvalidURI | EOFError)
+
+
+async def serve_session(app: BridgeApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve one ASGI ``websocket`` connection: a realtime session (see the module docstring)."""
+    session = _Session(app, scope, receive, send)
+    if app.metrics.enabled:
+        app.metrics.in_flight.inc()
+    try:
+        await session.run()
+    finally:
+        if app.metrics.enabled:
+            app.metrics.in_flight.dec()
+        session.record()
