@@ -607,3 +607,81 @@ async def test_cross_protocol_without_the_translator_is_refused_clearly() -> Non
 )
 def test_close_codes_are_mapped_to_sendable_ones(received: int | None, sent: int) -> None:
     assert sendable(received) == sent
+
+
+# ---------------------------------------------------------------------------------- recordings and routes
+
+
+async def test_a_session_recording_replays_as_the_upstream() -> None:
+    from maas_stream.bridge import RecordingUpstream
+    from tests.conftest import RECORDINGS
+
+    app = create_app(
+        upstream=RecordingUpstream(RECORDINGS / "openai-realtime" / "ga_text_then_parallel_calls.jsonl"),
+        guard=Guard(keys=(BRIDGE_KEY,)),
+    )
+    async with serving(app) as port:
+        with anyio.fail_after(LIMIT):
+            async with openai_client(port).realtime.connect(model="gpt-realtime") as conn:
+                events = Events(conn)
+                await events.until("session.created")
+                await conn.session.update(session={"type": "realtime"})
+                await conn.conversation.item.create(item=user_text("Paris and Oslo?"))  # type: ignore[arg-type]
+                await conn.response.create()
+                first = (await events.until("response.done"))[-1]
+                for call in first.response.output[1:]:
+                    await conn.conversation.item.create(
+                        item={"type": "function_call_output", "call_id": call.call_id, "output": "18C"}
+                    )
+                await conn.response.create()
+                second = await events.until("response.done")
+                with pytest.raises(ConnectionClosed) as closed:  # the recording ended
+                    await conn.recv_bytes()
+    assert [c.call_id for c in first.response.output[1:]] == ["call_A", "call_B"]
+    assert text_of(second) == "Paris 18C, Oslo 9C."
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1000
+    await settled(app)
+    assert (app.stats.streams, app.stats.stream_errors) == (1, 0)
+
+
+async def test_a_session_to_an_http_upstream_is_refused() -> None:
+    from maas_stream.bridge import RecordingUpstream
+    from tests.conftest import RECORDINGS
+
+    app = create_app(
+        upstream=RecordingUpstream(RECORDINGS / "anthropic" / os_listdir_first(RECORDINGS / "anthropic")),
+        guard=Guard(keys=(BRIDGE_KEY,)),
+    )
+    async with serving(app) as port:
+        with anyio.fail_after(LIMIT), pytest.raises(InvalidStatus) as refused:
+            async with openai_client(port).realtime.connect(model="gpt-realtime"):
+                pass
+    assert refused.value.response.status_code == 501
+    message = json.loads(refused.value.response.body or b"{}")["error"]["message"]
+    assert "needs a session upstream (google-live, openai-realtime)" in message
+
+
+def os_listdir_first(folder: Path) -> str:
+    return sorted(p.name for p in folder.glob("*.sse"))[0]
+
+
+async def test_live_route_rename_is_written_into_the_setup(tmp_path: Path) -> None:
+    cert, key, context = tls_files(tmp_path)
+    async with FakeLive() as fake:
+        upstream = WebSocketUpstream(
+            "google-live", fake.url, api_key=UPSTREAM_KEY, model="gemini-live-renamed"
+        )
+        app = bridge(upstream)
+        async with serving(app, tls=(cert, key)) as port:
+            client = genai.Client(
+                api_key=BRIDGE_KEY,
+                http_options={"base_url": f"https://127.0.0.1:{port}", "async_client_args": {"ssl": context}},
+            )
+            with anyio.fail_after(LIMIT):
+                async with client.aio.live.connect(model=LIVE_MODEL, config=TEXT_CONFIG) as session:
+                    await session.send_client_content(turns={"role": "user", "parts": [{"text": "hi"}]})
+                    messages = [m async for m in session.receive()]
+    assert "".join(m.text or "" for m in messages) == ANSWER
+    assert fake.seen.messages[0]["setup"]["model"] == "models/gemini-live-renamed"
+    assert fake.seen.messages[0]["setup"]["generationConfig"] == {"responseModalities": ["TEXT"]}

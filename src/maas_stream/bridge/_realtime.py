@@ -53,7 +53,16 @@ from ._asgi import request_headers
 from ._guard import check_model
 from ._metrics import Exchange, access_log, scrub
 from ._request import Rejected, error_body
-from ._ws import ClientGone, ClientSocket, MessageTooBig, WebSocketUpstream, clip_reason, sendable
+from ._upstream import RecordingUpstream
+from ._ws import (
+    ClientGone,
+    ClientSocket,
+    MessageTooBig,
+    SessionRecordingUpstream,
+    WebSocketUpstream,
+    clip_reason,
+    sendable,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -293,6 +302,8 @@ class _Session:
             return
         try:
             await self._open()
+        except ClientGone as gone:  # before the relay (a Live client gone before its setup)
+            self._ended(_End("client", gone.code, gone.reason))
         except Rejected as exc:
             await self._refused(exc)
         except Exception as exc:
@@ -355,8 +366,10 @@ class _Session:
     async def _serve(
         self, spec: ProtocolSpec, route: Route, model: str | None, first: str | bytes | None
     ) -> None:
-        upstream = route.upstream
-        if not isinstance(upstream, WebSocketUpstream):
+        upstream: Any = route.upstream
+        if isinstance(upstream, RecordingUpstream) and get_protocol(upstream.protocol).session is not None:
+            upstream = SessionRecordingUpstream(upstream.recording, protocol=upstream.protocol)
+        if not isinstance(upstream, WebSocketUpstream | SessionRecordingUpstream):
             raise Rejected(
                 501,
                 f"the route {route.name!r} has a {upstream.protocol} upstream; a realtime session "
@@ -383,7 +396,7 @@ class _Session:
 
     async def _connect(
         self,
-        upstream: WebSocketUpstream,
+        upstream: WebSocketUpstream | SessionRecordingUpstream,
         model: str | None,
         headers: dict[str, str],
         offered: list[str],
@@ -528,10 +541,7 @@ class _Session:
                 what = "upstream" if end.by == "upstream" else "bridge"
                 text = f"{what}: {reason}" if reason else f"the {what} closed the session ({end.code})"
                 kind = "server_error" if end.by == "upstream" else "invalid_request_error"
-                for message in error_messages(
-                    self.spec.name, StreamError(type=kind, message=text, code=end.by)
-                ):
-                    await self.ws.send(message)
+                await self._tell(StreamError(type=kind, message=text, code=end.by))
                 exchange.reason = text
                 reason = text
             await self.ws.close(sendable(end.code), reason)
@@ -539,6 +549,15 @@ class _Session:
                 await _close_upstream(conn, 1000, "")
 
     # ------------------------------------------------------------------ refusals and bugs
+
+    async def _tell(self, error: StreamError) -> None:
+        """Send ``error`` as the client protocol's error event(s), unless the client is gone."""
+        assert self.spec is not None
+        try:
+            for message in error_messages(self.spec.name, error):
+                await self.ws.send(message)
+        except ClientGone:
+            pass  # nobody left to tell; the close below is a no-op too
 
     async def _refused(self, exc: Rejected) -> None:
         self.app.stats.rejected += self.spec is not None
@@ -550,13 +569,12 @@ class _Session:
             return
         if self.spec is not None:
             kind = "invalid_request_error" if exc.status < 500 else "server_error"
-            for message in error_messages(
-                self.spec.name, StreamError(type=kind, message=reason, code=str(exc.status))
-            ):
-                await self.ws.send(message)
+            await self._tell(StreamError(type=kind, message=reason, code=str(exc.status)))
         await self.ws.close(_close_code(exc.status), reason)
 
     async def _internal_error(self, exc: Exception) -> None:
+        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # a relay task's bug
+            exc = exc.exceptions[0]
         self.app.stats.internal_errors += 1
         self.exchange.reason = f"internal error ({type(exc).__name__})"
         frames = "".join(traceback.TracebackException.from_exception(exc).stack.format())
@@ -569,8 +587,7 @@ class _Session:
             self.exchange.status = self.ws.status
             return
         if self.spec is not None:
-            for message in error_messages(self.spec.name, StreamError(type="server_error", message=msg)):
-                await self.ws.send(message)
+            await self._tell(StreamError(type="server_error", message=msg))
         await self.ws.close(1011, msg)
 
     # ------------------------------------------------------------------ the record

@@ -5,7 +5,8 @@
 is a provider's websocket endpoint (its URL, the operator's key, a model rename, limits), opened
 per session with the ``websockets`` library. :func:`sendable` maps a close code received on one
 side to one that may be sent on the other. ``_realtime`` decides what crosses; this module only
-moves messages and checks sizes.
+moves messages and checks sizes. :class:`SessionRecordingUpstream` replays a recorded session
+as the upstream (offline demos and tests).
 
 It must not contain protocol logic: URLs and credential headers come from the protocols' specs.
 """
@@ -17,16 +18,19 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
+import anyio
 import msgspec
 
 from .._exceptions import LocalProtocolError
-from .._registry import get_protocol
+from .._registry import detect_protocol, get_protocol
 from ._request import Rejected
 from ._upstream import Timeouts, auth_headers
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
+    from pathlib import Path
 
+    from ..io import Recording
     from ._asgi import Receive, Scope, Send
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "ClientGone",
     "ClientSocket",
     "MessageTooBig",
+    "SessionRecordingUpstream",
     "WebSocketUpstream",
     "clip_reason",
     "sendable",
@@ -279,3 +284,98 @@ class WebSocketUpstream:
 
     async def aclose(self) -> None:
         """Nothing pooled to release (one connection per session, closed with it)."""
+
+
+class SessionRecordingUpstream:
+    """Replay a session recording (``{"dir", "msg"}`` JSON lines) as the upstream of every session.
+
+    The server messages are sent in order; where the recording has client messages, the replay
+    waits for as many messages from the client (whatever they say) before going on. At the end
+    of the recording the upstream closes normally (1000).
+
+    Args:
+        path: The ``.jsonl`` recording (or a loaded one: a route's
+            :class:`~maas_stream.bridge.RecordingUpstream` serves sessions through this).
+        protocol: Its protocol; detected from its first lines when ``None``.
+
+    Raises:
+        OSError: The recording cannot be read.
+        ProtocolDetectionError: Its protocol cannot be told.
+        LocalProtocolError: It is not a session protocol's recording.
+    """
+
+    model: str | None = None
+    """Never renamed: the recording answers whatever model was asked."""
+
+    def __init__(self, path: str | Path | Recording, *, protocol: str | None = None) -> None:
+        from ..io import Recording
+
+        self.recording = path if isinstance(path, Recording) else Recording.load(path)
+        meta = self.recording.meta
+        name = protocol or (meta.protocol if meta is not None else None)
+        if name is None:
+            name = detect_protocol(self.recording.data, final=True)
+            assert name is not None
+        if get_protocol(name).session is None:
+            raise LocalProtocolError(f"{self.recording.path}: a {name} recording is not a websocket session")
+        self._protocol = name
+        self.timeouts = Timeouts()
+        self.lines: list[tuple[str, bytes]] = []
+        for line in self.recording.data.splitlines():
+            if line.strip():
+                frame = msgspec.json.decode(line)
+                self.lines.append((str(frame.get("dir")), msgspec.json.encode(frame.get("msg"))))
+
+    @property
+    def protocol(self) -> str:
+        """The recording's protocol."""
+        return self._protocol
+
+    open = WebSocketUpstream.open
+
+    @contextlib.asynccontextmanager
+    async def connect(self, model: str | None, **_: Any) -> AsyncIterator[_Replay]:
+        """A replayed connection (the handshake options are ignored)."""
+        yield _Replay(self.lines)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class _Replay:
+    """A connection replaying recorded lines, with the ``websockets`` connection's face."""
+
+    subprotocol = None
+
+    def __init__(self, lines: list[tuple[str, bytes]]) -> None:
+        self._lines = lines
+        self._pos = 0
+        self._sent = anyio.Event()
+        self._closed: tuple[int, str] | None = None
+        self.received: list[str | bytes] = []
+        """The client messages sent to the replay."""
+
+    async def send(self, message: str | bytes) -> None:
+        self.received.append(message)
+        if self._pos < len(self._lines) and self._lines[self._pos][0] == "client":
+            self._pos += 1
+        self._sent.set()
+
+    async def recv(self) -> str:
+        from websockets.exceptions import ConnectionClosedOK
+        from websockets.frames import Close
+
+        while True:
+            if self._closed is not None or self._pos >= len(self._lines):
+                code, reason = self._closed or (1000, "")
+                raise ConnectionClosedOK(Close(code, reason), Close(code, reason), True)
+            direction, message = self._lines[self._pos]
+            if direction != "client":
+                self._pos += 1
+                return message.decode()
+            self._sent = anyio.Event()
+            await self._sent.wait()  # the recording waits for the client here
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        self._closed = (code, reason)
+        self._sent.set()
