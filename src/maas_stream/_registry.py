@@ -155,6 +155,9 @@ class SessionEndpoint:
     forward_headers: tuple[str, ...] = ()
     """Client handshake headers passed on to a same-protocol upstream (``openai-beta``: the
     beta event names)."""
+    beta_header: tuple[str, str] | None = None
+    """A handshake header and value by which a client says it speaks the beta event names
+    (``openai-beta: realtime=v1``), for a translator that writes them."""
 
     def match(self, path: str) -> bool:
         """Whether a client connecting to ``path`` speaks this protocol."""

@@ -44,11 +44,14 @@ from urllib.parse import parse_qsl
 import anyio
 import msgspec
 
-from .._exceptions import LocalProtocolError, ProtocolError
+from .._exceptions import LocalProtocolError, MaasStreamError, ProtocolError
 from .._model import Response, Session, StreamError
 from .._registry import get_protocol, match_session, protocol_specs
 from .._stream_aggregator import StreamAggregator
 from ..events import StreamErrorEvent
+from ..io import ProviderHTTPError, StreamIOError
+from ..io._exceptions import error_summary
+from ..io._source import AsyncReader
 from ._asgi import request_headers
 from ._guard import check_model
 from ._metrics import Exchange, access_log, scrub
@@ -153,7 +156,9 @@ class PassThrough:
         LocalProtocolError: ``client`` and ``upstream`` differ (a translator is needed).
     """
 
-    def __init__(self, client: str, upstream: str, *, model: str | None, drop_params: bool = False) -> None:
+    def __init__(
+        self, client: str, upstream: str, *, model: str | None, drop_params: bool = False, **_: Any
+    ) -> None:
         if client != upstream:
             raise LocalProtocolError(
                 f"a {client} client over a {upstream} upstream needs the session translator, "
@@ -294,6 +299,9 @@ class _Session:
         self.counted = False
         self._last = anyio.current_time()
         self._secrets: tuple[str, ...] = app._secrets
+        self._requests: list[Any] = []
+        """Turn requests for an HTTP upstream, waiting to be sent (one turn at a time)."""
+        self._requested = anyio.Event()
 
     # ------------------------------------------------------------------ the handshake
 
@@ -369,23 +377,34 @@ class _Session:
         upstream: Any = route.upstream
         if isinstance(upstream, RecordingUpstream) and get_protocol(upstream.protocol).session is not None:
             upstream = SessionRecordingUpstream(upstream.recording, protocol=upstream.protocol)
-        if not isinstance(upstream, WebSocketUpstream | SessionRecordingUpstream):
+        websocket = isinstance(upstream, WebSocketUpstream | SessionRecordingUpstream)
+        cls = translator_class()
+        if not websocket and not hasattr(cls, "upstream_http"):
             raise Rejected(
                 501,
                 f"the route {route.name!r} has a {upstream.protocol} upstream; a realtime session "
-                f"needs a session upstream ({', '.join(s.name for s in protocol_specs() if s.session)})",
+                f"needs a session upstream ({', '.join(s.name for s in protocol_specs() if s.session)}) "
+                "(turn by turn over HTTP needs the session translator)",
             )
         session = spec.session
         assert session is not None
         drop = self.app.drop_params if route.drop_params is None else route.drop_params
-        name = upstream.model or model
+        rename = getattr(upstream, "model", None)
+        name = rename or model
+        options: dict[str, Any] = {"model": name or "", "drop_params": drop}
+        beta = session.beta_header
+        if beta is not None and self.headers.get(beta[0]) == beta[1]:
+            options["beta"] = True
         try:
-            self.translator = translator_class()(spec.name, upstream.protocol, model=name, drop_params=drop)
+            self.translator = cls(spec.name, upstream.protocol, **options)
         except LocalProtocolError as exc:
             raise Rejected(501, str(exc)) from None
+        if not websocket:
+            await self._turns(upstream, name, first)
+            return
         same = spec.name == upstream.protocol
-        if first is not None and upstream.model is not None and session.model_field:
-            first = _with_field(first, session.model_field, session.model_prefix + upstream.model)
+        if first is not None and rename is not None and session.model_field:
+            first = _with_field(first, session.model_field, session.model_prefix + rename)
         forwarded = {h: self.headers[h] for h in session.forward_headers if same and h in self.headers}
         offered = [
             p
@@ -393,6 +412,19 @@ class _Session:
             if session.key_subprotocol is None or not p.startswith(session.key_subprotocol)
         ]
         await self._connect(upstream, name, forwarded, offered if same else [], first)
+
+    async def _accept(self, chosen: str | None = None) -> None:
+        """Accept the client (with ``chosen``, or the protocol's subprotocol, when it offered it)."""
+        if self.ws.accepted:
+            return
+        offered = self.scope.get("subprotocols") or ()
+        if chosen not in offered:
+            spec = self.spec
+            assert spec is not None
+            assert spec.session is not None
+            chosen = spec.session.subprotocol if spec.session.subprotocol in offered else None
+        await self.ws.accept(chosen)
+        self.exchange.status = 101
 
     async def _connect(
         self,
@@ -427,18 +459,7 @@ class _Session:
                 502, f"upstream {upstream.protocol} unreachable: {exc or type(exc).__name__}"
             ) from None
         try:
-            if not self.ws.accepted:
-                chosen = conn.subprotocol
-                offered_by_client = self.scope.get("subprotocols") or ()
-                if chosen not in offered_by_client:
-                    spec = self.spec
-                    assert spec is not None
-                    assert spec.session is not None
-                    chosen = (
-                        spec.session.subprotocol if spec.session.subprotocol in offered_by_client else None
-                    )
-                await self.ws.accept(chosen)
-                self.exchange.status = 101
+            await self._accept(conn.subprotocol)
             await self._relay(conn, first)
         finally:
             await connecting.__aexit__(None, None, None)
@@ -447,6 +468,9 @@ class _Session:
 
     async def _deliver(self, conn: Any, out: Any) -> None:
         for message in out.to_upstream:
+            if conn is None:  # an HTTP upstream takes turn requests, not messages
+                log.warning("bridge session: a message for an HTTP upstream was not sent")
+                continue
             await conn.send(message)
         for message in out.to_client:
             if self.exchange.first_byte is None:
@@ -460,6 +484,61 @@ class _Session:
         if out.close is not None:
             code, reason = out.close
             self._ended(_End("translator", code, reason, failed=code not in (1000, 1001)))
+        request = getattr(out, "request", None)
+        if request is not None:
+            self._requests.append(request)
+            self._requested.set()
+
+    async def _turns(self, upstream: Any, model: str | None, first: str | bytes | None) -> None:
+        """Serve the session from an HTTP upstream, one turn (one streaming request) at a time."""
+        await self._accept()
+        await self._deliver(None, self.translator.opening())
+        if first is not None:
+            await self._deliver(None, self.translator.from_client(first))
+        if self.end is None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._client_to_upstream, None, tg.cancel_scope)
+                tg.start_soon(self._run_turns, upstream, model)
+                if self.limits.idle_timeout is not None:
+                    tg.start_soon(self._watch_idle, tg.cancel_scope)
+        await self._finish(None)
+
+    async def _run_turns(self, upstream: Any, model: str | None) -> None:
+        while True:
+            await self._requested.wait()
+            self._requested = anyio.Event()
+            while self._requests:
+                await self._turn(upstream, model, self._requests.pop(0))
+
+    async def _turn(self, upstream: Any, model: str | None, request: Any) -> None:
+        """One turn: the request to the HTTP upstream, its stream fed to the translator."""
+        for rec in request.dropped:
+            self.app.stats.dropped[rec.kind] += rec.count
+            log.warning("bridge session %s -> %s: not sent: %s", self.exchange.client, upstream.protocol, rec)
+        timeouts = getattr(upstream, "timeouts", None)
+        error: StreamError | None = None
+        try:
+            async with upstream.open(request.body, model=model) as source:
+                reader = AsyncReader(
+                    source,
+                    idle_timeout=getattr(timeouts, "idle", None),
+                    total_timeout=getattr(timeouts, "total", None),
+                )
+                while (chunk := await reader.read()) is not None:
+                    self._last = anyio.current_time()
+                    data = chunk.encode() if isinstance(chunk, str) else chunk
+                    await self._deliver(None, self.translator.upstream_http(data))
+        except ProviderHTTPError as exc:
+            what = f"upstream {upstream.protocol} answered {exc.status}: {error_summary(exc.body)}"
+            error = StreamError(
+                type="upstream_error", message=scrub(what, self._secrets), code=str(exc.status)
+            )
+        except (StreamIOError, MaasStreamError) as exc:
+            what = f"upstream {upstream.protocol}: {exc}"
+            error = StreamError(type="upstream_error", message=scrub(what, self._secrets))
+        if error is not None:
+            log.warning("bridge session: a turn failed: %s", error.message)
+        await self._deliver(None, self.translator.upstream_http_end(error=error))
 
     def _ended(self, end: _End) -> None:
         if self.end is None:
@@ -532,11 +611,23 @@ class _Session:
         secrets = self._secrets
         reason = scrub(end.reason, secrets)
         exchange = self.exchange
+        told = False
+        closed = getattr(self.translator, "upstream_closed", None)
+        if end.by == "upstream" and closed is not None:
+            # The translator tells the client in its own protocol (and closes its session's record).
+            out = closed(sendable(end.code), reason)
+            for message in out.to_client:
+                await self.ws.send(message)
+            told = bool(out.to_client)
+            if out.close is not None:
+                end = _End("upstream", out.close[0], out.close[1] or reason, failed=end.failed)
         if end.by == "client":
             with anyio.CancelScope(shield=True):
                 await _close_upstream(conn, sendable(end.code, abnormal=1000), reason)
         else:
-            if end.failed:
+            if end.failed and told:
+                exchange.reason = reason = scrub(end.reason, secrets)
+            elif end.failed:
                 assert self.spec is not None
                 what = "upstream" if end.by == "upstream" else "bridge"
                 text = f"{what}: {reason}" if reason else f"the {what} closed the session ({end.code})"
@@ -642,6 +733,8 @@ def _upstream_end(exc: Any) -> _End:
 
 
 async def _close_upstream(conn: Any, code: int, reason: str) -> None:
+    if conn is None:  # an HTTP upstream: nothing open between turns
+        return
     try:
         await conn.close(code, clip_reason(reason))
     except Exception as exc:  # closing a connection already broken: nothing left to tell

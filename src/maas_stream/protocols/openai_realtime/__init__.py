@@ -33,6 +33,7 @@ SESSION = SessionEndpoint(
     key_subprotocol="openai-insecure-api-key.",
     subprotocol="realtime",
     forward_headers=("openai-beta",),  # realtime=v1: the beta event names
+    beta_header=("openai-beta", "realtime=v1"),
 )
 
 SPEC = spec_of(sys.modules[__name__], "jsonl", media_type="application/jsonl")
