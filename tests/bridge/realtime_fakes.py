@@ -11,7 +11,9 @@
   ``toolCallCancellation`` for it;
 * ``cut`` → the TCP connection is dropped mid-response (no close frame);
 * ``fail`` → the connection is closed with 1011 and a reason;
-* anything else → the text :data:`ANSWER`, in two deltas.
+* anything else → the text :data:`ANSWER`, in two deltas;
+* Live audio (``realtimeInput``) is collected, and ``activityEnd`` / ``audioStreamEnd`` is
+  answered with :data:`AUDIO_OUT` (24 kHz PCM16) as ``inlineData``.
 
 A Realtime ``response.cancel`` with no response active answers the recoverable ``error`` event
 the docs describe (the session goes on).
@@ -22,6 +24,7 @@ client needs: it always connects with ``wss``).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import ipaddress
@@ -40,6 +43,7 @@ UPSTREAM_KEY = "sk-upstream-operator-0123456789"
 BRIDGE_KEY = "bridge-key-abcdefgh"
 ANSWER = "Hello from the fake upstream."
 TOOL_ANSWER = "Paris is 18C."
+AUDIO_OUT = bytes(range(256)) * 19 * 2  # 9728 bytes: 4864 PCM16 samples, about 0.2 s at 24 kHz
 
 
 @dataclass
@@ -294,6 +298,11 @@ class FakeLive(_Fake):
 
     key_header = "x-goog-api-key"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.audio_in = b""
+        """The PCM16 audio the client streamed (``realtimeInput``), decoded."""
+
     @property
     def url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
@@ -315,6 +324,25 @@ class FakeLive(_Fake):
             response = msg.get("toolResponse") or msg.get("tool_response")
             if response is not None:
                 await self.say(ws, TOOL_ANSWER)
+            realtime = msg.get("realtimeInput") or msg.get("realtime_input") or {}
+            for blob in [realtime.get("audio"), *(realtime.get("mediaChunks") or [])]:
+                if blob:
+                    self.audio_in += base64.b64decode(blob["data"])
+            if "activityEnd" in realtime or "audioStreamEnd" in realtime:
+                await self.speak(ws)
+
+    def messages_setup_modalities(self) -> Any:
+        """The ``responseModalities`` of the session's ``setup``."""
+        setup = next(m["setup"] for m in self.seen.messages if "setup" in m)
+        return (setup.get("generationConfig") or {}).get("responseModalities")
+
+    async def speak(self, ws: Any) -> None:
+        """An audio answer: :data:`AUDIO_OUT` bytes of 24 kHz PCM16, in two chunks."""
+        half = len(AUDIO_OUT) // 2
+        for piece in (AUDIO_OUT[:half], AUDIO_OUT[half:]):
+            blob = {"mimeType": "audio/pcm;rate=24000", "data": base64.b64encode(piece).decode()}
+            await ws.send(json.dumps({"serverContent": {"modelTurn": {"parts": [{"inlineData": blob}]}}}))
+        await ws.send(json.dumps({"serverContent": {"turnComplete": True}}))
 
     async def turn(self, ws: Any, text: str) -> None:
         if "cut" in text:

@@ -35,6 +35,7 @@ from maas_stream.bridge._realtime import SessionLimits
 from maas_stream.bridge._ws import WebSocketUpstream, sendable
 from tests.bridge.realtime_fakes import (
     ANSWER,
+    AUDIO_OUT,
     BRIDGE_KEY,
     TOOL_ANSWER,
     UPSTREAM_KEY,
@@ -552,6 +553,44 @@ async def test_openai_client_over_a_live_upstream() -> None:
                     turn = await events.until("response.done")
     assert text_of(turn) == ANSWER
     assert "setup" in fake.seen.messages[0]
+
+
+@cross_protocol
+async def test_openai_audio_turn_over_a_live_upstream_is_resampled() -> None:
+    import base64
+
+    samples = 4800  # 0.2 s of PCM16 at 24 kHz, Realtime's rate; Live takes 16 kHz
+    audio = bytes(2 * samples)
+    async with FakeLive() as fake:
+        app = bridge(live_upstream(fake))
+        async with serving(app) as port:
+            with anyio.fail_after(LIMIT):
+                async with openai_client(port).realtime.connect(model=LIVE_MODEL) as conn:
+                    events = Events(conn)
+                    await events.until("session.created")
+                    await conn.session.update(
+                        session={
+                            "type": "realtime",
+                            "output_modalities": ["audio"],
+                            "audio": {
+                                "input": {
+                                    "format": {"type": "audio/pcm", "rate": 24000},
+                                    "turn_detection": None,
+                                }
+                            },
+                        }
+                    )
+                    for i in range(0, len(audio), 1920):
+                        await conn.input_audio_buffer.append(
+                            audio=base64.b64encode(audio[i : i + 1920]).decode()
+                        )
+                    await conn.input_audio_buffer.commit()
+                    await conn.response.create()
+                    turn = await events.until("response.done")
+    out = b"".join(base64.b64decode(e.delta) for e in turn if e.type == "response.output_audio.delta")
+    assert fake.messages_setup_modalities() == ["AUDIO"]
+    assert abs(len(fake.audio_in) - 2 * samples * 2 // 3) <= 64  # resampled 24 -> 16 kHz
+    assert len(out) == len(AUDIO_OUT)  # Live's 24 kHz output is Realtime's rate: same length
 
 
 @cross_protocol
