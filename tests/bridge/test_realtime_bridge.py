@@ -520,6 +520,25 @@ async def test_live_wrong_bridge_key_is_refused(live: tuple[FakeLive, genai.Clie
     assert app.stats.rejected == 1
 
 
+async def test_live_model_without_a_route_is_a_close_naming_it(tmp_path: Path) -> None:
+    cert, key, context = tls_files(tmp_path)
+    async with FakeLive() as fake:
+        app = create_app(routes=[Route("gpt-*", live_upstream(fake))], guard=Guard(keys=(BRIDGE_KEY,)))
+        async with serving(app, tls=(cert, key)) as port:
+            client = genai.Client(
+                api_key=BRIDGE_KEY,
+                http_options={"base_url": f"https://127.0.0.1:{port}", "async_client_args": {"ssl": context}},
+            )
+            with anyio.fail_after(LIMIT), pytest.raises(genai_errors.APIError) as refused:
+                async with client.aio.live.connect(model=LIVE_MODEL, config=TEXT_CONFIG):
+                    pass
+    assert refused.value.code == 1008
+    assert f"no route serves the model '{LIVE_MODEL}'" in str(refused.value)
+    assert fake.seen.paths == []
+    await settled(app)
+    assert app.stats.stream_errors == 1
+
+
 async def test_live_key_in_the_query(live: tuple[FakeLive, genai.Client, BridgeApp]) -> None:
     from websockets.asyncio.client import connect
 

@@ -359,7 +359,10 @@ class _Session:
         session = spec.session
         assert session is not None
         with anyio.move_on_after(self.limits.first_message_timeout):
-            first = await self.ws.receive()
+            try:
+                first = await self.ws.receive()
+            except MessageTooBig as exc:
+                raise Rejected(413, str(exc)) from None
             found = None
             try:
                 found = _field(msgspec.json.decode(first), session.model_field)
@@ -651,9 +654,11 @@ class _Session:
             pass  # nobody left to tell; the close below is a no-op too
 
     async def _refused(self, exc: Rejected) -> None:
-        self.app.stats.rejected += self.spec is not None
         self.exchange.reason = reason = scrub(exc.message, self._secrets)
-        if not self.ws.accepted:
+        if self.ws.accepted:  # a Live client, refused once its setup named the model
+            self._ended(_End("refused", _close_code(exc.status), reason, failed=True))
+        else:
+            self.app.stats.rejected += self.spec is not None
             self.exchange.status = exc.status
             await self.ws.refuse(exc.status, error_body(self.spec, exc.status, reason), exc.headers)
             self.exchange.status = self.ws.status

@@ -117,13 +117,14 @@ def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp
             timeouts=timeouts,
             max_connections=settings.max_connections or DEFAULT_MAX_CONNECTIONS,
         )
+    elif settings.config is None:
+        raise ValueError("give a routes file, an upstream protocol or a recording")
+    if settings.recording is None and settings.upstream_protocol is not None:
         auth = get_protocol(settings.upstream_protocol).auth
         if auth is not None and not os.environ.get(auth.env):
             log.warning(
                 "the environment variable %s is not set: requests go upstream without a key", auth.env
             )
-    elif settings.config is None:
-        raise ValueError("give a routes file, an upstream protocol or a recording")
     limits = Limits(**settings.limits)
     if upstream is not None:
         app = create_app(upstream=upstream, guard=guard, limits=limits, drop_params=settings.drop_params)
