@@ -117,6 +117,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         limits=limits,
         max_connections=options.get("max_connections"),
         drop_params=args.drop_params,
+        session_limits=options.get("session_limits", {}),
     )
     try:
         app = build_app(settings, keys=args.bridge_key)
@@ -211,6 +212,20 @@ _LIMIT_FLAGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
     "max_body": ("max_body", int, "BYTES", "largest request body; larger gets 413 (default 33554432)"),
     "body_timeout": ("body_timeout", _seconds, "S", "receiving a request body; slower gets 408 (default 60)"),
 }
+_SESSION_FLAGS: dict[str, tuple[str, Callable[[str], Any], str, str]] = {
+    "session_idle_timeout": (
+        "idle_timeout",
+        _seconds,
+        "S",
+        "realtime sessions: close one without a message either way for S seconds (default 600)",
+    ),
+    "session_max_message": (
+        "max_message",
+        int,
+        "BYTES",
+        "realtime sessions: largest websocket message either way (default 16777216)",
+    ),
+}
 _SERVER_FLAGS: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "limit_concurrency": (_count, "N", "uvicorn: connections at once; more get 503 (default: no limit)"),
     "timeout_keep_alive": (
@@ -257,6 +272,8 @@ def _serve_limit_flags(p: argparse.ArgumentParser) -> None:
     )
     for name, (_, kind, metavar, text) in _LIMIT_FLAGS.items():
         g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
+    for name, (_, kind, metavar, text) in _SESSION_FLAGS.items():
+        g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
     for name, (kind, metavar, text) in _SERVER_FLAGS.items():
         g.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS, metavar=metavar, help=text)
 
@@ -266,7 +283,9 @@ def serve_options(
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The ``serve`` flags: ``Timeouts`` and ``Limits`` fields, upstream and uvicorn options.
 
-    The values are checked by building the classes once.
+    The values are checked by building the classes once. The realtime session limits travel in
+    the upstream options as ``session_limits`` (``SessionLimits`` fields); a larger message limit
+    raises uvicorn's own websocket limit (``ws_max_size``) with it.
 
     Raises:
         ValueError: A value the classes refuse.
@@ -278,6 +297,16 @@ def serve_options(
     limits = {field: given[name] for name, (field, *_) in _LIMIT_FLAGS.items() if name in given}
     Timeouts(**timeouts)
     Limits(**limits)
-    upstream = {"max_connections": given["max_connections"]} if "max_connections" in given else {}
+    upstream: dict[str, Any] = (
+        {"max_connections": given["max_connections"]} if "max_connections" in given else {}
+    )
     server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
+    sessions = {field: given[name] for name, (field, *_) in _SESSION_FLAGS.items() if name in given}
+    if sessions:
+        from .bridge._realtime import SessionLimits
+
+        SessionLimits(**sessions)
+        upstream["session_limits"] = sessions
+        if "max_message" in sessions:
+            server["ws_max_size"] = sessions["max_message"]
     return timeouts, limits, upstream, server

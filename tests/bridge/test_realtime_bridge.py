@@ -779,3 +779,38 @@ async def test_live_route_rename_is_written_into_the_setup(tmp_path: Path) -> No
     assert "".join(m.text or "" for m in messages) == ANSWER
     assert fake.seen.messages[0]["setup"]["model"] == "models/gemini-live-renamed"
     assert fake.seen.messages[0]["setup"]["generationConfig"] == {"responseModalities": ["TEXT"]}
+
+
+def test_serve_session_flags_reach_the_app_and_uvicorn() -> None:
+    import contextlib
+    import io
+
+    from maas_stream import _cli as cli
+    from maas_stream.bridge import ServeSettings, build_app
+
+    args = cli.build_parser().parse_args(
+        [
+            "serve",
+            "--upstream-protocol",
+            "openai-realtime",
+            "--session-idle-timeout",
+            "30",
+            "--session-max-message",
+            "65536",
+        ]
+    )
+    _, _, options, server = cli.serve_options(args)
+    app = build_app(
+        ServeSettings(upstream_protocol="openai-realtime", session_limits=options["session_limits"])
+    )
+    assert app.session_limits == SessionLimits(idle_timeout=30.0, max_message=65536)
+    assert server["ws_max_size"] == 65536  # uvicorn's own limit follows
+    with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
+        cli.build_parser().parse_args(["serve", "--help"])
+    text = " ".join(out.getvalue().split("timeouts and limits", 1)[1].split())
+    defaults = SessionLimits()
+    for flag, value in [
+        ("--session-idle-timeout", defaults.idle_timeout),
+        ("--session-max-message", defaults.max_message),
+    ]:
+        assert f"(default {value:.15g})" in text.split(flag, 1)[1].split(" --", 1)[0], flag
