@@ -302,6 +302,8 @@ class _Session:
         self._requests: list[Any] = []
         """Turn requests for an HTTP upstream, waiting to be sent (one turn at a time)."""
         self._requested = anyio.Event()
+        self._relaying: anyio.CancelScope | None = None
+        """The relay's task group, cancelled by the first end."""
 
     # ------------------------------------------------------------------ the handshake
 
@@ -500,6 +502,7 @@ class _Session:
             await self._deliver(None, self.translator.from_client(first))
         if self.end is None:
             async with anyio.create_task_group() as tg:
+                self._relaying = tg.cancel_scope
                 tg.start_soon(self._client_to_upstream, None, tg.cancel_scope)
                 tg.start_soon(self._run_turns, upstream, model)
                 if self.limits.idle_timeout is not None:
@@ -546,6 +549,8 @@ class _Session:
     def _ended(self, end: _End) -> None:
         if self.end is None:
             self.end = end
+            if self._relaying is not None:  # stop the other side's task too
+                self._relaying.cancel()
 
     async def _relay(self, conn: Any, first: str | bytes | None) -> None:
         await self._deliver(conn, self.translator.opening())
@@ -553,6 +558,7 @@ class _Session:
             await self._deliver(conn, self.translator.from_client(first))
         if self.end is None:
             async with anyio.create_task_group() as tg:
+                self._relaying = tg.cancel_scope
                 tg.start_soon(self._client_to_upstream, conn, tg.cancel_scope)
                 tg.start_soon(self._upstream_to_client, conn, tg.cancel_scope)
                 if self.limits.idle_timeout is not None:
