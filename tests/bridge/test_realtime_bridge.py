@@ -814,3 +814,27 @@ def test_serve_session_flags_reach_the_app_and_uvicorn() -> None:
         ("--session-max-message", defaults.max_message),
     ]:
         assert f"(default {value:.15g})" in text.split(flag, 1)[1].split(" --", 1)[0], flag
+
+
+@cross_protocol
+async def test_live_client_asking_audio_of_a_text_upstream_is_closed_naming_it(tmp_path: Path) -> None:
+    from maas_stream.bridge import RecordingUpstream
+    from tests.conftest import RECORDINGS
+
+    cert, key, context = tls_files(tmp_path)
+    app = create_app(
+        upstream=RecordingUpstream(RECORDINGS / "anthropic" / "text_citations.sse"),
+        guard=Guard(keys=(BRIDGE_KEY,)),
+    )
+    async with serving(app, tls=(cert, key)) as port:
+        client = genai.Client(
+            api_key=BRIDGE_KEY,
+            http_options={"base_url": f"https://127.0.0.1:{port}", "async_client_args": {"ssl": context}},
+        )
+        with anyio.fail_after(LIMIT), pytest.raises(genai_errors.APIError) as closed:
+            async with client.aio.live.connect(model="claude-x", config={"response_modalities": ["AUDIO"]}):
+                pass
+    assert closed.value.code == 1007  # the translator's refusal: never a healthy-looking silent session
+    assert "setup.generationConfig.responseModalities" in str(closed.value)  # the client's own field
+    await settled(app)
+    assert app.stats.stream_errors == 1
