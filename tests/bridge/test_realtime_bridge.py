@@ -424,6 +424,7 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[FakeLive, genai.Client, Br
 
 
 TEXT_CONFIG: Any = {"response_modalities": ["TEXT"]}
+AUDIO_CONFIG: Any = {"response_modalities": ["AUDIO"]}
 
 
 async def test_live_text_turn(live: tuple[FakeLive, genai.Client, BridgeApp]) -> None:
@@ -832,7 +833,7 @@ async def test_live_client_asking_audio_of_a_text_upstream_is_closed_naming_it(t
             http_options={"base_url": f"https://127.0.0.1:{port}", "async_client_args": {"ssl": context}},
         )
         with anyio.fail_after(LIMIT), pytest.raises(genai_errors.APIError) as closed:
-            async with client.aio.live.connect(model="claude-x", config={"response_modalities": ["AUDIO"]}):
+            async with client.aio.live.connect(model="claude-x", config=AUDIO_CONFIG):
                 pass
     assert closed.value.code == 1007  # the translator's refusal: never a healthy-looking silent session
     assert "setup.generationConfig.responseModalities" in str(closed.value)  # the client's own field
