@@ -286,6 +286,9 @@ def _read_reasoning(settings: Mapping[str, Any], env: Envelope) -> list[str]:
         return []  # "none" alone (no thinking said) or unknown values: native
     env.reasoning = Reasoning(**fields)
     env.sources["reasoning"] = f"generation_config.{consumed[0]}"
+    if len(consumed) > 1:
+        # Both fields make the one canonical setting; the summary's own source, for reports.
+        env.sources["reasoning.summary"] = "generation_config.thinking_summaries"
     return consumed
 
 
