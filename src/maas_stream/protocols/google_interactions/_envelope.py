@@ -136,6 +136,8 @@ _TIERS_OUT: Final[dict[str, str]] = {
 
 _LABEL_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
+_FORMATS: Final = frozenset({"text", "audio", "image", "video"})
+"""``response_format`` object types (``GGI:responseformat.py``); another ``type`` is a JSON schema's."""
 _JSON: Final = "application/json"
 _TEXT: Final = "text/plain"
 
@@ -314,7 +316,7 @@ def _read_output(body: Mapping[str, Any], env: Envelope) -> list[str]:
     output: OutputFormat | None = None
     if isinstance(raw, dict) and raw.get("type") == "text":
         output = _text_format(raw, mime)
-    elif isinstance(raw, dict) and "type" not in raw and mime in (None, _JSON):
+    elif isinstance(raw, dict) and raw.get("type") not in _FORMATS and mime in (None, _JSON):
         # The legacy form: the JSON schema itself (with response_mime_type).
         output = OutputFormat("json_schema", dict(raw))
     elif raw is None and mime in (_JSON, _TEXT):
