@@ -288,6 +288,26 @@ def test_tool_extras_and_bad_tools_are_reported() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            {"generation_config": {"tool_choice": {"allowed_tools": {"mode": ["any"]}}}}, id="list_mode"
+        ),
+        pytest.param(
+            {"response_format": {"type": ["text"]}, "response_mime_type": "text/plain"}, id="list_type"
+        ),
+        pytest.param({"response_format": {"type": {}}, "response_mime_type": {}}, id="object_type"),
+        pytest.param({"generation_config": {"thinking_level": [], "thinking_summaries": {}}}, id="levels"),
+        pytest.param({"tools": [{"type": []}], "labels": {"a": 1}, "service_tier": 3}, id="tools_labels"),
+    ],
+)
+def test_values_of_the_wrong_type_are_kept_not_fatal(body: dict[str, Any]) -> None:
+    env = ENVELOPE.read({"model": "m", "input": "hi", **body})
+    assert (env.tool_choice, env.output, env.reasoning, env.metadata) == (None, None, None, None)
+    assert env.native or env.dropped  # nothing vanished
+
+
 def test_nulls_are_the_defaults() -> None:
     env = ENVELOPE.read(
         {"model": "m", "input": "hi", "store": None, "tools": None, "generation_config": {"seed": None}}

@@ -302,7 +302,8 @@ def _tool_choice(raw: Any) -> ToolChoice | None:
     allowed = raw.get("allowed_tools") if isinstance(raw, dict) and len(raw) == 1 else None
     if not isinstance(allowed, dict) or set(allowed) - {"mode", "tools"}:
         return None
-    mode = _MODES_IN.get(allowed.get("mode", "auto"))
+    raw_mode = allowed.get("mode", "auto")
+    mode = _MODES_IN.get(raw_mode) if isinstance(raw_mode, str) else None
     tools = allowed.get("tools", [])
     if mode is None or not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         return None
@@ -314,9 +315,10 @@ def _read_output(body: Mapping[str, Any], env: Envelope) -> list[str]:
     if isinstance(raw, list) and len(raw) == 1:
         raw = raw[0]
     output: OutputFormat | None = None
-    if isinstance(raw, dict) and raw.get("type") == "text":
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if kind == "text":
         output = _text_format(raw, mime)
-    elif isinstance(raw, dict) and raw.get("type") not in _FORMATS and mime in (None, _JSON):
+    elif isinstance(raw, dict) and not (isinstance(kind, str) and kind in _FORMATS) and mime in (None, _JSON):
         # The legacy form: the JSON schema itself (with response_mime_type).
         output = OutputFormat("json_schema", dict(raw))
     elif raw is None and mime in (_JSON, _TEXT):
