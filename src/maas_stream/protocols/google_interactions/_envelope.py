@@ -316,7 +316,7 @@ def _read_output(body: Mapping[str, Any], env: Envelope) -> list[str]:
         raw = raw[0]
     output: OutputFormat | None = None
     kind = raw.get("type") if isinstance(raw, dict) else None
-    if kind == "text":
+    if kind == "text" and isinstance(raw, dict):
         output = _text_format(raw, mime)
     elif isinstance(raw, dict) and not (isinstance(kind, str) and kind in _FORMATS) and mime in (None, _JSON):
         # The legacy form: the JSON schema itself (with response_mime_type).
