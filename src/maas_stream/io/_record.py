@@ -438,6 +438,7 @@ async def arecord_request(
     *,
     protocol: str | None = None,
     idle_timeout: float | None = None,
+    on_chunk: Callable[[bytes], None] | None = None,
     **kwargs: Any,
 ) -> RecordingMeta:
     """Send a request with an httpx / httpx2 async client and record the whole answer to ``path``.
@@ -449,6 +450,7 @@ async def arecord_request(
         path: The ``.sse`` file to write (the meta file goes beside it).
         protocol: Stored in the meta file.
         idle_timeout: Seconds allowed between two reads' data.
+        on_chunk: Called with each chunk of a 2xx answer as it arrives (a progress display).
         **kwargs: Passed to ``client.stream`` (``json=``, ``content=``, ``headers=``...).
 
     Raises:
@@ -456,8 +458,9 @@ async def arecord_request(
         IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
     """
     async with client.stream(method, url, **kwargs) as response:
-        async for _ in arecord(response, path, protocol=protocol, idle_timeout=idle_timeout):
-            pass
+        async for chunk in arecord(response, path, protocol=protocol, idle_timeout=idle_timeout):
+            if on_chunk is not None:
+                on_chunk(chunk)
     meta = Recording.load(path).meta
     assert meta is not None
     return meta
