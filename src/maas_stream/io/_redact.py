@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["REDACTED", "redact_body", "redact_headers", "redact_url", "scrub"]
 
 REDACTED = "[REDACTED]"
+"""What a secret is replaced by, in recordings, logs and errors."""
 
 _SECRET_HEADERS = frozenset(
     {
