@@ -1,7 +1,8 @@
 """Run the code blocks of a Markdown document as a reader would, so that the examples cannot drift.
 
 * ```` ```python ```` blocks of one document run in order in one namespace (a reader's session),
-  with top-level ``await`` allowed (as in ``python -m asyncio``), from the repository root.
+  with top-level ``await`` allowed (as in ``python -m asyncio``), from the repository root (or a
+  given folder).
   An expression followed by a comment that is a Python literal (``response.status  #
   "completed"``, or the literal alone on the next line) is checked: it must equal that literal.
 * ```` ```bash ```` blocks run in bash from the repository root, with ``python`` and
@@ -29,6 +30,8 @@ import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from ..conftest import ROOT
 
@@ -119,8 +122,13 @@ class _Checks(ast.NodeTransformer):
         return ast.copy_location(ast.Expr(call), node)
 
 
-async def run_python(block: Block, namespace: dict[str, Any], subs: Mapping[str, str] = {}) -> None:
+async def run_python(
+    block: Block, namespace: dict[str, Any], subs: Mapping[str, str] = {}, cwd: Path = ROOT
+) -> None:
     """Run one python block in ``namespace`` (top-level await allowed), checking literal comments.
+
+    A block without top-level ``await`` runs in a worker thread, as a script would (it may call
+    ``anyio.run``), while the caller's event loop goes on serving the loopback fakes.
 
     Raises:
         AssertionError: An expression's value is not its comment's literal (with the line).
@@ -141,10 +149,11 @@ async def run_python(block: Block, namespace: dict[str, Any], subs: Mapping[str,
     namespace["__check__"] = check
     tree = ast.fix_missing_locations(checks.visit(ast.parse(code)))
     compiled = compile(tree, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    with _cwd(ROOT):
-        result = eval(compiled, namespace)
-        if inspect.iscoroutine(result):
-            await result
+    with _cwd(cwd):
+        if compiled.co_flags & inspect.CO_COROUTINE:
+            await eval(compiled, namespace)
+        else:
+            await anyio.to_thread.run_sync(eval, compiled, namespace)
 
 
 @contextlib.contextmanager
