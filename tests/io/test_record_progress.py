@@ -116,6 +116,15 @@ def test_plain_live_line_is_rewritten_in_place_and_taken_off_at_the_end() -> Non
     assert "\n" not in out
 
 
+def test_plain_live_line_fits_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "30")
+    term = Terminal()
+    progress = RecordProgress(term, framing="sse", rich=False, clock=Clock())
+    progress.feed(b"data: 1\n\n")
+    drawn = term.getvalue()
+    assert drawn == "\r" + "recording: 1 event, 9 B, 0.0 s (first after 0.00 s)"[:29]
+
+
 def test_not_a_terminal_draws_nothing() -> None:
     out = io.StringIO()
     progress = RecordProgress(out)

@@ -11,6 +11,7 @@ not contain protocol logic.
 
 from __future__ import annotations
 
+import shutil
 import time
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -61,6 +62,9 @@ class RecordProgress:
         rich: Draw it with ``rich``; by default when ``rich`` is installed. Without it, a plain
             line is rewritten after a carriage return.
         clock: Seconds, monotonic (for tests).
+
+    Raises:
+        ModuleNotFoundError: ``rich=True`` and ``rich`` is not installed.
     """
 
     def __init__(
@@ -151,6 +155,8 @@ class RecordProgress:
 
             self._live.update(Text(text), refresh=True)
             return
+        # Never wider than the terminal: a wrapped line cannot be rewritten after a carriage return.
+        text = text[: max(20, shutil.get_terminal_size().columns - 1)]
         pad = max(0, self._width - len(text))
         self._out.write(f"\r{text}{' ' * pad}")
         self._out.flush()
