@@ -310,6 +310,8 @@ class SessionBridge:
         self._events: list[SessionEvent] = []
         self._http: StreamConverter | None = None
         self._overrides: ResponseRequest | None = None
+        self._response: tuple[str, list[dict[str, Any]]] | None = None
+        """The response a Realtime client was told started and not yet done: its id and items."""
 
     # ------------------------------------------------------------------ public
 
@@ -487,7 +489,8 @@ class SessionBridge:
     def _session_object(self) -> dict[str, Any]:
         c = self.config
         session = realtime.encode_client(c, beta=self.beta)[0]["session"]
-        session.update({"id": "sess_maas_bridge", "object": "realtime.session", "model": self.model})
+        if not self.beta:  # (the beta types take only OpenAI model names; GA has no session id)
+            session["model"] = self.model
         if not self.beta:
             audio = session.setdefault("audio", {})
             audio.setdefault("input", {}).setdefault("turn_detection", None)
@@ -708,6 +711,16 @@ class SessionBridge:
             out.to_upstream.extend(self._held)
             self._held = []
         self._relay(message, out)
+        cancel = raw.get("toolCallCancellation") if isinstance(raw, dict) else None
+        ids = cancel.get("ids") if isinstance(cancel, dict) else None
+        for call_id in ids if isinstance(ids, list) else ():
+            item = self._call_items.get(call_id) if isinstance(call_id, str) else None
+            if self.client == OPENAI_REALTIME and item is not None and call_id not in self._open_calls:
+                # A call the client already got in a finished response: Realtime's counterpart of
+                # Live's toolCallCancellation is the removal of the call's item.
+                out.to_client.append(
+                    self._server_event({"type": "conversation.item.deleted", "item_id": item})
+                )
 
     def _from_realtime(self, raw: Any, message: str | bytes, out: Translated) -> None:
         kind = raw.get("type") if isinstance(raw, dict) else None
@@ -728,7 +741,6 @@ class SessionBridge:
         before = {(r.kind, r.what): r.count for r in encoder.drops.records}
         events = self._agg.feed_message(message, direction="server")
         chunks: list[bytes] = []
-        cancelled: list[str] = []
         for e in events:
             if type(e) is ev.UnknownEvent and e.passthrough and e.message is None:
                 if e.provider_type == "goAway":
@@ -740,18 +752,8 @@ class SessionBridge:
                 continue  # session frames: kept in the Session, no loss of a response
             if isinstance(e, ev.PartStart) and isinstance(e.value, ToolCallPart):
                 self._calls[e.value.id] = e.value.name
-            elif isinstance(e, ev.Cancelled) and e.call_id is not None:
-                cancelled.append(e.call_id)
             chunks.append(encoder.encode(e))
         self._lines(b"".join(chunks), out)
-        for call_id in cancelled:
-            item = self._call_items.get(call_id)
-            if self.client == OPENAI_REALTIME and item is not None and call_id not in self._open_calls:
-                # A call the client already got in a finished response: Realtime's counterpart of
-                # Live's toolCallCancellation is the item's removal.
-                out.to_client.append(
-                    self._server_event({"type": "conversation.item.deleted", "item_id": item})
-                )
         after = encoder.drops.records
         new = [
             msgspec.structs.replace(r, count=r.count - before.get((r.kind, r.what), 0))
@@ -784,8 +786,13 @@ class SessionBridge:
         ):
             self._call_items[item.get("call_id", "")] = item.get("id", "")
             self._open_calls.add(item.get("call_id", ""))
+        elif kind == "response.created" and isinstance(msg.get("response"), dict):
+            self._response = (str(msg["response"].get("id")), [])
+        elif kind == "response.output_item.done" and isinstance(item, dict) and self._response is not None:
+            self._response[1].append(item)
         elif kind == "response.done":
             self._open_calls.clear()
+            self._response = None
         out: list[str | bytes] = []
         target = self.config.output_format or AudioFormat(rate=self.rates.realtime)
         source = AudioFormat(rate=self.rates.live_output)
@@ -988,19 +995,30 @@ class SessionBridge:
         if conv is None:
             raise LocalProtocolError("no HTTP turn is in progress")
         out = Translated()
-        data = (
-            conv.fail(error)
-            if error is not None
-            else conv.finish(cut=StreamError(type="cut", message="the upstream stream ended early"))
-        )
+        cut = StreamError(type="cut", message="the upstream stream ended early")
+        data = conv.fail(error) if error is not None else conv.finish(cut=cut)
         self._lines(data, out)
-        response = conv.response
+        final = conv.response
+        failure = error or (final.error if final is not None and final.status == "failed" else None)
+        if self.client == OPENAI_REALTIME and self._response is not None and failure is not None:
+            # The client was told a response started: it ends, failed, as a Realtime server ends one.
+            rid, items = self._response
+            details = {"type": "failed", "error": {"type": failure.type, "message": failure.message or ""}}
+            response = {
+                "object": "realtime.response",
+                "id": rid,
+                "status": "failed",
+                "status_details": details,
+            }
+            done = {"type": "response.done", "response": {**response, "output": items}}
+            out.to_client.append(self._server_event(done))
+            self._response = None
         self._http = None
         self._overrides = None
-        if response is not None:
-            self._turns.append(response)
-            self._history += [m for m in response.messages if m.role in ("assistant", "model")]
-            for m in response.messages:
+        if final is not None:
+            self._turns.append(final)
+            self._history += [m for m in final.messages if m.role in ("assistant", "model")]
+            for m in final.messages:
                 for part in m.content if isinstance(m.content, list) else ():
                     if isinstance(part, ToolCallPart):
                         self._calls[part.id] = part.name
