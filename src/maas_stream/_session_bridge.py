@@ -823,6 +823,15 @@ class SessionBridge:
         source = AudioFormat(rate=self.rates.realtime)
         target = AudioFormat(rate=self.rates.live_output)
         content = msg.get("serverContent")
+        asked = self.config.output_transcription
+        if isinstance(content, dict) and "outputTranscription" in content and not (asked and asked.enabled):
+            # Realtime audio always comes with its transcript; a Live client that did not ask
+            # for outputAudioTranscription gets none, as from Live itself.
+            del content["outputTranscription"]
+            if not content:
+                del msg["serverContent"]
+                if not msg:
+                    return []
         if source != target and isinstance(content, dict):
             if self._output is None:
                 self._output = AudioConverter(source, target)

@@ -924,3 +924,134 @@ def test_a_cut_http_turn_ends_as_a_failure_the_client_sees() -> None:
     client, _ = side.take()
     assert _types(client) == ["error"]
     assert side.send({"type": "response.create"}).request is not None
+
+
+@pytest.mark.parametrize("upstream", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_each_http_upstream_takes_the_session_as_turns(upstream: str) -> None:
+    side = Side(ms.SessionBridge(RT, upstream, model="some-model"))
+    side.open()
+    tools = [{"type": "function", "name": "get_weather", "parameters": WEATHER}]
+    side.send(
+        {
+            "type": "session.update",
+            "session": {"type": "realtime", "instructions": "Be French.", "tools": tools},
+        }
+    )
+    side.send(
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello"}]},
+        }
+    )
+    t = side.send({"type": "response.create"})
+    assert t.request is not None
+    assert t.request.protocol == upstream
+    assert t.request.dropped == []
+    body = json.dumps(t.request.body)
+    assert "Be French." in body
+    assert "Hello" in body
+    assert "get_weather" in body
+    assert ms.validate(t.request.body, upstream) == []
+    side.take()
+    stream = ms.convert(CHAT_STREAM, to=upstream)
+    side._check(side.bridge.upstream_http(stream))
+    side._check(side.bridge.upstream_http_end())
+    client, _ = side.take()
+    assert _text_of(client) == "Bonjour."
+    assert client[-1]["type"] == "response.done"
+    assert client[-1]["response"]["status"] == "completed"
+
+
+def _rt_audio_response(rid: str, audio: bytes, transcript: str) -> list[dict[str, Any]]:
+    base = {"response_id": rid, "item_id": "item_a", "output_index": 0, "content_index": 0}
+    item = {
+        "id": "item_a",
+        "object": "realtime.item",
+        "type": "message",
+        "status": "in_progress",
+        "role": "assistant",
+        "content": [],
+    }
+    done_item = {
+        **item,
+        "status": "completed",
+        "content": [{"type": "output_audio", "transcript": transcript}],
+    }
+    return [
+        {
+            "type": "response.created",
+            "event_id": "a1",
+            "response": {"id": rid, "object": "realtime.response", "status": "in_progress", "output": []},
+        },
+        {
+            "type": "response.output_item.added",
+            "event_id": "a2",
+            "response_id": rid,
+            "output_index": 0,
+            "item": item,
+        },
+        {
+            "type": "response.content_part.added",
+            "event_id": "a3",
+            **base,
+            "part": {"type": "audio", "transcript": ""},
+        },
+        {
+            "type": "response.output_audio.delta",
+            "event_id": "a4",
+            **base,
+            "delta": base64.b64encode(audio).decode(),
+        },
+        {"type": "response.output_audio_transcript.delta", "event_id": "a5", **base, "delta": transcript},
+        {"type": "response.output_audio.done", "event_id": "a6", **base},
+        {
+            "type": "response.content_part.done",
+            "event_id": "a7",
+            **base,
+            "part": {"type": "audio", "transcript": transcript},
+        },
+        {
+            "type": "response.output_item.done",
+            "event_id": "a8",
+            "response_id": rid,
+            "output_index": 0,
+            "item": done_item,
+        },
+        {
+            "type": "response.done",
+            "event_id": "a9",
+            "response": {
+                "id": rid,
+                "object": "realtime.response",
+                "status": "completed",
+                "output": [done_item],
+            },
+        },
+    ]
+
+
+@pytest.mark.parametrize("transcribe", [True, False])
+def test_realtime_audio_reaches_a_live_client_with_a_transcript_only_if_asked(transcribe: bool) -> None:
+    side = _live_on_realtime()
+    setup: dict[str, Any] = {"model": "m", "generationConfig": {"responseModalities": ["AUDIO"]}}
+    if transcribe:
+        setup["outputAudioTranscription"] = {}
+    side.send({"setup": setup})
+    side.serve({"type": "session.updated", "event_id": "s1", "session": {"type": "realtime"}})
+    side.send({"realtimeInput": {"text": "Say hi"}})
+    side.take()
+    answer = _pcm(4800)
+    side.serve(*_rt_audio_response("resp_1", answer, "Hi."))
+    client, _ = side.take()
+    parts = [
+        p for m in client for p in ((m.get("serverContent") or {}).get("modelTurn") or {}).get("parts", [])
+    ]
+    audio = b"".join(base64.b64decode(p["inlineData"]["data"]) for p in parts if "inlineData" in p)
+    assert audio == answer  # Realtime's 24 kHz is what a Live client gets
+    assert {p["inlineData"]["mimeType"] for p in parts if "inlineData" in p} == {"audio/pcm;rate=24000"}
+    transcripts = [
+        m["serverContent"]["outputTranscription"]["text"]
+        for m in client
+        if "outputTranscription" in m.get("serverContent", {})
+    ]
+    assert transcripts == (["Hi."] if transcribe else [])
