@@ -85,7 +85,7 @@ from ._client_model import (
 from ._convert import StreamConverter
 from ._drops import DropKind, DropLog, Dropped
 from ._envelope import Envelope, FunctionTool, Unread
-from ._exceptions import LocalProtocolError, ProtocolError
+from ._exceptions import LocalProtocolError, ProtocolError, RemoteProtocolError
 from ._model import (
     Message,
     Response,
@@ -287,6 +287,7 @@ class SessionBridge:
         if not self.http and not self.same:
             self._encoder = get_protocol(client).encoder()
         self._ids = itertools.count(1)
+        self._reading = True
         self._setup_sent = False
         self._setup: dict[str, Any] | None = None
         self._ready = False
@@ -339,9 +340,8 @@ class SessionBridge:
     def from_client(self, message: str | bytes) -> Translated:
         """Translate one client websocket message.
 
-        Raises:
-            ConversionError: Never for input faults: a message that breaks the client protocol
-                is answered in that protocol (an ``error`` event, or a close).
+        A message that breaks the client protocol raises nothing: it is answered in that
+        protocol (a Realtime ``error`` event; a Live client is closed with code 1007).
         """
         out = Translated()
         if self.same:
@@ -375,10 +375,15 @@ class SessionBridge:
             raise LocalProtocolError("an HTTP upstream's bytes go to upstream_http(), not from_upstream()")
         out = Translated()
         if self.same:
-            self._agg.feed_message(message, direction="server")
+            self._read(message, "server")
             out.to_client.append(message)
             return out
-        raw = msgspec.json.decode(message)
+        try:
+            raw = msgspec.json.decode(message)
+        except msgspec.DecodeError as exc:
+            raise RemoteProtocolError(
+                f"an upstream message is not JSON ({exc})", protocol=self.upstream
+            ) from None
         if self.upstream == GOOGLE_LIVE:
             self._from_live(raw, message, out)
         else:
@@ -400,17 +405,39 @@ class SessionBridge:
 
     def _pass_client(self, message: str | bytes, out: Translated) -> Translated:
         forward = message
-        if self.client == GOOGLE_LIVE:
-            raw = msgspec.json.decode(message)
+        if self.client == GOOGLE_LIVE and (
+            "setup" in message if isinstance(message, str) else b"setup" in message
+        ):
+            try:
+                raw = msgspec.json.decode(message)
+            except msgspec.DecodeError:
+                raw = None
             setup = raw.get("setup") if isinstance(raw, dict) else None
             if isinstance(setup, dict):
                 # The route's model, whatever the client named (it may be an alias).
                 setup["model"] = self.model if self.model.startswith("models/") else f"models/{self.model}"
                 forward = _text(raw)
         if not self._is_audio(message):
-            self._agg.feed_message(forward, direction="client")
+            self._read(forward, "client")
         out.to_upstream.append(forward)
         return out
+
+    def _read(self, message: str | bytes, direction: str) -> None:
+        """Read a passed-through message for the Session; one it cannot read ends the reading.
+
+        The same protocol passes through untouched: its upstream judges the client's messages.
+        """
+        if not self._reading:
+            return
+        try:
+            self._agg.feed_message(message, direction=direction)
+        except ProtocolError as exc:
+            self._reading = False
+            log = DropLog(self.client, self.upstream)
+            log.add(
+                "unknown", f"the rest of the Session (a {direction} message it cannot read: {exc.message})"
+            )
+            self.drops.extend(log.records)
 
     def _is_audio(self, message: str | bytes) -> bool:
         """Whether a client message is streamed audio.

@@ -1055,3 +1055,34 @@ def test_realtime_audio_reaches_a_live_client_with_a_transcript_only_if_asked(tr
         if "outputTranscription" in m.get("serverContent", {})
     ]
     assert transcripts == (["Hi."] if transcribe else [])
+
+
+def test_a_broken_client_message_is_answered_in_the_client_protocol() -> None:
+    realtime = ms.SessionBridge(RT, LIVE, model="m")
+    t = realtime.from_client(b"{not json")
+    (error,) = _msgs(t.to_client)
+    oracles.realtime_server_event(error)
+    assert error["error"]["type"] == "invalid_request_error"
+    assert t.to_upstream == []
+    assert t.close is None
+    live_client = ms.SessionBridge(LIVE, RT, model="m")
+    t = live_client.from_client(_j({"setup": {}, "clientContent": {}}))
+    assert t.close is not None
+    assert t.close[0] == 1007
+
+
+def test_a_broken_upstream_message_is_a_remote_protocol_error() -> None:
+    bridge = ms.SessionBridge(RT, LIVE, model="m")
+    with pytest.raises(ms.RemoteProtocolError):
+        bridge.from_upstream(b"{not json")
+
+
+def test_the_same_protocol_forwards_what_it_cannot_read_and_says_the_session_stopped() -> None:
+    bridge = ms.SessionBridge(RT, RT, model="m")
+    odd = _j({"no": "type"})
+    assert bridge.from_client(odd).to_upstream == [odd]
+    (rec,) = bridge.drops.records
+    assert rec.kind == "unknown"
+    assert "the rest of the Session" in rec.what
+    served = _j(_rt_text_response("resp_1", "item_1", "Still relayed.")[0])
+    assert bridge.from_upstream(served).to_client == [served]
