@@ -226,6 +226,25 @@ _BETA_NAMES: Final = {
 }
 _BETA_PARTS: Final = {"output_text": "text", "output_audio": "audio"}
 
+_SERVER_LINE: Final = b'{"dir":"server","msg":'
+"""How a session encoder writes a server message (``protocols._session.frame``)."""
+
+_PLAIN_REALTIME: Final = tuple(
+    b'{"type":"' + name.encode() + b'"'
+    for name in (
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.output_audio_transcript.delta",
+        "response.output_audio_transcript.done",
+        "response.output_audio.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.content_part.added",
+        "response.content_part.done",
+    )
+)
+"""Realtime server events a GA client gets as the encoder wrote them (audio: when no conversion)."""
+
 
 def _merge(base: SessionConfig, update: SessionConfig) -> SessionConfig:
     changes = {name: getattr(update, name) for name in _CONFIG_FIELDS if getattr(update, name) is not None}
@@ -765,7 +784,9 @@ class SessionBridge:
     def _relay(self, message: str | bytes, out: Translated) -> None:
         encoder = self._encoder
         assert encoder is not None
-        before = {(r.kind, r.what): r.count for r in encoder.drops.records}
+        drops = encoder.drops
+        before = {(r.kind, r.what): r.count for r in drops.records} if drops else {}
+        total = sum(before.values())
         events = self._agg.feed_message(message, direction="server")
         chunks: list[bytes] = []
         for e in events:
@@ -781,7 +802,9 @@ class SessionBridge:
                 self._calls[e.value.id] = e.value.name
             chunks.append(encoder.encode(e))
         self._lines(b"".join(chunks), out)
-        after = encoder.drops.records
+        if not drops or sum(drops.by_kind().values()) == total:
+            return  # the common case, per message: nothing new dropped
+        after = drops.records
         new = [
             msgspec.structs.replace(r, count=r.count - before.get((r.kind, r.what), 0))
             for r in after
@@ -792,16 +815,30 @@ class SessionBridge:
 
     def _lines(self, data: bytes, out: Translated) -> None:
         for line in data.splitlines():
-            if not line:
-                continue
-            frame = msgspec.json.decode(line)
-            if frame.get("dir") != "server":
+            if not line.startswith(_SERVER_LINE):
                 continue  # tool results written back as the client's: the client sent them
-            msg = frame["msg"]
-            if self.client == OPENAI_REALTIME:
-                out.to_client.extend(self._realtime_out(msg))
+            body = line[len(_SERVER_LINE) : -1]
+            if self._plain(body):
+                out.to_client.append(body.decode("utf-8"))  # the per-delta fast path: as written
+            elif self.client == OPENAI_REALTIME:
+                out.to_client.extend(self._realtime_out(msgspec.json.decode(body)))
             else:
-                out.to_client.extend(self._live_out(msg))
+                out.to_client.extend(self._live_out(msgspec.json.decode(body)))
+
+    def _plain(self, body: bytes) -> bool:
+        """Whether an encoded server message goes to the client as it is (nothing to track or convert)."""
+        if self.client == OPENAI_REALTIME:
+            if self.beta or not body.startswith(_PLAIN_REALTIME):
+                return False
+            audio = body.startswith(b'{"type":"response.output_audio.')
+            return not audio or self._output_format() == AudioFormat(rate=self.rates.live_output)
+        if self.rates.realtime != self.rates.live_output:
+            return False
+        asked = self.config.output_transcription
+        return (asked is not None and asked.enabled) or b'"outputTranscription"' not in body
+
+    def _output_format(self) -> AudioFormat:
+        return self.config.output_format or AudioFormat(rate=self.rates.realtime)
 
     def _realtime_out(self, msg: dict[str, Any]) -> list[str | bytes]:
         kind = msg.get("type")
@@ -821,7 +858,7 @@ class SessionBridge:
             self._open_calls.clear()
             self._response = None
         out: list[str | bytes] = []
-        target = self.config.output_format or AudioFormat(rate=self.rates.realtime)
+        target = self._output_format()
         source = AudioFormat(rate=self.rates.live_output)
         if kind in ("response.output_audio.delta", "response.output_audio.done") and source != target:
             if self._output is None:
