@@ -562,7 +562,9 @@ class SessionBridge:
         merged = _merge(self.config, m)
         lost = list(m.unsupported)
         if self.http:
-            if merged.modalities and "audio" in merged.modalities:
+            # A Live setup that names no modality asks for audio (Live's default).
+            modalities = merged.modalities or (["audio"] if self.client == GOOGLE_LIVE else ["text"])
+            if "audio" in modalities:
                 lost.append("modalities")
             if self._lost(out, lost, "an HTTP upstream answers in text only", m.event_id):
                 return

@@ -887,6 +887,10 @@ def test_audio_is_refused_with_an_http_upstream() -> None:
     t = live_side.send({"setup": {"model": "m", "generationConfig": {"responseModalities": ["AUDIO"]}}})
     assert t.close is not None
     assert "responseModalities" in t.close[1]
+    silent = Side(ms.SessionBridge(LIVE, "openai-chat", model="gpt-4o"))
+    t = silent.send({"setup": {"model": "m"}})  # Live answers in audio unless told otherwise
+    assert t.close is not None
+    assert "responseModalities" in t.close[1]
 
 
 def test_a_live_client_over_an_http_upstream() -> None:
