@@ -34,7 +34,7 @@ BODIES = ROOT / "tests" / "convert" / "request_bodies"
 DOC = ROOT / "docs" / "convert.md"
 BEGIN = "<!-- request-table: begin (scripts/request_table.py writes this part) -->"
 END = "<!-- request-table: end -->"
-HTTP = ("openai-chat", "openai-responses", "anthropic", "gemini")
+HTTP = ("openai-chat", "openai-responses", "anthropic", "gemini", "google-interactions")
 _NESTED = ("generationConfig", "generation_config")
 UNWRITTEN = "read, not written (the target's default)"
 """A field the target's writer took and wrote nothing for (its value is the target's default
@@ -88,6 +88,11 @@ def _status(client: str, upstream: str, body: dict[str, Any], path: str) -> str:
         caps={"*": ms.ModelCaps()},
     )
     lost = [f for f in converted.lost_fields if f.path == path or f.path.startswith(f"{path}.")]
+    # A field that is part of another's canonical setting (Interactions thinking_summaries of
+    # the reasoning read from thinking_level) shares that field's losses.
+    env = converted.envelope
+    shared = {env.sources.get(n.split(".", 1)[0]) for n, s in env.sources.items() if s == path and "." in n}
+    lost += [f for f in converted.lost_fields if f.path in shared]
     if lost:
         refused = any(f.affects_output for f in lost)
         whole = _has(converted.body, path) is _MISSING and not _mapped(converted, upstream, path)
@@ -112,8 +117,9 @@ def _mapped(converted: ms.ConvertedRequest, upstream: str, path: str) -> str | N
         return None
     back = ms.read_envelope(converted.body, upstream, model="m")
     for name in names:
-        if name in back.sources:
-            return back.sources[name]
+        for found in (name, name.split(".", 1)[0]):  # a canonical sub-field maps with its field
+            if found in back.sources:
+                return back.sources[found]
         if name == "native_tools" and back.native_tools:  # a built-in tool joins the tools list
             return ms.get_protocol(upstream).envelope.tools_field  # type: ignore[union-attr]
     return None

@@ -712,3 +712,70 @@ def _adapter(kind: Any) -> pydantic.TypeAdapter[Any]:
 @functools.cache
 def _typed_keys(kind: Any) -> frozenset[str]:
     return frozenset(typing.get_type_hints(kind))
+
+
+# ------------------------------------------------------------------ realtime client and server messages
+
+
+def _extra_fields(value: Any, path: str = "") -> list[str]:
+    """Fields an openai model kept as extras (openai models accept unknown fields silently)."""
+    if isinstance(value, pydantic.BaseModel):
+        found = [f"{path}{k}" for k in (value.model_extra or {})]
+        for name in type(value).model_fields:
+            found += _extra_fields(getattr(value, name), f"{path}{name}.")
+        return found
+    if isinstance(value, list):
+        return [f for i, v in enumerate(value) for f in _extra_fields(v, f"{path}{i}.")]
+    return []
+
+
+def _strict(kind: Any, event: dict[str, Any]) -> Any:
+    model = _adapter(kind).validate_python(event)
+    extra = _extra_fields(model)
+    if extra:
+        raise AssertionError(f"fields the openai SDK does not know: {extra} in {event}")
+    return model
+
+
+def realtime_client_event(event: dict[str, Any]) -> Any:
+    """The openai SDK's GA ``RealtimeClientEvent`` union reading one client event (raises if invalid
+    or if it holds a field the SDK does not know)."""
+    return _strict(openai.types.realtime.RealtimeClientEvent, event)
+
+
+def realtime_beta_client_event(event: dict[str, Any]) -> Any:
+    """The openai SDK's beta ``RealtimeClientEvent`` union reading one client event (strictly)."""
+    import openai.types.beta.realtime as beta
+
+    return _strict(beta.RealtimeClientEvent, event)
+
+
+def realtime_server_event(event: dict[str, Any]) -> Any:
+    """The openai SDK's GA ``RealtimeServerEvent`` union reading one server event (strictly)."""
+    return _strict(openai.types.realtime.RealtimeServerEvent, event)
+
+
+def realtime_beta_server_event(event: dict[str, Any]) -> Any:
+    """The openai SDK's beta ``RealtimeServerEvent`` union reading one server event (strictly)."""
+    import openai.types.beta.realtime as beta
+
+    return _strict(beta.RealtimeServerEvent, event)
+
+
+def live_client_message(message: dict[str, Any]) -> Any:
+    """google-genai reading one Live client message (raises if invalid; unknown fields are refused).
+
+    ``LiveClientMessage`` has no ``setup.realtimeInputConfig`` although the SDK writes it there
+    (``_live_converters._LiveConnectConfig_to_mldev``): a setup is also read whole as the
+    ``LiveConnectConfig`` it comes from (which has every setup field but ``model``).
+    """
+    setup = message.get("setup")
+    if isinstance(setup, dict):
+        genai.LiveConnectConfig.model_validate({k: v for k, v in setup.items() if k != "model"})
+        message = {"setup": {k: v for k, v in setup.items() if k != "realtimeInputConfig"}}
+    return genai.LiveClientMessage.model_validate(message)
+
+
+def live_server_message(message: dict[str, Any]) -> Any:
+    """google-genai reading one Live server message (raises if invalid)."""
+    return genai.LiveServerMessage.model_validate(message)

@@ -70,6 +70,10 @@ from ._request import ConvertedRequest as ConvertedRequest
 from ._request import UnsupportedParamsError as UnsupportedParamsError
 from ._request import convert_request as convert_request
 from ._request import read_envelope as read_envelope
+from ._session_bridge import SampleRates as SampleRates
+from ._session_bridge import SessionBridge as SessionBridge
+from ._session_bridge import Translated as Translated
+from ._session_bridge import TurnRequest as TurnRequest
 from ._stream_aggregator import StreamAggregator as StreamAggregator
 from ._stream_aggregator import aggregate as aggregate
 from ._stream_aggregator import aggregate_session as aggregate_session
@@ -155,7 +159,9 @@ __all__ = (
     "Response",
     "ResponseStatus",
     "Role",
+    "SampleRates",
     "Session",
+    "SessionBridge",
     "SessionEvent",
     "SessionEventKind",
     "StreamAggregator",
@@ -168,6 +174,8 @@ __all__ = (
     "ToolCallKind",
     "ToolCallPart",
     "ToolResultPart",
+    "Translated",
+    "TurnRequest",
     "UnexpectedContentTypeError",
     "UnknownPart",
     "UnsupportedParamsError",

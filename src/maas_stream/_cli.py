@@ -13,10 +13,11 @@
     maas-stream inspect [--from P] [--json] FILE    a recording's timeline (rich when installed)
     maas-stream --version                           the installed version
     maas-stream replay [--speed X] FILE             write a recording to stdout with its chunks and timing
-    maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...] [--force]
+    maas-stream record --protocol P --url URL --body FILE --out FILE [--header K:V ...] [--force] [--quiet]
                                                     call a provider and save the stream (+ .meta.json);
                                                     websocket protocols: --body holds the client
-                                                    messages, one JSON per line; one response is recorded
+                                                    messages, one JSON per line; one response is recorded;
+                                                    a live progress line on a terminal, a summary at the end
     maas-stream serve [--host H] [--port N] [--workers N] (--config ROUTES.toml
                       | --recording FILE [--speed X]
                       | --upstream-protocol P [--upstream-url URL] [--upstream-model M])
@@ -39,7 +40,7 @@ import contextlib
 import logging
 import os
 import sys
-from typing import IO, TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn
 
 import msgspec
 
@@ -52,9 +53,10 @@ from ._registry import detect_body_protocol, get_protocol, protocol_names
 from ._stream_aggregator import StreamAggregator
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
 
     from ._drops import Dropped
+    from .io._progress import RecordProgress
 
 __all__ = ["main"]
 
@@ -274,6 +276,7 @@ def _record_websocket(args: argparse.Namespace) -> int:
     headers = _record_headers(args, websocket=True)
     done = False
     count = 0
+    progress = None if args.quiet else _progress("jsonl")
 
     async def run() -> None:
         # Each client message after the first waits for a server message (Live wants its
@@ -289,6 +292,8 @@ def _record_websocket(args: argparse.Namespace) -> int:
                     ended = any(isinstance(e, ResponseDone) for e in agg.feed(line))
                     if not line.startswith(b'{"dir":"server"'):
                         continue
+                    if progress is not None:
+                        progress.feed(line)
                     if pending:
                         await rec.send(pending.pop(0).decode())
                     elif ended:
@@ -299,7 +304,7 @@ def _record_websocket(args: argparse.Namespace) -> int:
                 rec.save(complete=True if done else None)
 
     try:
-        anyio.run(run)
+        anyio.run(_with_progress, run, progress)
     except (StreamIOError, WebSocketException, OSError, ProtocolError) as exc:
         print(
             f"maas-stream: {args.url.split('?', 1)[0]}: {exc or type(exc).__name__} "
@@ -307,8 +312,24 @@ def _record_websocket(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAULT
-    print(f"maas-stream: recorded {count} messages to {args.out}", file=sys.stderr)
+    if progress is not None:
+        print(
+            f"maas-stream: {progress.summary(args.out)} ({count} lines in all, the client's included)",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _progress(framing: Literal["sse", "jsonl"]) -> RecordProgress:
+    from .io._progress import RecordProgress
+
+    return RecordProgress(sys.stderr, framing=framing)
+
+
+async def _with_progress(run: Callable[[], Awaitable[None]], progress: RecordProgress | None) -> None:
+    from .io._progress import arun_with_progress
+
+    await arun_with_progress(run, progress)
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
@@ -326,27 +347,28 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
     body = b"".join(_read_chunks(args.body)) if args.body else None
     headers = _record_headers(args)
+    progress = None if args.quiet else _progress("sse")
 
     async def run() -> None:
         timeout = httpx2.Timeout(args.timeout, read=None)
         async with httpx2.AsyncClient(timeout=timeout) as client:
-            meta = await arecord_request(
+            await arecord_request(
                 client,
                 args.method,
                 args.url,
                 args.out,
                 protocol=args.protocol,
                 idle_timeout=args.idle_timeout,
+                on_chunk=None if progress is None else progress.feed,
                 content=body,
                 headers=headers,
             )
-        print(
-            f"maas-stream: recorded {sum(meta.chunks)} bytes in {len(meta.chunks)} chunks to {args.out}",
-            file=sys.stderr,
-        )
+        if progress is not None:
+            progress.close()
+            print(f"maas-stream: {progress.summary(args.out)}", file=sys.stderr)
 
     try:
-        anyio.run(run)
+        anyio.run(_with_progress, run, progress)
     except ProviderHTTPError as exc:
         print(f"maas-stream: {args.url}: {exc} (recorded to {args.out})".replace("\n", " "), file=sys.stderr)
         return EXIT_FAULT
@@ -508,6 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="connect/write timeout in seconds")
     p.add_argument("--idle-timeout", type=float, default=120.0, help="seconds allowed between chunks")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line while recording and no summary after it (errors are still said)",
+    )
     p.set_defaults(run=_cmd_record)
 
     p = sub.add_parser("inspect", help="show a recording's timeline: parts, timing, parallel calls, warnings")

@@ -343,6 +343,8 @@ SDK_DIRECT = {
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
     "tests.bridge.test_realtime_bridge": "the SDKs' own realtime clients through the bridge's websockets",
     "tests.convert.test_request_gemini": "google-genai request types accept every written Gemini body",
+    "tests.convert.test_request_interactions": "google-genai's Interactions request model accepts every written body",
+    "tests.bridge.test_interactions_bridge": "google-genai's Interactions client and the openai SDK through the bridge",
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",
     "tests.protocols.test_anthropic": "anthropic stream accumulator as oracle",

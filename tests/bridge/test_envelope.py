@@ -1,6 +1,6 @@
 """The request envelope codecs (``spec.envelope``) the bridge reads clients and writes upstreams with.
 
-Each of the four HTTP protocols reads its own envelope fields, reports everything that is
+Each of the five HTTP protocols reads its own envelope fields, reports everything that is
 neither envelope nor conversation, and writes a streaming upstream request in its own terms;
 reading what it wrote gives the same envelope back.
 """
@@ -17,7 +17,7 @@ from maas_stream._registry import get_protocol, protocol_specs
 from maas_stream.protocols.anthropic._envelope import DEFAULT_MAX_TOKENS
 
 SCHEMA: Any = {"type": "object", "properties": {"city": {"type": "string"}}}
-ENVELOPED = ["openai-chat", "openai-responses", "anthropic", "gemini"]
+ENVELOPED = ["openai-chat", "openai-responses", "anthropic", "gemini", "google-interactions"]
 
 
 def codec(protocol: str) -> EnvelopeCodec:
@@ -84,6 +84,18 @@ BODIES: dict[str, Any] = {
             {"someFutureTool": {}},
         ],
         "seed": 1,
+    },
+    "google-interactions": {
+        "model": "m",
+        "stream": True,
+        "input": "hi",
+        "system_instruction": "be brief",
+        "generation_config": {"max_output_tokens": 64, "temperature": 0.5, "top_p": 0.9},
+        "tools": [
+            {"type": "function", "name": "w", "description": "d", "parameters": SCHEMA},
+            {"name": "untyped"},  # built-in tools are read (tests/convert/test_request_interactions.py)
+        ],
+        "seed": 1,  # Interactions' seed is in generation_config: at the top it is no known field
     },
 }
 NATIVE = {"openai-chat": "top_logprobs"}

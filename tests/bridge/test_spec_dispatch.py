@@ -213,7 +213,7 @@ async def test_a_spec_without_envelope_is_not_servable(monkeypatch: pytest.Monke
         HTTPUpstream("fake-noenv")
 
 
-@pytest.mark.parametrize("protocol", ["google-interactions", "google-live", "openai-realtime"])
+@pytest.mark.parametrize("protocol", ["google-live", "openai-realtime"])
 def test_protocols_without_envelope_cannot_be_http_upstreams(protocol: str) -> None:
     assert get_protocol(protocol).envelope is None
     with pytest.raises(ms.LocalProtocolError, match="no request envelope codec"):

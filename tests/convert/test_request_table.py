@@ -48,6 +48,7 @@ DEFAULTS: dict[tuple[str, str], str] = {
     ("openai-responses", "store"): "false: Anthropic stores nothing by default",
     ("gemini", "store"): "false: Anthropic stores nothing by default",
     ("anthropic", "service_tier"): "auto: Gemini's default tier",
+    ("google-interactions", "background"): "false: the answer comes in the same exchange, as everywhere",
 }
 
 

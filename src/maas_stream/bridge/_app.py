@@ -47,7 +47,7 @@ from .._registry import get_protocol, match_endpoint, match_model_list
 from .._request import estimate_input_tokens
 from ..io import ProviderHTTPError, StreamIOError, aaggregate, aconvert
 from ..io._exceptions import error_summary
-from ..io._record import redact_headers, redact_url
+from ..io._redact import redact_headers, redact_url
 from ._asgi import (
     Limits,
     model_of,

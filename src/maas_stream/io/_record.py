@@ -6,10 +6,9 @@ request with secrets redacted, the status, the response headers, and each chunk'
 arrival time (seconds after the response headers), so a replay can keep the original chunk
 boundaries and, optionally, the timing.
 
-Secrets never reach a file: credential headers (``authorization``, ``x-api-key``,
-``x-goog-api-key``, ``api-key``, ``cookie``...), credential query parameters (``key=``...) and
-credential body fields are replaced by ``[REDACTED]``, and every redacted value is also scrubbed
-from anywhere else it shows up in what is written.
+Secrets never reach a file: the request is redacted as it is remembered and every redacted value
+is scrubbed from what is written (the rules live in ``_redact``; ``redact_headers`` and
+``redact_url`` stay importable from here).
 
 It must not contain protocol logic.
 """
@@ -17,11 +16,9 @@ It must not contain protocol logic.
 from __future__ import annotations
 
 import datetime
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 import msgspec
@@ -29,6 +26,10 @@ import msgspec
 from .._exceptions import ProtocolDetectionError
 from .._registry import detect_protocol
 from ._exceptions import ProviderHTTPError, StreamIOError
+from ._redact import REDACTED as REDACTED
+from ._redact import redact_body, scrub
+from ._redact import redact_headers as redact_headers
+from ._redact import redact_url as redact_url
 from ._source import AsyncReader, SyncReader
 
 if TYPE_CHECKING:
@@ -50,119 +51,9 @@ __all__ = [
     "replay",
 ]
 
-REDACTED = "[REDACTED]"
-
-_SECRET_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "cookie",
-        "set-cookie",
-        "x-auth-token",
-        "x-amz-security-token",
-    }
-)
-_SECRET_WORDS = frozenset(
-    {
-        "auth",
-        "authorization",
-        "key",
-        "apikey",
-        "secret",
-        "token",
-        "cookie",
-        "session",
-        "password",
-        "passwd",
-        "signature",
-        "sig",
-        "credential",
-        "credentials",
-    }
-)
-_SECRET_ENDINGS = ("key", "token", "secret", "password", "auth")
-_SECRET_FIELDS = frozenset(
-    {"api_key", "apikey", "api-key", "access_token", "refresh_token", "client_secret", "password", "secret"}
-)
 _HOP_HEADERS = frozenset(
     {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive"}
 )
-
-
-def _secret_name(name: str) -> bool:
-    # By word, so that ``max_tokens`` or ``x-ratelimit-remaining-tokens`` stay readable while
-    # ``x-api-key``, ``access_token`` and ``accessToken`` go.
-    low = name.lower()
-    if low in _SECRET_HEADERS or low.endswith(_SECRET_ENDINGS):
-        return True
-    return any(word in _SECRET_WORDS for word in re.split(r"[^a-z0-9]+", low))
-
-
-def redact_headers(
-    headers: Mapping[str, str] | Any, *, secrets: set[str] | None = None, request: bool = True
-) -> dict[str, str]:
-    """Headers with credential values replaced by ``[REDACTED]`` (names lower-cased).
-
-    Args:
-        headers: A mapping, or an httpx ``Headers`` (repeated names are joined with ``, ``).
-        secrets: If given, receives every value that was redacted.
-        request: Request headers (redact any name that looks like a credential) rather than
-            response headers (redact only the known credential headers, so that rate-limit
-            headers such as ``x-ratelimit-remaining-tokens`` are kept).
-    """
-    out: dict[str, str] = {}
-    for name, value in headers.items():
-        low = name.lower()
-        hidden = _secret_name(low) if request else low in _SECRET_HEADERS
-        if hidden:
-            if secrets is not None:
-                secrets.add(value)
-                # "Bearer sk-..." style: the token alone is the secret too.
-                secrets.update(v for v in value.split() if len(v) >= 8)
-            value = REDACTED
-        out[low] = f"{out[low]}, {value}" if low in out else value
-    return out
-
-
-def redact_url(url: str, *, secrets: set[str] | None = None) -> str:
-    """``url`` with credential query parameters (``key=``, ``api_key=``, ``token=``...) and userinfo redacted."""
-    parts = urlsplit(str(url))
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if secrets is not None:
-            secrets.update(p for p in userinfo.split(":") if p)
-        netloc = f"{REDACTED}@{host}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        redacted = []
-        for name, value in pairs:
-            if _secret_name(name):
-                if secrets is not None and value:
-                    secrets.add(value)
-                value = REDACTED
-            redacted.append((name, value))
-        query = urlencode(redacted, safe="[]:/")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def _redact_body(obj: Any, secrets: set[str]) -> Any:
-    if isinstance(obj, dict):
-        out = {}
-        for key, value in obj.items():
-            if isinstance(key, str) and key.lower() in _SECRET_FIELDS and isinstance(value, str):
-                secrets.add(value)
-                out[key] = REDACTED
-            else:
-                out[key] = _redact_body(value, secrets)
-        return out
-    if isinstance(obj, list):
-        return [_redact_body(v, secrets) for v in obj]
-    return obj
 
 
 class RecordedRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -205,13 +96,6 @@ def meta_path(path: str | Path) -> Path:
     """``case.sse`` → ``case.meta.json`` (same folder)."""
     p = Path(path)
     return p.with_name(p.stem + ".meta.json")
-
-
-def _scrub(data: bytes, secrets: set[str]) -> bytes:
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= 6 and secret != REDACTED:
-            data = data.replace(secret.encode(), REDACTED.encode())
-    return data
 
 
 class Recorder:
@@ -261,7 +145,7 @@ class Recorder:
             method=method.upper(),
             url=redact_url(str(url), secrets=secrets),
             headers=hdrs,
-            body=_redact_body(body, secrets),
+            body=redact_body(body, secrets),
         )
 
     def add_secret(self, value: str) -> None:
@@ -297,7 +181,7 @@ class Recorder:
     def save(self, *, complete: bool = True) -> RecordingMeta:
         """Write ``<case>.sse`` and ``<case>.meta.json`` (folders are created); return the meta."""
         data = b"".join(self._chunks)
-        clean = _scrub(data, self._secrets)
+        clean = scrub(data, self._secrets)
         meta = self.meta(complete=complete, scrubbed=clean != data)
         if clean != data:
             # Sizes stay right only if the scrub kept lengths; otherwise fall back to one chunk.
@@ -305,7 +189,7 @@ class Recorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_bytes(clean)
         text = msgspec.json.format(msgspec.json.encode(meta), indent=2) + b"\n"
-        meta_path(self.path).write_bytes(_scrub(text, self._secrets))
+        meta_path(self.path).write_bytes(scrub(text, self._secrets))
         return meta
 
 
@@ -554,6 +438,7 @@ async def arecord_request(
     *,
     protocol: str | None = None,
     idle_timeout: float | None = None,
+    on_chunk: Callable[[bytes], None] | None = None,
     **kwargs: Any,
 ) -> RecordingMeta:
     """Send a request with an httpx / httpx2 async client and record the whole answer to ``path``.
@@ -565,6 +450,7 @@ async def arecord_request(
         path: The ``.sse`` file to write (the meta file goes beside it).
         protocol: Stored in the meta file.
         idle_timeout: Seconds allowed between two reads' data.
+        on_chunk: Called with each chunk of a 2xx answer as it arrives (a progress display).
         **kwargs: Passed to ``client.stream`` (``json=``, ``content=``, ``headers=``...).
 
     Raises:
@@ -572,8 +458,9 @@ async def arecord_request(
         IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
     """
     async with client.stream(method, url, **kwargs) as response:
-        async for _ in arecord(response, path, protocol=protocol, idle_timeout=idle_timeout):
-            pass
+        async for chunk in arecord(response, path, protocol=protocol, idle_timeout=idle_timeout):
+            if on_chunk is not None:
+                on_chunk(chunk)
     meta = Recording.load(path).meta
     assert meta is not None
     return meta

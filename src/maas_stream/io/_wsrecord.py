@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._record import Recorder, _redact_body, _scrub
+from ._record import Recorder
+from ._redact import redact_body as _redact_body
+from ._redact import scrub as _scrub
 from ._source import AsyncReader
 
 if TYPE_CHECKING:

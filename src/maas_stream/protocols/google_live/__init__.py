@@ -2,7 +2,8 @@
 
 Public: :class:`StreamDecoder` (client and server messages; one assistant message per model
 turn, kept as session events rather than flattened), :class:`StreamEncoder` (server messages),
-the client-content history codec (:func:`to_canonical`, :func:`from_canonical`) and
+the client-message codec (:func:`decode_client`, :func:`encode_client`: client
+messages ↔ canonical client messages, ``maas_stream._client_model``), the client-content history codec (:func:`to_canonical`, :func:`from_canonical`) and
 :func:`validate`. Wire Structs are private.
 """
 
@@ -14,6 +15,9 @@ from typing import Final
 from ..._registry import Auth, SessionEndpoint, spec_of
 from .. import _names
 from .._errors import google_error_body
+from ._client import client_path as client_path
+from ._client import decode_client as decode_client
+from ._client import encode_client as encode_client
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._encode import DEFAULT_AUDIO_MIME as DEFAULT_AUDIO_MIME

@@ -1,7 +1,9 @@
 """OpenAI Realtime (GA and beta event names) over a websocket, recorded as ``{"dir", "msg"}`` JSON lines.
 
 Public: :class:`StreamDecoder` (server and client events; each response's output items as
-messages), :class:`StreamEncoder` (server events), the conversation-item history codec
+messages), :class:`StreamEncoder` (server events), the client-event codec (:func:`decode_client`,
+:func:`encode_client`: client events ↔ canonical client messages, ``maas_stream._client_model``),
+the conversation-item history codec
 (:func:`to_canonical`, :func:`from_canonical`, :func:`validate`). The wire Structs, the item
 mapping (``_items``) and the event writer (``_writer``) are private.
 """
@@ -14,6 +16,9 @@ from typing import Final
 from ..._registry import Auth, SessionEndpoint, spec_of
 from .. import _names
 from .._errors import openai_error_body
+from ._client import client_path as client_path
+from ._client import decode_client as decode_client
+from ._client import encode_client as encode_client
 from ._decode import StreamDecoder as StreamDecoder
 from ._detect import detect as detect
 from ._encode import StreamEncoder as StreamEncoder

@@ -131,7 +131,12 @@ class ResponseWriter:
         item.call = call
         self.output.append(item)
         if kind != "raw":
-            body = {"type": "response.output_item.added", **self._base(item)}
+            # The SDK's ResponseOutputItemAddedEvent has no item_id (the item carries its id).
+            body = {
+                "type": "response.output_item.added",
+                "response_id": self.response,
+                "output_index": item.index,
+            }
             out += self.event({**body, "item": self.wire(item, "in_progress")})
         return item, out
 
@@ -148,7 +153,7 @@ class ResponseWriter:
         """``output_item.done`` with the item's status (kept for ``response.done``)."""
         item.done = True
         item.status = status
-        body = {"type": "response.output_item.done", **self._base(item)}
+        body = {"type": "response.output_item.done", "response_id": self.response, "output_index": item.index}
         return self.event({**body, "item": self.wire(item, status)})
 
     def content(self, item: Item, kind: str) -> tuple[int, bytes]:

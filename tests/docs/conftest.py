@@ -1,0 +1,10 @@
+"""The documentation's examples run under asyncio (as in ``python -m asyncio``)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
