@@ -839,3 +839,21 @@ async def test_live_client_asking_audio_of_a_text_upstream_is_closed_naming_it(t
     assert "setup.generationConfig.responseModalities" in str(closed.value)  # the client's own field
     await settled(app)
     assert app.stats.stream_errors == 1
+
+
+def test_a_route_to_a_protocol_with_neither_bodies_nor_sessions_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from maas_stream import _registry
+    from maas_stream.bridge import ConfigError
+    from tests.bridge.test_spec_dispatch import fake_spec
+
+    _registry.protocol_specs()
+    spec = fake_spec("fake-noenv", envelope=None, path="/fake/noenv")
+    monkeypatch.setitem(_registry._REGISTRY, spec.name, spec)
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[[routes]]\nmodel = "m"\nprotocol = "fake-noenv"\n')
+    with pytest.raises(ConfigError, match="envelope"):
+        load_routes(routes)
+    routes.write_text('[[routes]]\nmodel = "m"\nprotocol = "google-live"\n')
+    assert isinstance(load_routes(routes).routes[0].upstream, WebSocketUpstream)

@@ -157,7 +157,6 @@ def test_fallback_chain_in_order_each_once() -> None:
         pytest.param('[[routes]]\nmodel = "m"\n', "protocol", id="no_protocol"),
         pytest.param('[[routes]]\nmodel = "m"\nprotocol = "openai-chat"\nflavour = 1\n', "flavour", id="unknown_field"),
         pytest.param('[[routes]]\nmodel = "m"\nprotocol = "nope"\n', "unknown protocol", id="bad_protocol"),
-        pytest.param('[[routes]]\nmodel = "m"\nprotocol = "google-interactions"\n', "envelope", id="no_envelope"),
         pytest.param('[[routes]]\nmodel = "m"\nprotocol = "openai-chat"\nfallbacks = ["x"]\n', "'x' names no route", id="bad_fallback"),
         pytest.param('[[routes]]\nmodel = "m"\nprotocol = "openai-chat"\n[[routes]]\nmodel = "m"\nprotocol = "anthropic"\n', "two routes", id="duplicate"),
         pytest.param('[[routes]]\nmodel = "m"\nprotocol = "openai-chat"\ntimeouts = { nap = 3 }\n', "unknown timeout 'nap'", id="bad_timeout"),

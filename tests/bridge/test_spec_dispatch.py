@@ -353,5 +353,8 @@ def test_cli_serve_refuses_an_upstream_without_envelope(monkeypatch: pytest.Monk
     from maas_stream._cli import main
 
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("must not serve"))
-    with pytest.raises(SystemExit, match="google-interactions cannot be an HTTP upstream"):
-        main(["serve", "--upstream-protocol", "google-interactions", "--upstream-url", "https://x.test/"])
+    protocol_specs()  # every real protocol is HTTP or a websocket session now: a fake has neither
+    spec = fake_spec("fake-noenv", envelope=None, path="/fake/noenv")
+    monkeypatch.setitem(_registry._REGISTRY, spec.name, spec)
+    with pytest.raises(SystemExit, match="fake-noenv cannot be an HTTP upstream"):
+        main(["serve", "--upstream-protocol", "fake-noenv", "--upstream-url", "https://x.test/"])
