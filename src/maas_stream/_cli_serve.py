@@ -73,6 +73,9 @@ def add_serve_parser(sub: Any, protocol: Callable[[str], str]) -> None:
         help="a browser origin allowed (repeatable)",
     )
     p.add_argument("--workers", type=int, default=1, help="worker processes (uvicorn; default 1)")
+    tls = p.add_argument_group("TLS (google-genai's Live client connects only with wss)")
+    tls.add_argument("--ssl-certfile", metavar="FILE", help="serve https/wss with this certificate (PEM)")
+    tls.add_argument("--ssl-keyfile", metavar="FILE", help="the certificate's private key (PEM)")
     p.add_argument(
         "--drop-params",
         action="store_true",
@@ -96,6 +99,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_FAULT
     from .bridge import KEYS_ENV, SETTINGS_ENV, ConfigError, ServeSettings, build_app, describe
 
+    if (args.ssl_certfile is None) != (args.ssl_keyfile is None):
+        raise SystemExit("maas-stream: serve: give both --ssl-certfile and --ssl-keyfile, or neither")
     try:
         timeouts, limits, options, server = serve_options(args)
     except ValueError as exc:
@@ -130,8 +135,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise SystemExit(f"maas-stream: {exc}") from None
     auth = f"{len(app.guard.keys)} bridge key(s)" if app.guard.auth else "no bridge keys"
+    scheme = "http" if args.ssl_certfile is None else "https"
     print(
-        f"maas-stream: serving {describe(app)} on http://{args.host}:{args.port} ({auth})",
+        f"maas-stream: serving {describe(app)} on {scheme}://{args.host}:{args.port} ({auth})",
         file=sys.stderr,
     )
     # access_log=False: the bridge writes its own line per request (with route, status, drops).
@@ -142,6 +148,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         "access_log": False,
         **server,
     }
+    if args.ssl_certfile is not None:
+        run |= {"ssl_certfile": args.ssl_certfile, "ssl_keyfile": args.ssl_keyfile}
     with _access_log(args.log_level):
         if args.workers > 1:
             # Each worker builds the same app from the settings; the keys travel in the environment.
