@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 KINDS = [pytest.param("sqlite", id="sqlite"), pytest.param("redis", id="redis")]
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -34,7 +35,9 @@ def redis_url() -> Iterator[str]:
     """A private redis-server on 127.0.0.1 for the session (no persistence)."""
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server): the Redis store is untested")
+        pytest.skip(
+            "redis-server is not installed (apt-get install redis-server): the Redis store is untested"
+        )
     pytest.importorskip("redis", reason="the redis package (maas-stream[store-redis]) is not installed")
     port = _free_port()
     proc = subprocess.Popen(

@@ -131,7 +131,7 @@ async def test_the_byte_cap_is_per_owner(make_store: Callable[..., Store]) -> No
 
 
 async def test_concurrent_writers_lose_nothing(make_store: Callable[..., Store]) -> None:
-    """Four store objects (four "processes") × five tasks write at once; every event is there."""
+    """Four store objects (four "processes"), twenty tasks, write at once; every event is there."""
     stores = [make_store() for _ in range(4)]
     shared = record()
     await stores[0].put(shared)
@@ -190,7 +190,8 @@ async def test_records_hold_canonical_data(make_store: Callable[..., Store]) -> 
     assert raw["request"]["envelope"]["max_tokens"] == 7
     assert raw["request"]["input"] == [{"role": "user", "content": "hi"}]
     assert "key-a" not in encode_record(rec).decode()  # the owner is a digest
-    assert rec.id.startswith("resp_") and len(rec.id) == 53
+    assert rec.id.startswith("resp_")
+    assert len(rec.id) == 53
     assert len({new_id() for _ in range(1000)}) == 1000
 
 

@@ -206,8 +206,8 @@ class BridgeApp:
             match = match_endpoint(scope["path"])
             found = self.stateful.resource(scope["path"]) if self.stateful is not None else None
             if match is None and found is not None:
+                # No exchange.client: a replayed stream has no upstream answer, and is no cut.
                 spec = self._stateful_spec()
-                exchange.client = spec.name
                 await self._stored(scope, headers, found, receive, send)
                 return
             if match is None:
@@ -378,7 +378,7 @@ class BridgeApp:
         if stateful is not None and turn is not None:
             turn.convert(request)
             if turn.store:
-                await stateful.check_room(turn.owner)
+                await stateful.check_room(turn.owner, len(raw))
         if match.endpoint.count:
             await self._count(match, request, send)
             return

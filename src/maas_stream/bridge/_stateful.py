@@ -282,10 +282,14 @@ class Stateful:
         finally:
             _TURN.reset(token)
 
-    async def check_room(self, owner: str) -> None:
-        """Refuse a new stored response when the key is at its byte cap (413)."""
+    async def check_room(self, owner: str, need: int) -> None:
+        """Refuse a new stored response when the key has no room left for ``need`` bytes (413).
+
+        ``need`` is the request's size, less than what its record will take: an answer that
+        then passes the cap is still given, but not stored (and logged).
+        """
         cap = self.store.max_bytes
-        if cap is not None and await self.store.usage(owner) >= cap:
+        if cap is not None and await self.store.usage(owner) + need > cap:
             raise Rejected(413, f"this key's stored responses reached the store's cap ({cap} bytes)")
 
     def tee(self, turn: Turn, send: Send) -> Send:
@@ -295,7 +299,10 @@ class Stateful:
         async def teed(message: MutableMapping[str, Any]) -> None:
             nonlocal ok
             if message["type"] == "http.response.start":
-                ok = message["status"] == 200
+                # Only a stream's frames are events (a JSON answer is the record's response).
+                ok = message["status"] == 200 and (b"content-type", b"application/json") not in message.get(
+                    "headers", ()
+                )
             elif ok and message.get("body"):
                 turn.frames.append(message["body"])
             await send(message)
