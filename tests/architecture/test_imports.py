@@ -341,6 +341,7 @@ SDK_DIRECT = {
     "tests.bridge.test_ops": "drives the bridge with the real SDK clients over loopback",
     "tests.bridge.test_routes": "drives a routed bridge with the real SDK clients",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
+    "tests.bridge.test_stateful": "drives the stored-Responses endpoints with the real openai client",
     "tests.convert.test_request_gemini": "google-genai request types accept every written Gemini body",
     "tests.io.test_plugin": "the httpx plugin under the openai client",
     "tests.protocols.gemini_oracle": "the google-genai streaming oracle behind tests/oracles.py",
