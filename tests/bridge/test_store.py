@@ -200,3 +200,18 @@ async def test_store_urls(make_store: Callable[..., Store]) -> None:
         open_store("postgres://x")
     with pytest.raises(ValueError, match="unknown store"):
         open_store("sqlite:")
+
+
+async def test_a_put_with_events_and_the_chain(make_store: Callable[..., Store]) -> None:
+    store, other = make_store(), make_store()
+    first = record()
+    await store.put(first, [b"a", b"b"])
+    second = record()
+    second.ancestors = [first.id]
+    await store.put(second)
+    assert await other.events(first.id) == [(0, b"a"), (1, b"b")]
+    assert await other.chain(second.id, A) == [first, second]
+    assert await other.chain(second.id, B) is None
+    assert await other.get_many([second.id, new_id(), first.id], A) == [second, None, first]
+    await store.delete(first.id, A)
+    assert await other.chain(second.id, A) == [None, second]  # a gone ancestor is said, not skipped

@@ -133,8 +133,10 @@ class Turn:
         """The record of this turn (no answer yet)."""
         assert self.request is not None
         previous = self.previous.id if self.previous is not None else None
+        ancestors = [*self.previous.ancestors, self.previous.id] if self.previous is not None else []
         return StoredResponse(
             id=self.id,
+            ancestors=ancestors,
             owner=self.owner,
             created_at=time.time(),
             expires_at=expires,
@@ -153,10 +155,26 @@ class Turn:
     body_protocol: str = ""
 
 
+def _history(chain: list[StoredResponse]) -> list[Message]:
+    """The conversation the chain of stored responses holds: each one's input, then its answer."""
+    out: list[Message] = []
+    for record in chain:
+        out += record.request.input
+        if record.response is not None:
+            out += record.response.messages
+    return out
+
+
 def _items(messages: list[Message], protocol: str) -> list[Any]:
-    """Messages as the client protocol's input items."""
+    """Messages as the client protocol's input items, for its checks (ids left out).
+
+    The upstreams' item ids need not be unique across turns (two answers may reuse one);
+    the client's rules check that ids are not reused, which is not what is asked here.
+    """
     items: list[Any] = from_canonical(messages, protocol, lossy=[]).get("input", [])
-    return items
+    return [
+        {k: v for k, v in item.items() if k != "id"} if isinstance(item, dict) else item for item in items
+    ]
 
 
 def _events(frames: list[bytes]) -> list[bytes]:
@@ -214,14 +232,15 @@ class Stateful:
             raise Rejected(400, "previous_response_id must be a string")
         if background and not store:
             raise Rejected(400, "a background response must be stored: store cannot be false")
-        previous = await self._get(prev_id, owner, "previous response") if prev_id else None
+        chain = await self._chain(prev_id, owner) if prev_id else None
+        previous = chain[-1] if chain else None
         native = self.native_state and upstream == self.spec.name
         out = {k: v for k, v in body.items() if k not in ("background", "previous_response_id")}
         history: list[Message] | None = None
         if previous is not None and native and previous.upstream_id is not None:
             out["previous_response_id"] = previous.upstream_id
-        elif previous is not None:
-            history = await self._history(previous, owner)
+        elif chain:
+            history = _history(chain)
         if not native:
             # The bridge keeps the state: an upstream of the same protocol stores nothing.
             out.pop("store", None)
@@ -258,20 +277,21 @@ class Stateful:
             raise Rejected(404, f"no {what} with id {rid!r}")
         return record
 
-    async def _history(self, last: StoredResponse, owner: str) -> list[Message]:
-        chain = [last]
-        while chain[-1].previous_id is not None:
-            if len(chain) >= _MAX_TURNS:
-                raise Rejected(400, f"the conversation is longer than {_MAX_TURNS} stored responses")
-            chain.append(
-                await self._get(chain[-1].previous_id, owner, "earlier response in the conversation")
-            )
-        out: list[Message] = []
-        for record in reversed(chain):
-            out += record.request.input
-            if record.response is not None:
-                out += record.response.messages
-        return out
+    async def _chain(self, rid: str, owner: str) -> list[StoredResponse]:
+        """The previous response and every earlier one of its conversation, oldest first."""
+        found = await self.store.chain(rid, owner)
+        if found is None:
+            raise Rejected(404, f"no previous response with id {rid!r}")
+        last = found[-1]
+        assert last is not None
+        if len(last.ancestors) >= _MAX_TURNS:
+            raise Rejected(400, f"the conversation is longer than {_MAX_TURNS} stored responses")
+        out: list[StoredResponse] = []
+        for ancestor, record in zip(last.ancestors, found, strict=False):
+            if record is None:
+                raise Rejected(404, f"no earlier response in the conversation with id {ancestor!r}")
+            out.append(record)
+        return [*out, last]
 
     @contextlib.contextmanager
     def current(self, turn: Turn | None) -> Any:
@@ -320,9 +340,7 @@ class Stateful:
             record.status = response.status if response.status != "in_progress" else "failed"
         record.status = status or record.status
         try:
-            await self.store.put(record)
-            if turn.frames:
-                await self.store.append(turn.id, _events(turn.frames))
+            await self.store.put(record, _events(turn.frames))
         except StoreFullError as exc:
             log.warning("bridge: response %s not stored: %s", turn.id, exc)
 

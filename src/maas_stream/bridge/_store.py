@@ -84,6 +84,9 @@ class StoredResponse(msgspec.Struct, kw_only=True):
     background: bool = False
     previous_id: str | None = None
     """The stored response this one continues."""
+    ancestors: list[str] = msgspec.field(default_factory=list)
+    """Every earlier stored response of the conversation, oldest first (``previous_id`` last):
+    the history is read in one :meth:`Store.get_many`."""
     upstream_id: str | None = None
     """The upstream's own id for this response (a same-protocol upstream keeps native state)."""
     upstream: str | None = None
@@ -144,16 +147,32 @@ class Store(abc.ABC):
     # ------------------------------------------------------------------ the interface
 
     @abc.abstractmethod
-    async def put(self, record: StoredResponse) -> None:
-        """Write ``record`` (a new one, or a new state of one; its events are kept).
+    async def put(self, record: StoredResponse, events: Sequence[bytes] = ()) -> None:
+        """Write ``record`` and add ``events`` after its own, at once.
+
+        The record is a new one or a new state of one (its events are kept).
 
         Raises:
-            StoreFullError: The owner would be past the byte cap.
+            StoreFullError: The owner would be past the byte cap (nothing is written).
         """
 
     @abc.abstractmethod
     async def get(self, rid: str, owner: str) -> StoredResponse | None:
         """The record, or ``None`` when it is missing, expired or ``owner``'s is not it."""
+
+    @abc.abstractmethod
+    async def get_many(self, rids: Sequence[str], owner: str) -> list[StoredResponse | None]:
+        """:meth:`get` for several ids at once (one round trip), in order."""
+
+    async def chain(self, rid: str, owner: str) -> list[StoredResponse | None] | None:
+        """The record's ancestors (``None`` where gone) then the record; ``None`` without it.
+
+        Stores that can read both at once override this (one round trip instead of two).
+        """
+        record = await self.get(rid, owner)
+        if record is None:
+            return None
+        return [*await self.get_many(record.ancestors, owner), record]
 
     @abc.abstractmethod
     async def delete(self, rid: str, owner: str) -> bool:

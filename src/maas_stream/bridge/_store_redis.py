@@ -3,9 +3,10 @@
 Keys, under a prefix: ``{p}:r:{id}`` the record (JSON), ``{p}:e:{id}`` its events as a Redis
 stream with ids ``0-1``, ``0-2``... (event ``n`` is ``0-(n+1)``), ``{p}:c:{id}`` a cancel
 request, and per owner ``{p}:o:{owner}`` (a sorted set of its ids by expiry) with
-``{p}:s:{owner}`` (a hash id → bytes) for the byte cap. Expiry is Redis's own (``PEXPIREAT``
-on every key of a record); the cap and the event numbers are kept by Lua scripts, which Redis
-runs atomically whatever the number of workers. A reader waits for new events with
+``{p}:s:{owner}`` (a hash: id → bytes, and ``_total``) for the byte cap. Expiry is Redis's
+own (``PEXPIREAT`` on every key of a record). Each write is one Lua script, which Redis runs
+atomically whatever the number of workers: the cap, the event numbers and the record cannot
+disagree, and a turn costs one round trip per write. A reader waits for new events with
 ``XREAD BLOCK`` instead of polling.
 
 It must not contain protocol logic.
@@ -24,32 +25,75 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisStore"]
 
-_RESERVE: Final = """
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-for _, m in ipairs(expired) do redis.call('HDEL', KEYS[2], m) end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-local total = 0
-for _, v in ipairs(redis.call('HVALS', KEYS[2])) do total = total + tonumber(v) end
-local delta = tonumber(ARGV[3])
-if ARGV[6] == '1' then
-    local old = redis.call('HGET', KEYS[2], ARGV[2])
-    if old then delta = delta - tonumber(old) end
+_CLEAN: Final = """
+local function clean(zset, sizes, now)
+    local expired = redis.call('ZRANGEBYSCORE', zset, '-inf', now)
+    for _, m in ipairs(expired) do
+        local v = redis.call('HGET', sizes, m)
+        if v then
+            redis.call('HINCRBY', sizes, '_total', -tonumber(v))
+            redis.call('HDEL', sizes, m)
+        end
+    end
+    redis.call('ZREMRANGEBYSCORE', zset, '-inf', now)
+    return tonumber(redis.call('HGET', sizes, '_total') or '0')
 end
+local function add(stream, first)
+    local n = redis.call('XLEN', stream)
+    for i = first, #ARGV do redis.call('XADD', stream, '0-' .. (n + i - first + 1), 'd', ARGV[i]) end
+end
+"""
+"""Lua shared by the scripts: drop an owner's expired ids from its byte count; add events."""
+
+_PUT: Final = (
+    _CLEAN
+    + """
+-- KEYS: record, events, owner zset, owner sizes; ARGV: now, id, data, cap, score, expiry ms, events...
+local total = clean(KEYS[3], KEYS[4], ARGV[1])
+local delta = string.len(ARGV[3]) - redis.call('STRLEN', KEYS[1])
+for i = 7, #ARGV do delta = delta + string.len(ARGV[i]) end
 if tonumber(ARGV[4]) >= 0 and total + delta > tonumber(ARGV[4]) then return -1 end
-redis.call('HINCRBY', KEYS[2], ARGV[2], delta)
-redis.call('ZADD', KEYS[1], ARGV[5], ARGV[2])
+redis.call('HINCRBY', KEYS[4], ARGV[2], delta)
+redis.call('HINCRBY', KEYS[4], '_total', delta)
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
+redis.call('SET', KEYS[1], ARGV[3])
+add(KEYS[2], 7)
+if ARGV[6] ~= '' then for _, k in ipairs(KEYS) do redis.call('PEXPIREAT', k, ARGV[6]) end end
 return total + delta
 """
-"""Reserve bytes for one id of one owner: KEYS owner's zset and hash; ARGV now, id, bytes, cap
-(-1: none), expiry score, and whether the bytes replace the id's record (``1``) or add to it."""
+)
 
-_APPEND: Final = """
-local n = redis.call('XLEN', KEYS[1])
-for i = 2, #ARGV do redis.call('XADD', KEYS[1], '0-' .. (n + i - 1), 'd', ARGV[i]) end
-if ARGV[1] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end
-return n
+_APPEND: Final = (
+    _CLEAN
+    + """
+-- KEYS: record, events, cancel, owner zset, owner sizes; ARGV: now, id, cap, expiry ms, events...
+if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
+local total = clean(KEYS[4], KEYS[5], ARGV[1])
+local delta = 0
+for i = 5, #ARGV do delta = delta + string.len(ARGV[i]) end
+if tonumber(ARGV[3]) >= 0 and total + delta > tonumber(ARGV[3]) then return -1 end
+redis.call('HINCRBY', KEYS[5], ARGV[2], delta)
+redis.call('HINCRBY', KEYS[5], '_total', delta)
+add(KEYS[2], 5)
+if ARGV[4] ~= '' then redis.call('PEXPIREAT', KEYS[2], ARGV[4]) end
+return redis.call('EXISTS', KEYS[3])
 """
-"""Number and add events: KEYS the stream; ARGV the expiry (ms, or empty) then the events."""
+)
+
+_DELETE: Final = """
+-- KEYS: record, events, cancel, owner zset, owner sizes; ARGV: id
+local v = redis.call('HGET', KEYS[5], ARGV[1])
+if v then
+    redis.call('HINCRBY', KEYS[5], '_total', -tonumber(v))
+    redis.call('HDEL', KEYS[5], ARGV[1])
+end
+redis.call('ZREM', KEYS[4], ARGV[1])
+return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+"""
+
+_USAGE: Final = _CLEAN + "return clean(KEYS[1], KEYS[2], ARGV[1])"
+_OWNERS_KEPT: Final = 4096
+"""Records whose owner a store object remembers for its appends (it reads the rest)."""
 
 
 class RedisStore(Store):
@@ -68,74 +112,92 @@ class RedisStore(Store):
         self.url = url
         self.prefix = prefix
         self._redis: Any = redis.asyncio.from_url(url)
-        self._reserve = self._redis.register_script(_RESERVE)
+        self._put = self._redis.register_script(_PUT)
         self._append = self._redis.register_script(_APPEND)
+        self._delete = self._redis.register_script(_DELETE)
+        self._usage = self._redis.register_script(_USAGE)
+        self._owners: dict[str, tuple[str, float | None]] = {}
+        """Owner and expiry of the records this process wrote (its appends need them)."""
 
     def _k(self, kind: str, name: str) -> str:
         return f"{self.prefix}:{kind}:{name}"
 
-    async def _reserve_bytes(
-        self, owner: str, rid: str, size: int, expires: float | None, *, record: bool
-    ) -> None:
-        cap = -1 if self.max_bytes is None else self.max_bytes
-        score = "+inf" if expires is None else repr(expires)
-        total = await self._reserve(
-            keys=[self._k("o", owner), self._k("s", owner)],
-            args=[repr(time.time()), rid, size, cap, score, "1" if record else "0"],
-        )
-        if int(total) < 0:
-            raise StoreFullError(f"the key's stored responses would pass {self.max_bytes} bytes")
+    def _cap(self) -> int:
+        return -1 if self.max_bytes is None else self.max_bytes
 
-    async def put(self, record: StoredResponse) -> None:
-        """Write ``record``; raises :class:`StoreFullError` past the owner's cap."""
-        data = encode_record(record)
-        old = await self._redis.strlen(self._k("r", record.id))
-        # The owner's hash counts record and events together: replace only the record's share.
-        await self._reserve_bytes(
-            record.owner, record.id, len(data) - int(old), record.expires_at, record=False
-        )
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.set(self._k("r", record.id), data)
-        for key in (self._k("r", record.id), self._k("o", record.owner), self._k("s", record.owner)):
-            if record.expires_at is not None:
-                pipe.pexpireat(key, math.ceil(record.expires_at * 1000))
-        await pipe.execute()
-        self.changed(record.id)
+    async def put(self, record: StoredResponse, events: Sequence[bytes] = ()) -> None:
+        """Write ``record`` (and first events); raises :class:`StoreFullError` past the cap."""
+        rid, owner = record.id, record.owner
+        expires = "" if record.expires_at is None else str(math.ceil(record.expires_at * 1000))
+        score = "+inf" if record.expires_at is None else repr(record.expires_at)
+        keys = [self._k("r", rid), self._k("e", rid), self._k("o", owner), self._k("s", owner)]
+        args: list[Any] = [
+            repr(time.time()),
+            rid,
+            encode_record(record),
+            self._cap(),
+            score,
+            expires,
+            *events,
+        ]
+        if int(await self._put(keys=keys, args=args)) < 0:
+            raise StoreFullError(f"the key's stored responses would pass {self.max_bytes} bytes")
+        if len(self._owners) >= _OWNERS_KEPT:
+            self._owners.clear()
+        self._owners[rid] = (owner, record.expires_at)
+        self.changed(rid)
 
     async def get(self, rid: str, owner: str) -> StoredResponse | None:
         """The record if ``owner`` has it and it has not expired."""
-        raw = await self._redis.get(self._k("r", rid))
-        if raw is None:
-            return None
-        record = decode_record(raw)
-        if record.owner != owner or (record.expires_at is not None and record.expires_at <= time.time()):
-            return None
-        return record
+        found = await self.get_many([rid], owner)
+        return found[0]
+
+    async def get_many(self, rids: Sequence[str], owner: str) -> list[StoredResponse | None]:
+        """The records (``None`` where missing, expired or another owner's), in one round trip."""
+        if not rids:
+            return []
+        now = time.time()
+        out: list[StoredResponse | None] = []
+        for raw in await self._redis.mget([self._k("r", r) for r in rids]):
+            record = None if raw is None else decode_record(raw)
+            if record is not None and (
+                record.owner != owner or (record.expires_at is not None and record.expires_at <= now)
+            ):
+                record = None
+            out.append(record)
+        return out
 
     async def delete(self, rid: str, owner: str) -> bool:
         """Delete ``owner``'s record and its events."""
         if await self.get(rid, owner) is None:
             return False
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(self._k("r", rid), self._k("e", rid), self._k("c", rid))
-        pipe.zrem(self._k("o", owner), rid)
-        pipe.hdel(self._k("s", owner), rid)
-        await pipe.execute()
+        keys = [self._k(k, rid) for k in "rec"] + [self._k("o", owner), self._k("s", owner)]
+        await self._delete(keys=keys, args=[rid])
+        self._owners.pop(rid, None)
         self.changed(rid)
         return True
 
     async def append(self, rid: str, events: Sequence[bytes]) -> bool:
         """Number and add ``events``; whether a cancel was asked."""
-        raw = await self._redis.get(self._k("r", rid))
-        if raw is None:
-            raise KeyError(rid)  # the record is written before its events
-        record = decode_record(raw)
-        added = sum(len(e) for e in events)
-        await self._reserve_bytes(record.owner, rid, added, record.expires_at, record=False)
-        expires = "" if record.expires_at is None else str(math.ceil(record.expires_at * 1000))
-        await self._append(keys=[self._k("e", rid)], args=[expires, *events])
+        known = self._owners.get(rid)
+        if known is None:
+            raw = await self._redis.get(self._k("r", rid))
+            if raw is None:
+                raise KeyError(rid)  # the record is written before its events
+            record = decode_record(raw)
+            known = self._owners[rid] = (record.owner, record.expires_at)
+        owner, expires_at = known
+        expires = "" if expires_at is None else str(math.ceil(expires_at * 1000))
+        keys = [self._k(k, rid) for k in "rec"] + [self._k("o", owner), self._k("s", owner)]
+        found = int(
+            await self._append(keys=keys, args=[repr(time.time()), rid, self._cap(), expires, *events])
+        )
+        if found == -2:
+            raise KeyError(rid)
+        if found == -1:
+            raise StoreFullError(f"the key's stored responses would pass {self.max_bytes} bytes")
         self.changed(rid)
-        return bool(await self._redis.exists(self._k("c", rid)))
+        return found == 1
 
     async def events(self, rid: str, after: int = -1) -> list[tuple[int, bytes]]:
         """The events numbered above ``after``."""
@@ -154,15 +216,12 @@ class RedisStore(Store):
 
     async def usage(self, owner: str) -> int:
         """The bytes ``owner`` has stored."""
-        now = time.time()
-        live = await self._redis.zrangebyscore(self._k("o", owner), f"({now!r}", "+inf")
-        if not live:
-            return 0
-        sizes = await self._redis.hmget(self._k("s", owner), live)
-        return sum(int(s) for s in sizes if s is not None)
+        keys = [self._k("o", owner), self._k("s", owner)]
+        return int(await self._usage(keys=keys, args=[repr(time.time())]))
 
     async def aclose(self) -> None:
         """Close the connection pool."""
+        self._owners.clear()
         await self._redis.aclose()
 
 

@@ -102,9 +102,10 @@ class SQLiteStore(Store):
         )
         conn.execute("DELETE FROM responses WHERE expires_at <= ?", (now,))
 
-    async def put(self, record: StoredResponse) -> None:
-        """Write ``record``; raises :class:`StoreFullError` past the owner's cap."""
+    async def put(self, record: StoredResponse, events: Sequence[bytes] = ()) -> None:
+        """Write ``record`` (and events); raises :class:`StoreFullError` past the owner's cap."""
         data = encode_record(record)
+        added = sum(len(e) for e in events)
 
         def write(conn: sqlite3.Connection) -> None:
             now = time.time()
@@ -114,7 +115,7 @@ class SQLiteStore(Store):
                 row = conn.execute(
                     "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM events WHERE id = ?", (record.id,)
                 ).fetchone()
-                size = len(data) + int(row[0])
+                size = len(data) + int(row[0]) + added
                 if self.max_bytes is not None and (
                     self._usage(conn, record.owner, now, record.id) + size > self.max_bytes
                 ):
@@ -125,6 +126,8 @@ class SQLiteStore(Store):
                     " size = excluded.size, record = excluded.record",
                     (record.id, record.owner, record.expires_at, size, data),
                 )
+                if events:
+                    self._add(conn, record.id, events)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -133,18 +136,40 @@ class SQLiteStore(Store):
         await self._run(write)
         self.changed(record.id)
 
+    @staticmethod
+    def _add(conn: sqlite3.Connection, rid: str, events: Sequence[bytes]) -> None:
+        last = conn.execute("SELECT COALESCE(MAX(seq), -1) FROM events WHERE id = ?", (rid,)).fetchone()
+        start = int(last[0]) + 1
+        conn.executemany(
+            "INSERT INTO events (id, seq, data) VALUES (?, ?, ?)",
+            [(rid, start + i, e) for i, e in enumerate(events)],
+        )
+
     async def get(self, rid: str, owner: str) -> StoredResponse | None:
         """The record if ``owner`` has it and it has not expired."""
+        found = await self.get_many([rid], owner)
+        return found[0]
 
-        def read(conn: sqlite3.Connection) -> bytes | None:
-            row = conn.execute(
-                f"SELECT record FROM responses WHERE id = ? AND owner = ? AND {_LIVE}",
-                (rid, owner, time.time()),
-            ).fetchone()
-            return None if row is None else bytes(row[0])
+    async def get_many(self, rids: Sequence[str], owner: str) -> list[StoredResponse | None]:
+        """The records (``None`` where missing, expired or another owner's), 500 ids a query."""
+        found = await self._run(lambda conn: _read(conn, rids, owner)) if rids else {}
+        return [decode_record(found[r]) if r in found else None for r in rids]
 
-        raw = await self._run(read)
-        return None if raw is None else decode_record(raw)
+    async def chain(self, rid: str, owner: str) -> list[StoredResponse | None] | None:
+        """The record's ancestors then the record, read in one go."""
+
+        def read(conn: sqlite3.Connection) -> tuple[StoredResponse, dict[str, bytes]] | None:
+            found = _read(conn, [rid], owner)
+            if rid not in found:
+                return None
+            record = decode_record(found[rid])
+            return record, _read(conn, record.ancestors, owner)
+
+        got = await self._run(read)
+        if got is None:
+            return None
+        record, found = got
+        return [*(decode_record(found[r]) if r in found else None for r in record.ancestors), record]
 
     async def delete(self, rid: str, owner: str) -> bool:
         """Delete ``owner``'s record and its events."""
@@ -177,14 +202,7 @@ class SQLiteStore(Store):
                 owner, cancel = row
                 if self.max_bytes is not None and self._usage(conn, owner, now) + added > self.max_bytes:
                     raise StoreFullError(f"the key's stored responses would pass {self.max_bytes} bytes")
-                last = conn.execute(
-                    "SELECT COALESCE(MAX(seq), -1) FROM events WHERE id = ?", (rid,)
-                ).fetchone()
-                start = int(last[0]) + 1
-                conn.executemany(
-                    "INSERT INTO events (id, seq, data) VALUES (?, ?, ?)",
-                    [(rid, start + i, e) for i, e in enumerate(events)],
-                )
+                self._add(conn, rid, events)
                 conn.execute("UPDATE responses SET size = size + ? WHERE id = ?", (added, rid))
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -220,3 +238,17 @@ class SQLiteStore(Store):
         conn, self._conn = self._conn, None
         if conn is not None:
             await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+
+def _read(conn: sqlite3.Connection, rids: Sequence[str], owner: str) -> dict[str, bytes]:
+    """The live records of ``owner`` among ``rids``, by id (500 ids a query)."""
+    now, out = time.time(), dict[str, bytes]()
+    for i in range(0, len(rids), 500):
+        chunk = list(rids[i : i + 500])
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT id, record FROM responses WHERE id IN ({marks}) AND owner = ? AND {_LIVE}",
+            (*chunk, owner, now),
+        ).fetchall()
+        out.update((str(r), bytes(d)) for r, d in rows)
+    return out
