@@ -373,6 +373,15 @@ class Stateful:
     async def _background(
         self, turn: Turn, record: StoredResponse, run: Callable[[Send], Awaitable[Response | None]]
     ) -> None:
+        # Whatever happens stays in this task: the lifespan's task group must outlive it.
+        try:
+            await self._run_background(turn, record, run)
+        except Exception:
+            log.exception("bridge: background response %s could not be recorded", turn.id)
+
+    async def _run_background(
+        self, turn: Turn, record: StoredResponse, run: Callable[[Send], Awaitable[Response | None]]
+    ) -> None:
         frames: list[bytes] = []
         record.status = "in_progress"
         await self.store.put(record)
