@@ -63,7 +63,7 @@ from ._guard import Guard, check_model
 from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange, scrub
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
-from ._stateful import Stateful, encoder_options, identified
+from ._stateful import Stateful, Turn, encoder_options, identified
 from ._store import Store, open_store, owner_of
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ class BridgeApp:
             found = self.stateful.resource(scope["path"]) if self.stateful is not None else None
             if match is None and found is not None:
                 # No exchange.client: a replayed stream has no upstream answer, and is no cut.
-                spec = self._stateful_spec()
+                spec = self._stateful_spec()  # (for the error shape)
                 await self._stored(scope, headers, found, receive, send)
                 return
             if match is None:
@@ -401,7 +401,7 @@ class BridgeApp:
             self._active -= 1
 
     async def _stateful_exchange(
-        self, turn: Any, client: str, request: Any, receive: Receive, send: Send
+        self, turn: Turn, client: str, request: Any, receive: Receive, send: Send
     ) -> None:
         """A Responses turn with the store: teed into it, or run in the background."""
         stateful = self.stateful
