@@ -76,6 +76,7 @@ def add_serve_parser(sub: Any, protocol: Callable[[str], str]) -> None:
     tls = p.add_argument_group("TLS (google-genai's Live client connects only with wss)")
     tls.add_argument("--ssl-certfile", metavar="FILE", help="serve https/wss with this certificate (PEM)")
     tls.add_argument("--ssl-keyfile", metavar="FILE", help="the certificate's private key (PEM)")
+    _store_flags(p)
     p.add_argument(
         "--drop-params",
         action="store_true",
@@ -123,6 +124,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         max_connections=options.get("max_connections"),
         drop_params=args.drop_params,
         session_limits=options.get("session_limits", {}),
+        **store_settings(args),
     )
     try:
         app = build_app(settings, keys=args.bridge_key)
@@ -180,6 +182,68 @@ def _access_log(level: str) -> Iterator[None]:
         access.removeHandler(handler)
         access.setLevel(saved[0])
         access.propagate = saved[1]
+
+
+STORE_ENV = {
+    "store": "MAAS_STREAM_STORE",
+    "store_ttl": "MAAS_STREAM_STORE_TTL",
+    "store_max_bytes": "MAAS_STREAM_STORE_MAX_BYTES",
+}
+"""The environment variables giving the store flags' values when the flags are left out."""
+
+
+def _store_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("stored responses (Responses store, previous_response_id, background)")
+    g.add_argument(
+        "--store",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="sqlite:PATH (default: sqlite: under ~/.local/state/maas-stream), redis://HOST:PORT/DB "
+        "(several workers or machines), or none; env MAAS_STREAM_STORE",
+    )
+    g.add_argument(
+        "--store-ttl",
+        type=_seconds,
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help="keep a stored response S seconds (default 2592000: 30 days; 0: until deleted); "
+        "env MAAS_STREAM_STORE_TTL",
+    )
+    g.add_argument(
+        "--store-max-bytes",
+        type=_count,
+        default=argparse.SUPPRESS,
+        metavar="BYTES",
+        help="the most one bridge key may have stored (default: no cap); env MAAS_STREAM_STORE_MAX_BYTES",
+    )
+    g.add_argument(
+        "--no-native-state",
+        action="store_true",
+        help="expand previous_response_id from the store even for an upstream of the client's protocol",
+    )
+
+
+def store_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~maas_stream.bridge.ServeSettings` store fields from the flags and environment.
+
+    Raises:
+        SystemExit: An environment variable's value is not valid.
+    """
+    given = vars(args)
+    out: dict[str, Any] = {"native_state": not given.get("no_native_state", False)}
+    kinds: dict[str, Callable[[str], Any]] = {"store": str, "store_ttl": _seconds, "store_max_bytes": _count}
+    for name, env in STORE_ENV.items():
+        if name in given:
+            value = given[name]
+        elif os.environ.get(env):
+            try:
+                value = kinds[name](os.environ[env])
+            except argparse.ArgumentTypeError as exc:
+                raise SystemExit(f"maas-stream: {env}: {exc}") from None
+        else:
+            continue
+        out[name] = None if name == "store" and value.lower() in ("none", "off", "") else value
+    return out
 
 
 def _seconds(value: str) -> float | None:

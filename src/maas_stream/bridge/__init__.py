@@ -8,6 +8,10 @@ per request by the model through :class:`Route` s (a TOML file: :func:`load_rout
 server, e.g. ``maas-stream serve`` (uvicorn), or several workers with the
 :func:`app_from_env` factory.
 
+Given a conversation store (:func:`open_store`: SQLite by default, Redis for several workers),
+it keeps Responses conversations: ``previous_response_id`` on any upstream, retrieval, stream
+resumption and background responses.
+
 It wires the library's pipeline and contains no stream, conversation or protocol logic: routes,
 request envelopes, credentials, default URLs and error bodies come from the protocols' specs.
 """
@@ -26,11 +30,17 @@ from ._routes import ConfigError as ConfigError
 from ._routes import Route as Route
 from ._routes import Router as Router
 from ._routes import load_routes as load_routes
+from ._serve import DEFAULT_STORE as DEFAULT_STORE
 from ._serve import SETTINGS_ENV as SETTINGS_ENV
 from ._serve import ServeSettings as ServeSettings
 from ._serve import app_from_env as app_from_env
 from ._serve import build_app as build_app
 from ._serve import describe as describe
+from ._store import Store as Store
+from ._store import StoredRequest as StoredRequest
+from ._store import StoredResponse as StoredResponse
+from ._store import StoreFullError as StoreFullError
+from ._store import open_store as open_store
 from ._upstream import HTTPUpstream as HTTPUpstream
 from ._upstream import RecordingUpstream as RecordingUpstream
 from ._upstream import Timeouts as Timeouts
@@ -38,6 +48,7 @@ from ._upstream import Upstream as Upstream
 from ._upstream import auth_headers as auth_headers
 
 __all__ = (
+    "DEFAULT_STORE",
     "KEYS_ENV",
     "SETTINGS_ENV",
     "BridgeApp",
@@ -52,6 +63,10 @@ __all__ = (
     "Route",
     "Router",
     "ServeSettings",
+    "Store",
+    "StoreFullError",
+    "StoredRequest",
+    "StoredResponse",
     "Upstream",
     "app_from_env",
     "auth_headers",
@@ -60,4 +75,5 @@ __all__ = (
     "describe",
     "load_bridge_keys",
     "load_routes",
+    "open_store",
 )

@@ -30,6 +30,7 @@ web framework.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import time
@@ -63,11 +64,15 @@ from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange,
 from ._realtime import SessionLimits, serve_session
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
+from ._stateful import Stateful, Turn, encoder_options, identified
+from ._store import Store, open_store, owner_of
 
 if TYPE_CHECKING:
+    import re
     from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 
     from .._drops import Dropped
+    from .._model import Response
     from .._registry import EndpointMatch
     from ._upstream import Upstream
 
@@ -106,6 +111,8 @@ class BridgeApp:
         drop_params: Drop (and report) request fields that change what the model does and
             cannot be carried to the upstream, instead of refusing the request.
         stats: What the bridge did so far.
+        stateful: The stored Responses (``store``, ``previous_response_id``, retrieval,
+            background); ``None`` without a conversation store.
     """
 
     def __init__(
@@ -116,8 +123,10 @@ class BridgeApp:
         metrics: Metrics | None = None,
         limits: Limits | None = None,
         drop_params: bool = False,
+        stateful: Stateful | None = None,
     ) -> None:
         self.router = router
+        self.stateful = stateful
         self.guard = guard or Guard()
         self.metrics = metrics or Metrics()
         self.limits = limits or Limits()
@@ -201,6 +210,12 @@ class BridgeApp:
                 await send_empty(send, 204, self.guard.preflight(headers))
                 return
             match = match_endpoint(scope["path"])
+            found = self.stateful.resource(scope["path"]) if self.stateful is not None else None
+            if match is None and found is not None:
+                # No exchange.client: a replayed stream has no upstream answer, and is no cut.
+                spec = self._stateful_spec()  # (for the error shape)
+                await self._stored(scope, headers, found, receive, send)
+                return
             if match is None:
                 if scope["method"] in ("GET", "HEAD"):
                     await self._own(scope, headers, send)
@@ -311,14 +326,37 @@ class BridgeApp:
         await send_json(send, 200, spec.models.body(self.router.models()))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.router.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        # Background responses run in the lifespan's task group (they outlive their request).
+        async with self.stateful.running() if self.stateful is not None else contextlib.nullcontext():
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await self.router.aclose()
+                    if self.stateful is not None:
+                        await self.stateful.store.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+    def _stateful_spec(self) -> Any:
+        assert self.stateful is not None
+        return self.stateful.spec
+
+    def _owner(self, spec: Any, scope: Scope, headers: Mapping[str, str]) -> str:
+        """The store owner of a request: a digest of the bridge key it shows."""
+        return owner_of(Guard._presented(spec, headers, scope.get("query_string", b"")))
+
+    async def _stored(
+        self, scope: Scope, headers: Mapping[str, str], found: re.Match[str], receive: Receive, send: Send
+    ) -> None:
+        """A stored response's own endpoints (retrieve, resume, delete, input items, cancel)."""
+        assert self.stateful is not None
+        spec = self.stateful.spec
+        self.guard.authenticate(spec, headers, scope.get("query_string", b""))
+        owner = self._owner(spec, scope, headers)
+        query = scope.get("query_string", b"")
+        await self.stateful.serve(scope["method"], found, query, owner, receive, send)
 
     async def _handle(
         self, scope: Scope, match: EndpointMatch, raw: bytes, receive: Receive, send: Send
@@ -337,7 +375,16 @@ class BridgeApp:
         caps = {"*": route.caps} if route is not None and route.caps is not None else None
         if match.endpoint.count:  # counting never refuses: what cannot cross does not count
             drop = True
+        stateful, turn = self.stateful, None
+        if stateful is not None and not match.endpoint.count:
+            owner = self._owner(match.spec, scope, request_headers(scope))
+            turn = await stateful.begin(match.spec, body, owner, upstream)
+            body = body if turn is None else turn.body
         request = upstream_request(match, body, get_protocol(upstream), drop_params=drop, caps=caps)
+        if stateful is not None and turn is not None:
+            turn.convert(request)
+            if turn.store:
+                await stateful.check_room(turn.owner, len(raw))
         if match.endpoint.count:
             await self._count(match, request, send)
             return
@@ -352,9 +399,39 @@ class BridgeApp:
             raise Rejected(503, f"the bridge is serving {limit} streams already; retry later", retry)
         self._active += 1
         try:
-            await self._exchange(client, request, receive, send)
+            if turn is None:
+                await self._exchange(client, request, receive, send)
+            else:
+                await self._stateful_exchange(turn, client, request, receive, send)
         finally:
             self._active -= 1
+
+    async def _stateful_exchange(
+        self, turn: Turn, client: str, request: Any, receive: Receive, send: Send
+    ) -> None:
+        """A Responses turn with the store: teed into it, or run in the background."""
+        stateful = self.stateful
+        assert stateful is not None
+        current = _CURRENT.get()
+        if turn.background:
+
+            async def run(write: Send) -> Response | None:
+                token = _CURRENT.set(current)
+                request.envelope.stream = True  # the events are what is stored
+                try:
+                    with stateful.current(turn):
+                        await self._open(client, request, write)
+                finally:
+                    _CURRENT.reset(token)
+                return current[1].responses[-1] if current[1].responses else None
+
+            await stateful.launch(turn, run, receive, send)
+            return
+        before = len(current[1].responses)
+        with stateful.current(turn):
+            await self._exchange(client, request, receive, stateful.tee(turn, send))
+        found = current[1].responses[before:]
+        await stateful.save(turn, found[-1] if found else None)
 
     async def _count(self, match: EndpointMatch, request: Any, send: Send) -> None:
         """Answer a count-tokens request: the upstream's own count, or a marked estimate.
@@ -425,6 +502,7 @@ class BridgeApp:
                 if request.envelope.stream:
                     spec = get_protocol(client)
                     options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
+                    options.update(encoder_options())  # a stored response's id
                     await self._stream(client, source, reading, send, options)
                 else:
                     await self._answer(client, source, reading, send)
@@ -507,7 +585,7 @@ class BridgeApp:
             what = what or "the stream ended before the provider's final event (cut or empty)"
             raise Rejected(502, f"upstream {upstream}: {what}")
         lossy: list[Dropped] = []
-        body = encode_response(response, client, lossy=lossy, strict=True)
+        body = encode_response(identified(response), client, lossy=lossy, strict=True)
         for rec in lossy:
             log.warning("bridge %s -> %s: dropped %s", upstream, client, rec)
             self.stats.dropped[rec.kind] += rec.count
@@ -552,6 +630,8 @@ def create_app(
     guard: Guard | None = None,
     limits: Limits | None = None,
     drop_params: bool = False,
+    store: Store | str | None = None,
+    native_state: bool = True,
 ) -> BridgeApp:
     """Build the bridge: a pure ASGI app serving the providers' endpoints from upstreams.
 
@@ -582,6 +662,13 @@ def create_app(
         drop_params: Drop and report request fields that change what the model does and
             cannot be carried to the upstream (tool choice, output schema, ``strict``, stop
             sequences, reasoning settings...), instead of answering 400.
+        store: Keep Responses conversations (``store``, ``previous_response_id``, retrieval,
+            background responses) in this store: a
+            :class:`~maas_stream.bridge._store.Store` or its URL (``sqlite:PATH``,
+            ``redis://...``); ``None``: nothing is stored and those fields go to the upstream
+            as they are.
+        native_state: With a store, an upstream of the client's own protocol keeps its
+            native state (``previous_response_id`` is passed on, not expanded).
 
     Raises:
         ValueError: Neither or both of ``upstream`` and ``routes`` were given.
@@ -598,4 +685,7 @@ def create_app(
     else:
         assert routes is not None
         router = Router(list(routes))
-    return BridgeApp(router, guard=guard, limits=limits, drop_params=drop_params)
+    if isinstance(store, str):
+        store = open_store(store)
+    stateful = Stateful(store, native_state=native_state) if store is not None else None
+    return BridgeApp(router, guard=guard, limits=limits, drop_params=drop_params, stateful=stateful)

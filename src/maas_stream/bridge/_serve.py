@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -22,6 +23,7 @@ from ..io._record import redact_url
 from ._app import BridgeApp, Limits, create_app
 from ._guard import LOOPBACK_HOSTS, Guard, is_loopback, load_bridge_keys
 from ._realtime import SessionLimits
+from ._store import open_store
 from ._upstream import DEFAULT_MAX_CONNECTIONS, HTTPUpstream, RecordingUpstream, Timeouts
 from ._ws import WebSocketUpstream
 
@@ -30,12 +32,31 @@ if TYPE_CHECKING:
 
     from ._upstream import Upstream
 
-__all__ = ["SETTINGS_ENV", "ServeSettings", "app_from_env", "build_app", "describe"]
+__all__ = [
+    "DEFAULT_STORE",
+    "DEFAULT_STORE_TTL",
+    "SETTINGS_ENV",
+    "ServeSettings",
+    "app_from_env",
+    "build_app",
+    "describe",
+]
 
 log = logging.getLogger("maas_stream")
 
 SETTINGS_ENV = "MAAS_STREAM_SERVE"
 """The environment variable carrying :class:`ServeSettings` (JSON) to worker processes."""
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "maas-stream"
+
+
+DEFAULT_STORE = f"sqlite:{_state_dir() / 'responses.sqlite3'}"
+"""Where ``maas-stream serve`` keeps stored responses unless told otherwise (created on first use)."""
+DEFAULT_STORE_TTL = 30 * 24 * 3600.0
+"""How long a stored response is kept: 30 days, as OpenAI keeps them."""
 
 
 class ServeSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -71,14 +92,26 @@ class ServeSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Drop and report request fields that change the answer instead of refusing them."""
     session_limits: dict[str, Any] = msgspec.field(default_factory=dict)
     """:class:`~maas_stream.bridge._realtime.SessionLimits` fields (realtime websocket sessions)."""
+    store: str | None = DEFAULT_STORE
+    """The conversation store: ``sqlite:PATH`` or ``redis://HOST:PORT/DB``; ``None``: none
+    (``store``/``previous_response_id`` then go to the upstream as they are)."""
+    store_ttl: float | None = DEFAULT_STORE_TTL
+    """Seconds a stored response is kept (``None``: until deleted)."""
+    store_max_bytes: int | None = None
+    """The most bytes one bridge key may have stored (``None``: no cap)."""
+    native_state: bool = True
+    """An upstream of the client's own protocol keeps its state (``previous_response_id`` is
+    passed on) instead of the bridge expanding the stored history."""
 
 
 def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp:
     """The app ``maas-stream serve`` runs, from its settings (and keys given on the command line).
 
     Raises:
-        ValueError: The settings name no upstream, a bridge key is too short, or the address is
-            not loopback and there are no bridge keys (and no ``no_auth``).
+        ValueError: The settings name no upstream, a bridge key is too short, the address is
+            not loopback and there are no bridge keys (and no ``no_auth``), or the store URL
+            names no known store.
+        ImportError: A Redis store without the ``redis`` package (``maas-stream[store-redis]``).
         ConfigError: The routes file is invalid.
         OSError: A file cannot be read.
         MaasStreamError: A recording cannot be used.
@@ -126,11 +159,21 @@ def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp
                 "the environment variable %s is not set: requests go upstream without a key", auth.env
             )
     limits = Limits(**settings.limits)
+    common: dict[str, Any] = {
+        "guard": guard,
+        "limits": limits,
+        "drop_params": settings.drop_params,
+        "native_state": settings.native_state,
+    }
+    if settings.store is not None:
+        common["store"] = open_store(
+            settings.store, ttl=settings.store_ttl, max_bytes=settings.store_max_bytes
+        )
     if upstream is not None:
-        app = create_app(upstream=upstream, guard=guard, limits=limits, drop_params=settings.drop_params)
+        app = create_app(upstream=upstream, **common)
     else:
         assert settings.config is not None
-        app = create_app(routes=settings.config, guard=guard, limits=limits, drop_params=settings.drop_params)
+        app = create_app(routes=settings.config, **common)
     app.session_limits = SessionLimits(**settings.session_limits)
     return app
 

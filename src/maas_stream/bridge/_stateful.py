@@ -1,0 +1,562 @@
+"""Stored Responses on any upstream: ``store``, ``previous_response_id``, retrieval, resumption, background.
+
+:class:`Stateful` is what the app calls for the Responses API's state (the client protocol is
+the one serving ``POST /v1/responses``, found through the registry):
+
+* ``POST /v1/responses``: :meth:`Stateful.begin` reads ``store`` (default true, as OpenAI
+  documents), ``background`` and ``previous_response_id``. The previous response's stored
+  history (each earlier turn's input messages and canonical answer, canonical) plus the new
+  input goes to the upstream in its own protocol: :meth:`Turn.convert` replaces the converted
+  request's conversation with ``from_canonical(instructions + history + input)``. A
+  same-protocol upstream keeps its native state instead (``native_state``): the upstream's own
+  id of the previous response is passed on, nothing expanded. The client sees the store's ids
+  (the stream encoder's ``response_id`` option, :func:`encoder_options`; :func:`identified`
+  for a JSON answer). ``store: false`` writes nothing.
+* ``background: true``: answered at once (``queued``; a streaming request gets the stored
+  events as they are written), the upstream exchange runs in a task of the app's lifespan that
+  writes every event to the store, so that any process sharing the store can serve
+  ``GET /v1/responses/{id}?stream=true&starting_after=N``.
+* ``GET /v1/responses/{id}`` (``include``), ``DELETE``, ``GET .../input_items`` (OpenAI's list
+  shape: ``after``, ``limit``, ``order``), ``POST .../cancel``: :meth:`Stateful.serve`.
+
+A record is visible only to the bridge key that made it; another key's id is answered 404, as a
+missing one is. It must not convert streams itself (``aconvert`` and the protocol specs do).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl
+
+import anyio
+import msgspec
+
+from .._bodies import encode_response, from_canonical, to_canonical, validate
+from .._exceptions import MaasStreamError
+from .._model import Response, StreamError
+from .._registry import get_protocol, match_endpoint
+from ._asgi import send_json, watch_disconnect
+from ._request import Rejected
+from ._store import TERMINAL, Store, StoredRequest, StoredResponse, StoreFullError, new_id
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+
+    from .._model import Message
+    from .._registry import ProtocolSpec
+    from ._request import UpstreamRequest
+
+    Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+    Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+
+__all__ = ["Stateful", "Turn", "encoder_options", "identified"]
+
+log = logging.getLogger("maas_stream")
+
+_RESOURCE: Final = re.compile(
+    r"(?:/v1)?/responses/(?P<id>[A-Za-z0-9_-]{1,200})(?P<sub>/input_items|/cancel)?/?"
+)
+_MAX_TURNS: Final = 10_000
+"""The longest chain of ``previous_response_id`` followed (a loop guard)."""
+_SSE: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+_TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("maas_stream_turn", default=None)
+
+
+def encoder_options() -> dict[str, Any]:
+    """The client stream encoder's options for the current stored turn (its response id)."""
+    turn = _TURN.get()
+    return {} if turn is None or not turn.store else {"response_id": turn.id}
+
+
+def identified(response: Response) -> Response:
+    """``response`` with the current stored turn's id (unchanged outside one)."""
+    turn = _TURN.get()
+    if turn is None or not turn.store:
+        return response
+    return msgspec.structs.replace(response, id=turn.id)
+
+
+@dataclass
+class Turn:
+    """One ``POST /v1/responses`` with the store in play."""
+
+    id: str
+    owner: str
+    body: dict[str, Any]
+    """The client body to convert (stateful fields removed or rewritten)."""
+    upstream: str
+    store: bool
+    background: bool
+    stream: bool
+    previous: StoredResponse | None
+    instructions: list[Message]
+    input: list[Message]
+    history: list[Message] | None
+    """The stored conversation before this turn, when it is expanded (``None``: not)."""
+    frames: list[bytes] = field(default_factory=list)
+    request: UpstreamRequest | None = None
+
+    def convert(self, request: UpstreamRequest) -> None:
+        """Put the stored history into the converted request (the upstream's own protocol).
+
+        Raises:
+            Rejected: The expanded conversation would be refused by the upstream (400).
+        """
+        self.request = request
+        if self.history is None:
+            return
+        target = get_protocol(self.upstream)
+        fields = target.envelope.conversation if target.envelope is not None else frozenset()
+        conversation = from_canonical(
+            [*self.instructions, *self.history, *self.input], self.upstream, lossy=request.dropped
+        )
+        for name in fields:
+            request.body.pop(name, None)
+        request.body.update(conversation)
+        faults = validate(request.body, self.upstream)
+        if faults:
+            raise Rejected(400, "the stored conversation cannot be sent upstream: " + "; ".join(faults))
+
+    def record(self, status: str, expires: float | None) -> StoredResponse:
+        """The record of this turn (no answer yet)."""
+        assert self.request is not None
+        previous = self.previous.id if self.previous is not None else None
+        ancestors = [*self.previous.ancestors, self.previous.id] if self.previous is not None else []
+        return StoredResponse(
+            id=self.id,
+            ancestors=ancestors,
+            owner=self.owner,
+            created_at=time.time(),
+            expires_at=expires,
+            status=status,
+            background=self.background,
+            previous_id=previous,
+            upstream=self.upstream,
+            request=StoredRequest(
+                protocol=self.body_protocol,
+                envelope=self.request.envelope,
+                instructions=self.instructions,
+                input=self.input,
+            ),
+        )
+
+    body_protocol: str = ""
+
+
+def _history(chain: list[StoredResponse]) -> list[Message]:
+    """The conversation the chain of stored responses holds: each one's input, then its answer."""
+    out: list[Message] = []
+    for record in chain:
+        out += record.request.input
+        if record.response is not None:
+            out += record.response.messages
+    return out
+
+
+def _items(messages: list[Message], protocol: str) -> list[Any]:
+    """Messages as the client protocol's input items, for its checks (ids left out).
+
+    The upstreams' item ids need not be unique across turns (two answers may reuse one);
+    the client's rules check that ids are not reused, which is not what is asked here.
+    """
+    items: list[Any] = from_canonical(messages, protocol, lossy=[]).get("input", [])
+    return [
+        {k: v for k, v in item.items() if k != "id"} if isinstance(item, dict) else item for item in items
+    ]
+
+
+def _events(frames: list[bytes]) -> list[bytes]:
+    """SSE events one by one (the encoder's frames may hold several)."""
+    data = b"".join(frames)
+    return [e + b"\n\n" for e in data.split(b"\n\n") if e.strip()]
+
+
+class Stateful:
+    """The Responses state on a :class:`~maas_stream.bridge._store.Store` (see the module doc).
+
+    Args:
+        store: Where responses are kept.
+        native_state: With an upstream of the client's own protocol, pass
+            ``previous_response_id`` on (as the upstream's id) instead of expanding the history.
+    """
+
+    def __init__(self, store: Store, *, native_state: bool = True) -> None:
+        self.store = store
+        self.native_state = native_state
+        found = match_endpoint("/v1/responses")
+        assert found is not None  # a registered protocol serves it
+        self.spec: ProtocolSpec = found.spec
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._running: dict[str, anyio.CancelScope] = {}
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The task group background responses run in (the app's lifespan holds it)."""
+        async with anyio.create_task_group() as tg:
+            self._tasks = tg
+            try:
+                yield
+            finally:
+                self._tasks = None
+                tg.cancel_scope.cancel()  # each task records its response as failed
+
+    def resource(self, path: str) -> re.Match[str] | None:
+        """The stored-response resource a path names, if any."""
+        return _RESOURCE.fullmatch(path)
+
+    # ------------------------------------------------------------------ POST /v1/responses
+
+    async def begin(self, spec: ProtocolSpec, body: Any, owner: str, upstream: str) -> Turn | None:
+        """Read the stateful fields of a create request; ``None`` for another protocol.
+
+        Raises:
+            Rejected: A malformed stateful field (400), or an unknown previous response (404).
+        """
+        if spec.name != self.spec.name or not isinstance(body, dict):
+            return None
+        store, background = body.get("store", True) is not False, body.get("background") is True
+        prev_id = body.get("previous_response_id")
+        if prev_id is not None and not isinstance(prev_id, str):
+            raise Rejected(400, "previous_response_id must be a string")
+        if background and not store:
+            raise Rejected(400, "a background response must be stored: store cannot be false")
+        chain = await self._chain(prev_id, owner) if prev_id else None
+        previous = chain[-1] if chain else None
+        native = self.native_state and upstream == self.spec.name
+        out = {k: v for k, v in body.items() if k not in ("background", "previous_response_id")}
+        history: list[Message] | None = None
+        if previous is not None and native and previous.upstream_id is not None:
+            out["previous_response_id"] = previous.upstream_id
+        elif chain:
+            history = _history(chain)
+        if not native:
+            # The bridge keeps the state: an upstream of the same protocol stores nothing.
+            out.pop("store", None)
+            if upstream == self.spec.name:
+                out["store"] = False
+        try:
+            instructions = to_canonical({"instructions": body.get("instructions")}, spec.name)
+            new_input = to_canonical({"input": body.get("input")}, spec.name)
+        except MaasStreamError as exc:
+            raise Rejected(400, f"invalid {spec.name} request: {exc}") from None
+        if history:
+            # The client's own rules are checked on the whole conversation (a tool output
+            # answers a call of an earlier turn); the upstream gets the history straight from
+            # the canonical messages (Turn.convert), not through this rendering.
+            out["input"] = _items(history, spec.name) + _items(new_input, spec.name)
+        return Turn(
+            id=new_id(),
+            owner=owner,
+            body=out,
+            upstream=upstream,
+            store=store,
+            background=background,
+            stream=body.get("stream") is True,
+            previous=previous,
+            instructions=instructions,
+            input=new_input,
+            history=history,
+            body_protocol=spec.name,
+        )
+
+    async def _get(self, rid: str, owner: str, what: str = "response") -> StoredResponse:
+        record = await self.store.get(rid, owner)
+        if record is None:
+            raise Rejected(404, f"no {what} with id {rid!r}")
+        return record
+
+    async def _chain(self, rid: str, owner: str) -> list[StoredResponse]:
+        """The previous response and every earlier one of its conversation, oldest first."""
+        found = await self.store.chain(rid, owner)
+        if found is None:
+            raise Rejected(404, f"no previous response with id {rid!r}")
+        last = found[-1]
+        assert last is not None
+        if len(last.ancestors) >= _MAX_TURNS:
+            raise Rejected(400, f"the conversation is longer than {_MAX_TURNS} stored responses")
+        out: list[StoredResponse] = []
+        for ancestor, record in zip(last.ancestors, found, strict=False):
+            if record is None:
+                raise Rejected(404, f"no earlier response in the conversation with id {ancestor!r}")
+            out.append(record)
+        return [*out, last]
+
+    @contextlib.contextmanager
+    def current(self, turn: Turn | None) -> Any:
+        """Make ``turn`` the current one (for :func:`encoder_options` and :func:`identified`)."""
+        token = _TURN.set(turn)
+        try:
+            yield
+        finally:
+            _TURN.reset(token)
+
+    async def check_room(self, owner: str, need: int) -> None:
+        """Refuse a new stored response when the key has no room left for ``need`` bytes (413).
+
+        ``need`` is the request's size, less than what its record will take: an answer that
+        then passes the cap is still given, but not stored (and logged).
+        """
+        cap = self.store.max_bytes
+        if cap is not None and await self.store.usage(owner) + need > cap:
+            raise Rejected(413, f"this key's stored responses reached the store's cap ({cap} bytes)")
+
+    def tee(self, turn: Turn, send: Send) -> Send:
+        """``send``, keeping a copy of a streamed 200 answer's frames for the store."""
+        ok = False
+
+        async def teed(message: MutableMapping[str, Any]) -> None:
+            nonlocal ok
+            if message["type"] == "http.response.start":
+                # Only a stream's frames are events (a JSON answer is the record's response).
+                ok = message["status"] == 200 and (b"content-type", b"application/json") not in message.get(
+                    "headers", ()
+                )
+            elif ok and message.get("body"):
+                turn.frames.append(message["body"])
+            await send(message)
+
+        return teed
+
+    async def save(self, turn: Turn, response: Response | None, *, status: str | None = None) -> None:
+        """Write a finished turn: its record, its canonical answer, its events (when stored)."""
+        if not turn.store:
+            return
+        record = turn.record("in_progress", self.store.expiry())
+        if response is not None:
+            record.upstream_id = response.id
+            record.response = msgspec.structs.replace(response, id=turn.id)
+            record.status = response.status if response.status != "in_progress" else "failed"
+        record.status = status or record.status
+        try:
+            await self.store.put(record, _events(turn.frames))
+        except StoreFullError as exc:
+            log.warning("bridge: response %s not stored: %s", turn.id, exc)
+
+    # ------------------------------------------------------------------ background
+
+    async def launch(
+        self, turn: Turn, run: Callable[[Send], Awaitable[Response | None]], receive: Receive, send: Send
+    ) -> None:
+        """Start a background response and answer the request (queued, or its stream)."""
+        record = turn.record("queued", self.store.expiry())
+        try:
+            await self.store.put(record)
+        except StoreFullError as exc:
+            raise Rejected(413, str(exc)) from None
+        if self._tasks is not None:
+            self._tasks.start_soon(self._background, turn, record, run)
+        if turn.stream:
+            if self._tasks is None:  # no lifespan: the request runs it, and streams it
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._background, turn, record, run)
+                    await self._replay(record.id, record.owner, -1, receive, send)
+                return
+            await self._replay(record.id, record.owner, -1, receive, send)
+            return
+        await send_json(send, 200, self._body(record, ()))
+        if self._tasks is None:
+            # No lifespan task group: the response is run after the answer, in this request.
+            await self._background(turn, record, run)
+
+    async def _background(
+        self, turn: Turn, record: StoredResponse, run: Callable[[Send], Awaitable[Response | None]]
+    ) -> None:
+        # Whatever happens stays in this task: the lifespan's task group must outlive it.
+        try:
+            await self._run_background(turn, record, run)
+        except Exception:
+            log.exception("bridge: background response %s could not be recorded", turn.id)
+
+    async def _run_background(
+        self, turn: Turn, record: StoredResponse, run: Callable[[Send], Awaitable[Response | None]]
+    ) -> None:
+        frames: list[bytes] = []
+        record.status = "in_progress"
+        await self.store.put(record)
+        scope = anyio.CancelScope()
+        self._running[turn.id] = scope
+
+        async def write(message: MutableMapping[str, Any]) -> None:
+            if message["type"] != "http.response.body" or not message.get("body"):
+                return
+            frames.append(message["body"])
+            events = _events(frames)
+            frames.clear()
+            if events and await self.store.append(turn.id, events):
+                scope.cancel()  # a cancel asked in another process
+
+        response: Response | None = None
+        error: str | None = None
+        try:
+            with scope:
+                response = await run(write)
+        except Rejected as exc:
+            error = exc.message
+        except Exception as exc:  # a bug: the record says failed, the log says where
+            log.exception("bridge: background response %s failed", turn.id)
+            error = f"internal error in the bridge ({type(exc).__name__})"
+        finally:
+            self._running.pop(turn.id, None)
+            with anyio.CancelScope(shield=True):
+                await self._finish(turn, record, response, error, scope.cancel_called)
+
+    async def _finish(
+        self,
+        turn: Turn,
+        record: StoredResponse,
+        response: Response | None,
+        error: str | None,
+        cancelled: bool,
+    ) -> None:
+        current = await self.store.get(turn.id, turn.owner)
+        if current is None:
+            return  # deleted meanwhile
+        if response is not None:
+            current.upstream_id = response.id
+            current.response = msgspec.structs.replace(response, id=turn.id)
+            current.status = response.status if response.status != "in_progress" else "failed"
+        if cancelled:
+            current.status = "cancelled"
+        elif error is not None or current.status not in TERMINAL:
+            failed = Response(
+                protocol=self.spec.name,
+                id=turn.id,
+                model=record.request.envelope.model,
+                status="failed",
+                messages=current.response.messages if current.response is not None else [],
+                error=StreamError(type="server_error", message=error or "the bridge stopped the response"),
+            )
+            current.response, current.status = failed, "failed"
+            body = encode_response(failed, self.spec.name)
+            seq = len(await self.store.events(turn.id))
+            event = {"type": "response.failed", "sequence_number": seq, "response": body}
+            await self.store.append(
+                turn.id, [b"event: response.failed\ndata: " + json.dumps(event).encode() + b"\n\n"]
+            )
+        try:
+            await self.store.put(current)
+        except StoreFullError as exc:
+            log.warning("bridge: background response %s: final state not stored: %s", turn.id, exc)
+
+    async def _replay(self, rid: str, owner: str, after: int, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+            async for _, data in self.store.tail(rid, owner, after):
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            tg.cancel_scope.cancel()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # ------------------------------------------------------------------ the resource
+
+    async def serve(
+        self, method: str, found: re.Match[str], query: bytes, owner: str, receive: Receive, send: Send
+    ) -> None:
+        """Answer ``GET``/``DELETE /v1/responses/{id}``, ``.../input_items``, ``POST .../cancel``.
+
+        Raises:
+            Rejected: Missing, expired or another key's (404), a bad parameter (400), a wrong
+                method (405).
+        """
+        rid, sub = found["id"], found["sub"]
+        params = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+        allowed = "POST" if sub == "/cancel" else "GET" if sub else "GET, DELETE"
+        if method not in allowed.split(", "):
+            raise Rejected(405, f"this endpoint takes {allowed}, not {method}", {"allow": allowed})
+        record = await self._get(rid, owner)
+        if sub == "/input_items":
+            await send_json(send, 200, self._input_items(record, params))
+        elif sub == "/cancel":
+            await send_json(send, 200, await self._cancel(record))
+        elif method == "DELETE":
+            await self.store.delete(rid, owner)
+            await send_json(send, 200, {"id": rid, "object": "response.deleted", "deleted": True})
+        elif dict(params).get("stream") == "true":
+            after = _int(dict(params).get("starting_after", "-1"), "starting_after")
+            await self._replay(rid, owner, after, receive, send)
+        else:
+            include = [v for k, v in params if k in ("include", "include[]")]
+            await send_json(send, 200, self._body(record, include))
+
+    def _body(self, record: StoredResponse, include: Any) -> dict[str, Any]:
+        response = record.response or Response(
+            protocol=self.spec.name, id=record.id, model=record.request.envelope.model, status="in_progress"
+        )
+        body = encode_response(response, self.spec.name)
+        body.update(
+            status=record.status,
+            background=record.background,
+            previous_response_id=record.previous_id,
+            store=True,
+            created_at=int(record.created_at),
+        )
+        if "reasoning.encrypted_content" not in include:  # OpenAI returns it only when asked
+            for item in body.get("output", ()):
+                if isinstance(item, dict):
+                    item.pop("encrypted_content", None)
+        return body
+
+    def _input_items(self, record: StoredResponse, params: list[tuple[str, str]]) -> dict[str, Any]:
+        query = dict(params)
+        order = query.get("order", "desc")
+        if order not in ("asc", "desc"):
+            raise Rejected(400, "order must be asc or desc")
+        limit = _int(query.get("limit", "20"), "limit")
+        if not 1 <= limit <= 100:
+            raise Rejected(400, "limit must be between 1 and 100")
+        items = from_canonical(list(record.request.input), self.spec.name).get("input", [])
+        items = [{"id": f"item_{record.id.partition('_')[2]}_{i}", **item} for i, item in enumerate(items)]
+        for item in items:
+            item.setdefault("type", "message")
+            if item["type"] == "message" and isinstance(item.get("content"), str):
+                item["content"] = [{"type": "input_text", "text": item["content"]}]
+        if order == "desc":
+            items.reverse()
+        after = query.get("after")
+        if after is not None:
+            ids = [i["id"] for i in items]
+            items = items[ids.index(after) + 1 :] if after in ids else []
+        page = items[:limit]
+        return {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": len(items) > limit,
+        }
+
+    async def _cancel(self, record: StoredResponse) -> dict[str, Any]:
+        if not record.background:
+            raise Rejected(400, "only a background response can be cancelled")
+        if record.status not in TERMINAL:
+            await self.store.request_cancel(record.id)
+            scope = self._running.get(record.id)
+            if scope is not None:
+                scope.cancel()
+            with anyio.move_on_after(10):
+                while record.status not in TERMINAL:
+                    await self.store.wait(record.id, 1 << 62, self.store.poll)
+                    found = await self.store.get(record.id, record.owner)
+                    if found is None:
+                        break
+                    record = found
+        return self._body(record, ())
+
+
+def _int(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise Rejected(400, f"{name} must be a whole number, not {value!r}") from None
