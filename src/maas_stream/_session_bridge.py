@@ -51,21 +51,23 @@ Live cancellation of a call a Realtime client already got is a ``conversation.it
 of its item), and Realtime's recoverable ``error`` (forwarded to a Realtime client; a Live
 client has no error message, so it is a record of kind ``error``).
 
+The module owns the session's state machine (the client ↔ upstream message flow, the Live
+``setup`` timing, the audio input conversion, the relay of realtime upstream messages); its
+rules live beside it: ``_session_config`` (configuration ↔ Live ``setup`` / Realtime
+``session.update``, voices), ``_session_output`` (what the client is sent: server events,
+errors, refusals) and ``_session_http`` (an HTTP upstream's turns).
+
 It must not do IO.
 """
 
 from __future__ import annotations
 
-import base64
-import itertools
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from . import events as ev
 from ._audio import AudioConverter
-from ._bodies import from_canonical
 from ._client_model import (
     ActivityStart,
     AddMessages,
@@ -73,32 +75,29 @@ from ._client_model import (
     AudioCommit,
     AudioFormat,
     AudioStreamEnd,
-    CancelResponse,
     ClientMessage,
     ResponseRequest,
     SessionConfig,
     TextInput,
     ToolResults,
-    Transcription,
     TurnDetection,
 )
-from ._convert import StreamConverter
-from ._drops import DropKind, DropLog, Dropped
-from ._envelope import Envelope, FunctionTool, Unread
+from ._drops import DropLog
 from ._exceptions import LocalProtocolError, ProtocolError, RemoteProtocolError
-from ._model import (
-    Message,
-    Response,
-    ResponseStatus,
-    Session,
-    SessionEvent,
-    StreamError,
-    TextPart,
-    ToolCallPart,
-)
-from ._models import model_caps
+from ._model import Session, StreamError, ToolCallPart
 from ._registry import get_protocol
-from ._request import _codec, _with_limit
+from ._session_config import (
+    REALTIME_DEFAULT,
+    SESSION_PROTOCOLS,
+    VOICES,
+    SampleRates,
+    live_setup,
+    merge,
+    realtime_update,
+    session_object,
+)
+from ._session_http import HttpTurns, TurnRequest
+from ._session_output import ClientWriter, Translated, close_reason, json_text
 from ._stream_aggregator import StreamAggregator
 from .protocols._names import GOOGLE_LIVE, OPENAI_REALTIME
 from .protocols.google_live import _client as live
@@ -108,147 +107,6 @@ if TYPE_CHECKING:
     from ._interfaces import StreamEncoder
 
 __all__ = ["VOICES", "SampleRates", "SessionBridge", "Translated", "TurnRequest"]
-
-SESSION_PROTOCOLS: Final = frozenset({OPENAI_REALTIME, GOOGLE_LIVE})
-
-VOICES: Final[dict[str, str]] = {
-    "alloy": "Puck",
-    "ash": "Charon",
-    "ballad": "Orus",
-    "coral": "Aoede",
-    "echo": "Fenrir",
-    "sage": "Kore",
-    "shimmer": "Leda",
-    "verse": "Zephyr",
-    "marin": "Despina",
-    "cedar": "Algenib",
-}
-"""Realtime voice → Live prebuilt voice, one to one (each default, ``alloy`` and ``Puck``, is the
-other's counterpart). A voice outside this table has no counterpart: it is refused (or dropped
-with ``drop_params``), never replaced silently by another."""
-
-_LIVE_VOICES: Final = {live_voice.lower(): rt for rt, live_voice in VOICES.items()}
-
-_REASON_BYTES: Final = 123
-"""A websocket close reason holds at most 123 bytes (RFC 6455 §5.5)."""
-
-_json = msgspec.json.Encoder()
-
-
-@dataclass(frozen=True)
-class SampleRates:
-    """The PCM16 sample rates of each side (the protocols' documented rates by default)."""
-
-    live_input: int = 16000
-    """What a Live upstream is sent (``audio/pcm;rate=16000``)."""
-    live_output: int = 24000
-    """What Live writes, and what a Live client is sent."""
-    realtime: int = 24000
-    """Realtime's PCM16 rate, both ways."""
-
-
-@dataclass
-class Translated:
-    """What one message (or event) of the session turns into.
-
-    Attributes:
-        to_upstream: Websocket messages to send upstream, in order (text frames as ``str``).
-        to_client: Websocket messages to send the client now, in order.
-        dropped: What could not be carried and was dropped (only with ``drop_params``, or
-            upstream messages the client protocol has no form for).
-        close: Close the client with this code and reason (a refused Live setup, a closed
-            upstream); send ``to_client`` first.
-        request: HTTP upstream only: the client asked for a turn; send this request upstream.
-    """
-
-    to_upstream: list[str | bytes] = field(default_factory=list)
-    to_client: list[str | bytes] = field(default_factory=list)
-    dropped: list[Dropped] = field(default_factory=list)
-    close: tuple[int, str] | None = None
-    request: TurnRequest | None = None
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    """One turn of a session for an HTTP upstream (see :meth:`SessionBridge.turn_request`).
-
-    Attributes:
-        protocol: The upstream protocol the body is written for.
-        body: The streaming request body.
-        messages: The canonical conversation it holds (system instructions first).
-        envelope: The canonical envelope (model, tools...).
-        dropped: What of the conversation or envelope the upstream cannot carry.
-    """
-
-    protocol: str
-    body: dict[str, Any]
-    messages: list[Message]
-    envelope: Envelope
-    dropped: list[Dropped]
-
-
-def _text(obj: Any) -> str:
-    return str(_json.encode(obj), "utf-8")
-
-
-def _reason(text: str) -> str:
-    raw = text.encode("utf-8")
-    if len(raw) <= _REASON_BYTES:
-        return text
-    return raw[: _REASON_BYTES - 3].decode("utf-8", "ignore") + "..."
-
-
-_REALTIME_DEFAULT: Final = SessionConfig(
-    instructions="",
-    tools=[],
-    tool_choice="auto",
-    modalities=["audio"],
-    voice="alloy",
-    input_format=AudioFormat(),
-    output_format=AudioFormat(),
-    input_transcription=Transcription(enabled=False),
-    turn_detection=TurnDetection(mode="server_vad"),
-)
-"""What a Realtime client is told the session is before it says anything (``session.created``)."""
-
-_CONFIG_FIELDS: Final = tuple(
-    f for f in SessionConfig.__struct_fields__ if f not in ("event_id", "unsupported")
-)
-
-_BETA_NAMES: Final = {
-    "response.output_text.delta": "response.text.delta",
-    "response.output_text.done": "response.text.done",
-    "response.output_audio.delta": "response.audio.delta",
-    "response.output_audio.done": "response.audio.done",
-    "response.output_audio_transcript.delta": "response.audio_transcript.delta",
-    "response.output_audio_transcript.done": "response.audio_transcript.done",
-    "conversation.item.added": "conversation.item.created",
-}
-_BETA_PARTS: Final = {"output_text": "text", "output_audio": "audio"}
-
-_SERVER_LINE: Final = b'{"dir":"server","msg":'
-"""How a session encoder writes a server message (``protocols._session.frame``)."""
-
-_PLAIN_REALTIME: Final = tuple(
-    b'{"type":"' + name.encode() + b'"'
-    for name in (
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.output_audio_transcript.delta",
-        "response.output_audio_transcript.done",
-        "response.output_audio.delta",
-        "response.function_call_arguments.delta",
-        "response.function_call_arguments.done",
-        "response.content_part.added",
-        "response.content_part.done",
-    )
-)
-"""Realtime server events a GA client gets as the encoder wrote them (audio: when no conversion)."""
-
-
-def _merge(base: SessionConfig, update: SessionConfig) -> SessionConfig:
-    changes = {name: getattr(update, name) for name in _CONFIG_FIELDS if getattr(update, name) is not None}
-    return msgspec.structs.replace(base, **changes) if changes else base
 
 
 class SessionBridge:
@@ -288,65 +146,56 @@ class SessionBridge:
         self.model = model
         self.drop_params = drop_params
         self.rates = sample_rates or SampleRates()
-        self.beta = beta
         self.http = upstream not in SESSION_PROTOCOLS
-        if self.http:
-            _codec(upstream)  # raises for a protocol without HTTP request bodies
         self.same = client == upstream
         self.drops = DropLog(upstream, client)
         """Every drop of the session so far (what each :class:`Translated` listed)."""
-        self.config = _REALTIME_DEFAULT if client == OPENAI_REALTIME else SessionConfig()
+        self.config = REALTIME_DEFAULT if client == OPENAI_REALTIME else SessionConfig()
         if self.http and client == OPENAI_REALTIME:
             self.config = msgspec.structs.replace(
                 self.config, modalities=["text"], turn_detection=TurnDetection(mode="manual")
             )
         """The client's session configuration as it stands (canonical)."""
+        self._out = ClientWriter(
+            client, upstream, drop_params=drop_params, rates=self.rates, beta=beta, drops=self.drops
+        )
+        self._calls: dict[str, str] = {}
+        """Call id → function name (a Live function response needs the name)."""
+        self._turns: HttpTurns | None = None
+        if self.http:  # raises for a protocol without HTTP request bodies
+            self._turns = HttpTurns(client, upstream, model=model, writer=self._out, calls=self._calls)
         self._agg = StreamAggregator(None if self.http else upstream, emit=True)
         self._encoder: StreamEncoder | None = None
         if not self.http and not self.same:
             self._encoder = get_protocol(client).encoder()
-        self._ids = itertools.count(1)
         self._reading = True
         self._setup_sent = False
         self._setup: dict[str, Any] | None = None
         self._ready = False
         self._held: list[str | bytes] = []
         self._awaiting_setup = False
-        self._calls: dict[str, str] = {}
-        """Call id → function name (a Live function response needs the name)."""
-        self._call_items: dict[str, str] = {}
-        """Call id → the Realtime item id a Realtime client got it in."""
-        self._open_calls: set[str] = set()
-        """Calls of the response being written to a Realtime client (not finished yet)."""
         self._auto = False
         """A Live upstream answers by itself now (after tool results or the end of an audio turn):
         the Realtime client's next plain ``response.create`` is already served."""
         self._activity = False
         self._inputs: dict[AudioFormat, AudioConverter] = {}
-        self._output: AudioConverter | None = None
-        # HTTP upstream: the conversation and the turns.
-        self._history: list[Message] = []
-        self._turns: list[Response] = []
-        self._events: list[SessionEvent] = []
-        self._http: StreamConverter | None = None
-        self._overrides: ResponseRequest | None = None
-        self._response: tuple[str, list[dict[str, Any]]] | None = None
-        """The response a Realtime client was told started and not yet done: its id and items."""
 
     # ------------------------------------------------------------------ public
 
     @property
+    def beta(self) -> bool:
+        """The Realtime client speaks the beta event names (given, or learnt from its first update)."""
+        return self._out.beta
+
+    @beta.setter
+    def beta(self, value: bool) -> None:
+        self._out.beta = value
+
+    @property
     def session(self) -> Session:
         """The canonical session so far (responses and session events), for logs and metrics."""
-        if self.http:
-            status: ResponseStatus = "in_progress" if self._http is not None else "completed"
-            return Session(
-                protocol=self.upstream,
-                status=status,
-                responses=list(self._turns),
-                events=list(self._events),
-                model=self.model,
-            )
+        if self._turns is not None:
+            return self._turns.session()
         return self._agg.session()
 
     def opening(self) -> Translated:
@@ -375,7 +224,7 @@ class SessionBridge:
             else:
                 messages = live.decode_client(message)
         except (ProtocolError, msgspec.DecodeError) as exc:
-            self._client_fault(out, str(exc), None, None)
+            self._out.client_fault(out, str(exc), None, None)
             return out
         for m in messages:
             self._from_client(m, out)
@@ -414,10 +263,10 @@ class SessionBridge:
         out = Translated()
         text = f"the upstream {self.upstream} connection closed ({code}{': ' + reason if reason else ''})"
         if self.client == OPENAI_REALTIME and not self.same:
-            out.to_client.append(self._error("server_error", text, None, None, code="upstream_closed"))
+            out.to_client.append(self._out.error("server_error", text, None, None, code="upstream_closed"))
         if not self.http:
             self._agg.fail(StreamError(type="upstream_closed", message=text, code=str(code)))
-        out.close = (code if code in (1000, 1001) else 1011, _reason(reason or text))
+        out.close = (code if code in (1000, 1001) else 1011, close_reason(reason or text))
         return out
 
     # ------------------------------------------------------------------ same protocol
@@ -435,7 +284,7 @@ class SessionBridge:
             if isinstance(setup, dict):
                 # The route's model, whatever the client named (it may be an alias).
                 setup["model"] = self.model if self.model.startswith("models/") else f"models/{self.model}"
-                forward = _text(raw)
+                forward = json_text(raw)
         if not self._is_audio(message):
             self._read(forward, "client")
         out.to_upstream.append(forward)
@@ -470,81 +319,10 @@ class SessionBridge:
             or ("realtime_input" in head and '"audio"' in head)
         )
 
-    # ------------------------------------------------------------------ refusals
-
-    def _client_path(self, name: str) -> str:
-        if self.client == OPENAI_REALTIME:
-            return realtime.client_path(name, beta=self.beta)
-        return live.client_path(name)
-
-    def _lost(
-        self,
-        out: Translated,
-        lost: list[str],
-        why: str,
-        event_id: str | None,
-        kind: DropKind = "request_field",
-    ) -> bool:
-        """Refuse what cannot be carried (return ``True``), or with ``drop_params`` report it."""
-        paths = list(dict.fromkeys(self._client_path(name) for name in lost))
-        if not paths:
-            return False
-        if self.drop_params:
-            log = DropLog(self.upstream, self.client)
-            for path in paths:
-                log.add(kind, f"{path} ({why})")
-            self._report(out, log.records)
-            return False
-        text = (
-            f"{', '.join(paths)}: cannot be carried to the {self.upstream} upstream ({why}); "
-            "the bridge refuses it rather than drop it (its operator may set drop_params)"
-        )
-        self._client_fault(out, text, paths[0], event_id, code="unsupported_by_upstream")
-        return True
-
-    def _report(self, out: Translated, records: list[Dropped]) -> None:
-        out.dropped.extend(records)
-        self.drops.extend(records)
-
-    def _client_fault(
-        self,
-        out: Translated,
-        text: str,
-        param: str | None,
-        event_id: str | None,
-        *,
-        code: str = "invalid_event",
-    ) -> None:
-        if self.client == OPENAI_REALTIME:
-            out.to_client.append(self._error("invalid_request_error", text, param, event_id, code=code))
-        else:
-            out.close = (1007, _reason(text))
-
-    def _error(self, kind: str, text: str, param: str | None, event_id: str | None, *, code: str) -> str:
-        error: dict[str, Any] = {"type": kind, "code": code, "message": text, "param": param}
-        if event_id is not None:
-            error["event_id"] = event_id
-        return self._server_event({"type": "error", "error": error})
-
-    def _server_event(self, body: dict[str, Any]) -> str:
-        body["event_id"] = f"event_maas_bridge_{next(self._ids)}"
-        return _text(self._beta(body) if self.beta else body)
-
-    # ------------------------------------------------------------------ Realtime session events
-
-    def _session_object(self) -> dict[str, Any]:
-        c = self.config
-        session = realtime.encode_client(c, beta=self.beta)[0]["session"]
-        if not self.beta:  # (the beta types take only OpenAI model names; GA has no session id)
-            session["model"] = self.model
-        if not self.beta:
-            audio = session.setdefault("audio", {})
-            audio.setdefault("input", {}).setdefault("turn_detection", None)
-            audio["input"].setdefault("transcription", None)
-        return dict(session)
-
     def _session_event(self, kind: str) -> str:
-        return self._server_event({"type": kind, "session": self._session_object()})
+        """A Realtime ``session.created`` / ``session.updated`` of the configuration as it stands."""
+        session = session_object(self.config, model=self.model, beta=self.beta)
+        return self._out.server_event({"type": kind, "session": session})
 
     # ------------------------------------------------------------------ client → upstream
 
@@ -552,21 +330,21 @@ class SessionBridge:
         if isinstance(m, SessionConfig):
             self._config(m, out)
         elif self.http:
-            self._http_client(m, out)
+            self._http_turns().take(m, self.config, out)
         elif self.upstream == GOOGLE_LIVE:
             self._to_live(m, out)
         else:
             self._to_realtime(m, out)
 
     def _config(self, m: SessionConfig, out: Translated) -> None:
-        merged = _merge(self.config, m)
+        merged = merge(self.config, m)
         lost = list(m.unsupported)
         if self.http:
             # A Live setup that names no modality asks for audio (Live's default).
             modalities = merged.modalities or (["audio"] if self.client == GOOGLE_LIVE else ["text"])
             if "audio" in modalities:
                 lost.append("modalities")
-            if self._lost(out, lost, "an HTTP upstream answers in text only", m.event_id):
+            if self._out.lost(out, lost, "an HTTP upstream answers in text only", m.event_id):
                 return
             self.config = msgspec.structs.replace(merged, modalities=["text"])
             self._config_done(out)
@@ -575,16 +353,16 @@ class SessionBridge:
             self._live_config(m, merged, lost, out)
             return
         # A Live client's setup for a Realtime upstream.
-        wire = self._realtime_update(merged, lost)
-        if self._lost(out, lost, "OpenAI Realtime has no counterpart", m.event_id):
+        wire = realtime_update(merged, rate=self.rates.realtime, lost=lost)
+        if self._out.lost(out, lost, "OpenAI Realtime has no counterpart", m.event_id):
             return
         self.config = merged
         self._awaiting_setup = True
-        out.to_upstream.append(_text(wire))
+        out.to_upstream.append(json_text(wire))
         self._feed_client(wire)
 
     def _live_config(self, m: SessionConfig, merged: SessionConfig, lost: list[str], out: Translated) -> None:
-        setup = self._live_setup(merged, lost)
+        setup = live_setup(merged, model=self.model, lost=lost)
         if self._setup_sent:
             old: dict[str, Any] = (self._setup or {}).get("setup", {})
             new: dict[str, Any] = setup["setup"]
@@ -593,7 +371,7 @@ class SessionBridge:
             why = "Google Live takes its configuration once, in setup, when the session starts"
         else:
             why = "Google Live has no counterpart"
-        if self._lost(out, lost, why, m.event_id):
+        if self._out.lost(out, lost, why, m.event_id):
             return
         self.config = merged
         if not self._setup_sent:
@@ -604,46 +382,15 @@ class SessionBridge:
         if self.client == OPENAI_REALTIME:
             out.to_client.append(self._session_event("session.updated"))
         else:
-            out.to_client.append(_text({"setupComplete": {}}))
-
-    def _live_setup(self, c: SessionConfig, lost: list[str]) -> dict[str, Any]:
-        voice = c.voice
-        if voice is not None:
-            mapped = VOICES.get(voice.lower())
-            if mapped is None:
-                lost.append("voice")
-            voice = mapped
-        upstream = msgspec.structs.replace(
-            c, voice=voice, input_format=None, output_format=None, modalities=c.modalities or ["audio"]
-        )
-        encoded = live.encode_client(upstream, model=self.model, lost=lost)[0]
-        return encoded
-
-    def _realtime_update(self, c: SessionConfig, lost: list[str]) -> dict[str, Any]:
-        voice = c.voice
-        if voice is not None:
-            mapped = _LIVE_VOICES.get(voice.lower())
-            if mapped is None:
-                lost.append("voice")
-            voice = mapped
-        fmt = AudioFormat(rate=self.rates.realtime)
-        upstream = msgspec.structs.replace(
-            c,
-            voice=voice,
-            input_format=fmt,
-            output_format=fmt,
-            modalities=c.modalities or ["audio"],
-            output_transcription=None,
-        )
-        return realtime.encode_client(upstream, lost=lost)[0]
+            out.to_client.append(json_text({"setupComplete": {}}))
 
     def _feed_client(self, wire: dict[str, Any]) -> None:
         """Keep a translated client message in the session (not audio: see ``_is_audio``)."""
-        self._agg.feed_message(_text(wire), direction="client")
+        self._agg.feed_message(json_text(wire), direction="client")
 
     def _send(self, out: Translated, wires: list[dict[str, Any]]) -> None:
         for wire in wires:
-            text = _text(wire)
+            text = json_text(wire)
             if self.upstream == GOOGLE_LIVE and not self._ready:
                 self._held.append(text)
             else:
@@ -660,12 +407,12 @@ class SessionBridge:
         if self._setup_sent:
             return True
         lost: list[str] = []
-        setup = self._setup or self._live_setup(self.config, lost)
-        if self._lost(out, lost, "Google Live has no counterpart", None):
+        setup = self._setup or live_setup(self.config, model=self.model, lost=lost)
+        if self._out.lost(out, lost, "Google Live has no counterpart", None):
             return False
         self._setup = setup
         self._setup_sent = True
-        out.to_upstream.append(_text(setup))
+        out.to_upstream.append(json_text(setup))
         self._feed_client(setup)
         return True
 
@@ -710,7 +457,7 @@ class SessionBridge:
         drops = DropLog(self.upstream, self.client)
         wires += live.encode_client(m, model=self.model, manual_turns=manual, lost=lost, drops=drops)
         lost += [rec.what for rec in drops.records]
-        if self._lost(out, lost, "Google Live has no counterpart", m.event_id, kind="session_frame"):
+        if self._out.lost(out, lost, "Google Live has no counterpart", m.event_id, kind="session_frame"):
             return
         self._send(out, wires)
 
@@ -738,7 +485,7 @@ class SessionBridge:
         if isinstance(m, AudioCommit) and manual:
             wires.append({"type": "response.create"})  # Live answers at activityEnd
         lost += [rec.what for rec in drops.records]
-        if self._lost(out, lost, "OpenAI Realtime has no counterpart", m.event_id, kind="session_frame"):
+        if self._out.lost(out, lost, "OpenAI Realtime has no counterpart", m.event_id, kind="session_frame"):
             return
         self._send(out, wires)
 
@@ -762,24 +509,24 @@ class SessionBridge:
         cancel = raw.get("toolCallCancellation") if isinstance(raw, dict) else None
         ids = cancel.get("ids") if isinstance(cancel, dict) else None
         for call_id in ids if isinstance(ids, list) else ():
-            item = self._call_items.get(call_id) if isinstance(call_id, str) else None
-            if self.client == OPENAI_REALTIME and item is not None and call_id not in self._open_calls:
+            item = self._out.call_items.get(call_id) if isinstance(call_id, str) else None
+            if self.client == OPENAI_REALTIME and item is not None and call_id not in self._out.open_calls:
                 # A call the client already got in a finished response: Realtime's counterpart of
                 # Live's toolCallCancellation is the removal of the call's item.
                 out.to_client.append(
-                    self._server_event({"type": "conversation.item.deleted", "item_id": item})
+                    self._out.server_event({"type": "conversation.item.deleted", "item_id": item})
                 )
 
     def _from_realtime(self, raw: Any, message: str | bytes, out: Translated) -> None:
         kind = raw.get("type") if isinstance(raw, dict) else None
         if kind == "session.updated" and self._awaiting_setup:
             self._awaiting_setup = False
-            out.to_client.append(_text({"setupComplete": {}}))
+            out.to_client.append(json_text({"setupComplete": {}}))
         elif kind == "error" and self._awaiting_setup:
             self._agg.feed_message(message, direction="server")
             error = raw.get("error") if isinstance(raw.get("error"), dict) else {}
             text = f"the {self.upstream} upstream refused the session: {error.get('message') or error.get('code')}"
-            out.close = (1011, _reason(text))
+            out.close = (1011, close_reason(text))
             return
         self._relay(message, out)
 
@@ -798,12 +545,12 @@ class SessionBridge:
                     log.add(
                         "session_frame", "goAway (the Live upstream closes soon; no Realtime counterpart)"
                     )
-                    self._report(out, log.records)
+                    self._out.report(out, log.records)
                 continue  # session frames: kept in the Session, no loss of a response
             if isinstance(e, ev.PartStart) and isinstance(e.value, ToolCallPart):
                 self._calls[e.value.id] = e.value.name
             chunks.append(encoder.encode(e))
-        self._lines(b"".join(chunks), out)
+        self._out.lines(b"".join(chunks), out, self.config)
         if not drops or sum(drops.by_kind().values()) == total:
             return  # the common case, per message: nothing new dropped
         after = drops.records
@@ -813,206 +560,9 @@ class SessionBridge:
             if r.count > before.get((r.kind, r.what), 0)
         ]
         if new:
-            self._report(out, new)
-
-    def _lines(self, data: bytes, out: Translated) -> None:
-        for line in data.splitlines():
-            if not line.startswith(_SERVER_LINE):
-                continue  # tool results written back as the client's: the client sent them
-            body = line[len(_SERVER_LINE) : -1]
-            if self._plain(body):
-                out.to_client.append(body.decode("utf-8"))  # the per-delta fast path: as written
-            elif self.client == OPENAI_REALTIME:
-                out.to_client.extend(self._realtime_out(msgspec.json.decode(body)))
-            else:
-                out.to_client.extend(self._live_out(msgspec.json.decode(body)))
-
-    def _plain(self, body: bytes) -> bool:
-        """Whether an encoded server message goes to the client as it is (nothing to track or convert)."""
-        if self.client == OPENAI_REALTIME:
-            if self.beta or not body.startswith(_PLAIN_REALTIME):
-                return False
-            audio = body.startswith(b'{"type":"response.output_audio.')
-            return not audio or self._output_format() == AudioFormat(rate=self.rates.live_output)
-        if self.rates.realtime != self.rates.live_output:
-            return False
-        asked = self.config.output_transcription
-        return (asked is not None and asked.enabled) or b'"outputTranscription"' not in body
-
-    def _output_format(self) -> AudioFormat:
-        return self.config.output_format or AudioFormat(rate=self.rates.realtime)
-
-    def _realtime_out(self, msg: dict[str, Any]) -> list[str | bytes]:
-        kind = msg.get("type")
-        item = msg.get("item")
-        if (
-            kind == "response.output_item.added"
-            and isinstance(item, dict)
-            and item.get("type") == "function_call"
-        ):
-            self._call_items[item.get("call_id", "")] = item.get("id", "")
-            self._open_calls.add(item.get("call_id", ""))
-        elif kind == "response.created" and isinstance(msg.get("response"), dict):
-            self._response = (str(msg["response"].get("id")), [])
-        elif kind == "response.output_item.done" and isinstance(item, dict) and self._response is not None:
-            self._response[1].append(item)
-        elif kind == "response.done":
-            self._open_calls.clear()
-            self._response = None
-        out: list[str | bytes] = []
-        target = self._output_format()
-        source = AudioFormat(rate=self.rates.live_output)
-        if kind in ("response.output_audio.delta", "response.output_audio.done") and source != target:
-            if self._output is None:
-                self._output = AudioConverter(source, target)
-            if kind == "response.output_audio.delta":
-                data = self._output.feed(base64.b64decode(msg.get("delta") or ""))
-                if not data:
-                    return []
-                msg["delta"] = base64.b64encode(data).decode("ascii")
-            else:
-                tail = self._output.flush()
-                if tail:
-                    delta: dict[str, Any] = {
-                        k: msg[k]
-                        for k in ("response_id", "item_id", "output_index", "content_index")
-                        if k in msg
-                    }
-                    delta.update(
-                        type="response.output_audio.delta", delta=base64.b64encode(tail).decode("ascii")
-                    )
-                    out.append(self._server_event(delta))
-        out.append(_text(self._beta(msg) if self.beta else msg))
-        return out
-
-    def _live_out(self, msg: dict[str, Any]) -> list[str | bytes]:
-        source = AudioFormat(rate=self.rates.realtime)
-        target = AudioFormat(rate=self.rates.live_output)
-        content = msg.get("serverContent")
-        asked = self.config.output_transcription
-        if isinstance(content, dict) and "outputTranscription" in content and not (asked and asked.enabled):
-            # Realtime audio always comes with its transcript; a Live client that did not ask
-            # for outputAudioTranscription gets none, as from Live itself.
-            del content["outputTranscription"]
-            if not content:
-                del msg["serverContent"]
-                if not msg:
-                    return []
-        if source != target and isinstance(content, dict):
-            if self._output is None:
-                self._output = AudioConverter(source, target)
-            for part in (content.get("modelTurn") or {}).get("parts", []):
-                blob = part.get("inlineData")
-                if isinstance(blob, dict) and str(blob.get("mimeType", "")).startswith("audio/"):
-                    blob["data"] = base64.b64encode(
-                        self._output.feed(base64.b64decode(blob["data"]))
-                    ).decode()
-                    blob["mimeType"] = live.audio_mime(target)
-            if content.get("generationComplete") or content.get("interrupted"):
-                tail = self._output.flush()
-                if tail:
-                    part = {
-                        "inlineData": {
-                            "mimeType": live.audio_mime(target),
-                            "data": base64.b64encode(tail).decode(),
-                        }
-                    }
-                    return [_text({"serverContent": {"modelTurn": {"parts": [part]}}}), _text(msg)]
-        return [_text(msg)]
-
-    def _beta(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """A GA server event under its beta name and part types (for a beta Realtime client)."""
-        kind = msg.get("type")
-        if isinstance(kind, str) and kind in _BETA_NAMES:
-            msg["type"] = _BETA_NAMES[kind]
-        for holder in (msg.get("part"), msg.get("item")):
-            if isinstance(holder, dict):
-                self._beta_parts(holder)
-        response = msg.get("response")
-        if isinstance(response, dict):
-            for item in response.get("output") or []:
-                if isinstance(item, dict):
-                    self._beta_parts(item)
-        return msg
-
-    @staticmethod
-    def _beta_parts(obj: dict[str, Any]) -> None:
-        if obj.get("type") in _BETA_PARTS:
-            obj["type"] = _BETA_PARTS[obj["type"]]
-        for part in obj.get("content") or []:
-            if isinstance(part, dict) and part.get("type") in _BETA_PARTS:
-                part["type"] = _BETA_PARTS[part["type"]]
+            self._out.report(out, new)
 
     # ------------------------------------------------------------------ HTTP upstream, turn by turn
-
-    def _http_client(self, m: ClientMessage, out: Translated) -> None:
-        respond = False
-        match m:
-            case AddMessages():
-                self._history += [msg for msg in m.messages if msg.role not in ("system", "developer")]
-                system = [msg for msg in m.messages if msg.role in ("system", "developer")]
-                self._history += system
-                respond = m.respond
-            case ToolResults():
-                message = Message(
-                    role="tool", content=list(m.results), tool_call_id=m.results[0].tool_call_id
-                )
-                self._history.append(message)
-                self._events.append(
-                    SessionEvent(
-                        kind="tool_result", type="tool_result", after=len(self._turns), message=message
-                    )
-                )
-                respond = m.respond
-            case TextInput():
-                self._history.append(Message(role="user", content=[TextPart(text=m.text)]))
-                respond = True
-            case ResponseRequest():
-                lost = list(m.unsupported)
-                if m.modalities and "audio" in m.modalities:
-                    lost.append("response.modalities")
-                if m.output_format is not None or m.voice is not None:
-                    lost += [f"response.{n}" for n in ("voice", "output_format") if getattr(m, n) is not None]
-                if self._lost(out, lost, "an HTTP upstream answers in text only", m.event_id):
-                    return
-                self._overrides = m
-                respond = True
-            case AudioChunk() | AudioCommit() | AudioStreamEnd() | ActivityStart():
-                self._lost(
-                    out, ["input audio"], "an HTTP upstream takes text turns only", m.event_id, kind="media"
-                )
-                return
-            case CancelResponse():
-                self._lost(
-                    out,
-                    ["response.cancel"],
-                    "an HTTP turn cannot be cancelled through the bridge",
-                    m.event_id,
-                    kind="session_frame",
-                )
-                return
-            case _:
-                name = type(m).__name__
-                self._lost(
-                    out,
-                    [getattr(m, "name", name)],
-                    "no counterpart for an HTTP upstream",
-                    m.event_id,
-                    kind="session_frame",
-                )
-                return
-        if respond:
-            if self._http is not None:
-                self._client_fault(
-                    out,
-                    "a response is already in progress",
-                    None,
-                    m.event_id,
-                    code="conversation_already_has_active_response",
-                )
-                return
-            out.request = self.turn_request()
-            self._http = StreamConverter(self.client, protocol=self.upstream)
 
     def turn_request(self) -> TurnRequest:
         """The HTTP request of the next turn: the whole conversation so far, instructions and tools.
@@ -1020,82 +570,28 @@ class SessionBridge:
         Raises:
             LocalProtocolError: The upstream is not an HTTP protocol.
         """
-        if not self.http:
-            raise LocalProtocolError(
-                f"{self.upstream} is a realtime upstream: it takes messages, not turn requests"
-            )
-        c = self.config
-        o = self._overrides
-        instructions = o.instructions if o is not None and o.instructions is not None else c.instructions
-        tools = o.tools if o is not None and o.tools is not None else c.tools
-        messages = list(self._history)
-        if instructions:
-            messages.insert(0, Message(role="system", content=instructions))
-        env = Envelope(
-            model=self.model,
-            stream=True,
-            max_tokens=(o.max_output_tokens if o is not None and o.max_output_tokens else None)
-            or c.max_output_tokens,
-            temperature=(o.temperature if o is not None and o.temperature is not None else c.temperature),
-            tools=[FunctionTool(t.name, t.description, t.parameters) for t in tools or []],
-            origin=self.client,
-        )
-        drops: list[Dropped] = []
-        conversation = from_canonical(messages, self.upstream, lossy=drops, source=self.client)
-        codec = _codec(self.upstream)
-        lost: list[Unread] = []
-        body = codec.build(conversation, _with_limit(env, codec, model_caps(self.model)), lost)
-        log = DropLog(self.upstream, self.client)
-        for u in lost:
-            log.add("request_field", u.what, where=u.where)
-        return TurnRequest(self.upstream, body, messages, env, drops + log.records)
+        return self._http_turns().request(self.config)
 
     def upstream_http(self, data: bytes) -> Translated:
         """Feed the bytes of the HTTP upstream's stream for the turn in progress.
 
         Raises:
-            LocalProtocolError: No turn is in progress.
+            LocalProtocolError: No turn is in progress, or the upstream is not an HTTP protocol.
             RemoteProtocolError: The bytes break the upstream protocol.
         """
-        conv = self._http
-        if conv is None:
-            raise LocalProtocolError("no HTTP turn is in progress (send turn_request() first)")
-        out = Translated()
-        self._lines(conv.feed(data), out)
-        return out
+        return self._http_turns().feed(data, self.config)
 
     def upstream_http_end(self, *, error: StreamError | None = None) -> Translated:
-        """End the HTTP turn in progress (``error``: it failed or was cut); the client gets its end."""
-        conv = self._http
-        if conv is None:
-            raise LocalProtocolError("no HTTP turn is in progress")
-        out = Translated()
-        cut = StreamError(type="cut", message="the upstream stream ended early")
-        data = conv.fail(error) if error is not None else conv.finish(cut=cut)
-        self._lines(data, out)
-        final = conv.response
-        failure = error or (final.error if final is not None and final.status == "failed" else None)
-        if self.client == OPENAI_REALTIME and self._response is not None and failure is not None:
-            # The client was told a response started: it ends, failed, as a Realtime server ends one.
-            rid, items = self._response
-            details = {"type": "failed", "error": {"type": failure.type, "message": failure.message or ""}}
-            response = {
-                "object": "realtime.response",
-                "id": rid,
-                "status": "failed",
-                "status_details": details,
-            }
-            done = {"type": "response.done", "response": {**response, "output": items}}
-            out.to_client.append(self._server_event(done))
-            self._response = None
-        self._http = None
-        self._overrides = None
-        if final is not None:
-            self._turns.append(final)
-            self._history += [m for m in final.messages if m.role in ("assistant", "model")]
-            for m in final.messages:
-                for part in m.content if isinstance(m.content, list) else ():
-                    if isinstance(part, ToolCallPart):
-                        self._calls[part.id] = part.name
-        self._report(out, conv.lossy)
-        return out
+        """End the HTTP turn in progress (``error``: it failed or was cut); the client gets its end.
+
+        Raises:
+            LocalProtocolError: No turn is in progress, or the upstream is not an HTTP protocol.
+        """
+        return self._http_turns().end(self.config, error=error)
+
+    def _http_turns(self) -> HttpTurns:
+        if self._turns is None:
+            raise LocalProtocolError(
+                f"{self.upstream} is a realtime upstream: it takes messages, not turn requests"
+            )
+        return self._turns

@@ -150,6 +150,12 @@ CORE = _under(
             "_interfaces",
             "_exceptions",
             "_envelope",
+            "_client_model",
+            "_audio",
+            "_session_bridge",
+            "_session_config",
+            "_session_output",
+            "_session_http",
             "protocols",
         )
     )
@@ -164,7 +170,7 @@ RULES = [
         CORE,
         lambda name: OUTER(name) or IO_LIBRARIES(name),
         "the core (model, events, sse, drops, registry, aggregate, convert, interfaces, exceptions,"
-        " protocols) imports no io/, bridge/, _cli, anyio, httpx, httpx2, httpx_sse or websockets",
+        " the session bridge and its modules, protocols) imports no io/, bridge/, _cli, anyio, httpx, httpx2, httpx_sse or websockets",
     ),
     Rule(
         "protocols-below-the-aggregator",
