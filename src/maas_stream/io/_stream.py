@@ -265,7 +265,7 @@ class _Outbox:
     frames of a burst share one write instead of one socket write each.
     """
 
-    __slots__ = ("_write", "closed", "failure", "parts", "room", "size", "unflushed", "wake")
+    __slots__ = ("_write", "closed", "failure", "first", "parts", "room", "size", "unflushed", "wake")
 
     def __init__(self, write: Callable[[bytes], Awaitable[None]]) -> None:
         self._write = write
@@ -276,6 +276,7 @@ class _Outbox:
         self.room: anyio.Event | None = None
         self.closed = False
         self.failure: Exception | None = None
+        self.first = True
 
     def put(self, data: bytes) -> None:
         self.parts.append(data)
@@ -284,8 +285,13 @@ class _Outbox:
         self.wake.set()
 
     async def pace(self) -> None:
-        """Wait for the writer past the buffer limit; yield to other streams after a long burst."""
-        if self.size >= _OUTBOX_LIMIT:
+        """Wait for the writer past the buffer limit; yield to other streams after a long burst.
+
+        The first output waits for the writer too: the first frame goes out before the second
+        input frame is read (the time to first byte is never traded for fewer writes).
+        """
+        if self.first or self.size >= _OUTBOX_LIMIT:
+            self.first = False
             self.room = room = anyio.Event()
             await room.wait()
         elif self.unflushed >= _BURST:
