@@ -24,7 +24,7 @@ import anyio
 
 import maas_stream as ms
 from _harness import quick, record
-from maas_stream.bridge import create_app
+from maas_stream.bridge import Limits, create_app
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, MutableMapping
@@ -157,7 +157,7 @@ class StalledUpstream:
 
 
 async def bridge_streams(count: int) -> float:
-    app = create_app(upstream=StalledUpstream())
+    app = create_app(upstream=StalledUpstream(), limits=Limits(max_streams=None))
     body = json.dumps(
         {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     ).encode()
@@ -178,6 +178,8 @@ async def bridge_streams(count: int) -> float:
 
         async def send(message: MutableMapping[str, Any]) -> None:
             nonlocal first_bytes
+            if message["type"] == "http.response.start" and message["status"] != 200:
+                raise SystemExit(f"the bridge answered {message['status']}: not an in-flight stream")
             if message["type"] == "http.response.body" and message.get("body"):
                 first_bytes += 1
                 if first_bytes == target:
