@@ -9,6 +9,7 @@ payload: ``maas_stream.sse.Decoder.feed_raw`` for SSE, a newline split for JSON 
 from __future__ import annotations
 
 import gc
+import json
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -25,6 +26,18 @@ if TYPE_CHECKING:
 def quick() -> bool:
     """True when the script was run with ``--quick`` (fewer repetitions, for a smoke run)."""
     return "--quick" in sys.argv
+
+
+SMALL, LARGE = (100, 300) if quick() else (2_000, 30_000)
+"""The stream sizes (events) the per-protocol benchmarks measure; tiny with ``--quick``."""
+
+RATIO_MARK = "@ratio "
+"""Prefix of the machine-readable lines ``benchmarks/run_all.py`` gathers into its table."""
+
+
+def record(bench: str, metric: str, value: float, goal: str = "") -> None:
+    """Print one ratio for the summary table of ``benchmarks/run_all.py`` (one JSON line)."""
+    print(RATIO_MARK + json.dumps({"bench": bench, "metric": metric, "value": value, "goal": goal}))
 
 
 def chunks_of(data: bytes, size: int = 4096) -> list[bytes]:
@@ -111,7 +124,7 @@ def measure(
     chunks = chunks_of(data)
     events = bare(chunks)
     big = events > 10_000
-    repeat = (2 if big else 3) if quick() else (5 if big else 9)
+    repeat = 1 if quick() else (5 if big else 9)
     t = best_of({"bare": bare, "ours": aggregate(protocol), "enc": reencode(protocol)}, chunks, repeat)
     t_sdk = best_of({"sdk": sdk}, chunks, 1 if big or quick() else 2)["sdk"]
     t_bare, t_ours, t_enc = t["bare"], t["ours"], t["enc"]
@@ -129,4 +142,8 @@ def measure(
     print(
         f"  ms.convert (re-encode)     {events / t_enc:12,.0f} ev/s   re-encode adds {ratios['reencode']:4.2f}x decode (<= 2)"
     )
+    name = f"{protocol} {events:,} ev"
+    record(name, "decode vs bare", ratios["decode_vs_bare"], ">= 1.0")
+    record(name, "vs SDK", ratios["vs_sdk"], ">= 10")
+    record(name, "re-encode / decode", ratios["reencode"], "<= 1")
     return ratios

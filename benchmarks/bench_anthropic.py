@@ -25,7 +25,7 @@ import anthropic
 import httpx2
 import msgspec
 
-from _harness import bare_sse, measure
+from _harness import bare_sse, measure, quick
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -170,10 +170,12 @@ def main() -> None:
     print(
         f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, anthropic {anthropic.__version__}"
     )
-    for label, (data, _) in (
-        ("~2k events", synth(1500, 400)),
-        ("~30k events, long tool input", synth(4000, 26000)),
-    ):
+    cases = (
+        (("~300 events", synth(60, 20)), ("~300 events, long tool input", synth(100, 200)))
+        if quick()
+        else (("~2k events", synth(1500, 400)), ("~30k events, long tool input", synth(4000, 26000)))
+    )
+    for label, (data, _) in cases:
         measure(
             "anthropic", data, bare=bare_sse, sdk=sdk(data), sdk_label="anthropic SDK stream()", label=label
         )

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import maas_stream as ms
-from _harness import chunks_of, quick
+from _harness import chunks_of, quick, record
 
 STREAM = (
     Path(__file__).parent.parent / "recordings/openai-chat/readme_text_then_parallel_tools.sse"
@@ -40,7 +40,7 @@ def detect_cost(prefix_size: int, chunk: int) -> float:
 
 
 def main() -> None:
-    sizes = [128 * 1024, 256 * 1024, 512 * 1024, 1000 * 1024]
+    sizes = [32 * 1024, 64 * 1024] if quick() else [128 * 1024, 256 * 1024, 512 * 1024, 1000 * 1024]
     for chunk in (4096, 65536):
         costs = {size: detect_cost(size, chunk) for size in sizes}
         print(f"chunks of {chunk} bytes:")
@@ -50,6 +50,7 @@ def main() -> None:
             )
         ratio = (costs[sizes[-1]] / sizes[-1]) / (costs[sizes[0]] / sizes[0])
         print(f"  per-MiB cost, largest / smallest prefix: {ratio:.2f} (flat = 1.0)")
+        record(f"detection, {chunk} B chunks", "per-MiB cost largest/smallest", ratio, "~1.0")
 
 
 if __name__ == "__main__":

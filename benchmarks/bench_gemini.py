@@ -19,7 +19,7 @@ import msgspec
 from google import genai
 from google.genai import types
 
-from _harness import bare_sse, measure
+from _harness import LARGE, SMALL, bare_sse, measure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,7 +79,7 @@ def sdk(data: bytes) -> Callable[[list[bytes]], object]:
 
 def main() -> None:
     print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, google-genai {genai.__version__}")
-    for n in (2_000, 30_000):
+    for n in (SMALL, LARGE):
         data = synth(n)
         measure("gemini", data, bare=bare_sse, sdk=sdk(data), sdk_label="google-genai stream (parse)")
 

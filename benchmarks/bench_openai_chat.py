@@ -28,6 +28,7 @@ import openai
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 import maas_stream as ms
+from _harness import LARGE, SMALL, record
 from maas_stream.sse import Decoder
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ def main() -> None:
     repeat = 3 if quick else 9
     print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, openai {openai.__version__}")
     per_event: dict[int, float] = {}
-    for n in (2_000, 30_000):
+    for n in (SMALL, LARGE):
         data = synth_stream(n)
         chunks = chunks_of(data)
         events = data.count(b"\n\n")
@@ -234,11 +235,17 @@ def main() -> None:
             f"  SSE framing: ours {events / t_sse:,.0f} ev/s, httpx-sse {events / t_sse_httpx:,.0f} ev/s"
             f" -> ours {t_sse_httpx / t_sse:4.2f}x"
         )
-    print(f"\nper-event cost 30k / 2k: {per_event[30_000] / per_event[2_000]:.2f} (flat = 1.0)")
-    count = 1_000 if quick else 10_000
-    print(
-        f"memory per idle in-flight stream ({count:,} streams): {idle_stream_memory(count):,.0f} bytes (<= 4096)"
-    )
+        name = f"openai-chat {events:,} ev"
+        record(name, "decode vs bare", t_bare / t_ours, ">= 1.0")
+        record(name, "vs SDK", t_sdk / t_ours, ">= 10")
+        record(name, "re-encode / decode", (t_enc - t_ours) / t_ours, "<= 1")
+    flat = per_event[LARGE] / per_event[SMALL]
+    print(f"\nper-event cost {LARGE:,} / {SMALL:,}: {flat:.2f} (flat = 1.0)")
+    record("openai-chat", f"per-event cost {LARGE:,}/{SMALL:,} ev", flat, "<= 1.1")
+    count = 200 if quick else 10_000
+    idle = idle_stream_memory(count)
+    print(f"memory per idle in-flight stream ({count:,} streams): {idle:,.0f} bytes (<= 4096)")
+    record("openai-chat", "idle stream memory (KiB)", idle / 1024, "<= 2")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from openai._types import omit
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
-from _harness import bare_sse, measure
+from _harness import LARGE, SMALL, bare_sse, measure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -150,7 +150,7 @@ def sdk(data: bytes) -> Callable[[list[bytes]], object]:
 
 def main() -> None:
     print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, openai {openai.__version__}")
-    for size in (2_000, 30_000):
+    for size in (SMALL, LARGE):
         data = synthesize(size)
         measure("openai-responses", data, bare=bare_sse, sdk=sdk(data), sdk_label="openai SDK accumulator")
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from _harness import bare_jsonl, bare_sse, measure
+from _harness import LARGE, SMALL, bare_jsonl, bare_sse, measure
 from maas_stream.sse import Decoder
 
 if TYPE_CHECKING:
@@ -406,7 +406,7 @@ def main() -> None:
     for name, make, bare, sdk, sdk_label in CASES:
         if names and name not in names:
             continue
-        for size in (2_000, 30_000):
+        for size in (SMALL, LARGE):
             measure(name, make(size), bare=bare, sdk=sdk, sdk_label=sdk_label)
 
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENT",
+    "add_fragment",
     "INCOMPLETE_FINISH",
     "AggregatorState",
     "MessageState",
@@ -168,6 +169,31 @@ def _build_audio(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
         fields["data"] = join_base64([base.data, *acc.audio_data] if base.data else acc.audio_data)
     if acc.audio_transcript:
         fields["transcript"] = (base.transcript or "") + "".join(acc.audio_transcript)
+
+
+_FRAGMENTS = 64
+"""Pieces a text buffer holds before its newest half is joined (see :func:`add_fragment`)."""
+
+
+def add_fragment(buf: list[str], text: str) -> None:
+    """Append a delta's text to a part's buffer, joining fragments as they come.
+
+    One ``str`` per delta costs ~50 bytes of object overhead each (500 deltas: ~30 KiB for a few
+    KiB of text). Past :data:`_FRAGMENTS` pieces the newest half is joined into one, then the
+    last two pieces are merged while the older is not longer than the newer: pieces shrink
+    geometrically from the oldest, so a buffer holds O(log n) large pieces plus fewer than
+    :data:`_FRAGMENTS` small ones, and each character is copied O(log n) times in all. The
+    joined buffer (``"".join(buf)``) is unchanged by this.
+    """
+    buf.append(text)
+    if len(buf) < _FRAGMENTS:
+        return
+    half = _FRAGMENTS // 2
+    merged = "".join(buf[-half:])
+    del buf[-half:]
+    while buf and len(buf[-1]) <= len(merged):
+        merged = buf.pop() + merged
+    buf.append(merged)
 
 
 def join_base64(chunks: list[str]) -> str:

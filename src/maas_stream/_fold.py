@@ -25,6 +25,7 @@ from ._accumulate import (
     MessageState,
     PartState,
     SpanState,
+    add_fragment,
     empty_refusal,
     empty_text,
     has_client_call,
@@ -391,7 +392,7 @@ class Fold:
         part = msg.parts_by_key.get(ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, empty_text, out)
-        part.text.append(ev.text)
+        add_fragment(part.text, ev.text)
         return part
 
     def _on_args(self, ev: ArgumentsDelta, out: list[Event]) -> PartState | None:
@@ -401,21 +402,21 @@ class Fold:
         part = msg.parts_by_key.get(ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, self._empty_call, out)
-        part.args.append(ev.delta)
+        add_fragment(part.args, ev.delta)
         return part
 
     def _on_reasoning(self, ev: ReasoningDelta, out: list[Event]) -> PartState | None:
         if not ev.text:
             return None
         part = self._part(ev.message, ev.part, ReasoningPart, out)
-        part.text.append(ev.text)
+        add_fragment(part.text, ev.text)
         return part
 
     def _on_refusal(self, ev: RefusalDelta, out: list[Event]) -> PartState | None:
         if not ev.text:
             return None
         part = self._part(ev.message, ev.part, empty_refusal, out)
-        part.text.append(ev.text)
+        add_fragment(part.text, ev.text)
         return part
 
     def _on_summary(self, ev: SummaryDelta, out: list[Event]) -> PartState | None:
@@ -431,7 +432,7 @@ class Fold:
         if entry is None:
             entry = summary[ev.index] = []
         if ev.text:
-            entry.append(ev.text)
+            add_fragment(entry, ev.text)
         return part
 
     def _on_signature(self, ev: SignatureDelta, out: list[Event]) -> PartState | None:
@@ -447,7 +448,7 @@ class Fold:
         if ev.data:
             part.audio_data.append(ev.data)
         if ev.transcript:
-            part.audio_transcript.append(ev.transcript)
+            add_fragment(part.audio_transcript, ev.transcript)
         if ev.id is not None:
             part.set("id", ev.id)
         if ev.expires_at is not None:

@@ -46,9 +46,10 @@ from .._bodies import encode_response, is_cut
 from .._exceptions import MaasStreamError
 from .._registry import get_protocol, match_endpoint, match_model_list
 from .._request import estimate_input_tokens
-from ..io import ProviderHTTPError, StreamIOError, aaggregate, aconvert
+from ..io import ProviderHTTPError, StreamIOError, aaggregate
 from ..io._exceptions import error_summary
 from ..io._redact import redact_headers, redact_url
+from ..io._stream import aconvert_into
 from ._asgi import (
     Limits,
     model_of,
@@ -528,32 +529,34 @@ class BridgeApp:
             *((k.encode(), v.encode()) for k, v in self._headers(reading.dropped).items()),
         ]
         lossy: list[Dropped] = []
-        stream = aconvert(
-            source,
-            to=client,
-            protocol=self.upstream.protocol,
-            idle_timeout=reading.idle,
-            total_timeout=reading.total,
-            lossy=lossy,
-            final=_responses(),
-            **options,
-            yield_error=False,  # before the first byte a failure is an HTTP status instead
-        )
         started = False
+
+        async def write(data: bytes) -> None:
+            # One ASGI message (one socket write) per piece: aconvert_into joins the frames of
+            # a burst, so a busy stream costs a send per burst, not per frame.
+            nonlocal started
+            if not started:
+                started = True
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+
         failure: MaasStreamError | None = None
         try:
-            try:
-                async for frame in stream:
-                    if not started:
-                        await send({"type": "http.response.start", "status": 200, "headers": headers})
-                        started = True
-                    await send({"type": "http.response.body", "body": frame, "more_body": True})
-            except MaasStreamError as exc:
-                failure = exc
-            finally:
-                await stream.aclose()
+            await aconvert_into(
+                source,
+                write,
+                to=client,
+                protocol=self.upstream.protocol,
+                idle_timeout=reading.idle,
+                total_timeout=reading.total,
+                lossy=lossy,
+                final=_responses(),
+                **options,
+            )
+        except MaasStreamError as exc:
+            failure = exc  # before the first byte a failure is an HTTP status instead
         finally:
-            # aconvert logged each record when it happened; here they are only counted.
+            # aconvert_into logged each record when it happened; here they are only counted.
             for rec in lossy:
                 self.stats.dropped[rec.kind] += rec.count
         if failure is not None and not started:

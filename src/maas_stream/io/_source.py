@@ -12,8 +12,11 @@ Kinds, told apart by duck typing (no import of httpx or websockets):
   ``ServerSentEvent``, e.g. ``event_source.aiter_sse()``): each event is written back as one SSE
   frame, its event name, id and retry kept, for the protocol decoder.
 
-Readers pull one chunk per call (no queue, no background task), apply the optional idle timeout
-to each read, check the HTTP status before the first read, and close the source exactly once.
+Readers pull one chunk per call (no queue), check the HTTP status before the first read, and
+close the source exactly once. The optional idle and total timeouts cost O(1) per stream where the
+caller can host a task (:meth:`AsyncReader.watch`: one watchdog task per stream, each read only
+stamps the time it began); an async generator, which cannot host a task across its yields, gets
+one cancel scope per read instead.
 
 It must not contain protocol logic.
 """
@@ -21,9 +24,10 @@ It must not contain protocol logic.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import Any, Literal
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from typing import Any, Literal, TypeVar
 
 import anyio
 import httpx2
@@ -47,6 +51,20 @@ MAX_ERROR_BODY = 1024 * 1024
 _DRAIN_LIMIT = 64
 
 Kind = Literal["bytes", "messages"]
+_T = TypeVar("_T")
+
+
+def _loop_clock() -> Callable[[], float]:
+    """The running event loop's clock as a plain function (``anyio.current_time`` looks it up per call).
+
+    On asyncio it is the loop's own ``time`` (what anyio reads); elsewhere ``anyio.current_time``.
+    """
+    import asyncio  # only to read the running loop's clock; no asyncio primitive is used
+
+    try:
+        return asyncio.get_running_loop().time
+    except RuntimeError:
+        return anyio.current_time
 
 
 def unwrap(source: Any) -> Any:
@@ -304,6 +322,10 @@ class AsyncReader:
         self.total_timeout = total_timeout
         self.received = 0
         self._deadline: float | None = None
+        self._watched = False
+        self._since: float | None = None
+        self._clock: Callable[[], float] = anyio.current_time
+        self._fired: tuple[float, str] | None = None
         self._checked = not _is_response(source)
         self._close = close
         self._closed = False
@@ -356,10 +378,13 @@ class AsyncReader:
             if not self._checked:
                 self._checked = True
                 await check_response(self.source)
-            timeout, phase = self._limit()
-            if timeout is None:
+            if self._watched:
+                item = await self._watched_read()
+            elif self.idle_timeout is None and self.total_timeout is None:
                 item = await anext(self._iter)
             else:
+                timeout, phase = self._limit()
+                assert timeout is not None
                 with anyio.move_on_after(timeout) as scope:
                     item = await anext(self._iter)
                 if scope.cancelled_caught:
@@ -384,6 +409,93 @@ class AsyncReader:
         else:
             self.received += 1
         return item  # type: ignore[no-any-return]
+
+    async def _watched_read(self) -> Any:
+        """One read under the watchdog: only the time it began is stamped (see :meth:`watch`)."""
+        since = self._clock()
+        deadline = self._deadline
+        if deadline is not None and since >= deadline:  # the watchdog only watches reads
+            assert self.total_timeout is not None
+            raise self._timeout_error(self.total_timeout, "total")
+        self._since = since
+        try:
+            return await anext(self._iter)
+        finally:
+            self._since = None
+
+    async def watch(self, body: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``body`` (a loop reading from this reader) under the idle and total timeouts.
+
+        One watchdog task per stream enforces both: each read only stamps the time it began, and
+        the watchdog wakes when the read in progress would pass its limit (the idle limit after
+        its start, or the total deadline), at most once per idle period while data flows. The
+        semantics are those of a timeout on each read: only the time spent waiting for the
+        source counts, not the time ``body`` spends between reads (a slow client, for example).
+        Without timeouts ``body`` is simply awaited.
+
+        Args:
+            body: What reads; it must read only from within this call.
+
+        Returns:
+            What ``body`` returned.
+
+        Raises:
+            IdleTimeoutError: A read waited longer than ``idle_timeout``.
+            StreamTimeoutError: A read was still waiting at the ``total_timeout`` deadline.
+        """
+        if self.idle_timeout is None and self.total_timeout is None:
+            return await body()
+        self._clock = clock = _loop_clock()
+        if self.total_timeout is not None and self._deadline is None:
+            self._deadline = clock() + self.total_timeout
+        self._watched = True
+        failure: Exception | None = None
+        done = False
+        result: _T | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watchdog, tg.cancel_scope)
+                try:
+                    result = await body()
+                    done = True
+                except Exception as exc:
+                    failure = exc  # raised below, outside the task group (which would wrap it)
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._watched = False
+        if failure is not None:
+            raise failure
+        if not done:
+            assert self._fired is not None  # only the watchdog cancels the group's own scope
+            self._exhausted = True  # the cancellation ended the iterator
+            raise self._timeout_error(*self._fired)
+        return result  # type: ignore[return-value]
+
+    async def _watchdog(self, scope: anyio.CancelScope) -> None:
+        """Cancel ``scope`` when the read in progress passes its limit; sleep until then."""
+        clock, idle, deadline = self._clock, self.idle_timeout, self._deadline
+        idle_span = math.inf if idle is None else idle
+        end = math.inf if deadline is None else deadline
+        while True:
+            since, now = self._since, clock()
+            if since is None:  # between reads: the next read begins later than now
+                wake = min(now + idle_span, end if end > now else math.inf)
+            else:
+                limit = min(since + idle_span, end)
+                if now >= limit:
+                    if limit == end:
+                        assert self.total_timeout is not None
+                        self._fired = (self.total_timeout, "total")
+                    else:
+                        assert idle is not None
+                        self._fired = (idle, "idle")
+                    scope.cancel()
+                    return
+                wake = limit
+            if wake == math.inf:
+                await anyio.sleep_forever()
+            await anyio.sleep_until(wake)
 
     def _timeout_error(self, timeout: float, phase: str) -> StreamTimeoutError:
         what = f"{self.received} bytes" if self.kind == "bytes" else f"{self.received} messages"

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.lowlevel
+
 from .._convert import StreamConverter
 from .._exceptions import ConversionError, RemoteProtocolError
 from .._model import StreamError
@@ -28,13 +31,18 @@ from ._exceptions import (
 from ._source import AsyncReader, SyncReader
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Generator
+    from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 
     from .._drops import Dropped
     from .._model import Response
     from ..events import Event
 
-__all__ = ["aaggregate", "aconvert", "astream", "iter_convert", "stream"]
+__all__ = ["aaggregate", "aconvert", "aconvert_into", "astream", "iter_convert", "stream"]
+
+_OUTBOX_LIMIT = 256 * 1024
+"""Converted bytes waiting for the writer beyond which the reading side waits (backpressure)."""
+_BURST = 32
+"""Reads converted without the writer getting to run before the reading side yields (fairness)."""
 
 
 def _check(kind: str, item: bytes | str) -> bytes | str:
@@ -151,9 +159,13 @@ async def aaggregate(
     """
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     pipe = StreamAggregator(protocol)
-    try:
+
+    async def read_all() -> None:
         while (item := await reader.read()) is not None:
             _feed(pipe, reader.kind, item)
+
+    try:
+        await reader.watch(read_all)  # one watchdog for the timeouts, not a scope per read
         pipe.finish_events()
         return pipe.finish()
     except StreamIOError as exc:
@@ -234,6 +246,175 @@ async def aconvert(
                     exc.partial = conv.response
             if yield_error and exc.error_frame:
                 yield exc.error_frame
+            raise
+    finally:
+        if lossy is not None:
+            lossy.extend(conv.lossy)
+        if final is not None and conv.response is not None:
+            final.append(conv.response)
+        await reader.aclose()
+
+
+class _Outbox:
+    """Converted output on its way to a slow or fast writer: one write for all that is waiting.
+
+    The reading side :meth:`put` s what each read produced and goes on reading while the source
+    has data ready; the writer task runs whenever the reading side waits (for the source, or at
+    a fairness checkpoint) and writes everything waiting as ONE call. When the source sends one
+    frame per read and the client keeps up, each frame still goes out at once; under load the
+    frames of a burst share one write instead of one socket write each.
+    """
+
+    __slots__ = ("_write", "closed", "failure", "first", "parts", "room", "size", "unflushed", "wake")
+
+    def __init__(self, write: Callable[[bytes], Awaitable[None]]) -> None:
+        self._write = write
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.unflushed = 0
+        self.wake = anyio.Event()
+        self.room: anyio.Event | None = None
+        self.closed = False
+        self.failure: Exception | None = None
+        self.first = True
+
+    def put(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        self.unflushed += 1
+        self.wake.set()
+
+    async def pace(self) -> None:
+        """Wait for the writer past the buffer limit; yield to other streams after a long burst.
+
+        The first output waits for the writer too: the first frame goes out before the second
+        input frame is read (the time to first byte is never traded for fewer writes).
+        """
+        if self.first or self.size >= _OUTBOX_LIMIT:
+            self.first = False
+            self.room = room = anyio.Event()
+            await room.wait()
+        elif self.unflushed >= _BURST:
+            await anyio.lowlevel.checkpoint()  # lets the writer and every other stream run
+
+    async def run(self, scope: anyio.CancelScope) -> None:
+        """The writer task: write what waits, until closed and empty; a failed write cancels ``scope``."""
+        try:
+            while True:
+                await self.wake.wait()
+                self.wake = anyio.Event()
+                while self.parts:
+                    parts = self.parts
+                    data = parts[0] if len(parts) == 1 else b"".join(parts)
+                    self.parts, self.size, self.unflushed = [], 0, 0
+                    if self.room is not None:
+                        self.room.set()
+                        self.room = None
+                    await self._write(data)
+                if self.closed:
+                    return
+        except Exception as exc:
+            self.failure = exc  # raised by serve(), outside the task group (which would wrap it)
+            scope.cancel()
+
+    async def serve(self, body: Callable[[], Awaitable[None]]) -> None:
+        """Run ``body`` (which puts) with the writer alongside; return when all is written.
+
+        Raises:
+            Exception: What ``body`` raised (after everything it put before was written), or
+                what a write raised.
+        """
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.run, tg.cancel_scope)
+            try:
+                await body()
+            except Exception as exc:
+                failure = exc
+            finally:
+                self.closed = True
+                self.wake.set()
+        if self.failure is not None:
+            raise self.failure
+        if failure is not None:
+            raise failure
+
+
+async def aconvert_into(
+    source: Any,
+    write: Callable[[bytes], Awaitable[None]],
+    *,
+    to: str,
+    protocol: str | None = None,
+    idle_timeout: float | None = None,
+    total_timeout: float | None = None,
+    lossy: list[Dropped] | None = None,
+    final: list[Response] | None = None,
+    **options: Any,
+) -> None:
+    """Convert like :func:`aconvert`, handing the output to ``write`` instead of yielding it.
+
+    For a server relaying a stream (the bridge): the output of one read is written as soon as
+    the source makes the reader wait, and everything converted meanwhile goes out in ONE
+    ``write`` (a burst of frames is one socket write, not one each); after a long burst the
+    reader yields so that other streams are served too. The idle and total timeouts cost one
+    watchdog task per stream, not a cancel scope per read.
+
+    On a failure nothing more is written: everything converted before it has been written, and
+    the error is raised with ``exc.error_frame`` (the target's in-band error, for the caller to
+    write or to answer with an HTTP status instead) and, for an IO error, ``exc.partial``.
+
+    Args:
+        source: As for :func:`astream`.
+        write: Awaited with each piece of output, in order.
+        to: The target protocol.
+        protocol: The source protocol; detected when ``None``.
+        idle_timeout: Seconds allowed between two reads' data.
+        total_timeout: Seconds allowed for the whole stream.
+        lossy: If given, receives a line for each thing the target could not carry.
+        final: If given, receives the source's final :class:`~maas_stream.Response`.
+        **options: Passed to the target's ``StreamEncoder``.
+
+    Raises:
+        ProviderHTTPError: The response's status is not 2xx; carries the provider's body.
+        IdleTimeoutError: The provider stalled longer than ``idle_timeout``.
+        StreamTimeoutError: The stream took longer than ``total_timeout``.
+        StreamTransportError: The connection broke.
+        IncompleteStreamError: The source ended before its provider's final event (SSE protocols).
+        RemoteProtocolError: The source bytes break their protocol.
+        ConversionError: The source carries something the target must not silently drop.
+        Exception: What ``write`` raised.
+    """
+    conv = StreamConverter(to, protocol=protocol, **options)
+    reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
+    outbox = _Outbox(write)
+
+    async def relay() -> None:
+        read, kind, put, pace = reader.read, reader.kind, outbox.put, outbox.pace
+        while (item := await read()) is not None:
+            out = _convert(conv, kind, item)
+            if out:
+                put(out)
+                await pace()
+        cut = _cut_error(conv, reader.received)
+        error = stream_error(cut)
+        out = conv.finish(cut=error)
+        if conv.response is not None and conv.response.error is error:
+            cut.error_frame, cut.partial = out, conv.response
+            raise cut
+        if out:
+            put(out)
+
+    try:
+        try:
+            await outbox.serve(lambda: reader.watch(relay))
+        except (ProviderHTTPError, UnexpectedContentTypeError):
+            raise  # refused before any stream: the caller answers with a status
+        except (StreamIOError, RemoteProtocolError, ConversionError) as exc:
+            if not exc.error_frame:  # a cut comes with its frame already
+                exc.error_frame = conv.fail(stream_error(exc))
+                if isinstance(exc, StreamIOError):
+                    exc.partial = conv.response
             raise
     finally:
         if lossy is not None:

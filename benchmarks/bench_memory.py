@@ -1,0 +1,224 @@
+"""Benchmark: memory per in-flight stream, in the library and in the bridge (tracemalloc).
+
+Run: ``python benchmarks/bench_memory.py`` (add ``--quick`` for a fast smoke run).
+
+* idle in-flight stream, library: ``STREAMS`` aggregators (and converters) that have read the
+  first frame of their stream and wait, per protocol: bytes allocated per stream beyond the
+  frame itself;
+* after 500 text deltas: one aggregator's allocations beyond the text it holds (the content);
+* idle in-flight stream, bridge: ``STREAMS`` concurrent requests served in this process by the
+  bridge's ASGI app from an upstream that sent its first frames and stalls; bytes allocated
+  per stream once every client has its first byte (the request tasks, the upstream reader,
+  the converter, the relay).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import tracemalloc
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+import maas_stream as ms
+from _harness import quick, record
+from maas_stream.bridge import Limits, create_app
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, MutableMapping
+
+STREAMS = 300 if quick() else 10_000
+
+
+def sse(event: str | None, body: dict[str, Any]) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+
+
+def chat(i: int) -> bytes:
+    return sse(
+        None,
+        {
+            "id": "chatcmpl-m",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}],
+        },
+    )
+
+
+ANTHROPIC_START = sse(
+    "message_start",
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_m",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    },
+) + sse(
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+)
+
+
+def anthropic(i: int) -> bytes:
+    return sse(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"word{i} "}},
+    )
+
+
+def gemini(i: int) -> bytes:
+    return sse(
+        None, {"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": f"word{i} "}]}}]}
+    )
+
+
+CASES: dict[str, tuple[bytes, Callable[[int], bytes]]] = {
+    "openai-chat": (b"", chat),
+    "anthropic": (ANTHROPIC_START, anthropic),
+    "gemini": (b"", gemini),
+}
+
+
+def allocated(build: Callable[[], object], count: int) -> float:
+    """Bytes allocated per object built (``count`` of them alive at once)."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    kept = [build() for _ in range(count)]
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    used = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    del kept
+    return used / count
+
+
+def library() -> None:
+    for protocol, (start, delta) in CASES.items():
+        first = start + delta(0)
+
+        def aggregator(p: str = protocol, f: bytes = first) -> object:
+            agg = ms.StreamAggregator(p)
+            agg.feed(f)
+            return agg
+
+        def converter(p: str = protocol, f: bytes = first) -> object:
+            conv = ms.StreamConverter("openai-responses", protocol=p)
+            conv.feed(f)
+            return conv
+
+        idle = allocated(aggregator, STREAMS) - len(first)
+        conv = allocated(converter, STREAMS) - len(first)
+        frames = start + b"".join(delta(i) for i in range(500))
+        content = sum(len(f"word{i} ") for i in range(500))
+
+        def after_500(p: str = protocol, data: bytes = frames) -> object:
+            agg = ms.StreamAggregator(p)
+            agg.feed(data)
+            return agg
+
+        used = allocated(after_500, 20)  # the frames were allocated before: only what it keeps
+        print(
+            f"{protocol:12} idle aggregator {idle / 1024:6.2f} KiB, idle converter {conv / 1024:6.2f} KiB,"
+            f" after 500 deltas {used / 1024:6.2f} KiB for {content / 1024:.2f} KiB of text"
+        )
+        record(f"memory {protocol}", "idle aggregator KiB/stream", idle / 1024, "<= 2")
+        record(f"memory {protocol}", "idle converter KiB/stream", conv / 1024, "<= 2")
+        record(f"memory {protocol}", "after 500 deltas KiB / content KiB", used / content, "~1")
+
+
+class StalledUpstream:
+    """An Anthropic upstream that sends its first frames and then waits (until cancelled)."""
+
+    protocol = "anthropic"
+    timeouts = None
+
+    @contextlib.asynccontextmanager
+    async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
+        async def frames() -> AsyncIterator[bytes]:
+            yield ANTHROPIC_START + anthropic(0)
+            await anyio.sleep_forever()
+
+        yield frames()
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def bridge_streams(count: int) -> float:
+    app = create_app(upstream=StalledUpstream(), limits=Limits(max_streams=None))
+    body = json.dumps(
+        {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    first_bytes = 0
+    target = 1
+    started = anyio.Event()
+
+    async def one() -> None:
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await anyio.sleep_forever()
+            raise AssertionError
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            nonlocal first_bytes
+            if message["type"] == "http.response.start" and message["status"] != 200:
+                raise SystemExit(f"the bridge answered {message['status']}: not an in-flight stream")
+            if message["type"] == "http.response.body" and message.get("body"):
+                first_bytes += 1
+                if first_bytes == target:
+                    started.set()
+
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/v1/chat/completions",
+            "query_string": b"",
+            "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")],
+            "client": ("127.0.0.1", 1),
+        }
+        await app(scope, receive, send)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one)  # one first: the modules and caches it loads are not per stream
+        await started.wait()
+        started, target = anyio.Event(), count + 1
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        for _ in range(count):
+            tg.start_soon(one)
+        await started.wait()
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        tg.cancel_scope.cancel()
+    used = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    return used / count
+
+
+def main() -> None:
+    print(f"{STREAMS:,} concurrent streams")
+    library()
+    per = anyio.run(bridge_streams, STREAMS)
+    print(f"bridge (chat client <- anthropic upstream): {per / 1024:.2f} KiB per idle in-flight stream")
+    record("memory bridge", "idle stream KiB", per / 1024, "<= 16")
+
+
+if __name__ == "__main__":
+    main()

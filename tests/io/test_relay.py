@@ -1,0 +1,113 @@
+"""aconvert_into (the bridge's relay) and the watchdog timeouts: coalescing, first frame, semantics."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import anyio
+import msgspec
+import pytest
+
+import maas_stream as ms
+from maas_stream.io._stream import _BURST, aconvert_into
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+pytestmark = pytest.mark.anyio
+
+N = 100
+
+
+def chunk(i: int) -> bytes:
+    body = '{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"w%d "},"finish_reason":null}]}'
+    return b"data: " + (body % i).encode() + b"\n\n"
+
+
+END = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+    b'"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+)
+FRAMES = [chunk(i) for i in range(N)] + [END]
+
+
+class Source:
+    """Frames one per read, never waiting (a burst); counts the reads."""
+
+    def __init__(self, frames: list[bytes], stall_after: int | None = None) -> None:
+        self.frames, self.stall_after, self.reads = frames, stall_after, 0
+
+    async def gen(self) -> AsyncIterator[bytes]:
+        for i, frame in enumerate(self.frames):
+            if self.stall_after is not None and i == self.stall_after:
+                await anyio.sleep_forever()
+            self.reads += 1
+            yield frame
+
+
+async def test_a_burst_goes_out_in_few_writes_with_the_same_bytes() -> None:
+    src = Source(FRAMES)
+    writes: list[tuple[int, bytes]] = []
+
+    async def write(data: bytes) -> None:
+        writes.append((src.reads, data))
+
+    await aconvert_into(src.gen(), write, to="anthropic", protocol="openai-chat")
+    assert b"".join(d for _, d in writes) == ms.convert(
+        b"".join(FRAMES), to="anthropic", protocol="openai-chat"
+    )
+    assert writes[0][0] == 1  # the first frame went out before the second read
+    assert len(writes) <= 2 + math.ceil(len(FRAMES) / _BURST)  # not one write per frame
+    assert len(writes) >= 2
+
+
+async def test_a_stall_is_an_idle_timeout_after_what_came_before_was_written() -> None:
+    src = Source(FRAMES, stall_after=3)
+    written = bytearray()
+
+    async def write(data: bytes) -> None:
+        written.extend(data)
+
+    with anyio.fail_after(5), pytest.raises(ms.IdleTimeoutError) as info:
+        await aconvert_into(src.gen(), write, to="anthropic", protocol="openai-chat", idle_timeout=0.2)
+    assert b"w2 " in written  # everything converted before the stall was written
+    assert b"event: error" in info.value.error_frame  # the in-band error is left to the caller
+    assert b"event: error" not in written
+    assert info.value.partial is not None
+    assert info.value.partial.status == "failed"
+
+
+async def test_a_slow_writer_is_not_an_idle_upstream() -> None:
+    # Only the time spent waiting for the source counts toward the idle limit.
+    src = Source([*FRAMES[:3], END])
+    writes = 0
+
+    async def write(data: bytes) -> None:
+        nonlocal writes
+        writes += 1
+        await anyio.sleep(0.3)
+
+    with anyio.fail_after(10):
+        await aconvert_into(src.gen(), write, to="anthropic", protocol="openai-chat", idle_timeout=0.2)
+    assert writes >= 1
+
+
+async def test_a_total_timeout_fires_while_waiting_for_the_source() -> None:
+    src = Source(FRAMES, stall_after=2)
+    with anyio.fail_after(5), pytest.raises(ms.StreamTimeoutError) as info:
+        await ms.aaggregate(src.gen(), protocol="openai-chat", idle_timeout=30, total_timeout=0.3)
+    assert info.value.phase == "total"
+    assert info.value.partial is not None
+    assert b"w0 w1 " in msgspec.json.encode(info.value.partial)  # what came before is kept
+
+
+async def test_a_failed_write_stops_the_relay_with_its_error() -> None:
+    src = Source(FRAMES)
+
+    async def write(data: bytes) -> None:
+        raise OSError("client gone")
+
+    with anyio.fail_after(5), pytest.raises(OSError, match="client gone"):
+        await aconvert_into(src.gen(), write, to="anthropic", protocol="openai-chat")
+    assert src.reads < len(FRAMES)
