@@ -34,6 +34,7 @@ import anyio
 import httpx
 import httpx2
 
+from _harness import record
 from maas_stream.bridge import HTTPUpstream, create_app, open_store
 
 QUICK = "--quick" in sys.argv
@@ -169,6 +170,7 @@ async def main() -> None:
         print(
             f"  {name:>8}: {t * 1000:7.2f} ms  overhead {(t - base) * 1000:6.2f} ms/turn = {t / base - 1:5.1%} of a turn"
         )
+        record("store", f"{name} turn / no-store turn", t / base, "overhead per stored turn")
 
 
 if __name__ == "__main__":
