@@ -64,11 +64,10 @@ from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange,
 from ._realtime import SessionLimits, serve_session
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
-from ._stateful import Stateful, Turn, encoder_options, identified
+from ._stateful import Resource, Stateful, Turn, encoder_options, identified
 from ._store import Store, open_store, owner_of
 
 if TYPE_CHECKING:
-    import re
     from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 
     from .._drops import Dropped
@@ -213,7 +212,7 @@ class BridgeApp:
             found = self.stateful.resource(scope["path"]) if self.stateful is not None else None
             if match is None and found is not None:
                 # No exchange.client: a replayed stream has no upstream answer, and is no cut.
-                spec = self._stateful_spec()  # (for the error shape)
+                spec = found.spec  # (for the error shape)
                 await self._stored(scope, headers, found, receive, send)
                 return
             if match is None:
@@ -339,20 +338,16 @@ class BridgeApp:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
-    def _stateful_spec(self) -> Any:
-        assert self.stateful is not None
-        return self.stateful.spec
-
     def _owner(self, spec: Any, scope: Scope, headers: Mapping[str, str]) -> str:
         """The store owner of a request: a digest of the bridge key it shows."""
         return owner_of(Guard._presented(spec, headers, scope.get("query_string", b"")))
 
     async def _stored(
-        self, scope: Scope, headers: Mapping[str, str], found: re.Match[str], receive: Receive, send: Send
+        self, scope: Scope, headers: Mapping[str, str], found: Resource, receive: Receive, send: Send
     ) -> None:
-        """A stored response's own endpoints (retrieve, resume, delete, input items, cancel)."""
+        """A stored record's own endpoints (retrieve, resume, delete, input items, cancel)."""
         assert self.stateful is not None
-        spec = self.stateful.spec
+        spec = found.spec
         self.guard.authenticate(spec, headers, scope.get("query_string", b""))
         owner = self._owner(spec, scope, headers)
         query = scope.get("query_string", b"")
