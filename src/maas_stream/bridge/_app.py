@@ -110,8 +110,8 @@ class BridgeApp:
         drop_params: Drop (and report) request fields that change what the model does and
             cannot be carried to the upstream, instead of refusing the request.
         stats: What the bridge did so far.
-        stateful: The stored Responses (``store``, ``previous_response_id``, retrieval,
-            background); ``None`` without a conversation store.
+        stateful: The stored Responses and Interactions (``store``, ``previous_response_id``,
+            ``previous_interaction_id``, retrieval, background); ``None`` without a store.
     """
 
     def __init__(
@@ -657,8 +657,9 @@ def create_app(
         drop_params: Drop and report request fields that change what the model does and
             cannot be carried to the upstream (tool choice, output schema, ``strict``, stop
             sequences, reasoning settings...), instead of answering 400.
-        store: Keep Responses conversations (``store``, ``previous_response_id``, retrieval,
-            background responses) in this store: a
+        store: Keep Responses and Interactions conversations (``store``,
+            ``previous_response_id`` / ``previous_interaction_id``, retrieval, background
+            responses) in this store: a
             :class:`~maas_stream.bridge._store.Store` or its URL (``sqlite:PATH``,
             ``redis://...``); ``None``: nothing is stored and those fields go to the upstream
             as they are.

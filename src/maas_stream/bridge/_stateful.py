@@ -104,33 +104,26 @@ class Api:
     resource: re.Pattern[str]
     """The path of one stored record (``id``; ``sub`` for its sub-resources)."""
     new_id: Callable[[], str]
-    background: bool
+    background: bool = True
     """Whether the store runs ``background: true`` requests (else the field stays native)."""
-    strip_ids: bool
+    strip_ids: bool = True
     """Whether the re-rendered history drops item ids (Responses: upstream ids may repeat)."""
 
 
 _RESPONSES: Final = Api(
-    kind="response",
-    endpoint="/v1/responses",
-    previous="previous_response_id",
-    instructions="instructions",
-    id_option="response_id",
-    resource=_RESOURCE,
-    new_id=new_id,
-    background=True,
-    strip_ids=True,
+    "response", "/v1/responses", "previous_response_id", "instructions", "response_id", _RESOURCE, new_id
 )
+# A function_call's id is its call id (its result names it): kept. Background stays native.
 _INTERACTIONS: Final = Api(
-    kind="interaction",
-    endpoint="/v1beta/interactions",
-    previous="previous_interaction_id",
-    instructions="system_instruction",
-    id_option="interaction_id",
-    resource=_INTERACTION,
-    new_id=_interaction_id,
+    "interaction",
+    "/v1beta/interactions",
+    "previous_interaction_id",
+    "system_instruction",
+    "interaction_id",
+    _INTERACTION,
+    _interaction_id,
     background=False,
-    strip_ids=False,  # a function_call's id is its call id, which its result names
+    strip_ids=False,
 )
 
 
