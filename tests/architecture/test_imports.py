@@ -350,6 +350,7 @@ SDK_DIRECT = {
     "tests.bridge.test_realtime_bridge": "the SDKs' own realtime clients through the bridge's websockets",
     "tests.bridge.test_stateful_processes": "two serve processes driven with the openai client",
     "tests.bridge.test_stateful": "drives the stored-Responses endpoints with the real openai client",
+    "tests.bridge.test_stateful_interactions": "drives the stored Interactions with google-genai's client",
     "tests.convert.test_request_gemini": "google-genai request types accept every written Gemini body",
     "tests.convert.test_request_interactions": "google-genai's Interactions request model accepts every written body",
     "tests.bridge.test_interactions_bridge": "google-genai's Interactions client and the openai SDK through the bridge",

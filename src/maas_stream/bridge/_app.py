@@ -65,11 +65,10 @@ from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange,
 from ._realtime import SessionLimits, serve_session
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
-from ._stateful import Stateful, Turn, encoder_options, identified
+from ._stateful import Resource, Stateful, Turn, encoder_options, identified
 from ._store import Store, open_store, owner_of
 
 if TYPE_CHECKING:
-    import re
     from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 
     from .._drops import Dropped
@@ -112,8 +111,8 @@ class BridgeApp:
         drop_params: Drop (and report) request fields that change what the model does and
             cannot be carried to the upstream, instead of refusing the request.
         stats: What the bridge did so far.
-        stateful: The stored Responses (``store``, ``previous_response_id``, retrieval,
-            background); ``None`` without a conversation store.
+        stateful: The stored Responses and Interactions (``store``, ``previous_response_id``,
+            ``previous_interaction_id``, retrieval, background); ``None`` without a store.
     """
 
     def __init__(
@@ -214,7 +213,7 @@ class BridgeApp:
             found = self.stateful.resource(scope["path"]) if self.stateful is not None else None
             if match is None and found is not None:
                 # No exchange.client: a replayed stream has no upstream answer, and is no cut.
-                spec = self._stateful_spec()  # (for the error shape)
+                spec = found.spec  # (for the error shape)
                 await self._stored(scope, headers, found, receive, send)
                 return
             if match is None:
@@ -340,20 +339,16 @@ class BridgeApp:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
-    def _stateful_spec(self) -> Any:
-        assert self.stateful is not None
-        return self.stateful.spec
-
     def _owner(self, spec: Any, scope: Scope, headers: Mapping[str, str]) -> str:
         """The store owner of a request: a digest of the bridge key it shows."""
         return owner_of(Guard._presented(spec, headers, scope.get("query_string", b"")))
 
     async def _stored(
-        self, scope: Scope, headers: Mapping[str, str], found: re.Match[str], receive: Receive, send: Send
+        self, scope: Scope, headers: Mapping[str, str], found: Resource, receive: Receive, send: Send
     ) -> None:
-        """A stored response's own endpoints (retrieve, resume, delete, input items, cancel)."""
+        """A stored record's own endpoints (retrieve, resume, delete, input items, cancel)."""
         assert self.stateful is not None
-        spec = self.stateful.spec
+        spec = found.spec
         self.guard.authenticate(spec, headers, scope.get("query_string", b""))
         owner = self._owner(spec, scope, headers)
         query = scope.get("query_string", b"")
@@ -665,8 +660,9 @@ def create_app(
         drop_params: Drop and report request fields that change what the model does and
             cannot be carried to the upstream (tool choice, output schema, ``strict``, stop
             sequences, reasoning settings...), instead of answering 400.
-        store: Keep Responses conversations (``store``, ``previous_response_id``, retrieval,
-            background responses) in this store: a
+        store: Keep Responses and Interactions conversations (``store``,
+            ``previous_response_id`` / ``previous_interaction_id``, retrieval, background
+            responses) in this store: a
             :class:`~maas_stream.bridge._store.Store` or its URL (``sqlite:PATH``,
             ``redis://...``); ``None``: nothing is stored and those fields go to the upstream
             as they are.

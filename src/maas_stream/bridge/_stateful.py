@@ -19,6 +19,12 @@ the one serving ``POST /v1/responses``, found through the registry):
 * ``GET /v1/responses/{id}`` (``include``), ``DELETE``, ``GET .../input_items`` (OpenAI's list
   shape: ``after``, ``limit``, ``order``), ``POST .../cancel``: :meth:`Stateful.serve`.
 
+Interactions (``POST /v1beta/interactions``) use the same machinery (:data:`_INTERACTIONS`):
+``store`` (default true, as Google documents), ``previous_interaction_id`` expanded (or passed on
+as the upstream's own id to an Interactions upstream), ids of Google's shape (``v1_...``),
+``GET /v1beta/interactions/{id}`` (``include_input``; ``?stream=true`` replays the stored
+events) and ``DELETE``. ``background`` is not the store's there: it stays a native field.
+
 A record is visible only to the bridge key that made it; another key's id is answered 404, as a
 missing one is. It must not convert streams itself (``aconvert`` and the protocol specs do).
 """
@@ -30,6 +36,7 @@ import contextvars
 import json
 import logging
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -56,13 +63,14 @@ if TYPE_CHECKING:
     Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
     Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
-__all__ = ["Stateful", "Turn", "encoder_options", "identified"]
+__all__ = ["Api", "Resource", "Stateful", "Turn", "encoder_options", "identified"]
 
 log = logging.getLogger("maas_stream")
 
 _RESOURCE: Final = re.compile(
     r"(?:/v1)?/responses/(?P<id>[A-Za-z0-9_-]{1,200})(?P<sub>/input_items|/cancel)?/?"
 )
+_INTERACTION: Final = re.compile(r"/(?:v1beta|v1alpha|v1)/interactions/(?P<id>[A-Za-z0-9_-]{1,200})/?")
 _MAX_TURNS: Final = 10_000
 """The longest chain of ``previous_response_id`` followed (a loop guard)."""
 _SSE: Final = [
@@ -74,10 +82,55 @@ _SSE: Final = [
 _TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("maas_stream_turn", default=None)
 
 
+def _interaction_id() -> str:
+    """An unguessable id of Google's interaction shape: ``v1_`` and 64 URL-safe characters (384 bits)."""
+    return "v1_" + secrets.token_urlsafe(48)
+
+
+@dataclass(frozen=True)
+class Api:
+    """One stateful client API: where its records live and how its request names them."""
+
+    kind: str
+    """The records' :attr:`~maas_stream.bridge._store.StoredResponse.kind`."""
+    endpoint: str
+    """A path of its create endpoint (finds the protocol spec in the registry)."""
+    previous: str
+    """The request field naming the previous stored record."""
+    instructions: str
+    """The request field of the system instructions (not carried to the next turn)."""
+    id_option: str
+    """The stream encoder's option that sets the answer's id."""
+    resource: re.Pattern[str]
+    """The path of one stored record (``id``; ``sub`` for its sub-resources)."""
+    new_id: Callable[[], str]
+    background: bool = True
+    """Whether the store runs ``background: true`` requests (else the field stays native)."""
+    strip_ids: bool = True
+    """Whether the re-rendered history drops item ids (Responses: upstream ids may repeat)."""
+
+
+_RESPONSES: Final = Api(
+    "response", "/v1/responses", "previous_response_id", "instructions", "response_id", _RESOURCE, new_id
+)
+# A function_call's id is its call id (its result names it): kept. Background stays native.
+_INTERACTIONS: Final = Api(
+    "interaction",
+    "/v1beta/interactions",
+    "previous_interaction_id",
+    "system_instruction",
+    "interaction_id",
+    _INTERACTION,
+    _interaction_id,
+    background=False,
+    strip_ids=False,
+)
+
+
 def encoder_options() -> dict[str, Any]:
-    """The client stream encoder's options for the current stored turn (its response id)."""
+    """The client stream encoder's options for the current stored turn (its id)."""
     turn = _TURN.get()
-    return {} if turn is None or not turn.store else {"response_id": turn.id}
+    return {} if turn is None or not turn.store else {turn.api.id_option: turn.id}
 
 
 def identified(response: Response) -> Response:
@@ -90,7 +143,7 @@ def identified(response: Response) -> Response:
 
 @dataclass
 class Turn:
-    """One ``POST /v1/responses`` with the store in play."""
+    """One create request (``POST /v1/responses``, ``/v1beta/interactions``) with the store in play."""
 
     id: str
     owner: str
@@ -105,6 +158,7 @@ class Turn:
     input: list[Message]
     history: list[Message] | None
     """The stored conversation before this turn, when it is expanded (``None``: not)."""
+    api: Api = _RESPONSES
     frames: list[bytes] = field(default_factory=list)
     request: UpstreamRequest | None = None
 
@@ -141,6 +195,7 @@ class Turn:
             created_at=time.time(),
             expires_at=expires,
             status=status,
+            kind=self.api.kind,
             background=self.background,
             previous_id=previous,
             upstream=self.upstream,
@@ -165,13 +220,15 @@ def _history(chain: list[StoredResponse]) -> list[Message]:
     return out
 
 
-def _items(messages: list[Message], protocol: str) -> list[Any]:
-    """Messages as the client protocol's input items, for its checks (ids left out).
+def _items(messages: list[Message], protocol: str, *, strip_ids: bool = True) -> list[Any]:
+    """Messages as the client protocol's input items, for its checks (ids left out if asked).
 
     The upstreams' item ids need not be unique across turns (two answers may reuse one);
     the client's rules check that ids are not reused, which is not what is asked here.
     """
     items: list[Any] = from_canonical(messages, protocol, lossy=[]).get("input", [])
+    if not strip_ids:
+        return items
     return [
         {k: v for k, v in item.items() if k != "id"} if isinstance(item, dict) else item for item in items
     ]
@@ -195,11 +252,19 @@ class Stateful:
     def __init__(self, store: Store, *, native_state: bool = True) -> None:
         self.store = store
         self.native_state = native_state
-        found = match_endpoint("/v1/responses")
-        assert found is not None  # a registered protocol serves it
-        self.spec: ProtocolSpec = found.spec
+        self.apis: dict[str, Api] = {}
+        """Each stateful client protocol's API, by protocol name."""
+        for api in (_RESPONSES, _INTERACTIONS):
+            found = match_endpoint(api.endpoint)
+            assert found is not None  # a registered protocol serves it
+            self.apis[found.spec.name] = api
+        self.spec: ProtocolSpec = get_protocol(self._name(_RESPONSES))
+        """The Responses spec (background responses are written in its protocol)."""
         self._tasks: anyio.abc.TaskGroup | None = None
         self._running: dict[str, anyio.CancelScope] = {}
+
+    def _name(self, api: Api) -> str:
+        return next(name for name, found in self.apis.items() if found is api)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -212,9 +277,13 @@ class Stateful:
                 self._tasks = None
                 tg.cancel_scope.cancel()  # each task records its response as failed
 
-    def resource(self, path: str) -> re.Match[str] | None:
-        """The stored-response resource a path names, if any."""
-        return _RESOURCE.fullmatch(path)
+    def resource(self, path: str) -> Resource | None:
+        """The stored-record resource a path names, if any."""
+        for name, api in self.apis.items():
+            found = api.resource.fullmatch(path)
+            if found is not None:
+                return Resource(api, get_protocol(name), found["id"], found.groupdict().get("sub"))
+        return None
 
     # ------------------------------------------------------------------ POST /v1/responses
 
@@ -224,30 +293,35 @@ class Stateful:
         Raises:
             Rejected: A malformed stateful field (400), or an unknown previous response (404).
         """
-        if spec.name != self.spec.name or not isinstance(body, dict):
+        api = self.apis.get(spec.name)
+        if api is None or not isinstance(body, dict):
             return None
+        if not api.background and body.get("background") is True:
+            return None  # not the store's: the field stays native (refused across protocols)
         store, background = body.get("store", True) is not False, body.get("background") is True
-        prev_id = body.get("previous_response_id")
+        prev_id = body.get(api.previous)
         if prev_id is not None and not isinstance(prev_id, str):
-            raise Rejected(400, "previous_response_id must be a string")
+            raise Rejected(400, f"{api.previous} must be a string")
         if background and not store:
-            raise Rejected(400, "a background response must be stored: store cannot be false")
-        chain = await self._chain(prev_id, owner) if prev_id else None
+            raise Rejected(400, f"a background {api.kind} must be stored: store cannot be false")
+        chain = await self._chain(api, prev_id, owner) if prev_id else None
         previous = chain[-1] if chain else None
-        native = self.native_state and upstream == self.spec.name
-        out = {k: v for k, v in body.items() if k not in ("background", "previous_response_id")}
+        native = self.native_state and upstream == spec.name
+        out = {k: v for k, v in body.items() if k not in ("background", api.previous)}
         history: list[Message] | None = None
         if previous is not None and native and previous.upstream_id is not None:
-            out["previous_response_id"] = previous.upstream_id
+            out[api.previous] = previous.upstream_id
         elif chain:
             history = _history(chain)
         if not native:
             # The bridge keeps the state: an upstream of the same protocol stores nothing.
             out.pop("store", None)
-            if upstream == self.spec.name:
+            if upstream == spec.name:
                 out["store"] = False
         try:
-            instructions = to_canonical({"instructions": body.get("instructions")}, spec.name)
+            instructions = to_canonical(
+                {"input": [], api.instructions: body.get(api.instructions)}, spec.name
+            )
             new_input = to_canonical({"input": body.get("input")}, spec.name)
         except MaasStreamError as exc:
             raise Rejected(400, f"invalid {spec.name} request: {exc}") from None
@@ -255,9 +329,12 @@ class Stateful:
             # The client's own rules are checked on the whole conversation (a tool output
             # answers a call of an earlier turn); the upstream gets the history straight from
             # the canonical messages (Turn.convert), not through this rendering.
-            out["input"] = _items(history, spec.name) + _items(new_input, spec.name)
+            out["input"] = _items(history, spec.name, strip_ids=api.strip_ids) + _items(
+                new_input, spec.name, strip_ids=api.strip_ids
+            )
         return Turn(
-            id=new_id(),
+            api=api,
+            id=api.new_id(),
             owner=owner,
             body=out,
             upstream=upstream,
@@ -271,25 +348,24 @@ class Stateful:
             body_protocol=spec.name,
         )
 
-    async def _get(self, rid: str, owner: str, what: str = "response") -> StoredResponse:
+    async def _get(self, api: Api, rid: str, owner: str) -> StoredResponse:
         record = await self.store.get(rid, owner)
-        if record is None:
-            raise Rejected(404, f"no {what} with id {rid!r}")
+        if record is None or record.kind != api.kind:
+            raise Rejected(404, f"no {api.kind} with id {rid!r}")
         return record
 
-    async def _chain(self, rid: str, owner: str) -> list[StoredResponse]:
-        """The previous response and every earlier one of its conversation, oldest first."""
+    async def _chain(self, api: Api, rid: str, owner: str) -> list[StoredResponse]:
+        """The previous record and every earlier one of its conversation, oldest first."""
         found = await self.store.chain(rid, owner)
-        if found is None:
-            raise Rejected(404, f"no previous response with id {rid!r}")
+        if found is None or found[-1] is None or found[-1].kind != api.kind:
+            raise Rejected(404, f"no previous {api.kind} with id {rid!r}")
         last = found[-1]
-        assert last is not None
         if len(last.ancestors) >= _MAX_TURNS:
-            raise Rejected(400, f"the conversation is longer than {_MAX_TURNS} stored responses")
+            raise Rejected(400, f"the conversation is longer than {_MAX_TURNS} stored {api.kind}s")
         out: list[StoredResponse] = []
         for ancestor, record in zip(last.ancestors, found, strict=False):
             if record is None:
-                raise Rejected(404, f"no earlier response in the conversation with id {ancestor!r}")
+                raise Rejected(404, f"no earlier {api.kind} in the conversation with id {ancestor!r}")
             out.append(record)
         return [*out, last]
 
@@ -462,21 +538,26 @@ class Stateful:
     # ------------------------------------------------------------------ the resource
 
     async def serve(
-        self, method: str, found: re.Match[str], query: bytes, owner: str, receive: Receive, send: Send
+        self, method: str, found: Resource, query: bytes, owner: str, receive: Receive, send: Send
     ) -> None:
-        """Answer ``GET``/``DELETE /v1/responses/{id}``, ``.../input_items``, ``POST .../cancel``.
+        """Answer ``GET``/``DELETE`` of a stored record and the Responses sub-resources.
+
+        Responses: ``GET``/``DELETE /v1/responses/{id}``, ``.../input_items``, ``POST
+        .../cancel``; Interactions: ``GET``/``DELETE /v1beta/interactions/{id}``.
 
         Raises:
             Rejected: Missing, expired or another key's (404), a bad parameter (400), a wrong
                 method (405).
         """
-        rid, sub = found["id"], found["sub"]
+        api, rid, sub = found.api, found.id, found.sub
         params = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
         allowed = "POST" if sub == "/cancel" else "GET" if sub else "GET, DELETE"
         if method not in allowed.split(", "):
             raise Rejected(405, f"this endpoint takes {allowed}, not {method}", {"allow": allowed})
-        record = await self._get(rid, owner)
-        if sub == "/input_items":
+        record = await self._get(api, rid, owner)
+        if api is _INTERACTIONS:
+            await self._serve_interaction(method, record, dict(params), receive, send)
+        elif sub == "/input_items":
             await send_json(send, 200, self._input_items(record, params))
         elif sub == "/cancel":
             await send_json(send, 200, await self._cancel(record))
@@ -489,6 +570,35 @@ class Stateful:
         else:
             include = [v for k, v in params if k in ("include", "include[]")]
             await send_json(send, 200, self._body(record, include))
+
+    async def _serve_interaction(
+        self, method: str, record: StoredResponse, query: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        if method == "DELETE":
+            await self.store.delete(record.id, record.owner)
+            await send_json(send, 200, {})  # Google answers an empty object
+        elif query.get("stream") == "true":
+            if "last_event_id" in query:
+                raise Rejected(400, "last_event_id is not supported: the stored stream is replayed whole")
+            await self._replay(record.id, record.owner, -1, receive, send)
+        else:
+            await send_json(send, 200, self._interaction(record, query.get("include_input") == "true"))
+
+    def _interaction(self, record: StoredResponse, include_input: bool) -> dict[str, Any]:
+        """A stored interaction as Google's ``Interaction`` resource."""
+        name = record.request.protocol
+        response = record.response or Response(
+            protocol=name, id=record.id, model=record.request.envelope.model, status="in_progress"
+        )
+        body = encode_response(response, name)
+        body["id"] = record.id
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created_at))
+        body.update(created=created, updated=created)
+        if record.previous_id is not None:
+            body["previous_interaction_id"] = record.previous_id
+        if include_input:
+            body["input"] = from_canonical(list(record.request.input), name, lossy=[]).get("input", [])
+        return body
 
     def _body(self, record: StoredResponse, include: Any) -> dict[str, Any]:
         response = record.response or Response(
@@ -553,6 +663,17 @@ class Stateful:
                         break
                     record = found
         return self._body(record, ())
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A stored record's path: its API, the client protocol, the id, a sub-resource."""
+
+    api: Api
+    spec: ProtocolSpec
+    """The client protocol (its credential header, its error shape)."""
+    id: str
+    sub: str | None
 
 
 def _int(value: str, name: str) -> int:

@@ -158,7 +158,7 @@ class StreamEncoder(EventEncoder):
     def _on_response_start(self, ev: events.ResponseStart) -> bytes:
         self._source = ev.protocol
         self.drops.source = ev.protocol
-        self._id = ev.id or self._id
+        self._id = self._id or ev.id  # an id given to the encoder wins (a stored interaction's)
         self._model = ev.model or self._model
         return b""
 
