@@ -348,6 +348,7 @@ SDK_DIRECT = {
     "tests.bridge.test_routes": "drives a routed bridge with the real SDK clients",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
     "tests.bridge.test_realtime_bridge": "the SDKs' own realtime clients through the bridge's websockets",
+    "tests.bridge.test_realtime_cross": "each SDK's realtime client against an upstream of the other protocol",
     "tests.bridge.test_stateful": "drives the stored-Responses endpoints with the real openai client",
     "tests.convert.test_request_gemini": "google-genai request types accept every written Gemini body",
     "tests.convert.test_request_interactions": "google-genai's Interactions request model accepts every written body",
