@@ -9,9 +9,9 @@ cancelled after it went out (from another protocol) is followed by a ``toolCallC
 A response that ends for tool calls ends there (Live sends no ``turnComplete`` before the
 results); any other end sends ``generationComplete`` and ``turnComplete`` (with the last
 ``usageMetadata``), or ``interrupted`` then ``turnComplete`` for an interrupted turn. Tool
-results (``tool`` messages)
-are written as the client's ``toolResponse`` (``dir: "client"``), so a recording keeps both
-sides; Live session and client messages kept by the Live decoder pass through unchanged.
+results (``tool`` messages) are written as the client's ``toolResponse`` (``dir: "client"``), so
+a recording keeps both sides; Live session and client messages kept by the Live decoder pass
+through unchanged.
 
 Dropped and reported as records (:attr:`StreamEncoder.lossy`): server and MCP tool calls,
 signatures from other protocols, encrypted reasoning, refusals, citations, files, in-band errors
