@@ -9,11 +9,17 @@
 * ``slow`` → a call whose arguments stop half-way; Realtime waits for ``response.cancel`` and
   answers ``response.done`` ``cancelled`` with the item ``incomplete``; Live sends
   ``toolCallCancellation`` for it;
+* ``halt`` (Realtime) → a call whose arguments stop half-way, then ``response.done``
+  ``cancelled`` (``turn_detected``) with the item ``incomplete``, without any client message;
 * ``cut`` → the TCP connection is dropped mid-response (no close frame);
 * ``fail`` → the connection is closed with 1011 and a reason;
 * anything else → the text :data:`ANSWER`, in two deltas;
 * Live audio (``realtimeInput``) is collected, and ``activityEnd`` / ``audioStreamEnd`` is
-  answered with :data:`AUDIO_OUT` (24 kHz PCM16) as ``inlineData``.
+  answered with :data:`AUDIO_OUT` (24 kHz PCM16) as ``inlineData``;
+* Realtime audio (``input_audio_buffer.append``) is collected in :attr:`FakeRealtime.audio_in`;
+  a ``response.create`` after an ``input_audio_buffer.commit`` is answered with
+  :data:`AUDIO_OUT` (24 kHz PCM16) as ``response.output_audio.delta`` (beta: ``response.audio.delta``);
+* ``oops`` (Realtime) → a recoverable ``error`` event instead of a response (the session goes on).
 
 A Realtime ``response.cancel`` with no response active answers the recoverable ``error`` event
 the docs describe (the session goes on).
@@ -120,13 +126,18 @@ class FakeRealtime(_Fake):
     key_header = "authorization"
     key_format = "Bearer {}"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.audio_in = b""
+        """The PCM16 audio the client appended (``input_audio_buffer.append``), decoded."""
+
     @property
     def url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/v1/realtime?model={{model}}"
 
     async def handle(self, ws: Any) -> None:
         beta = ws.request.headers.get("openai-beta") == "realtime=v1"
-        s = _RealtimeSession(ws, beta)
+        s = _RealtimeSession(ws, beta, self)
         await s.event({"type": "session.created", "session": s.session_object()})
         async for raw in ws:
             msg = json.loads(raw)
@@ -135,9 +146,11 @@ class FakeRealtime(_Fake):
 
 
 class _RealtimeSession:
-    def __init__(self, ws: Any, beta: bool) -> None:
+    def __init__(self, ws: Any, beta: bool, fake: FakeRealtime) -> None:
         self.ws = ws
         self.beta = beta
+        self.fake = fake
+        self.committed = False
         self.n = 0
         self.items: list[dict[str, Any]] = []
         self.active: dict[str, Any] | None = None
@@ -160,8 +173,20 @@ class _RealtimeSession:
             self.items.append(item)
             added = "conversation.item.created" if self.beta else "conversation.item.added"
             await self.event({"type": added, "previous_item_id": None, "item": item})
+        elif kind == "input_audio_buffer.append":
+            self.fake.audio_in += base64.b64decode(msg["audio"])
+        elif kind == "input_audio_buffer.commit":
+            self.committed = True
+            iid = f"item_a{self.n}"
+            await self.event(
+                {"type": "input_audio_buffer.committed", "previous_item_id": None, "item_id": iid}
+            )
         elif kind == "response.create":
-            await self.respond()
+            if self.committed:
+                self.committed = False
+                await self.speak()
+            else:
+                await self.respond()
         elif kind == "response.cancel":
             if self.active is None:
                 await self.event(
@@ -177,19 +202,24 @@ class _RealtimeSession:
                     }
                 )
                 return
-            response, self.active = self.active, None
-            item = {**response["output"][0], "status": "incomplete"}
-            await self.event(
-                {
-                    "type": "response.done",
-                    "response": {
-                        **response,
-                        "status": "cancelled",
-                        "status_details": {"type": "cancelled", "reason": "client_cancelled"},
-                        "output": [item],
-                    },
-                }
-            )
+            await self.cancel("client_cancelled")
+
+    async def cancel(self, reason: str) -> None:
+        """End the active response ``cancelled``, its call item ``incomplete``."""
+        assert self.active is not None
+        response, self.active = self.active, None
+        item = {**response["output"][0], "status": "incomplete"}
+        await self.event(
+            {
+                "type": "response.done",
+                "response": {
+                    **response,
+                    "status": "cancelled",
+                    "status_details": {"type": "cancelled", "reason": reason},
+                    "output": [item],
+                },
+            }
+        )
 
     async def respond(self) -> None:
         last = self.items[-1] if self.items else {}
@@ -203,8 +233,20 @@ class _RealtimeSession:
         if "fail" in text:
             await self.ws.close(1011, "the model is overloaded")
             return
+        if "oops" in text:
+            error = {
+                "type": "server_error",
+                "code": None,
+                "message": "The server had an error",
+                "param": None,
+            }
+            await self.event({"type": "error", "error": {**error, "event_id": None}})
+            return
         if last.get("type") == "function_call_output":
             await self.message(rid, TOOL_ANSWER)
+        elif "halt" in text:  # the server cuts the call itself (the user spoke again)
+            await self.call(rid, response, slow=True)
+            await self.cancel("turn_detected")
         elif "weather" in text or "slow" in text:
             await self.call(rid, response, slow="slow" in text)
         else:
@@ -244,6 +286,40 @@ class _RealtimeSession:
                     "status": "completed",
                     "output": [final],
                     "usage": usage,
+                },
+            }
+        )
+
+    async def speak(self) -> None:
+        """An audio answer: :data:`AUDIO_OUT` bytes of 24 kHz PCM16, in two deltas."""
+        rid, iid = f"resp_{self.n}", f"item_s{self.n}"
+        response = {"object": "realtime.response", "id": rid, "status": "in_progress", "output": []}
+        await self.event({"type": "response.created", "response": response})
+        base = {"response_id": rid, "item_id": iid, "output_index": 0, "content_index": 0}
+        item = {"id": iid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        await self.event(
+            {"type": "response.output_item.added", "response_id": rid, "output_index": 0, "item": item}
+        )
+        await self.event({"type": "response.content_part.added", **base, "part": {"type": "audio"}})
+        delta = "response.audio.delta" if self.beta else "response.output_audio.delta"
+        done = "response.audio.done" if self.beta else "response.output_audio.done"
+        half = len(AUDIO_OUT) // 2
+        for piece in (AUDIO_OUT[:half], AUDIO_OUT[half:]):
+            await self.event({"type": delta, **base, "delta": base64.b64encode(piece).decode()})
+        await self.event({"type": done, **base})
+        await self.event({"type": "response.content_part.done", **base, "part": {"type": "audio"}})
+        final = {**item, "status": "completed", "content": [{"type": "output_audio"}]}
+        await self.event(
+            {"type": "response.output_item.done", "response_id": rid, "output_index": 0, "item": final}
+        )
+        await self.event(
+            {
+                "type": "response.done",
+                "response": {
+                    "object": "realtime.response",
+                    "id": rid,
+                    "status": "completed",
+                    "output": [final],
                 },
             }
         )
@@ -308,6 +384,7 @@ class FakeLive(_Fake):
         return f"ws://127.0.0.1:{self.port}/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 
     async def handle(self, ws: Any) -> None:
+        pending = ""  # the user text of the turn so far (Live answers at turnComplete: true)
         async for raw in ws:
             msg = json.loads(raw)
             self.seen.messages.append(msg)
@@ -316,10 +393,12 @@ class FakeLive(_Fake):
                 continue
             content = msg.get("clientContent") or msg.get("client_content")
             if content is not None:
-                text = "".join(
+                pending += "".join(
                     p.get("text", "") for t in content.get("turns", []) for p in t.get("parts", [])
                 )
-                await self.turn(ws, text)
+                if content.get("turnComplete", content.get("turn_complete", False)):
+                    text, pending = pending, ""
+                    await self.turn(ws, text)
                 continue
             response = msg.get("toolResponse") or msg.get("tool_response")
             if response is not None:

@@ -7,13 +7,12 @@ they would to their provider, with a bridge key. Behind it, fake upstreams writt
 validated against the SDK's own event union (GA or beta); google-genai parses each Live message
 into its ``LiveServerMessage``.
 
-Same-protocol sessions run with the bridge's relay; the cross-protocol cases run once
-``maas_stream._session_bridge`` (the session translator) is there.
+Same-protocol sessions run with the bridge's relay, the cross-protocol ones through the session
+translator (``maas_stream._session_bridge``; more of them in ``test_realtime_cross``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -56,10 +55,6 @@ pytestmark = pytest.mark.anyio
 LIMIT = 20
 GA_EVENT: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 BETA_EVENT: TypeAdapter[Any] = TypeAdapter(BetaServerEvent)
-TRANSLATOR = importlib.util.find_spec("maas_stream._session_bridge") is not None
-cross_protocol = pytest.mark.skipif(
-    not TRANSLATOR, reason="needs the session translator (maas_stream._session_bridge)"
-)
 LIVE_MODEL = "gemini-live-2.5-flash"
 
 
@@ -559,7 +554,6 @@ async def test_live_key_in_the_query(live: tuple[FakeLive, genai.Client, BridgeA
 # ---------------------------------------------------------------------------------- cross-protocol
 
 
-@cross_protocol
 async def test_openai_client_over_a_live_upstream() -> None:
     async with FakeLive() as fake:
         app = bridge(live_upstream(fake))
@@ -575,7 +569,6 @@ async def test_openai_client_over_a_live_upstream() -> None:
     assert "setup" in fake.seen.messages[0]
 
 
-@cross_protocol
 async def test_openai_audio_turn_over_a_live_upstream_is_resampled() -> None:
     import base64
 
@@ -613,7 +606,6 @@ async def test_openai_audio_turn_over_a_live_upstream_is_resampled() -> None:
     assert len(out) == len(AUDIO_OUT)  # Live's 24 kHz output is Realtime's rate: same length
 
 
-@cross_protocol
 async def test_live_client_over_a_realtime_upstream(tmp_path: Path) -> None:
     cert, key, context = tls_files(tmp_path)
     async with FakeRealtime() as fake:
@@ -629,22 +621,6 @@ async def test_live_client_over_a_realtime_upstream(tmp_path: Path) -> None:
                     messages = [m async for m in session.receive()]
     assert "".join(m.text or "" for m in messages) == ANSWER
     assert fake.seen.paths == ["/v1/realtime?model=gpt-realtime"]
-
-
-async def test_cross_protocol_without_the_translator_is_refused_clearly() -> None:
-    if TRANSLATOR:
-        pytest.skip("the session translator is installed")
-    async with FakeLive() as fake:
-        app = bridge(live_upstream(fake))
-        async with serving(app) as port:
-            with anyio.fail_after(LIMIT), pytest.raises(InvalidStatus) as refused:
-                async with openai_client(port).realtime.connect(model=LIVE_MODEL):
-                    pass
-    assert refused.value.response.status_code == 501
-    assert (
-        "needs the session translator" in json.loads(refused.value.response.body or b"{}")["error"]["message"]
-    )
-    assert fake.seen.paths == []
 
 
 # ---------------------------------------------------------------------------------- close codes
@@ -704,26 +680,6 @@ async def test_a_session_recording_replays_as_the_upstream() -> None:
     assert (app.stats.streams, app.stats.stream_errors) == (1, 0)
 
 
-async def test_a_session_to_an_http_upstream_is_refused() -> None:
-    from maas_stream.bridge import RecordingUpstream
-    from tests.conftest import RECORDINGS
-
-    if TRANSLATOR:
-        pytest.skip("the session translator serves HTTP upstreams turn by turn")
-    app = create_app(
-        upstream=RecordingUpstream(RECORDINGS / "anthropic" / os_listdir_first(RECORDINGS / "anthropic")),
-        guard=Guard(keys=(BRIDGE_KEY,)),
-    )
-    async with serving(app) as port:
-        with anyio.fail_after(LIMIT), pytest.raises(InvalidStatus) as refused:
-            async with openai_client(port).realtime.connect(model="gpt-realtime"):
-                pass
-    assert refused.value.response.status_code == 501
-    message = json.loads(refused.value.response.body or b"{}")["error"]["message"]
-    assert "needs a session upstream (google-live, openai-realtime)" in message
-
-
-@cross_protocol
 async def test_openai_client_over_an_http_upstream_turn_by_turn() -> None:
     import maas_stream as ms
     from maas_stream.bridge import RecordingUpstream
@@ -755,10 +711,6 @@ async def test_openai_client_over_an_http_upstream_turn_by_turn() -> None:
     assert upstream.requests[1]["messages"][0]["content"][0]["text"] == "hi"  # the history goes along
     await settled(app)
     assert app.stats.streams == 1
-
-
-def os_listdir_first(folder: Path) -> str:
-    return sorted(p.name for p in folder.glob("*.sse"))[0]
 
 
 async def test_live_route_rename_is_written_into_the_setup(tmp_path: Path) -> None:
@@ -817,7 +769,6 @@ def test_serve_session_flags_reach_the_app_and_uvicorn() -> None:
         assert f"(default {value:.15g})" in text.split(flag, 1)[1].split(" --", 1)[0], flag
 
 
-@cross_protocol
 async def test_live_client_asking_audio_of_a_text_upstream_is_closed_naming_it(tmp_path: Path) -> None:
     from maas_stream.bridge import RecordingUpstream
     from tests.conftest import RECORDINGS

@@ -543,3 +543,16 @@ def test_a_broken_realtime_event_is_a_remote_protocol_error(bad: bytes) -> None:
 def test_a_broken_live_message_is_a_remote_protocol_error(bad: bytes) -> None:
     with pytest.raises(ms.RemoteProtocolError):
         live.decode_client(bad)
+
+
+def test_live_audio_in_the_url_safe_alphabet_is_read() -> None:
+    # google-genai writes bytes with base64.urlsafe_b64encode (its _common); protobuf JSON reads both
+    data = bytes(range(256)) * 2
+    url_safe = base64.urlsafe_b64encode(data).decode()
+    assert {"-", "_"} <= set(url_safe)
+    (chunk,) = live.decode_client(
+        {"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": url_safe}}}
+    )
+    assert chunk == AudioChunk(data=data, format=AudioFormat(rate=16000))
+    with pytest.raises(ms.RemoteProtocolError, match="not base64"):
+        live.decode_client({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "***"}}})

@@ -1090,3 +1090,22 @@ def test_the_same_protocol_forwards_what_it_cannot_read_and_says_the_session_sto
     assert "the rest of the Session" in rec.what
     served = _j(_rt_text_response("resp_1", "item_1", "Still relayed.")[0])
     assert bridge.from_upstream(served).to_client == [served]
+
+
+def test_a_realtime_call_cut_by_the_server_still_ends_the_live_turn() -> None:
+    side = _live_on_realtime()
+    _setup(side)
+    side.send(
+        {"clientContent": {"turns": [{"role": "user", "parts": [{"text": "Paris?"}]}], "turnComplete": True}}
+    )
+    side.take()
+    created, added, delta, *_, done = _rt_call_response("resp_1", status="cancelled")
+    delta["delta"] = '{"ci'  # the arguments stop half-way: the call never ended
+    done["response"]["status_details"] = {"type": "cancelled", "reason": "turn_detected"}
+    side.serve(created, added, delta, done)
+    client, _ = side.take()
+    assert not [m for m in client if "toolCall" in m]  # a cut call is never a call to run
+    assert client[-1]["serverContent"]["turnComplete"] is True  # the Live client's turn ends
+    assert any("cut before they ended" in d.what for d in side.dropped)
+    (response,) = side.bridge.session.responses
+    assert response.status == "incomplete"

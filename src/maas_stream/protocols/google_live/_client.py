@@ -297,8 +297,8 @@ def _chunk(blob: Any, path: str) -> ClientMessage:
     fmt = format_of(mime)
     if fmt is None or not isinstance(data, str):
         return OtherClientMessage(name=path, raw=blob)
-    try:
-        decoded = base64.b64decode(data, validate=True)
+    try:  # protobuf JSON takes both alphabets, and google-genai writes bytes URL-safe
+        decoded = base64.b64decode(data.replace("-", "+").replace("_", "/"), validate=True)
     except binascii.Error as exc:
         raise RemoteProtocolError(f"{path}.data is not base64 ({exc})", protocol=PROTOCOL) from None
     return AudioChunk(data=decoded, format=fmt)

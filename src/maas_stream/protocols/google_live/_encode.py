@@ -4,13 +4,14 @@ Text, thought text, audio data and transcripts go out as they arrive (``serverCo
 ``modelTurn`` part, ``outputTranscription`` or ``inputTranscription``). A function call's
 arguments are gathered from its deltas; calls are held until their message ends (or other output
 follows) and sent together in one ``toolCall``, the way Live sends parallel calls. A call that
-is cancelled before it went out is never sent; one cancelled after it went out (from another
-protocol) is followed by a ``toolCallCancellation``. A response that ends for tool calls ends
-there (Live sends no ``turnComplete`` before the results); any other end sends
-``generationComplete`` and ``turnComplete`` (with the last ``usageMetadata``), or
-``interrupted`` then ``turnComplete`` for an interrupted turn. Tool results (``tool`` messages)
-are written as the client's ``toolResponse`` (``dir: "client"``), so a recording keeps both
-sides; Live session and client messages kept by the Live decoder pass through unchanged.
+is cancelled before it went out is never sent (its turn still ends: ``turnComplete``); one
+cancelled after it went out (from another protocol) is followed by a ``toolCallCancellation``.
+A response that ends for tool calls ends there (Live sends no ``turnComplete`` before the
+results); any other end sends ``generationComplete`` and ``turnComplete`` (with the last
+``usageMetadata``), or ``interrupted`` then ``turnComplete`` for an interrupted turn. Tool
+results (``tool`` messages) are written as the client's ``toolResponse`` (``dir: "client"``), so
+a recording keeps both sides; Live session and client messages kept by the Live decoder pass
+through unchanged.
 
 Dropped and reported as records (:attr:`StreamEncoder.lossy`): server and MCP tool calls,
 signatures from other protocols, encrypted reasoning, refusals, citations, files, in-band errors
@@ -248,7 +249,10 @@ class StreamEncoder(SessionEncoder):
         if self._same:
             return b""  # the Live source's own toolCallCancellation passes through
         hit = (lambda part: part == ev.part) if ev.part is not None else (lambda part: True)
-        self._calls = [(key, call) for key, call in self._calls if not (key[0] == ev.message and hit(key[1]))]
+        kept = [(key, call) for key, call in self._calls if not (key[0] == ev.message and hit(key[1]))]
+        cut = any(key[0] == ev.message and hit(key[1]) for key in self._args) or len(kept) < len(self._calls)
+        self._active = self._active or cut  # a model turn was cut: the client still sees it end
+        self._calls = kept
         sent = self._sent.get(ev.message, {})
         ids = [sent.pop(part) for part in list(sent) if hit(part)]
         return frame({"toolCallCancellation": {"ids": ids}}) if ids else b""
