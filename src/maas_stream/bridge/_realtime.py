@@ -23,9 +23,9 @@ followed by a close with an error code: never a silent close. Limits: the messag
 time (no message either way), and the number of sessions, counted with the HTTP streams
 (:attr:`Limits.max_streams`). Each session ends with its metrics and one log line (scrubbed).
 
-The translator is :class:`maas_stream._session_bridge.SessionBridge` when that module is there
-(one seam: :func:`translator_class`); without it, :class:`PassThrough` relays a same-protocol
-session unchanged and refuses a cross-protocol one.
+The translator is :class:`maas_stream._session_bridge.SessionBridge` (sans-IO): a same-protocol
+session passes unchanged (decoded on the side for its :class:`~maas_stream.Session`), a
+cross-protocol one is translated both ways, an HTTP upstream is asked turn by turn.
 
 It must not contain protocol logic: paths, the model's place, credentials, default URLs and error
 events come from the protocols' specs and encoders.
@@ -33,7 +33,6 @@ events come from the protocols' specs and encoders.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 import traceback
@@ -44,10 +43,10 @@ from urllib.parse import parse_qsl
 import anyio
 import msgspec
 
-from .._exceptions import LocalProtocolError, MaasStreamError, ProtocolError
+from .._exceptions import LocalProtocolError, MaasStreamError
 from .._model import Response, Session, StreamError
-from .._registry import get_protocol, match_session, protocol_specs
-from .._stream_aggregator import StreamAggregator
+from .._registry import get_protocol, match_session
+from .._session_bridge import SessionBridge
 from ..events import StreamErrorEvent
 from ..io import ProviderHTTPError, StreamIOError
 from ..io._exceptions import error_summary
@@ -77,12 +76,10 @@ if TYPE_CHECKING:
     from ._routes import Route
 
 __all__ = [
-    "PassThrough",
     "SessionLimits",
     "Translated",
     "Translator",
     "serve_session",
-    "translator_class",
 ]
 
 log = logging.getLogger("maas_stream")
@@ -145,69 +142,6 @@ class Translator(Protocol):
     def session(self) -> Session:
         """The session so far (responses with their usage, session events)."""
         ...
-
-
-class PassThrough:
-    """A same-protocol session relayed unchanged, decoded on the side for its :class:`Session`.
-
-    The stand-in for ``SessionBridge`` while it is not there.
-
-    Raises:
-        LocalProtocolError: ``client`` and ``upstream`` differ (a translator is needed).
-    """
-
-    def __init__(
-        self, client: str, upstream: str, *, model: str | None, drop_params: bool = False, **_: Any
-    ) -> None:
-        if client != upstream:
-            raise LocalProtocolError(
-                f"a {client} client over a {upstream} upstream needs the session translator, "
-                "which this installation does not have"
-            )
-        self.model = model
-        self.drop_params = drop_params
-        self._agg = StreamAggregator(upstream)
-        self._decoding = True
-
-    def opening(self) -> Translated:
-        """Nothing: the upstream opens the session itself."""
-        return Translated([], [])
-
-    def from_client(self, message: str | bytes) -> Translated:
-        """The client's message, unchanged."""
-        self._decode(message, "client")
-        return Translated([message], [])
-
-    def from_upstream(self, message: str | bytes) -> Translated:
-        """The upstream's message, unchanged."""
-        self._decode(message, "server")
-        return Translated([], [message])
-
-    @property
-    def session(self) -> Session:
-        """The session decoded so far."""
-        return self._agg.session()
-
-    def _decode(self, message: str | bytes, direction: str) -> None:
-        if not self._decoding:
-            return
-        try:
-            self._agg.feed_message(message, direction=direction)
-        except ProtocolError as exc:
-            # The relay goes on (the messages pass unchanged); only the accounting stops.
-            self._decoding = False
-            log.warning(
-                "bridge: a %s session message could not be decoded (%s); usage is not counted", direction, exc
-            )
-
-
-def translator_class() -> Any:
-    """The session translator: ``maas_stream._session_bridge.SessionBridge``, else :class:`PassThrough`."""
-    try:
-        module = importlib.import_module("maas_stream._session_bridge")
-    except ModuleNotFoundError:
-        return PassThrough
-    return module.SessionBridge
 
 
 # ---------------------------------------------------------------------------------- a session
@@ -383,14 +317,7 @@ class _Session:
         if isinstance(upstream, RecordingUpstream) and get_protocol(upstream.protocol).session is not None:
             upstream = SessionRecordingUpstream(upstream.recording, protocol=upstream.protocol)
         websocket = isinstance(upstream, WebSocketUpstream | SessionRecordingUpstream)
-        cls = translator_class()
-        if not websocket and not hasattr(cls, "upstream_http"):
-            raise Rejected(
-                501,
-                f"the route {route.name!r} has a {upstream.protocol} upstream; a realtime session "
-                f"needs a session upstream ({', '.join(s.name for s in protocol_specs() if s.session)}) "
-                "(turn by turn over HTTP needs the session translator)",
-            )
+        cls = SessionBridge
         session = spec.session
         assert session is not None
         drop = self.app.drop_params if route.drop_params is None else route.drop_params
