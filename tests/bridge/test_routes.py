@@ -141,6 +141,30 @@ def test_exact_names_win_over_patterns_patterns_in_order() -> None:
     assert router.models() == ["gpt-*", "gpt-4o", "*"]
 
 
+def test_a_pattern_match_is_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from maas_stream.bridge import _routes
+
+    a, c = RecordingUpstream(CHAT_REC), RecordingUpstream(CHAT_REC)
+    router = Router([Route("gpt-*", a), Route("*", c, name="rest")])
+    calls: list[str] = []
+    matches = Route.matches
+
+    def counted(self: Route, model: str) -> bool:
+        calls.append(model)
+        return matches(self, model)
+
+    monkeypatch.setattr(Route, "matches", counted)
+    monkeypatch.setattr(_routes, "MATCH_CACHE", 3)
+    assert router.select("gpt-5").upstream is a
+    tried = len(calls)
+    assert [router.select("gpt-5").upstream for _ in range(5)] == [a] * 5
+    assert len(calls) == tried  # no pattern tried again for a name seen
+    for i in range(10):  # client-chosen names: the memory stays bounded
+        assert router.select(f"other-{i}").upstream is c
+        assert len(router._matched) <= 3
+    assert router.select("gpt-5").upstream is a  # forgotten, found again the same way
+
+
 def test_fallback_chain_in_order_each_once() -> None:
     up = RecordingUpstream(CHAT_REC)
     router = Router(

@@ -124,6 +124,10 @@ class Route:
         return model == self.model
 
 
+MATCH_CACHE: Final = 4096
+"""Model names whose pattern route :meth:`Router.select` remembers (forgotten all at once when full)."""
+
+
 class Router:
     """Routes in order: an exact name wins over a pattern; patterns are tried in file order.
 
@@ -145,6 +149,7 @@ class Router:
                 if name not in self._by_name:
                     raise ConfigError(f"route {route.name!r}: fallback {name!r} names no route")
         self._exact = {r.model: r for r in reversed(self.routes) if not r.pattern}
+        self._matched: dict[str, Route] = {}
 
     def select(self, model: str | None) -> Route:
         """The route serving the client's ``model`` (``None``: the model was not named).
@@ -153,11 +158,16 @@ class Router:
             Rejected: No route serves it (404).
         """
         name = model or ""
-        found = self._exact.get(name)
+        found = self._exact.get(name) or self._matched.get(name)
         if found is not None:
             return found
         for route in self.routes:
             if route.pattern and route.matches(name):
+                # Remembered, so a request costs O(1) in the number of routes; bounded, since
+                # the names come from clients.
+                if len(self._matched) >= MATCH_CACHE:
+                    self._matched.clear()
+                self._matched[name] = route
                 return route
         shown = repr(model) if model is not None else "(none named)"
         raise Rejected(404, f"no route serves the model {shown}; served: {', '.join(self.models())}")
