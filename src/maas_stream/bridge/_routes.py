@@ -323,16 +323,9 @@ def _upstream(table: dict[str, Any], where: str, base: Path) -> Upstream:
         headers = table.get("headers", {})
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise ConfigError(f"{where}: headers must be a table of strings")
-        if get_protocol(protocol).session is not None:  # a websocket session protocol
-            return WebSocketUpstream(
-                protocol,
-                _str(table, "url", where),
-                api_key=_api_key(table, protocol, where, base),
-                model=rename,
-                headers=headers,
-                timeouts=_timeouts(table.get("timeouts"), where),
-            )
-        return HTTPUpstream(
+        # A websocket session protocol (Realtime, Live) or an HTTP one: the same settings.
+        kind = WebSocketUpstream if get_protocol(protocol).session is not None else HTTPUpstream
+        return kind(
             protocol,
             _str(table, "url", where),
             api_key=_api_key(table, protocol, where, base),
