@@ -9,8 +9,11 @@ server, e.g. ``maas-stream serve`` (uvicorn), or several workers with the
 :func:`app_from_env` factory.
 
 Given a conversation store (:func:`open_store`: SQLite by default, Redis for several workers),
-it keeps Responses conversations: ``previous_response_id`` on any upstream, retrieval, stream
-resumption and background responses.
+it keeps Responses and Interactions conversations: ``previous_response_id`` /
+``previous_interaction_id`` on any upstream, retrieval, stream resumption and background
+responses. Realtime sessions (OpenAI Realtime, Gemini Live websockets) are relayed to a
+:class:`WebSocketUpstream` (translated by :class:`maas_stream.SessionBridge` when the protocols
+differ) within :class:`SessionLimits`, or asked turn by turn of an HTTP upstream.
 
 It wires the library's pipeline and contains no stream, conversation or protocol logic: routes,
 request envelopes, credentials, default URLs and error bodies come from the protocols' specs.
@@ -26,6 +29,7 @@ from ._guard import Guard as Guard
 from ._guard import load_bridge_keys as load_bridge_keys
 from ._metrics import BridgeStats as BridgeStats
 from ._metrics import Metrics as Metrics
+from ._realtime import SessionLimits as SessionLimits
 from ._routes import ConfigError as ConfigError
 from ._routes import Route as Route
 from ._routes import Router as Router
@@ -46,6 +50,8 @@ from ._upstream import RecordingUpstream as RecordingUpstream
 from ._upstream import Timeouts as Timeouts
 from ._upstream import Upstream as Upstream
 from ._upstream import auth_headers as auth_headers
+from ._ws import SessionRecordingUpstream as SessionRecordingUpstream
+from ._ws import WebSocketUpstream as WebSocketUpstream
 
 __all__ = (
     "DEFAULT_STORE",
@@ -63,11 +69,14 @@ __all__ = (
     "Route",
     "Router",
     "ServeSettings",
+    "SessionLimits",
+    "SessionRecordingUpstream",
     "Store",
     "StoreFullError",
     "StoredRequest",
     "StoredResponse",
     "Upstream",
+    "WebSocketUpstream",
     "app_from_env",
     "auth_headers",
     "build_app",

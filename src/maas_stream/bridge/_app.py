@@ -640,8 +640,12 @@ def create_app(
     * ``POST /v1/responses`` — OpenAI Responses
     * ``POST /v1/messages`` — Anthropic Messages
     * ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` and ``:generateContent`` — Gemini
+    * ``POST /v1beta/interactions`` — Google Interactions
 
-    and ``GET /health``, ``GET /metrics`` (Prometheus), the model listings (``GET /v1/models``:
+    the websocket session endpoints of the session protocols (``/v1/realtime?model=`` for OpenAI
+    Realtime, Live's ``BidiGenerateContent`` path), with a store the stored-conversation ones
+    (``GET``/``DELETE /v1/responses/{id}``, ``input_items``, ``cancel``;
+    ``GET``/``DELETE /v1beta/interactions/{id}``), and ``GET /health``, ``GET /metrics`` (Prometheus), the model listings (``GET /v1/models``:
     OpenAI's shape, Anthropic's with an ``anthropic-version`` header; ``GET /v1beta/models``:
     Gemini's), and ``OPTIONS`` CORS preflights.
 
