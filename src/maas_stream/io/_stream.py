@@ -92,6 +92,30 @@ def _cut_error(conv: StreamConverter, received: int) -> IncompleteStreamError:
     )
 
 
+def _finish(conv: StreamConverter, received: int) -> bytes:
+    """The conversion's last output once the source has ended.
+
+    Raises:
+        IncompleteStreamError: The source ended before its provider's final event; it carries
+            the target's in-band error (``error_frame``) and the ``failed`` response.
+    """
+    cut = _cut_error(conv, received)
+    error = stream_error(cut)
+    out = conv.finish(cut=error)
+    if conv.response is not None and conv.response.error is error:
+        cut.error_frame, cut.partial = out, conv.response
+        raise cut
+    return out
+
+
+def _failed(conv: StreamConverter, exc: StreamIOError | RemoteProtocolError | ConversionError) -> None:
+    """Give a source failure the target's in-band error frame (and, for IO, the partial response)."""
+    if not exc.error_frame:  # a cut comes with its frame already
+        exc.error_frame = conv.fail(stream_error(exc))
+        if isinstance(exc, StreamIOError):
+            exc.partial = conv.response
+
+
 async def astream(
     source: Any,
     *,
@@ -229,21 +253,13 @@ async def aconvert(
                 out = _convert(conv, reader.kind, item)
                 if out:
                     yield out
-            cut = _cut_error(conv, reader.received)
-            error = stream_error(cut)
-            out = conv.finish(cut=error)
-            if conv.response is not None and conv.response.error is error:
-                cut.error_frame, cut.partial = out, conv.response
-                raise cut
+            out = _finish(conv, reader.received)
             if out:
                 yield out
         except (ProviderHTTPError, UnexpectedContentTypeError):
             raise  # refused before any stream: the caller answers with a status
         except (StreamIOError, RemoteProtocolError, ConversionError) as exc:
-            if not exc.error_frame:  # a cut comes with its frame already
-                exc.error_frame = conv.fail(stream_error(exc))
-                if isinstance(exc, StreamIOError):
-                    exc.partial = conv.response
+            _failed(conv, exc)
             if yield_error and exc.error_frame:
                 yield exc.error_frame
             raise
@@ -396,12 +412,7 @@ async def aconvert_into(
             if out:
                 put(out)
                 await pace()
-        cut = _cut_error(conv, reader.received)
-        error = stream_error(cut)
-        out = conv.finish(cut=error)
-        if conv.response is not None and conv.response.error is error:
-            cut.error_frame, cut.partial = out, conv.response
-            raise cut
+        out = _finish(conv, reader.received)
         if out:
             put(out)
 
@@ -411,10 +422,7 @@ async def aconvert_into(
         except (ProviderHTTPError, UnexpectedContentTypeError):
             raise  # refused before any stream: the caller answers with a status
         except (StreamIOError, RemoteProtocolError, ConversionError) as exc:
-            if not exc.error_frame:  # a cut comes with its frame already
-                exc.error_frame = conv.fail(stream_error(exc))
-                if isinstance(exc, StreamIOError):
-                    exc.partial = conv.response
+            _failed(conv, exc)
             raise
     finally:
         if lossy is not None:
