@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from .._input_side import INTERACTIONS_FIELDS, RESPONSES_FIELDS, input_side
+
 __all__ = ["detect", "detect_body"]
 
 _EVENTS = frozenset(
@@ -29,109 +31,9 @@ def detect(event: str, payload: Any) -> bool:
     return event in _EVENTS
 
 
-_OWN_FIELDS: Final = frozenset(
-    {
-        "previous_interaction_id",
-        "agent",
-        "agent_config",
-        "system_instruction",
-        "generation_config",
-        "response_modalities",
-        "response_mime_type",
-        "safety_settings",
-        "continuation_token",
-        "cached_content",
-        "webhook_config",
-    }
-)
-"""Top-level fields only an Interactions body has (Responses says ``instructions``,
-``max_output_tokens``, ``previous_response_id`` at the top level instead)."""
-
-_FOREIGN_FIELDS: Final = frozenset(
-    {
-        "instructions",
-        "previous_response_id",
-        "max_output_tokens",
-        "text",
-        "reasoning",
-        "include",
-        "truncation",
-        "conversation",
-        "tool_choice",
-        "parallel_tool_calls",
-        "temperature",
-        "top_p",
-    }
-)
-"""Top-level fields an Interactions body never has (they are OpenAI Responses'; Interactions puts
-its sampling and tool choice in ``generation_config``): a body with one is not Interactions."""
-
-_OWN_STEPS: Final = frozenset(
-    {"user_input", "model_output", "thought", "function_result", "function_response"}
-)
-_OWN_CALLS: Final = frozenset(
-    {
-        "code_execution_call",
-        "google_search_call",
-        "google_maps_call",
-        "url_context_call",
-        "mcp_server_tool_call",
-        "retrieval_call",
-        "processing_call",
-    }
-)
-_CONTENT_TYPES: Final = frozenset({"text", "image", "audio", "document", "video"})
-_FOREIGN_ITEMS: Final = frozenset(
-    {
-        "message",
-        "reasoning",
-        "item_reference",
-        "custom_tool_call",
-        "computer_call",
-        "web_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-        "local_shell_call",
-        "mcp_call",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-        "refusal",
-        "summary_text",
-    }
-)
-"""Responses input items and content parts no Interactions step or Content is (with every
-``*_output`` item and ``input_*`` / ``output_*`` part)."""
-
-
-def _verdict(verdicts: list[bool | None]) -> bool | None:
-    if False in verdicts:
-        return False
-    return True if True in verdicts else None
-
-
-def _item_is_own(item: Any) -> bool | None:
-    """``True``: only Interactions has it; ``False``: Interactions has no such item; ``None``: either."""
-    if not isinstance(item, dict):
-        return False
-    kind = item.get("type")
-    if kind is None and "role" in item:  # a turn {role, content}
-        role = item.get("role")
-        if role not in ("user", "model"):
-            return False  # system, developer, assistant: Responses roles
-        content = item.get("content")
-        inner = _verdict([_item_is_own(c) for c in content]) if isinstance(content, list) else None
-        return False if inner is False else (inner or role == "model" or None)
-    if not isinstance(kind, str):
-        return False
-    if kind == "function_call":
-        # Interactions: ``id`` + ``arguments`` as an object; Responses: ``call_id`` + a string.
-        return "call_id" not in item and isinstance(item.get("arguments"), dict)
-    if kind in _OWN_STEPS or kind in _OWN_CALLS or kind in _CONTENT_TYPES or kind.endswith("_result"):
-        return True
-    if kind in _FOREIGN_ITEMS or kind.endswith("_output") or kind.startswith(("input_", "output_")):
-        return False
-    return None
+_NOT_INTERACTIONS: Final = RESPONSES_FIELDS | {"tool_choice", "parallel_tool_calls", "temperature", "top_p"}
+"""Top-level fields an Interactions body never has: OpenAI Responses' own, and the sampling and
+tool choice that Interactions puts in ``generation_config``."""
 
 
 def detect_body(body: Any) -> int:
@@ -146,12 +48,9 @@ def detect_body(body: Any) -> int:
     """
     if not isinstance(body, dict) or "contents" in body or "messages" in body:
         return 0
-    if any(name in body for name in _FOREIGN_FIELDS):
+    if any(name in body for name in _NOT_INTERACTIONS):
         return 0
-    items = body.get("input")
-    if isinstance(items, dict):
-        items = [items]
-    verdict = _verdict([_item_is_own(i) for i in items]) if isinstance(items, list) else None
-    if verdict is False:
+    side = input_side(body.get("input", ""))
+    if side in ("responses", "neither"):
         return 0
-    return 2 if verdict or any(name in body for name in _OWN_FIELDS) else 0
+    return 2 if side == "interactions" or any(name in body for name in INTERACTIONS_FIELDS) else 0
