@@ -284,8 +284,9 @@ class StreamConverter:
         The one rule for every target: a source that broke (connection lost, stall, invalid
         bytes, cut before its final event) ends the target stream with the target protocol's
         own error (a Chat error chunk, an Anthropic ``error`` event, a Responses ``error`` +
-        ``response.failed``, a Gemini error object), which its SDK raises, never with a clean
-        end. :attr:`response` is then the ``failed`` response carrying ``error``.
+        ``response.failed``, a Gemini error object, a Realtime ``error`` + a failed
+        ``response.done``), which its SDK raises, never with a clean end. :attr:`response` is
+        then the ``failed`` response carrying ``error``.
         """
         events = self._source.fail(error)
         encode = self._encoder.encode

@@ -8,8 +8,8 @@ instructions and tools, through the canonical envelope and ``from_canonical``). 
 bytes go through a :class:`~maas_stream.StreamConverter` into the client's protocol, and
 :class:`~maas_stream._session_output.ClientWriter` writes them. Text only: audio input, audio
 output and a ``response.cancel`` are refused (or reported with ``drop_params``). One turn at a
-time; a failed or cut turn ends, for a Realtime client told it started, with a failed
-``response.done``.
+time; a failed or cut turn ends as the client's protocol ends one (for Realtime, the stream
+encoder's failed ``response.done``).
 
 It must not translate realtime upstream messages, decide the session configuration (it is
 passed in) or do IO (the caller sends each :class:`TurnRequest`).
@@ -51,7 +51,6 @@ from ._model import (
 from ._models import model_caps
 from ._request import _codec, _with_limit
 from ._session_output import Translated
-from .protocols._names import OPENAI_REALTIME
 
 if TYPE_CHECKING:
     from ._session_output import ClientWriter
@@ -246,20 +245,6 @@ class HttpTurns:
         data = conv.fail(error) if error is not None else conv.finish(cut=cut)
         w.lines(data, out, config)
         final = conv.response
-        failure = error or (final.error if final is not None and final.status == "failed" else None)
-        if self.client == OPENAI_REALTIME and w.response is not None and failure is not None:
-            # The client was told a response started: it ends, failed, as a Realtime server ends one.
-            rid, items = w.response
-            details = {"type": "failed", "error": {"type": failure.type, "message": failure.message or ""}}
-            response = {
-                "object": "realtime.response",
-                "id": rid,
-                "status": "failed",
-                "status_details": details,
-            }
-            done = {"type": "response.done", "response": {**response, "output": items}}
-            out.to_client.append(w.server_event(done))
-            w.response = None
         self._http = None
         self._overrides = None
         if final is not None:

@@ -8,8 +8,7 @@
   (``_audio``), Realtime's beta event names and part types for a beta client, and Realtime
   output transcripts removed for a Live client that did not ask for them;
 * what it tracks of the client's view for that: which function calls a Realtime client got in
-  which item (:attr:`~ClientWriter.call_items`, :attr:`~ClientWriter.open_calls`) and the
-  response it was told started (:attr:`~ClientWriter.response`);
+  which item (:attr:`~ClientWriter.call_items`, :attr:`~ClientWriter.open_calls`);
 * the bridge's own server events (ids ``event_maas_bridge_N``), client errors (a Realtime
   ``error`` event; a Live client is closed with 1007) and refusals (:meth:`~ClientWriter.lost`:
   refused, or with ``drop_params`` reported as :class:`~maas_stream.Dropped` records);
@@ -145,8 +144,6 @@ class ClientWriter:
         """Call id → the Realtime item id a Realtime client got it in."""
         self.open_calls: set[str] = set()
         """Calls of the response being written to a Realtime client (not finished yet)."""
-        self.response: tuple[str, list[dict[str, Any]]] | None = None
-        """The response a Realtime client was told started and not yet done: its id and items."""
         self._output: AudioConverter | None = None
 
     # ------------------------------------------------------------------ refusals and errors
@@ -255,13 +252,8 @@ class ClientWriter:
         ):
             self.call_items[item.get("call_id", "")] = item.get("id", "")
             self.open_calls.add(item.get("call_id", ""))
-        elif kind == "response.created" and isinstance(msg.get("response"), dict):
-            self.response = (str(msg["response"].get("id")), [])
-        elif kind == "response.output_item.done" and isinstance(item, dict) and self.response is not None:
-            self.response[1].append(item)
         elif kind == "response.done":
             self.open_calls.clear()
-            self.response = None
 
     def _realtime_out(self, msg: dict[str, Any], config: SessionConfig) -> list[str | bytes]:
         self._track(msg)

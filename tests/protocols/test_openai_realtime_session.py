@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 import maas_stream as ms
 from maas_stream import events as ev
 from maas_stream.protocols import openai_realtime as rt
+from tests.conftest import RECORDINGS
 from tests.protocols.test_google_live_session import jsonl, mutated, outcome
 
 PROTO = "openai-realtime"
@@ -236,3 +237,31 @@ def test_mutated_sessions_decode_or_raise_only_remote_protocol_errors(seed: int)
     data = mutated(PROTO, seed)
     for target in (None, PROTO, "google-live", "openai-chat"):
         assert outcome(data, PROTO, target) in ("ok", PROTO)  # never a TypeError, KeyError...
+
+
+@pytest.mark.parametrize(
+    "source", ["anthropic/thinking_parallel_tools.sse", "openai-chat/readme_text_then_parallel_tools.sse"]
+)
+def test_a_source_failing_mid_response_ends_it_with_a_failed_response_done(source: str) -> None:
+    # A Realtime client waits for response.done; an `error` event alone would leave it waiting.
+    data = (RECORDINGS / source).read_bytes()
+    conv = ms.StreamConverter(PROTO, protocol=source.split("/")[0])
+    head = conv.feed(data[: len(data) * 3 // 4])
+    tail = conv.fail(ms.StreamError(type="api_error", message="upstream broke", code="502"))
+    adapter: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
+    started = [adapter.validate_python(json.loads(line)["msg"]) for line in head.splitlines()]
+    ended = [adapter.validate_python(json.loads(line)["msg"]) for line in tail.splitlines()]
+    assert started[0].type == "response.created"
+    assert (ended[0].type, ended[-1].type) == ("error", "response.done")
+    assert all(e.type.endswith(".done") for e in ended[1:-1])  # only the open items' ends between
+    assert sum(e.type == "response.done" for e in [*started, *ended]) == 1
+    done = ended[-1].response
+    assert done.id == started[0].response.id
+    assert done.status == "failed"
+    assert done.status_details.error.message == "upstream broke"
+
+
+def test_a_failure_before_any_response_is_the_error_alone() -> None:
+    conv = ms.StreamConverter(PROTO, protocol="anthropic")
+    tail = conv.fail(ms.StreamError(type="api_error", message="refused", code="502"))
+    assert [json.loads(line)["msg"]["type"] for line in tail.splitlines()] == ["error"]

@@ -32,7 +32,7 @@ from .._session import SessionEncoder
 from ._writer import Item, ResponseWriter
 
 if TYPE_CHECKING:
-    from ..._model import Part
+    from ..._model import Part, StreamError
 
 __all__ = ["StreamEncoder"]
 
@@ -67,6 +67,8 @@ class StreamEncoder(SessionEncoder):
         """Every item of the open response, by canonical message and part (for cancellations)."""
         self._assistant = False
         """Whether the current response has a model message (even one whose content is dropped)."""
+        self._fatal: StreamError | None = None
+        """The error that ended the source (not a recoverable one), for the open response's end."""
 
     # ------------------------------------------------------------------ messages
 
@@ -250,15 +252,27 @@ class StreamEncoder(SessionEncoder):
             out += self._on_message_done(
                 events.MessageDone(message=message, status="incomplete" if cut else None)
             )
-        out += self._w.done(ev, self._usage, same=self._same)
+        out += self._w.done(ev, self._usage, same=self._same, error=self._fatal)
         self._usage = None
         self._pending = None
         self._messages = {}
         self._owners = {}
         return out
 
+    def _end(self) -> bytes:
+        """End a response left open by a failed source, as a Realtime server does.
+
+        ``response.done`` with status ``failed`` and the error: the ``error`` event alone leaves
+        a client waiting for the response's end.
+        """
+        if self._fatal is None or self._w.response is None:
+            return b""
+        return self._on_response_done(events.ResponseDone(status="failed", finish_reason="error"))
+
     def _on_error(self, ev: events.StreamErrorEvent) -> bytes:
         err = ev.error
+        if not ev.recoverable:
+            self._fatal = err
         raw = err.raw if self._same and isinstance(err.raw, dict) else None
         return self._w.error(
             raw or {"type": err.type, "code": err.code, "message": err.message or "", "param": None}

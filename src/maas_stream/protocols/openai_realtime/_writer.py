@@ -20,7 +20,7 @@ from ._items import call_item, output_item, status_wire, usage_wire
 
 if TYPE_CHECKING:
     from ... import events
-    from ..._model import ToolCallPart, ToolResultPart, Usage
+    from ..._model import StreamError, ToolCallPart, ToolResultPart, Usage
 
 __all__ = ["Item", "ResponseWriter"]
 
@@ -99,12 +99,17 @@ class ResponseWriter:
         self.output = []
         return self.event({"type": "response.created", "response": response})
 
-    def done(self, end: events.ResponseDone, usage: Usage | None, *, same: bool) -> bytes:
+    def done(
+        self, end: events.ResponseDone, usage: Usage | None, *, same: bool, error: StreamError | None = None
+    ) -> bytes:
         """``response.done``: every item with its status, the response status and the usage.
 
-        ``same``: the source is Realtime (its own usage object is written back unchanged).
+        ``same``: the source is Realtime (its own usage object is written back unchanged);
+        ``error``: what failed the response (``status_details.error``).
         """
         status, details = status_wire(end.status, end.finish_reason, end.provider_finish_reason)
+        if error is not None and details is not None and status == "failed":
+            details["error"] = {"type": error.type, "code": error.code, "message": error.message or ""}
         output = [self.wire(item, item.status) for item in self.output]
         response: dict[str, Any] = {"object": "realtime.response", "id": self.response}
         response.update(status=status, status_details=details, output=output)
