@@ -24,8 +24,8 @@ import msgspec
 from .._exceptions import LocalProtocolError
 from .._registry import detect_protocol, get_protocol
 from ..io import ProviderHTTPError, Recording, StreamIOError, StreamTimeoutError, aconnect, areplay
+from ..io._checks import transport_error
 from ..io._exceptions import error_summary, parse_body
-from ..io._source import transport_error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

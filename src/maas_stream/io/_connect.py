@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._registry import get_protocol
+from ._checks import check_response, transport_error
 from ._exceptions import StreamTimeoutError, for_transport
-from ._source import check_response, transport_error
 from ._stream import aaggregate, aconvert, astream
 
 if TYPE_CHECKING:

@@ -18,36 +18,24 @@ caller can host a task (:meth:`AsyncReader.watch`: one watchdog task per stream,
 stamps the time it began); an async generator, which cannot host a task across its yields, gets
 one cancel scope per read instead.
 
-It must not contain protocol logic.
+The status and content-type check and the translation of transport errors are ``_checks.py``'s
+rule: a reader calls them, it must not judge a response or an exception itself. It must not
+contain protocol logic.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar
 
 import anyio
-import httpx2
 
-from ._exceptions import (
-    IdleTimeoutError,
-    ProviderHTTPError,
-    StreamIOError,
-    StreamTimeoutError,
-    StreamTransportError,
-    UnexpectedContentTypeError,
-    error_summary,
-    for_transport,
-    parse_body,
-)
+from ._checks import check_response, check_sync_response, request_of, transport_error
+from ._exceptions import IdleTimeoutError, StreamTimeoutError, for_transport
 
-__all__ = ["AsyncReader", "SyncReader", "check_response", "reframe", "transport_error", "unwrap"]
+__all__ = ["AsyncReader", "SyncReader", "reframe", "unwrap"]
 
-MAX_ERROR_BODY = 1024 * 1024
-"""How much of an error body is read to put on the exception."""
 _DRAIN_LIMIT = 64
 
 Kind = Literal["bytes", "messages"]
@@ -135,164 +123,6 @@ def _is_response(obj: Any) -> bool:
 
 def _is_websocket(obj: Any) -> bool:
     return hasattr(obj, "recv") and hasattr(obj, "send")
-
-
-def _request_of(response: Any) -> Any:
-    try:
-        return response.request
-    except (RuntimeError, AttributeError):  # httpx raises RuntimeError when no request is set
-        return None
-
-
-_TIMEOUT_PHASES = {"ConnectTimeout": "connect", "PoolTimeout": "pool", "WriteTimeout": "write"}
-
-
-def _transport_classes(name: str) -> tuple[type[BaseException], ...]:
-    # httpx is not imported here: when it is not loaded, none of its errors can occur.
-    found: list[type[BaseException]] = [getattr(httpx2, name)]
-    mod = sys.modules.get("httpx")
-    if mod is not None and hasattr(mod, name):
-        found.append(getattr(mod, name))
-    return tuple(found)
-
-
-def transport_error(exc: BaseException, *, received: int = 0, where: str = "") -> StreamIOError | None:
-    """The library error for a transport library's error (httpx, httpx2, ``OSError``), else ``None``.
-
-    An httpx / httpx2 ``TimeoutException`` becomes a :class:`StreamTimeoutError` (its ``phase``
-    from the class: connect, pool, write or read), any other ``TransportError`` or ``OSError`` a
-    :class:`StreamTransportError`, of the httpx-compatible variant for httpx's errors. The
-    caller raises it ``from exc``.
-
-    Args:
-        exc: The error caught.
-        received: How many bytes (or messages) had arrived before it.
-        where: What was being done, for the message (e.g. ``"connecting to the provider"``).
-    """
-    if isinstance(exc, StreamIOError) or not isinstance(exc, Exception):
-        return None
-    request = getattr(exc, "_request", None)
-    detail = str(exc) or type(exc).__name__
-    doing = where or f"reading the provider's stream (after {received} bytes)"
-    if isinstance(exc, _transport_classes("TimeoutException")):
-        phase = _TIMEOUT_PHASES.get(type(exc).__name__, "read")
-        cls: type[StreamIOError] = for_transport(StreamTimeoutError, exc)
-        return cls(  # type: ignore[call-arg]
-            f"timed out ({phase}) {doing}: {detail}",
-            phase=phase,
-            timeout=None,
-            received=received,
-            request=request,
-        )
-    if isinstance(exc, (*_transport_classes("TransportError"), OSError)):
-        cls = for_transport(StreamTransportError, exc)
-        return cls(  # type: ignore[call-arg]
-            f"the connection failed {doing}: {detail}", received=received, request=request
-        )
-    return None
-
-
-def _status_error(response: Any, body: bytes) -> ProviderHTTPError:
-    parsed = parse_body(body)
-    status = int(response.status_code)
-    reason = getattr(response, "reason_phrase", "") or ""
-    url = getattr(_request_of(response), "url", None)
-    from ._record import redact_url  # the one home of URL redaction (it imports this module)
-
-    where = f" from {redact_url(str(url))}" if url is not None else ""
-    cls = for_transport(ProviderHTTPError, response)
-    err = cls(
-        f"provider answered {status} {reason}{where}: {error_summary(parsed)}".replace("  ", " "),
-        status=status,
-        body=parsed,
-        headers={k.lower(): v for k, v in response.headers.items()},
-        content=body,
-        request=_request_of(response),
-        response=response,
-    )
-    return err
-
-
-def _type_error(response: Any, body: bytes, content_type: str) -> UnexpectedContentTypeError:
-    parsed = parse_body(body)
-    cls = for_transport(UnexpectedContentTypeError, response)
-    err = cls(
-        f"expected a stream (text/event-stream) but the provider sent {content_type or 'no content-type'}"
-        f" with status {response.status_code}: {error_summary(parsed)}",
-        status=int(response.status_code),
-        content_type=content_type,
-        body=parsed,
-        request=_request_of(response),
-    )
-    return err
-
-
-def _bad_content_type(content_type: str, require_sse: bool) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    if require_sse:
-        return media != "text/event-stream"
-    # Lenient: only what is surely not a stream (a whole JSON document: ``stream`` forgotten).
-    return media == "application/json"
-
-
-async def check_response(response: Any, *, require_sse: bool = False) -> None:
-    """Raise with the provider's body when an async response is not a 2xx stream.
-
-    Args:
-        response: An httpx / httpx2 streaming response.
-        require_sse: Also require ``content-type: text/event-stream``; otherwise only a plain
-            ``application/json`` answer is refused.
-
-    Raises:
-        ProviderHTTPError: A non-2xx status (the response is read, up to 1 MiB, and closed).
-        UnexpectedContentTypeError: A 2xx answer that is not a stream.
-    """
-    status = int(response.status_code)
-    content_type = response.headers.get("content-type", "")
-    bad_status = not 200 <= status < 300
-    if not bad_status and not _bad_content_type(content_type, require_sse):
-        return
-    body = bytearray()
-    chunks = response.aiter_bytes()
-    try:
-        async for chunk in chunks:
-            body += chunk
-            if len(body) >= MAX_ERROR_BODY:
-                break
-    finally:
-        with anyio.CancelScope(shield=True):
-            await response.aclose()
-            # Ends httpx's nested generators if we stopped early (see AsyncReader._close_response).
-            with contextlib.suppress(Exception):
-                await anext(chunks)
-    if bad_status:
-        raise _status_error(response, bytes(body))
-    raise _type_error(response, bytes(body), content_type)
-
-
-def check_sync_response(response: Any, *, require_sse: bool = False) -> None:
-    """The synchronous twin of :func:`check_response`.
-
-    Raises:
-        ProviderHTTPError: A non-2xx status.
-        UnexpectedContentTypeError: A 2xx answer that is not a stream.
-    """
-    status = int(response.status_code)
-    content_type = response.headers.get("content-type", "")
-    bad_status = not 200 <= status < 300
-    if not bad_status and not _bad_content_type(content_type, require_sse):
-        return
-    body = bytearray()
-    try:
-        for chunk in response.iter_bytes():
-            body += chunk
-            if len(body) >= MAX_ERROR_BODY:
-                break
-    finally:
-        response.close()
-    if bad_status:
-        raise _status_error(response, bytes(body))
-    raise _type_error(response, bytes(body), content_type)
 
 
 class AsyncReader:
@@ -499,7 +329,7 @@ class AsyncReader:
 
     def _timeout_error(self, timeout: float, phase: str) -> StreamTimeoutError:
         what = f"{self.received} bytes" if self.kind == "bytes" else f"{self.received} messages"
-        request = _request_of(self.source) if _is_response(self.source) else None
+        request = request_of(self.source) if _is_response(self.source) else None
         if phase == "total":
             total = self.total_timeout
             assert total is not None
