@@ -15,9 +15,11 @@ the one serving ``POST /v1/responses``, found through the registry):
 * ``background: true``: answered at once (``queued``; a streaming request gets the stored
   events as they are written), the upstream exchange runs in a task of the app's lifespan that
   writes every event to the store, so that any process sharing the store can serve
-  ``GET /v1/responses/{id}?stream=true&starting_after=N``.
+  ``GET /v1/responses/{id}?stream=true&starting_after=N``. That part (runs, replay, cancel)
+  is :class:`~maas_stream.bridge._background.Background`, a base of :class:`Stateful`.
 * ``GET /v1/responses/{id}`` (``include``), ``DELETE``, ``GET .../input_items`` (OpenAI's list
-  shape: ``after``, ``limit``, ``order``), ``POST .../cancel``: :meth:`Stateful.serve`.
+  shape: ``after``, ``limit``, ``order``), ``POST .../cancel``: :meth:`Stateful.serve`, which
+  finds the record for its owner; the bodies are rendered by ``_stored_bodies``.
 
 Interactions (``POST /v1beta/interactions``) use the same machinery (:data:`_INTERACTIONS`):
 ``store`` (default true, as Google documents), ``previous_interaction_id`` expanded (or passed on
@@ -25,15 +27,18 @@ as the upstream's own id to an Interactions upstream), ids of Google's shape (``
 ``GET /v1beta/interactions/{id}`` (``include_input``; ``?stream=true`` replays the stored
 events) and ``DELETE``. ``background`` is not the store's there: it stays a native field.
 
-A record is visible only to the bridge key that made it; another key's id is answered 404, as a
-missing one is. It must not convert streams itself (``aconvert`` and the protocol specs do).
+This module owns: the per-API description (:class:`Api`, ids, paths, encoder options), the
+:class:`Turn` (a create request's stateful fields, history expansion, its record, the tee and
+save of its answer) and who may see a record: a record is visible only to the bridge key that
+made it; another key's id is answered 404, as a missing one is. It must not convert streams
+itself (``aconvert`` and the protocol specs do), run background responses (``_background``) or
+shape a stored record's body (``_stored_bodies``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import logging
 import re
 import secrets
@@ -42,21 +47,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl
 
-import anyio
 import msgspec
 
-from .._bodies import encode_response, from_canonical, to_canonical, validate
+from .._bodies import from_canonical, to_canonical, validate
 from .._exceptions import MaasStreamError
-from .._model import Response, StreamError
 from .._registry import get_protocol, match_endpoint
-from ._asgi import send_json, watch_disconnect
+from ._asgi import send_json
+from ._background import Background, sse_events
 from ._request import Rejected
-from ._store import TERMINAL, Store, StoredRequest, StoredResponse, StoreFullError, new_id
+from ._store import Store, StoredRequest, StoredResponse, StoreFullError, new_id
+from ._stored_bodies import input_items, interaction_body, response_body, whole_number
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+    from collections.abc import Awaitable, Callable, MutableMapping
 
-    from .._model import Message
+    import anyio
+
+    from .._model import Message, Response
     from .._registry import ProtocolSpec
     from ._request import UpstreamRequest
 
@@ -73,11 +80,6 @@ _RESOURCE: Final = re.compile(
 _INTERACTION: Final = re.compile(r"/(?:v1beta|v1alpha|v1)/interactions/(?P<id>[A-Za-z0-9_-]{1,200})/?")
 _MAX_TURNS: Final = 10_000
 """The longest chain of ``previous_response_id`` followed (a loop guard)."""
-_SSE: Final = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
 
 _TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("maas_stream_turn", default=None)
 
@@ -234,13 +236,7 @@ def _items(messages: list[Message], protocol: str, *, strip_ids: bool = True) ->
     ]
 
 
-def _events(frames: list[bytes]) -> list[bytes]:
-    """SSE events one by one (the encoder's frames may hold several)."""
-    data = b"".join(frames)
-    return [e + b"\n\n" for e in data.split(b"\n\n") if e.strip()]
-
-
-class Stateful:
+class Stateful(Background):
     """The Responses state on a :class:`~maas_stream.bridge._store.Store` (see the module doc).
 
     Args:
@@ -265,17 +261,6 @@ class Stateful:
 
     def _name(self, api: Api) -> str:
         return next(name for name, found in self.apis.items() if found is api)
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """The task group background responses run in (the app's lifespan holds it)."""
-        async with anyio.create_task_group() as tg:
-            self._tasks = tg
-            try:
-                yield
-            finally:
-                self._tasks = None
-                tg.cancel_scope.cancel()  # each task records its response as failed
 
     def resource(self, path: str) -> Resource | None:
         """The stored-record resource a path names, if any."""
@@ -416,124 +401,9 @@ class Stateful:
             record.status = response.status if response.status != "in_progress" else "failed"
         record.status = status or record.status
         try:
-            await self.store.put(record, _events(turn.frames))
+            await self.store.put(record, sse_events(turn.frames))
         except StoreFullError as exc:
             log.warning("bridge: response %s not stored: %s", turn.id, exc)
-
-    # ------------------------------------------------------------------ background
-
-    async def launch(
-        self, turn: Turn, run: Callable[[Send], Awaitable[Response | None]], receive: Receive, send: Send
-    ) -> None:
-        """Start a background response and answer the request (queued, or its stream)."""
-        record = turn.record("queued", self.store.expiry())
-        try:
-            await self.store.put(record)
-        except StoreFullError as exc:
-            raise Rejected(413, str(exc)) from None
-        if self._tasks is not None:
-            self._tasks.start_soon(self._background, turn, record, run)
-        if turn.stream:
-            if self._tasks is None:  # no lifespan: the request runs it, and streams it
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._background, turn, record, run)
-                    await self._replay(record.id, record.owner, -1, receive, send)
-                return
-            await self._replay(record.id, record.owner, -1, receive, send)
-            return
-        await send_json(send, 200, self._body(record, ()))
-        if self._tasks is None:
-            # No lifespan task group: the response is run after the answer, in this request.
-            await self._background(turn, record, run)
-
-    async def _background(
-        self, turn: Turn, record: StoredResponse, run: Callable[[Send], Awaitable[Response | None]]
-    ) -> None:
-        # Whatever happens stays in this task: the lifespan's task group must outlive it.
-        try:
-            await self._run_background(turn, record, run)
-        except Exception:
-            log.exception("bridge: background response %s could not be recorded", turn.id)
-
-    async def _run_background(
-        self, turn: Turn, record: StoredResponse, run: Callable[[Send], Awaitable[Response | None]]
-    ) -> None:
-        frames: list[bytes] = []
-        record.status = "in_progress"
-        await self.store.put(record)
-        scope = anyio.CancelScope()
-        self._running[turn.id] = scope
-
-        async def write(message: MutableMapping[str, Any]) -> None:
-            if message["type"] != "http.response.body" or not message.get("body"):
-                return
-            frames.append(message["body"])
-            events = _events(frames)
-            frames.clear()
-            if events and await self.store.append(turn.id, events):
-                scope.cancel()  # a cancel asked in another process
-
-        response: Response | None = None
-        error: str | None = None
-        try:
-            with scope:
-                response = await run(write)
-        except Rejected as exc:
-            error = exc.message
-        except Exception as exc:  # a bug: the record says failed, the log says where
-            log.exception("bridge: background response %s failed", turn.id)
-            error = f"internal error in the bridge ({type(exc).__name__})"
-        finally:
-            self._running.pop(turn.id, None)
-            with anyio.CancelScope(shield=True):
-                await self._finish(turn, record, response, error, scope.cancel_called)
-
-    async def _finish(
-        self,
-        turn: Turn,
-        record: StoredResponse,
-        response: Response | None,
-        error: str | None,
-        cancelled: bool,
-    ) -> None:
-        current = await self.store.get(turn.id, turn.owner)
-        if current is None:
-            return  # deleted meanwhile
-        if response is not None:
-            current.upstream_id = response.id
-            current.response = msgspec.structs.replace(response, id=turn.id)
-            current.status = response.status if response.status != "in_progress" else "failed"
-        if cancelled:
-            current.status = "cancelled"
-        elif error is not None or current.status not in TERMINAL:
-            failed = Response(
-                protocol=self.spec.name,
-                id=turn.id,
-                model=record.request.envelope.model,
-                status="failed",
-                messages=current.response.messages if current.response is not None else [],
-                error=StreamError(type="server_error", message=error or "the bridge stopped the response"),
-            )
-            current.response, current.status = failed, "failed"
-            body = encode_response(failed, self.spec.name)
-            seq = len(await self.store.events(turn.id))
-            event = {"type": "response.failed", "sequence_number": seq, "response": body}
-            await self.store.append(
-                turn.id, [b"event: response.failed\ndata: " + json.dumps(event).encode() + b"\n\n"]
-            )
-        try:
-            await self.store.put(current)
-        except StoreFullError as exc:
-            log.warning("bridge: background response %s: final state not stored: %s", turn.id, exc)
-
-    async def _replay(self, rid: str, owner: str, after: int, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-            async for _, data in self.store.tail(rid, owner, after):
-                await send({"type": "http.response.body", "body": data, "more_body": True})
-            tg.cancel_scope.cancel()
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # ------------------------------------------------------------------ the resource
 
@@ -558,18 +428,18 @@ class Stateful:
         if api is _INTERACTIONS:
             await self._serve_interaction(method, record, dict(params), receive, send)
         elif sub == "/input_items":
-            await send_json(send, 200, self._input_items(record, params))
+            await send_json(send, 200, input_items(record, params, self.spec.name))
         elif sub == "/cancel":
             await send_json(send, 200, await self._cancel(record))
         elif method == "DELETE":
             await self.store.delete(rid, owner)
             await send_json(send, 200, {"id": rid, "object": "response.deleted", "deleted": True})
         elif dict(params).get("stream") == "true":
-            after = _int(dict(params).get("starting_after", "-1"), "starting_after")
+            after = whole_number(dict(params).get("starting_after", "-1"), "starting_after")
             await self._replay(rid, owner, after, receive, send)
         else:
             include = [v for k, v in params if k in ("include", "include[]")]
-            await send_json(send, 200, self._body(record, include))
+            await send_json(send, 200, response_body(record, include, self.spec.name))
 
     async def _serve_interaction(
         self, method: str, record: StoredResponse, query: dict[str, str], receive: Receive, send: Send
@@ -582,87 +452,7 @@ class Stateful:
                 raise Rejected(400, "last_event_id is not supported: the stored stream is replayed whole")
             await self._replay(record.id, record.owner, -1, receive, send)
         else:
-            await send_json(send, 200, self._interaction(record, query.get("include_input") == "true"))
-
-    def _interaction(self, record: StoredResponse, include_input: bool) -> dict[str, Any]:
-        """A stored interaction as Google's ``Interaction`` resource."""
-        name = record.request.protocol
-        response = record.response or Response(
-            protocol=name, id=record.id, model=record.request.envelope.model, status="in_progress"
-        )
-        body = encode_response(response, name)
-        body["id"] = record.id
-        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created_at))
-        body.update(created=created, updated=created)
-        if record.previous_id is not None:
-            body["previous_interaction_id"] = record.previous_id
-        if include_input:
-            body["input"] = from_canonical(list(record.request.input), name, lossy=[]).get("input", [])
-        return body
-
-    def _body(self, record: StoredResponse, include: Any) -> dict[str, Any]:
-        response = record.response or Response(
-            protocol=self.spec.name, id=record.id, model=record.request.envelope.model, status="in_progress"
-        )
-        body = encode_response(response, self.spec.name)
-        body.update(
-            status=record.status,
-            background=record.background,
-            previous_response_id=record.previous_id,
-            store=True,
-            created_at=int(record.created_at),
-        )
-        if "reasoning.encrypted_content" not in include:  # OpenAI returns it only when asked
-            for item in body.get("output", ()):
-                if isinstance(item, dict):
-                    item.pop("encrypted_content", None)
-        return body
-
-    def _input_items(self, record: StoredResponse, params: list[tuple[str, str]]) -> dict[str, Any]:
-        query = dict(params)
-        order = query.get("order", "desc")
-        if order not in ("asc", "desc"):
-            raise Rejected(400, "order must be asc or desc")
-        limit = _int(query.get("limit", "20"), "limit")
-        if not 1 <= limit <= 100:
-            raise Rejected(400, "limit must be between 1 and 100")
-        items = from_canonical(list(record.request.input), self.spec.name).get("input", [])
-        items = [{"id": f"item_{record.id.partition('_')[2]}_{i}", **item} for i, item in enumerate(items)]
-        for item in items:
-            item.setdefault("type", "message")
-            if item["type"] == "message" and isinstance(item.get("content"), str):
-                item["content"] = [{"type": "input_text", "text": item["content"]}]
-        if order == "desc":
-            items.reverse()
-        after = query.get("after")
-        if after is not None:
-            ids = [i["id"] for i in items]
-            items = items[ids.index(after) + 1 :] if after in ids else []
-        page = items[:limit]
-        return {
-            "object": "list",
-            "data": page,
-            "first_id": page[0]["id"] if page else None,
-            "last_id": page[-1]["id"] if page else None,
-            "has_more": len(items) > limit,
-        }
-
-    async def _cancel(self, record: StoredResponse) -> dict[str, Any]:
-        if not record.background:
-            raise Rejected(400, "only a background response can be cancelled")
-        if record.status not in TERMINAL:
-            await self.store.request_cancel(record.id)
-            scope = self._running.get(record.id)
-            if scope is not None:
-                scope.cancel()
-            with anyio.move_on_after(10):
-                while record.status not in TERMINAL:
-                    await self.store.wait(record.id, 1 << 62, self.store.poll)
-                    found = await self.store.get(record.id, record.owner)
-                    if found is None:
-                        break
-                    record = found
-        return self._body(record, ())
+            await send_json(send, 200, interaction_body(record, query.get("include_input") == "true"))
 
 
 @dataclass(frozen=True)
@@ -674,10 +464,3 @@ class Resource:
     """The client protocol (its credential header, its error shape)."""
     id: str
     sub: str | None
-
-
-def _int(value: str, name: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise Rejected(400, f"{name} must be a whole number, not {value!r}") from None
