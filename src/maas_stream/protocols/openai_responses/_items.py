@@ -52,7 +52,7 @@ import msgspec
 
 from ... import _model as canonical
 from .._names import OPENAI_RESPONSES as PROTOCOL
-from ..openai_chat._decode import citation_from_annotation
+from .._openai import citation_from_annotation
 
 if TYPE_CHECKING:
     from ..._drops import DropKind, DropLog
