@@ -210,12 +210,6 @@ def test_layer_rule_holds(rule: Rule) -> None:
     assert not found, f"{rule.name}: {len(found)} forbidden import(s):\n" + "\n".join(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="openai_responses/_items.py, openai_responses/_decode.py and openai_realtime/_decode.py"
-    " import openai_chat._decode (citation_from_annotation, error_from): move them to a shared"
-    " protocols/_*.py module",
-)
 def test_protocol_packages_import_no_other_protocol() -> None:
     modules = source_modules()
     found = [

@@ -29,8 +29,7 @@ from ._map import (
 )
 from ._wire import Choice, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder
 
-# ``citation_from_annotation`` and ``error_from`` are re-exported for the other OpenAI protocols.
-__all__ = ["StreamDecoder", "citation_from_annotation", "error_from", "usage_from"]
+__all__ = ["StreamDecoder"]
 
 
 class StreamDecoder(SSEStreamDecoder):

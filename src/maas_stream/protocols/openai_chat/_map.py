@@ -7,10 +7,12 @@ stream's usage chunk reports for the same response are one function's output, an
 calls, the legacy ``function_call`` channel, audio, annotations, reasoning fields and finish
 reasons.
 
-It owns: finish reason, usage and error objects; annotations ↔ citations; ``tool_calls[]`` entries
-and the legacy ``function_call``; ``audio``; the reasoning fields (``reasoning_content``,
-``reasoning``, ``reasoning_details``) and the rule of which one a reasoning part goes to; what a
-Chat output cannot carry, reported as structured drops with a stable kind.
+It owns: finish reason, usage and error objects; annotations ↔ citations (reading an error
+object or an annotation is ``protocols/_openai.py``, shared by the OpenAI family);
+``tool_calls[]`` entries and the legacy ``function_call``; ``audio``; the reasoning fields
+(``reasoning_content``, ``reasoning``, ``reasoning_details``) and the rule of which one a
+reasoning part goes to; what a Chat output cannot carry, reported as structured drops with a
+stable kind.
 
 It must not hold stream state, decide cross-protocol rules (finish-reason normalization lives in
 the aggregator, the replay rule in ``protocols/_replay.py``) or do IO.
@@ -33,6 +35,7 @@ from ..._model import (
 )
 from ..._usage import total_of, usage_of
 from .._names import OPENAI_CHAT as PROTOCOL
+from .._openai import citation_from_annotation, error_from
 from .._replay import replayable
 
 if TYPE_CHECKING:
@@ -179,20 +182,6 @@ def _int(value: Any) -> int | None:
     return value if type(value) is int else None
 
 
-def error_from(raw: Any) -> StreamError:
-    """An OpenAI-style error object (``{"message", "type", "code", ...}``) → a StreamError."""
-    if isinstance(raw, dict):
-        code = raw.get("code")
-        message = raw.get("message")
-        return StreamError(
-            type=str(raw.get("type") or "error"),
-            message=message if isinstance(message, str) else None,
-            code=None if code is None else str(code),
-            raw=raw,
-        )
-    return StreamError(type="error", message=str(raw), raw=raw)
-
-
 def error_to_wire(error: StreamError) -> dict[str, Any]:
     """A StreamError → an OpenAI error object (a Chat source's own object unchanged)."""
     if isinstance(error.raw, dict) and "message" in error.raw:
@@ -228,29 +217,6 @@ def header_from(raw: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------- annotations
 
 
-def citation_from_annotation(raw: Any) -> CitationPart:
-    """An OpenAI annotation (Chat ``annotations[]`` or Responses ``annotations[]``) → a citation."""
-    if not isinstance(raw, dict):
-        return CitationPart(kind="unknown", raw=raw)
-    named = raw.get("type")
-    kind = named if isinstance(named, str) and named else "unknown"  # never str() of a tree
-    inner = raw.get(kind)
-    body: dict[str, Any] = inner if isinstance(inner, dict) else raw
-    start = body.get("start_index")
-    end = body.get("end_index")
-    content = body.get("content")
-    return CitationPart(
-        kind=kind,
-        url=_str(body.get("url")),
-        title=_str(body.get("title")),
-        file_id=_str(body.get("file_id")),
-        start=start if type(start) is int else None,
-        end=end if type(end) is int else None,
-        cited_text=content if isinstance(content, str) else None,
-        raw=raw,
-    )
-
-
 def annotation_to_wire(citation: CitationPart) -> dict[str, Any] | None:
     """A citation → a Chat ``url_citation`` annotation (``None``: it has no URL, so no place)."""
     raw = citation.raw
@@ -268,10 +234,6 @@ def annotation_to_wire(citation: CitationPart) -> dict[str, Any] | None:
     if citation.cited_text is not None:
         body["content"] = citation.cited_text
     return {"type": "url_citation", "url_citation": body}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 # ---------------------------------------------------------------------- tool calls and audio

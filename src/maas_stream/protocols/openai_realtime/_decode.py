@@ -48,8 +48,8 @@ from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, Role, ToolCallPart
 from .._base import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
+from .._openai import error_from
 from .._session import SessionDecoder
-from ..openai_chat._decode import error_from
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
 from ._wire import ServerEvent, frame_decoder, server_decoder
 

@@ -3,8 +3,8 @@
 Public: :class:`StreamDecoder`, :class:`StreamEncoder`, the non-streaming body codec
 (:func:`encode_response`, :func:`decode_response`), the history codec (:func:`to_canonical`,
 :func:`from_canonical`) and :func:`validate`. Wire Structs are private. One mapping serves them
-all: ``_items`` (output and input items ↔ messages and parts) and ``_meta`` (usage, status
-and finish, error).
+all: ``_items`` / ``_items_write`` (output and input items → messages and parts, and back) and
+``_meta`` (usage, status and finish, error).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """OpenAI Responses non-streaming body: canonical Response ↔ ``response`` object.
 
 :func:`encode_response` makes the decisions the stream encoder (``_encode``) makes, through the
-same mapping (``_items`` for the output items, ``_meta`` for usage, status and error): the
+same mapping (``_items`` / ``_items_write`` for the output items, ``_meta`` for usage, status and error): the
 assistant messages of choice 0 become output items (text and refusals in ``message`` items,
 client tool calls in ``function_call`` / ``custom_tool_call`` items); reasoning is replayed
 only from a Responses source (:func:`~maas_stream.protocols._replay.replayable`); hosted-tool and
@@ -22,14 +22,12 @@ from ..._exceptions import RemoteProtocolError
 from ..._model import ASSISTANT_ROLES, Message, ReasoningPart, Response, TextPart, ToolCallPart, UnknownPart
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
-from ._items import (
-    REBUILT_TYPES,
+from ._items import REBUILT_TYPES, item_message, item_parts
+from ._items_write import (
     call_item,
     content_json,
     drop_part,
     drop_signature,
-    item_message,
-    item_parts,
     message_item,
     output_route,
     reasoning_item,

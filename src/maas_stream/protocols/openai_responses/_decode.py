@@ -39,7 +39,7 @@ from ..._exceptions import RemoteProtocolError
 from ..._model import ImagePart, ToolCallPart, UnknownPart
 from .._base import SSEStreamDecoder
 from .._names import OPENAI_RESPONSES as PROTOCOL
-from ..openai_chat._decode import citation_from_annotation
+from .._openai import citation_from_annotation
 from ._items import CALL_TYPES, content_part, escaped, item_message, item_parts, stream_prefix
 from ._meta import error_from, finish_from, response_fields, usage_from
 from ._wire import Envelope, envelope_decoder

@@ -11,7 +11,7 @@ kept, so a same-protocol re-encode is lossless). A message from any other source
 text and refusal parts form ``message`` items, and each function or custom tool call becomes its
 own ``function_call`` / ``custom_tool_call`` item, in order. Each input event yields its frames
 at once; nothing is held. The items, usage, status and error are written with the mapping the
-body encoder uses (``_items``, ``_meta``), so a stream and a body of the same response agree.
+body encoder uses (``_items_write``, ``_meta``), so a stream and a body of the same response agree.
 
 This module owns the decisions (which item a part goes to, when an item ends, the terminal
 event); the writing of each part is ``_writers``', the framing ``_output``'s. What Responses
@@ -31,15 +31,8 @@ from ..._model import AudioPart, ReasoningPart, ToolCallPart
 from .._base import EventEncoder
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
-from ._items import (
-    REBUILT_TYPES,
-    call_item,
-    content_json,
-    drop_signature,
-    message_item,
-    output_route,
-    reasoning_item,
-)
+from ._items import REBUILT_TYPES
+from ._items_write import call_item, content_json, drop_signature, message_item, output_route, reasoning_item
 from ._meta import (
     error_json,
     flat_error,

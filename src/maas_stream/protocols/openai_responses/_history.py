@@ -17,12 +17,12 @@ Mapping (PROTOCOLS.md §2.7, the spec's "Serialization Rules"):
   ``message`` item and one ``function_call`` item per call, in order; tool results become
   ``function_call_output`` (``custom_tool_call_output`` when the call was custom, the call's own
   ``*_output`` item when it was a built-in client call: ``shell_call``, ``apply_patch_call``, ...,
-  known from its message's ``type``; see ``_items.result_item``). Reasoning is
+  known from its message's ``type``; see ``_items_write.result_item``). Reasoning is
   replayed only where :func:`~maas_stream.protocols._replay.replayable` allows it (messages this
   codec or the Responses decoder produced, ``Message.provider``); reasoning of other protocols
   (thinking text, signatures) is dropped and recorded, as is anything else Responses cannot carry.
 
-Items are read and written with ``_items``, the mapping the stream and body codecs use. Every
+Items are read with ``_items`` and written with ``_items_write``, the mapping the stream and body codecs use. Every
 message read here has ``provider="openai-responses"``.
 """
 
@@ -37,17 +37,8 @@ from ..._exceptions import ValidationError
 from ..._model import Message, Part, ReasoningPart, ToolCallPart, ToolResultPart
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
-from ._items import (
-    CALL_TYPES,
-    CLIENT_CALLS,
-    OUTPUT_TYPES,
-    call_item,
-    drop_part,
-    input_content_json,
-    item_message,
-    reasoning_item,
-    result_item,
-)
+from ._items import CALL_TYPES, CLIENT_CALLS, OUTPUT_TYPES, item_message
+from ._items_write import call_item, drop_part, input_content_json, reasoning_item, result_item
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
 

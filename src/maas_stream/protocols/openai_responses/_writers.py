@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
-from ._items import (
+from ._items_write import (
     annotation_from_citation,
     call_item,
     drop_part,
