@@ -59,9 +59,10 @@ from ._failures import UNREACHABLE, retryable
 from ._guard import Guard, check_model
 from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange, scrub
 from ._own import count_tokens, own_endpoint
-from ._realtime import SessionLimits, serve_session
+from ._realtime import serve_session
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
+from ._session_limits import SessionLimits
 from ._stateful import Resource, Stateful, Turn
 from ._store import Store, open_store, owner_of
 
