@@ -29,9 +29,8 @@ cross-protocol one is translated both ways, an HTTP upstream is asked turn by tu
 
 This module owns the relay (handshake, route, the two relay tasks or the HTTP upstream's turns,
 the end, the record); a session's limits and the translator seam are ``_session_limits``'s, and
-the wire edges it
-reads and writes (the credential subprotocol, the model field, close codes, error events,
-the upstream's end) are ``_session_wire``'s.
+the wire edges it reads and writes (the credential subprotocol, the model field, close codes,
+error events, the upstream's end) are ``_session_wire``'s.
 
 It must not contain protocol logic: paths, the model's place, credentials, default URLs and error
 events come from the protocols' specs and encoders.
