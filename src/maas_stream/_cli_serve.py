@@ -375,7 +375,7 @@ def serve_options(
     server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
     sessions = {field: given[name] for name, (field, *_) in _SESSION_FLAGS.items() if name in given}
     if sessions:
-        from .bridge._realtime import SessionLimits
+        from .bridge._session_limits import SessionLimits
 
         SessionLimits(**sessions)
         upstream["session_limits"] = sessions

@@ -30,7 +30,7 @@ from pydantic import TypeAdapter
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from maas_stream.bridge import Guard, Limits, Route, create_app, load_routes
-from maas_stream.bridge._realtime import SessionLimits
+from maas_stream.bridge._session_limits import SessionLimits
 from maas_stream.bridge._ws import WebSocketUpstream, sendable
 from tests.bridge.realtime_fakes import (
     ANSWER,

@@ -29,7 +29,6 @@ from ._guard import Guard as Guard
 from ._guard import load_bridge_keys as load_bridge_keys
 from ._metrics import BridgeStats as BridgeStats
 from ._metrics import Metrics as Metrics
-from ._realtime import SessionLimits as SessionLimits
 from ._routes import ConfigError as ConfigError
 from ._routes import Route as Route
 from ._routes import Router as Router
@@ -40,6 +39,7 @@ from ._serve import ServeSettings as ServeSettings
 from ._serve import app_from_env as app_from_env
 from ._serve import build_app as build_app
 from ._serve import describe as describe
+from ._session_limits import SessionLimits as SessionLimits
 from ._store import Store as Store
 from ._store import StoredRequest as StoredRequest
 from ._store import StoredResponse as StoredResponse

@@ -24,6 +24,11 @@ request ends with one log line and its metrics (``_metrics``).
 Nothing a request depends on lives in the process between requests (the counters and metrics
 are only reported), so any number of worker processes can serve behind a load balancer.
 
+This module owns the request's way through the bridge: guard, route (with its fallbacks), the
+request converted for the upstream, the stored-conversation dispatch, the stream limit, the
+record. The answer itself (the upstream stream opened, then streamed or aggregated) is
+``_answer``'s; the bridge's own ``GET`` endpoints and token counts are ``_own``'s.
+
 It must not contain protocol logic (it dispatches on the protocols' specs) and depends on no
 web framework.
 """
@@ -31,25 +36,17 @@ web framework.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import msgspec
 
-from .._bodies import encode_response, is_cut
-from .._exceptions import MaasStreamError
-from .._registry import get_protocol, match_endpoint, match_model_list
-from .._request import estimate_input_tokens
-from ..io import ProviderHTTPError, StreamIOError, aaggregate
-from ..io._exceptions import error_summary
+from .._registry import get_protocol, match_endpoint
 from ..io._redact import redact_headers, redact_url
-from ..io._stream import aconvert_into
+from ._answer import CURRENT, open_upstream, run_exchange
 from ._asgi import (
     Limits,
     model_of,
@@ -57,21 +54,21 @@ from ._asgi import (
     request_headers,
     send_empty,
     send_json,
-    watch_disconnect,
 )
-from ._failures import UNREACHABLE, retryable, upstream_failure
+from ._failures import UNREACHABLE, retryable
 from ._guard import Guard, check_model
 from ._metrics import BridgeStats, DropCounter, Exchange, Metrics, log_exchange, scrub
-from ._realtime import SessionLimits, serve_session
+from ._own import count_tokens, own_endpoint
+from ._realtime import serve_session
 from ._request import Rejected, envelope_codec, error_body, upstream_request
 from ._routes import Route, Router, load_routes, single_route
-from ._stateful import Resource, Stateful, Turn, encoder_options, identified
+from ._session_limits import SessionLimits
+from ._stateful import Resource, Stateful, Turn
 from ._store import Store, open_store, owner_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 
-    from .._drops import Dropped
     from .._model import Response
     from .._registry import EndpointMatch
     from ._upstream import Upstream
@@ -89,15 +86,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("maas_stream")
-
-
-_FORWARDED_HEADERS = ("retry-after", "x-request-id", "request-id")
-
-
-_CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange, Route | None]] = contextvars.ContextVar(
-    "maas_stream_request"
-)
-"""The upstream chosen for the request being served, and its record (per request task)."""
 
 
 class BridgeApp:
@@ -143,12 +131,12 @@ class BridgeApp:
     @property
     def upstream(self) -> Upstream:
         """The upstream serving the current request (outside a request: the first route's)."""
-        current = _CURRENT.get(None)
+        current = CURRENT.get(None)
         return current[0] if current is not None else self.router.routes[0].upstream
 
     def _dropped(self, kind: str, count: int) -> None:
         self.metrics.dropped(kind, count)
-        current = _CURRENT.get(None)
+        current = CURRENT.get(None)
         if current is not None:
             current[1].drops += count
 
@@ -218,7 +206,7 @@ class BridgeApp:
                 return
             if match is None:
                 if scope["method"] in ("GET", "HEAD"):
-                    await self._own(scope, headers, send)
+                    await own_endpoint(self, scope, headers, send)
                     return
                 raise Rejected(404, f"no bridge endpoint at {scope['path']}")
             spec = match.spec
@@ -277,7 +265,7 @@ class BridgeApp:
         chain = self.router.chain(self.router.select(exchange.model))
         for i, route in enumerate(chain):
             exchange.route, exchange.upstream = route.name, route.upstream.protocol
-            token = _CURRENT.set((route.upstream, exchange, route))
+            token = CURRENT.set((route.upstream, exchange, route))
             try:
                 await self._handle(scope, match, body, receive, send)
                 return
@@ -292,7 +280,7 @@ class BridgeApp:
                 if i + 1 == len(chain):
                     raise Rejected(502, f"upstream {route.upstream.protocol} {why}") from None
             finally:
-                _CURRENT.reset(token)
+                CURRENT.reset(token)
             nxt = chain[i + 1].name
             log.warning(
                 "bridge: route %r failed before the first byte (%s); trying %r",
@@ -302,28 +290,6 @@ class BridgeApp:
             )
             exchange.fallbacks.append(route.name)
             self.metrics.fell_back(route.name, nxt)
-
-    async def _own(self, scope: Scope, headers: Mapping[str, str], send: Send) -> None:
-        """The bridge's own ``GET`` endpoints: health, metrics, model listings."""
-        path = scope["path"].rstrip("/") or "/"
-        if path == "/health":
-            await send_json(send, 200, {"status": "ok", "routes": len(self.router.routes)})
-            return
-        if path == "/metrics":
-            self.guard.authenticate(None, headers, b"")
-            if not self.metrics.enabled:
-                raise Rejected(501, "metrics need prometheus-client: pip install 'maas-stream[serve]'")
-            data, kind = self.metrics.render()
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind.encode())]}
-            )
-            await send({"type": "http.response.body", "body": data, "more_body": False})
-            return
-        spec = match_model_list(path, headers)
-        if spec is None or spec.models is None:
-            raise Rejected(404, f"no bridge endpoint at {scope['path']}")
-        self.guard.authenticate(spec, headers, scope.get("query_string", b""))
-        await send_json(send, 200, spec.models.body(self.router.models()))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         # Background responses run in the lifespan's task group (they outlive their request).
@@ -365,7 +331,7 @@ class BridgeApp:
         except msgspec.DecodeError as exc:
             raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
         client, upstream = match.spec.name, self.upstream.protocol
-        current = _CURRENT.get(None)
+        current = CURRENT.get(None)
         route = current[2] if current is not None else None
         drop = self.drop_params if route is None or route.drop_params is None else route.drop_params
         caps = {"*": route.caps} if route is not None and route.caps is not None else None
@@ -382,7 +348,7 @@ class BridgeApp:
             if turn.store:
                 await stateful.check_room(turn.owner, len(raw))
         if match.endpoint.count:
-            await self._count(match, request, send)
+            await count_tokens(self, match, request, send)
             return
         for rec in request.unlogged:
             log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
@@ -396,7 +362,7 @@ class BridgeApp:
         self._active += 1
         try:
             if turn is None:
-                await self._exchange(client, request, receive, send)
+                await run_exchange(self, client, request, receive, send)
             else:
                 await self._stateful_exchange(turn, client, request, receive, send)
         finally:
@@ -408,202 +374,26 @@ class BridgeApp:
         """A Responses turn with the store: teed into it, or run in the background."""
         stateful = self.stateful
         assert stateful is not None
-        current = _CURRENT.get()
+        current = CURRENT.get()
         if turn.background:
 
             async def run(write: Send) -> Response | None:
-                token = _CURRENT.set(current)
+                token = CURRENT.set(current)
                 request.envelope.stream = True  # the events are what is stored
                 try:
                     with stateful.current(turn):
-                        await self._open(client, request, write)
+                        await open_upstream(self, client, request, write)
                 finally:
-                    _CURRENT.reset(token)
+                    CURRENT.reset(token)
                 return current[1].responses[-1] if current[1].responses else None
 
             await stateful.launch(turn, run, receive, send)
             return
         before = len(current[1].responses)
         with stateful.current(turn):
-            await self._exchange(client, request, receive, stateful.tee(turn, send))
+            await run_exchange(self, client, request, receive, stateful.tee(turn, send))
         found = current[1].responses[before:]
         await stateful.save(turn, found[-1] if found else None)
-
-    async def _count(self, match: EndpointMatch, request: Any, send: Send) -> None:
-        """Answer a count-tokens request: the upstream's own count, or a marked estimate.
-
-        The converted request goes to the upstream protocol's count endpoint
-        (``spec.count_tokens``); an upstream without one (Chat Completions, a recording) gets
-        no call, and the answer is :func:`~maas_stream._request.estimate_input_tokens`, marked
-        ``x-maas-stream-token-count: estimate``.
-        """
-        counting = match.spec.count_tokens
-        assert counting is not None  # a count endpoint is declared with its counting
-        upstream = self.upstream
-        count = getattr(upstream, "count_tokens", None)
-        n: int | None = None
-        if count is not None:
-            try:
-                n = await count(request.body, model=request.envelope.model)
-            except ProviderHTTPError as exc:
-                headers = {k: v for k, v in exc.headers.items() if k in _FORWARDED_HEADERS}
-                raise Rejected(
-                    exc.status, f"upstream {upstream.protocol}: {error_summary(exc.body)}", headers
-                ) from None
-            except StreamIOError as exc:
-                raise upstream_failure(upstream.protocol, exc) from None
-        headers = self._headers(len(request.dropped))
-        if n is None:
-            n = estimate_input_tokens(request.body)
-            headers["x-maas-stream-token-count"] = "estimate"
-        else:
-            headers["x-maas-stream-token-count"] = "upstream"
-        await send_json(send, 200, counting.answer(n), headers)
-        self.stats.streams += 1
-
-    async def _exchange(self, client: str, request: Any, receive: Receive, send: Send) -> None:
-        """Open the upstream stream and answer from it; the client's hang-up cancels it all.
-
-        The hang-up is watched from the start (connecting, waiting for the upstream's headers,
-        streaming, aggregating for a non-streaming answer): nothing is held for a client gone.
-        """
-        done = False
-        failure: Exception | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-            try:
-                await self._open(client, request, send)
-                done = True
-            except Exception as exc:
-                failure = exc  # raised below, outside the task group (which would wrap it)
-            finally:
-                tg.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        if not done:
-            self.stats.client_gone += 1
-            log.info(
-                "bridge: the client went away; the upstream %s exchange was cancelled", self.upstream.protocol
-            )
-
-    async def _open(self, client: str, request: Any, send: Send) -> None:
-        upstream = self.upstream.protocol
-        timeouts = getattr(self.upstream, "timeouts", None)
-        started = anyio.current_time()
-        try:
-            async with self.upstream.open(request.body, model=request.envelope.model) as source:
-                total = getattr(timeouts, "total", None)
-                left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
-                reading = _Reading(getattr(timeouts, "idle", None), left, len(request.dropped))
-                if request.envelope.stream:
-                    spec = get_protocol(client)
-                    options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
-                    options.update(encoder_options())  # a stored response's id
-                    await self._stream(client, source, reading, send, options)
-                else:
-                    await self._answer(client, source, reading, send)
-        except ProviderHTTPError as exc:
-            headers = {k: v for k, v in exc.headers.items() if k in _FORWARDED_HEADERS}
-            raise Rejected(exc.status, f"upstream {upstream}: {error_summary(exc.body)}", headers) from None
-        except StreamIOError as exc:
-            raise upstream_failure(upstream, exc) from None
-
-    def _headers(self, dropped: int) -> dict[str, str]:
-        headers = {"x-maas-stream-upstream": self.upstream.protocol}
-        if dropped:
-            headers["x-maas-stream-request-dropped"] = str(dropped)
-        return headers
-
-    async def _stream(
-        self, client: str, source: Any, reading: _Reading, send: Send, options: dict[str, Any]
-    ) -> None:
-        headers = [
-            (b"content-type", get_protocol(client).media_type.encode()),
-            (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no"),
-            *((k.encode(), v.encode()) for k, v in self._headers(reading.dropped).items()),
-        ]
-        lossy: list[Dropped] = []
-        started = False
-
-        async def write(data: bytes) -> None:
-            # One ASGI message (one socket write) per piece: aconvert_into joins the frames of
-            # a burst, so a busy stream costs a send per burst, not per frame.
-            nonlocal started
-            if not started:
-                started = True
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": data, "more_body": True})
-
-        failure: MaasStreamError | None = None
-        try:
-            await aconvert_into(
-                source,
-                write,
-                to=client,
-                protocol=self.upstream.protocol,
-                idle_timeout=reading.idle,
-                total_timeout=reading.total,
-                lossy=lossy,
-                final=_responses(),
-                **options,
-            )
-        except MaasStreamError as exc:
-            failure = exc  # before the first byte a failure is an HTTP status instead
-        finally:
-            # aconvert_into logged each record when it happened; here they are only counted.
-            for rec in lossy:
-                self.stats.dropped[rec.kind] += rec.count
-        if failure is not None and not started:
-            raise upstream_failure(self.upstream.protocol, failure)
-        if not started:
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-        tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
-        if failure is None:
-            self.stats.streams += 1
-        else:
-            self.stats.stream_errors += 1
-            log.error("bridge: the upstream %s stream failed mid-way: %s", self.upstream.protocol, failure)
-
-    async def _answer(self, client: str, source: Any, reading: _Reading, send: Send) -> None:
-        """Serve a non-streaming request: aggregate the upstream stream, answer with one body."""
-        upstream = self.upstream.protocol
-        try:
-            response = await aaggregate(
-                source, protocol=upstream, idle_timeout=reading.idle, total_timeout=reading.total
-            )
-        except MaasStreamError as exc:
-            raise upstream_failure(upstream, exc) from None
-        _responses().append(response)
-        if is_cut(response):
-            # A failed, cut or empty upstream is never a 200 body: the client would read it as an answer.
-            error = response.error
-            what = (error.message or error.type) if error is not None else None
-            what = what or "the stream ended before the provider's final event (cut or empty)"
-            raise Rejected(502, f"upstream {upstream}: {what}")
-        lossy: list[Dropped] = []
-        body = encode_response(identified(response), client, lossy=lossy, strict=True)
-        for rec in lossy:
-            log.warning("bridge %s -> %s: dropped %s", upstream, client, rec)
-            self.stats.dropped[rec.kind] += rec.count
-        await send_json(send, 200, body, self._headers(reading.dropped))
-        self.stats.streams += 1
-
-
-@dataclass(frozen=True)
-class _Reading:
-    """How one upstream stream is read: its idle limit, the time left of its total, the drops."""
-
-    idle: float | None
-    total: float | None
-    dropped: int
-
-
-def _responses() -> list[Any]:
-    """Where the current request's final upstream response goes (for usage and unknown types)."""
-    current = _CURRENT.get(None)
-    return current[1].responses if current is not None else []
 
 
 def _upstream_secrets(router: Router) -> list[str]:

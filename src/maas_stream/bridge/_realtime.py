@@ -27,6 +27,11 @@ The translator is :class:`maas_stream._session_bridge.SessionBridge` (sans-IO): 
 session passes unchanged (decoded on the side for its :class:`~maas_stream.Session`), a
 cross-protocol one is translated both ways, an HTTP upstream is asked turn by turn.
 
+This module owns the relay (handshake, route, the two relay tasks or the HTTP upstream's turns,
+the end, the record); a session's limits and the translator seam are ``_session_limits``'s, and
+the wire edges it reads and writes (the credential subprotocol, the model field, close codes,
+error events, the upstream's end) are ``_session_wire``'s.
+
 It must not contain protocol logic: paths, the model's place, credentials, default URLs and error
 events come from the protocols' specs and encoders.
 """
@@ -36,18 +41,16 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 import anyio
 import msgspec
 
 from .._exceptions import LocalProtocolError, MaasStreamError
-from .._model import Response, Session, StreamError
+from .._model import Response, StreamError
 from .._registry import get_protocol, match_session
 from .._session_bridge import SessionBridge
-from ..events import StreamErrorEvent
 from ..io import ProviderHTTPError, StreamIOError
 from ..io._exceptions import error_summary
 from ..io._source import AsyncReader
@@ -55,6 +58,17 @@ from ._asgi import request_headers
 from ._guard import check_model
 from ._metrics import Exchange, access_log, scrub
 from ._request import Rejected, error_body
+from ._session_wire import (
+    End,
+    close_code,
+    close_upstream,
+    error_messages,
+    field_at,
+    is_connect_error,
+    presented,
+    upstream_end,
+    with_field,
+)
 from ._upstream import RecordingUpstream
 from ._ws import (
     ClientGone,
@@ -62,156 +76,20 @@ from ._ws import (
     MessageTooBig,
     SessionRecordingUpstream,
     WebSocketUpstream,
-    clip_reason,
     sendable,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from .._drops import Dropped
     from .._registry import ProtocolSpec
     from ._app import BridgeApp
     from ._asgi import Receive, Scope, Send
     from ._routes import Route
 
-__all__ = [
-    "SessionLimits",
-    "Translated",
-    "Translator",
-    "serve_session",
-]
+__all__ = ["serve_session"]
 
 log = logging.getLogger("maas_stream")
 
-MAX_MESSAGE: Final = 16 * 1024 * 1024
-"""The largest websocket message accepted by default, either way (bytes): a few seconds of audio
-fit many times over; uvicorn's own default limit is the same."""
-
-
-@dataclass(frozen=True)
-class SessionLimits:
-    """What one realtime session may do (the number of sessions is :attr:`Limits.max_streams`)."""
-
-    max_message: int = MAX_MESSAGE
-    """The largest message, in bytes, from the client (closed 1009 beyond) or the upstream."""
-    idle_timeout: float | None = 600.0
-    """Seconds without a message either way before the session is closed (``None``: never)."""
-    first_message_timeout: float | None = 30.0
-    """Seconds a client that names its model in its first message (Live's ``setup``) has to send it."""
-
-    def __post_init__(self) -> None:
-        if self.max_message < 1:
-            raise ValueError(f"max_message must be positive, not {self.max_message}")
-        for name in ("idle_timeout", "first_message_timeout"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds or None, not {value!r}")
-
-
-# ---------------------------------------------------------------------------------- the seam
-
-
-@dataclass
-class Translated:
-    """What one message (or the session's opening) becomes: messages each way, drops, a close."""
-
-    to_upstream: list[str | bytes]
-    to_client: list[str | bytes]
-    dropped: list[Dropped] = field(default_factory=list)
-    close: tuple[int, str] | None = None
-    """Close the session: the client with this code and reason (after :attr:`to_client`)."""
-
-
-class Translator(Protocol):
-    """The session translator's interface (``maas_stream._session_bridge.SessionBridge``)."""
-
-    def opening(self) -> Any:
-        """What to send when the session opens."""
-        ...
-
-    def from_client(self, message: str | bytes) -> Any:
-        """A client message, translated."""
-        ...
-
-    def from_upstream(self, message: str | bytes) -> Any:
-        """An upstream message, translated."""
-        ...
-
-    @property
-    def session(self) -> Session:
-        """The session so far (responses with their usage, session events)."""
-        ...
-
-
 # ---------------------------------------------------------------------------------- a session
-
-
-@dataclass
-class _End:
-    """How a session ended (the first end seen wins)."""
-
-    by: str
-    """``client``, ``upstream``, ``idle``, ``too_big``, ``translator``."""
-    code: int | None = None
-    reason: str = ""
-    failed: bool = False
-    """The end is a failure the client must be told of (an error event, an error close code)."""
-
-
-_ERROR_CLOSE: Final = {401: 1008, 403: 1008, 404: 1008, 413: 1009, 429: 1013, 503: 1013}
-"""HTTP statuses of a refusal once the websocket is open, as close codes (others: 4xx 1008, 5xx 1011)."""
-
-
-def _close_code(status: int) -> int:
-    return _ERROR_CLOSE.get(status, 1008 if status < 500 else 1011)
-
-
-def _presented(spec: ProtocolSpec, headers: Mapping[str, str], scope: Scope) -> dict[str, str]:
-    """The handshake headers, with a key sent as a subprotocol moved into the credential header."""
-    session, auth = spec.session, spec.auth
-    out = dict(headers)
-    if session is None or session.key_subprotocol is None or auth is None or auth.header in out:
-        return out
-    for offered in scope.get("subprotocols") or ():
-        if offered.startswith(session.key_subprotocol):
-            out[auth.header] = auth.format.format(offered[len(session.key_subprotocol) :])
-    return out
-
-
-def _field(message: Any, path: tuple[str, ...]) -> Any:
-    for name in path:
-        if not isinstance(message, dict):
-            return None
-        message = message.get(name)
-    return message
-
-
-def _with_field(message: str | bytes, path: tuple[str, ...], value: str) -> str | bytes:
-    """``message`` (JSON) with ``value`` at ``path`` (only where the path already leads)."""
-    try:
-        obj = msgspec.json.decode(message)
-    except msgspec.DecodeError:
-        return message
-    node = obj
-    for name in path[:-1]:
-        node = node.get(name) if isinstance(node, dict) else None
-    if not isinstance(node, dict) or path[-1] not in node:
-        return message
-    node[path[-1]] = value
-    out = msgspec.json.encode(obj)
-    return out.decode() if isinstance(message, str) else out
-
-
-def error_messages(protocol: str, error: StreamError) -> list[str]:
-    """The client protocol's in-band error event(s) for ``error`` (none when it has no such event)."""
-    encoder = get_protocol(protocol).encoder()
-    out: list[str] = []
-    for line in encoder.encode(StreamErrorEvent(error=error)).splitlines():
-        frame = msgspec.json.decode(line)
-        if isinstance(frame, dict) and frame.get("dir") == "server" and "msg" in frame:
-            out.append(msgspec.json.encode(frame["msg"]).decode())
-    return out
 
 
 class _Session:
@@ -229,7 +107,7 @@ class _Session:
         self.translator: Any = None
         self.upstream_in = 0
         """Messages received from the upstream."""
-        self.end: _End | None = None
+        self.end: End | None = None
         self.counted = False
         self._last = anyio.current_time()
         self._secrets: tuple[str, ...] = app._secrets
@@ -247,7 +125,7 @@ class _Session:
         try:
             await self._open()
         except ClientGone as gone:  # before the relay (a Live client gone before its setup)
-            self._ended(_End("client", gone.code, gone.reason))
+            self._ended(End("client", gone.code, gone.reason))
         except Rejected as exc:
             await self._refused(exc)
         except Exception as exc:
@@ -266,7 +144,7 @@ class _Session:
         self.spec, self.exchange.client = spec, spec.name
         app.stats.requests += 1
         query = scope.get("query_string", b"")
-        app.guard.authenticate(spec, _presented(spec, self.headers, scope), query)
+        app.guard.authenticate(spec, presented(spec, self.headers, scope), query)
         limit = app.limits.max_streams
         if limit is not None and app._active >= limit:
             app.stats.overloaded += 1
@@ -301,7 +179,7 @@ class _Session:
                 raise Rejected(413, str(exc)) from None
             found = None
             try:
-                found = _field(msgspec.json.decode(first), session.model_field)
+                found = field_at(msgspec.json.decode(first), session.model_field)
             except msgspec.DecodeError:
                 pass
             if not isinstance(found, str):
@@ -336,7 +214,7 @@ class _Session:
             return
         same = spec.name == upstream.protocol
         if first is not None and rename is not None and session.model_field:
-            first = _with_field(first, session.model_field, session.model_prefix + rename)
+            first = with_field(first, session.model_field, session.model_prefix + rename)
         forwarded = {h: self.headers[h] for h in session.forward_headers if same and h in self.headers}
         offered = [
             p
@@ -385,7 +263,7 @@ class _Session:
                 504, f"upstream {upstream.protocol}: no handshake within {upstream.timeouts.connect}s"
             ) from None
         except Exception as exc:
-            if not _is_connect_error(exc):
+            if not is_connect_error(exc):
                 raise
             raise Rejected(
                 502, f"upstream {upstream.protocol} unreachable: {exc or type(exc).__name__}"
@@ -415,7 +293,7 @@ class _Session:
             )
         if out.close is not None:
             code, reason = out.close
-            self._ended(_End("translator", code, reason, failed=code not in (1000, 1001)))
+            self._ended(End("translator", code, reason, failed=code not in (1000, 1001)))
         request = getattr(out, "request", None)
         if request is not None:
             self._requests.append(request)
@@ -473,7 +351,7 @@ class _Session:
             log.warning("bridge session: a turn failed: %s", error.message)
         await self._deliver(None, self.translator.upstream_http_end(error=error))
 
-    def _ended(self, end: _End) -> None:
+    def _ended(self, end: End) -> None:
         if self.end is None:
             self.end = end
             if self._relaying is not None:  # stop the other side's task too
@@ -501,11 +379,11 @@ class _Session:
                 self._last = anyio.current_time()
                 await self._deliver(conn, self.translator.from_client(message))
         except ClientGone as gone:
-            self._ended(_End("client", gone.code, gone.reason))
+            self._ended(End("client", gone.code, gone.reason))
         except MessageTooBig as exc:
-            self._ended(_End("too_big", 1009, str(exc), failed=True))
+            self._ended(End("too_big", 1009, str(exc), failed=True))
         except ConnectionClosed as exc:
-            self._ended(_upstream_end(exc))
+            self._ended(upstream_end(exc))
         scope.cancel()
 
     async def _upstream_to_client(self, conn: Any, scope: anyio.CancelScope) -> None:
@@ -518,9 +396,9 @@ class _Session:
                 self._last = anyio.current_time()
                 await self._deliver(conn, self.translator.from_upstream(message))
         except ConnectionClosed as exc:
-            self._ended(_upstream_end(exc))
+            self._ended(upstream_end(exc))
         except ClientGone as gone:  # a send to a client already gone
-            self._ended(_End("client", gone.code, gone.reason))
+            self._ended(End("client", gone.code, gone.reason))
         scope.cancel()
 
     async def _watch_idle(self, scope: anyio.CancelScope) -> None:
@@ -530,7 +408,7 @@ class _Session:
             left = self._last + idle - anyio.current_time()
             if left <= 0:
                 self._ended(
-                    _End(
+                    End(
                         "idle",
                         1008,
                         f"no message either way for {idle:g}s (the bridge's idle limit)",
@@ -556,10 +434,10 @@ class _Session:
                 await self.ws.send(message)
             told = bool(out.to_client)
             if out.close is not None:
-                end = _End("upstream", out.close[0], out.close[1] or reason, failed=end.failed)
+                end = End("upstream", out.close[0], out.close[1] or reason, failed=end.failed)
         if end.by == "client":
             with anyio.CancelScope(shield=True):
-                await _close_upstream(conn, sendable(end.code, abnormal=1000), reason)
+                await close_upstream(conn, sendable(end.code, abnormal=1000), reason)
         else:
             if end.failed and told:
                 exchange.reason = reason = scrub(end.reason, secrets)
@@ -573,7 +451,7 @@ class _Session:
                 reason = text
             await self.ws.close(sendable(end.code), reason)
             with anyio.CancelScope(shield=True):
-                await _close_upstream(conn, 1000, "")
+                await close_upstream(conn, 1000, "")
 
     # ------------------------------------------------------------------ refusals and bugs
 
@@ -589,7 +467,7 @@ class _Session:
     async def _refused(self, exc: Rejected) -> None:
         self.exchange.reason = reason = scrub(exc.message, self._secrets)
         if self.ws.accepted:  # a Live client, refused once its setup named the model
-            self._ended(_End("refused", _close_code(exc.status), reason, failed=True))
+            self._ended(End("refused", close_code(exc.status), reason, failed=True))
         else:
             self.app.stats.rejected += self.spec is not None
             self.exchange.status = exc.status
@@ -599,7 +477,7 @@ class _Session:
         if self.spec is not None:
             kind = "invalid_request_error" if exc.status < 500 else "server_error"
             await self._tell(StreamError(type=kind, message=reason, code=str(exc.status)))
-        await self.ws.close(_close_code(exc.status), reason)
+        await self.ws.close(close_code(exc.status), reason)
 
     async def _internal_error(self, exc: Exception) -> None:
         while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # a relay task's bug
@@ -656,33 +534,6 @@ class _Session:
                 self.app.stats.stream_errors += 1
             else:
                 self.app.stats.streams += 1
-
-
-def _upstream_end(exc: Any) -> _End:
-    """How the upstream ended, from ``websockets``' ``ConnectionClosed``."""
-    rcvd = exc.rcvd
-    if rcvd is None:  # no close frame: the connection dropped (a cut)
-        return _End("upstream", 1006, "the upstream connection was lost", failed=True)
-    code, reason = rcvd.code, rcvd.reason
-    failed = code not in (1000, 1001)
-    if failed and not reason:
-        reason = f"the upstream closed the session with code {code}"
-    return _End("upstream", code, reason, failed=failed)
-
-
-async def _close_upstream(conn: Any, code: int, reason: str) -> None:
-    if conn is None:  # an HTTP upstream: nothing open between turns
-        return
-    try:
-        await conn.close(code, clip_reason(reason))
-    except Exception as exc:  # closing a connection already broken: nothing left to tell
-        log.debug("bridge: closing the upstream session: %s", type(exc).__name__)
-
-
-def _is_connect_error(exc: Exception) -> bool:
-    from websockets.exceptions import InvalidHandshake, InvalidURI
-
-    return isinstance(exc, OSError | InvalidHandshake | InvalidURI | EOFError)
 
 
 async def serve_session(app: BridgeApp, scope: Scope, receive: Receive, send: Send) -> None:

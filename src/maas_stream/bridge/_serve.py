@@ -22,7 +22,7 @@ from .._registry import get_protocol
 from ..io._record import redact_url
 from ._app import BridgeApp, Limits, create_app
 from ._guard import LOOPBACK_HOSTS, Guard, is_loopback, load_bridge_keys
-from ._realtime import SessionLimits
+from ._session_limits import SessionLimits
 from ._store import open_store
 from ._upstream import DEFAULT_MAX_CONNECTIONS, HTTPUpstream, RecordingUpstream, Timeouts
 from ._ws import WebSocketUpstream
@@ -91,7 +91,7 @@ class ServeSettings(msgspec.Struct, kw_only=True, omit_defaults=True):
     drop_params: bool = False
     """Drop and report request fields that change the answer instead of refusing them."""
     session_limits: dict[str, Any] = msgspec.field(default_factory=dict)
-    """:class:`~maas_stream.bridge._realtime.SessionLimits` fields (realtime websocket sessions)."""
+    """:class:`~maas_stream.bridge._session_limits.SessionLimits` fields (realtime websocket sessions)."""
     store: str | None = DEFAULT_STORE
     """The conversation store: ``sqlite:PATH`` or ``redis://HOST:PORT/DB``; ``None``: none
     (``store``/``previous_response_id`` then go to the upstream as they are)."""

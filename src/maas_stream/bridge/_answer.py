@@ -1,0 +1,221 @@
+"""The answer to one converted request: the upstream stream opened, then streamed or aggregated.
+
+A streaming request is answered with the upstream's stream converted into the client's protocol
+(:func:`maas_stream.io._stream.aconvert_into`: one ASGI message per burst of frames, the first
+frame out before the second read); a non-streaming one with the client protocol's JSON body,
+built from the aggregate of the upstream stream (the upstream is always asked to stream). A
+fault before the first byte is raised as :class:`~._request.Rejected` (the upstream's status
+passed on, ``_failures`` for the rest); a fault after it ends the stream with the client
+protocol's in-band error frame. The client's hang-up cancels the upstream exchange.
+
+It also holds the request being served (:data:`CURRENT`: its upstream, its record, its route),
+set by ``_app`` per route tried.
+
+It must not contain protocol logic (it dispatches on the protocols' specs), decide routes or
+fallbacks, or check what a request may do (``_app`` and ``_guard`` do, before it is called);
+its streaming path must not add a call per frame.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .._bodies import encode_response, is_cut
+from .._exceptions import MaasStreamError
+from .._registry import get_protocol
+from ..io import ProviderHTTPError, StreamIOError, aaggregate
+from ..io._exceptions import error_summary
+from ..io._stream import aconvert_into
+from ._asgi import send_json, watch_disconnect
+from ._failures import upstream_failure
+from ._request import Rejected
+from ._stateful import encoder_options, identified
+
+if TYPE_CHECKING:
+    from .._drops import Dropped
+    from ._app import BridgeApp
+    from ._asgi import Receive, Send
+    from ._metrics import Exchange
+    from ._routes import Route
+    from ._upstream import Upstream
+
+__all__ = [
+    "CURRENT",
+    "FORWARDED_HEADERS",
+    "Reading",
+    "answer",
+    "answer_headers",
+    "run_exchange",
+    "open_upstream",
+    "responses",
+    "stream",
+]
+
+log = logging.getLogger("maas_stream")
+
+
+FORWARDED_HEADERS = ("retry-after", "x-request-id", "request-id")
+"""The upstream's error headers passed on to the client."""
+
+
+CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange, Route | None]] = contextvars.ContextVar(
+    "maas_stream_request"
+)
+"""The upstream chosen for the request being served, and its record (per request task)."""
+
+
+async def run_exchange(app: BridgeApp, client: str, request: Any, receive: Receive, send: Send) -> None:
+    """Open the upstream stream and answer from it; the client's hang-up cancels it all.
+
+    The hang-up is watched from the start (connecting, waiting for the upstream's headers,
+    streaming, aggregating for a non-streaming answer): nothing is held for a client gone.
+    """
+    done = False
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+        try:
+            await open_upstream(app, client, request, send)
+            done = True
+        except Exception as exc:
+            failure = exc  # raised below, outside the task group (which would wrap it)
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    if not done:
+        app.stats.client_gone += 1
+        log.info(
+            "bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol
+        )
+
+
+async def open_upstream(app: BridgeApp, client: str, request: Any, send: Send) -> None:
+    """Open the current upstream's stream for ``request`` and answer ``client`` from it."""
+    upstream = app.upstream.protocol
+    timeouts = getattr(app.upstream, "timeouts", None)
+    started = anyio.current_time()
+    try:
+        async with app.upstream.open(request.body, model=request.envelope.model) as source:
+            total = getattr(timeouts, "total", None)
+            left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
+            reading = Reading(getattr(timeouts, "idle", None), left, len(request.dropped))
+            if request.envelope.stream:
+                spec = get_protocol(client)
+                options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
+                options.update(encoder_options())  # a stored response's id
+                await stream(app, client, source, reading, send, options)
+            else:
+                await answer(app, client, source, reading, send)
+    except ProviderHTTPError as exc:
+        headers = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
+        raise Rejected(exc.status, f"upstream {upstream}: {error_summary(exc.body)}", headers) from None
+    except StreamIOError as exc:
+        raise upstream_failure(upstream, exc) from None
+
+
+def answer_headers(app: BridgeApp, dropped: int) -> dict[str, str]:
+    """The bridge's own headers on an answer: the upstream, the number of request fields dropped."""
+    headers = {"x-maas-stream-upstream": app.upstream.protocol}
+    if dropped:
+        headers["x-maas-stream-request-dropped"] = str(dropped)
+    return headers
+
+
+async def stream(
+    app: BridgeApp, client: str, source: Any, reading: Reading, send: Send, options: dict[str, Any]
+) -> None:
+    """Serve a streaming request: the upstream stream converted into the client's protocol."""
+    headers = [
+        (b"content-type", get_protocol(client).media_type.encode()),
+        (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no"),
+        *((k.encode(), v.encode()) for k, v in answer_headers(app, reading.dropped).items()),
+    ]
+    lossy: list[Dropped] = []
+    started = False
+
+    async def write(data: bytes) -> None:
+        # One ASGI message (one socket write) per piece: aconvert_into joins the frames of
+        # a burst, so a busy stream costs a send per burst, not per frame.
+        nonlocal started
+        if not started:
+            started = True
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+
+    failure: MaasStreamError | None = None
+    try:
+        await aconvert_into(
+            source,
+            write,
+            to=client,
+            protocol=app.upstream.protocol,
+            idle_timeout=reading.idle,
+            total_timeout=reading.total,
+            lossy=lossy,
+            final=responses(),
+            **options,
+        )
+    except MaasStreamError as exc:
+        failure = exc  # before the first byte a failure is an HTTP status instead
+    finally:
+        # aconvert_into logged each record when it happened; here they are only counted.
+        for rec in lossy:
+            app.stats.dropped[rec.kind] += rec.count
+    if failure is not None and not started:
+        raise upstream_failure(app.upstream.protocol, failure)
+    if not started:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+    tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
+    await send({"type": "http.response.body", "body": tail, "more_body": False})
+    if failure is None:
+        app.stats.streams += 1
+    else:
+        app.stats.stream_errors += 1
+        log.error("bridge: the upstream %s stream failed mid-way: %s", app.upstream.protocol, failure)
+
+
+async def answer(app: BridgeApp, client: str, source: Any, reading: Reading, send: Send) -> None:
+    """Serve a non-streaming request: aggregate the upstream stream, answer with one body."""
+    upstream = app.upstream.protocol
+    try:
+        response = await aaggregate(
+            source, protocol=upstream, idle_timeout=reading.idle, total_timeout=reading.total
+        )
+    except MaasStreamError as exc:
+        raise upstream_failure(upstream, exc) from None
+    responses().append(response)
+    if is_cut(response):
+        # A failed, cut or empty upstream is never a 200 body: the client would read it as an answer.
+        error = response.error
+        what = (error.message or error.type) if error is not None else None
+        what = what or "the stream ended before the provider's final event (cut or empty)"
+        raise Rejected(502, f"upstream {upstream}: {what}")
+    lossy: list[Dropped] = []
+    body = encode_response(identified(response), client, lossy=lossy, strict=True)
+    for rec in lossy:
+        log.warning("bridge %s -> %s: dropped %s", upstream, client, rec)
+        app.stats.dropped[rec.kind] += rec.count
+    await send_json(send, 200, body, answer_headers(app, reading.dropped))
+    app.stats.streams += 1
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How one upstream stream is read: its idle limit, the time left of its total, the drops."""
+
+    idle: float | None
+    total: float | None
+    dropped: int
+
+
+def responses() -> list[Any]:
+    """Where the current request's final upstream response goes (for usage and unknown types)."""
+    current = CURRENT.get(None)
+    return current[1].responses if current is not None else []
