@@ -123,24 +123,35 @@ def _transcription_wire(t: Transcription) -> dict[str, Any] | None:
     return out
 
 
+def _generation_wire(
+    c: SessionConfig | ResponseRequest, out: dict[str, Any], beta: bool, lost: list[str], temperature: str
+) -> None:
+    """Write what a session and a response both set into ``out``.
+
+    Instructions, tools, tool choice, modalities, the output limit, and temperature (beta only:
+    GA has none, so ``temperature`` names it in ``lost``).
+    """
+    if c.instructions is not None:
+        out["instructions"] = c.instructions
+    if c.tools is not None:
+        out["tools"] = _tools_wire(c.tools)
+    if c.tool_choice is not None:
+        out["tool_choice"] = c.tool_choice
+    if c.modalities is not None:
+        out["modalities" if beta else "output_modalities"] = list(c.modalities)
+    if c.max_output_tokens is not None:
+        out["max_response_output_tokens" if beta else "max_output_tokens"] = c.max_output_tokens
+    if c.temperature is not None:
+        if beta:
+            out["temperature"] = c.temperature
+        else:
+            lost.append(temperature)
+
+
 def _session_wire(c: SessionConfig, beta: bool, lost: list[str]) -> dict[str, Any]:
     lost.extend(c.unsupported)
     s: dict[str, Any] = {} if beta else {"type": "realtime"}
-    if c.instructions is not None:
-        s["instructions"] = c.instructions
-    if c.tools is not None:
-        s["tools"] = _tools_wire(c.tools)
-    if c.tool_choice is not None:
-        s["tool_choice"] = c.tool_choice
-    if c.modalities is not None:
-        s["modalities" if beta else "output_modalities"] = list(c.modalities)
-    if c.max_output_tokens is not None:
-        s["max_response_output_tokens" if beta else "max_output_tokens"] = c.max_output_tokens
-    if c.temperature is not None:
-        if beta:
-            s["temperature"] = c.temperature
-        else:
-            lost.append("temperature")
+    _generation_wire(c, s, beta, lost, "temperature")
     if c.output_transcription is not None and not c.output_transcription.enabled:
         lost.append("output_transcription")  # Realtime audio always comes with its transcript
     inp, out = _audio_wire(c, beta, lost)
@@ -175,21 +186,7 @@ def _audio_wire(c: SessionConfig, beta: bool, lost: list[str]) -> tuple[dict[str
 def _response_wire(r: ResponseRequest, beta: bool, lost: list[str]) -> dict[str, Any]:
     lost.extend(r.unsupported)
     out: dict[str, Any] = {}
-    if r.instructions is not None:
-        out["instructions"] = r.instructions
-    if r.tools is not None:
-        out["tools"] = _tools_wire(r.tools)
-    if r.tool_choice is not None:
-        out["tool_choice"] = r.tool_choice
-    if r.modalities is not None:
-        out["modalities" if beta else "output_modalities"] = list(r.modalities)
-    if r.max_output_tokens is not None:
-        out["max_response_output_tokens" if beta else "max_output_tokens"] = r.max_output_tokens
-    if r.temperature is not None:
-        if beta:
-            out["temperature"] = r.temperature
-        else:
-            lost.append("response.temperature")
+    _generation_wire(r, out, beta, lost, "response.temperature")
     if beta:
         if r.voice is not None:
             out["voice"] = r.voice
