@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENT",
+    "FRAGMENTS",
     "add_fragment",
+    "compact",
     "INCOMPLETE_FINISH",
     "AggregatorState",
     "MessageState",
@@ -171,7 +173,7 @@ def _build_audio(acc: PartState, base: Any, fields: dict[str, Any]) -> None:
         fields["transcript"] = (base.transcript or "") + "".join(acc.audio_transcript)
 
 
-_FRAGMENTS = 64
+FRAGMENTS: Final = 64
 """Pieces a text buffer holds before its newest half is joined (see :func:`add_fragment`)."""
 
 
@@ -179,16 +181,24 @@ def add_fragment(buf: list[str], text: str) -> None:
     """Append a delta's text to a part's buffer, joining fragments as they come.
 
     One ``str`` per delta costs ~50 bytes of object overhead each (500 deltas: ~30 KiB for a few
-    KiB of text). Past :data:`_FRAGMENTS` pieces the newest half is joined into one, then the
+    KiB of text). Past :data:`FRAGMENTS` pieces the newest half is joined into one, then the
     last two pieces are merged while the older is not longer than the newer: pieces shrink
     geometrically from the oldest, so a buffer holds O(log n) large pieces plus fewer than
-    :data:`_FRAGMENTS` small ones, and each character is copied O(log n) times in all. The
+    :data:`FRAGMENTS` small ones, and each character is copied O(log n) times in all. The
     joined buffer (``"".join(buf)``) is unchanged by this.
     """
     buf.append(text)
-    if len(buf) < _FRAGMENTS:
-        return
-    half = _FRAGMENTS // 2
+    if len(buf) >= FRAGMENTS:
+        compact(buf)
+
+
+def compact(buf: list[str]) -> None:
+    """Join the newest half of a full buffer (:func:`add_fragment`'s second step).
+
+    A hot loop may inline :func:`add_fragment` as ``buf.append(text)`` then, when
+    ``len(buf) >= FRAGMENTS``, ``compact(buf)``.
+    """
+    half = FRAGMENTS // 2
     merged = "".join(buf[-half:])
     del buf[-half:]
     while buf and len(buf[-1]) <= len(merged):

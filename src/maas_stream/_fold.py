@@ -130,6 +130,18 @@ class Fold:
             span.real = True
             self._started += 1
 
+    def part_buffers(self, message: Key, part: Key) -> PartState | None:
+        """The part a decoder may fold text and arguments deltas into directly, or ``None``.
+
+        The aggregator's half of the direct fold (``protocols/_base.py``): a part is handed out
+        only when it exists and a delta would go straight into its buffers (:meth:`_on_text`,
+        :meth:`_on_args`) with nothing handed on, so appending to it is what the event would do.
+        """
+        if self._state is not AggregatorState.STREAMING or self.emit:
+            return None
+        msg = self._by_key.get(message)
+        return None if msg is None else msg.parts_by_key.get(part)
+
     # ------------------------------------------------------------------ hooks (the emitter's)
 
     def _opened_message(self, msg: MessageState, out: list[Event]) -> None:

@@ -27,8 +27,9 @@ from .events import StreamErrorEvent, StreamWarning, UnknownEvent
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from ._accumulate import PartState
     from ._interfaces import StreamDecoder
-    from .events import Event
+    from .events import Event, Key
 
 __all__ = ["StreamAggregator", "aggregate", "aggregate_session", "chunks_of"]
 
@@ -64,6 +65,7 @@ class StreamAggregator:
         self._agg: Aggregator | None = None
         self._ended = False
         self._failed: Response | None = None
+        self._direct = False
         self.protocol: str | None = None
         """The source protocol (``None`` until detected)."""
         if protocol is not None:
@@ -74,6 +76,7 @@ class StreamAggregator:
         self.protocol = protocol
         self._decoder = spec.decoder()
         self._agg = Aggregator(protocol, emit=self._emit)
+        self._direct = not self._emit and getattr(self._decoder, "direct", False)
 
     @property
     def aggregator(self) -> Aggregator:
@@ -114,6 +117,15 @@ class StreamAggregator:
     def _apply(self, data: bytes) -> list[Event]:
         decoder = self._decoder
         assert decoder is not None
+        if self._direct:
+            # The direct fold (protocols/_base.py): common deltas go straight into the parts.
+            try:
+                decoder.feed_into(data, self)  # type: ignore[attr-defined]
+            except ProtocolError as exc:
+                if exc.partial is None:
+                    self._salvage(exc)
+                raise
+            return []
         try:
             events = decoder.feed(data)
         except ProtocolError as exc:
@@ -150,6 +162,16 @@ class StreamAggregator:
             self._salvage(exc)
             raise
         return self._aggregate(events)
+
+    def consume(self, events: list[Event]) -> None:
+        """Apply a frame's events (the direct fold's normal way; ``FoldTarget``)."""
+        self._aggregate(events)
+
+    def part_buffers(self, message: Key, part: Key) -> PartState | None:
+        """The part a direct delta may go to (``FoldTarget``; the aggregator decides)."""
+        agg = self._agg
+        assert agg is not None
+        return agg.part_buffers(message, part)
 
     @property
     def recognised(self) -> bool:

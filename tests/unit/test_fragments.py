@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import maas_stream as ms
-from maas_stream._accumulate import _FRAGMENTS, add_fragment
+from maas_stream._accumulate import FRAGMENTS, add_fragment
 
 
 @given(st.lists(st.text(max_size=40), max_size=600))
@@ -17,7 +17,7 @@ def test_the_joined_text_is_what_was_appended(pieces: list[str]) -> None:
     for piece in pieces:
         add_fragment(buf, piece)
     assert "".join(buf) == "".join(pieces)
-    assert len(buf) < _FRAGMENTS + 2 * math.log2(len(pieces) + 2) + 2
+    assert len(buf) < FRAGMENTS + 2 * math.log2(len(pieces) + 2) + 2
 
 
 def test_a_long_stream_keeps_few_pieces_and_its_text() -> None:

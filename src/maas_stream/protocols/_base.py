@@ -16,13 +16,23 @@ more, its docstring says what and why.
 
 It must not do IO, and must not apply the aggregator's rules (finish reasons, cancellation,
 remainders of final values).
+
+The direct fold (:meth:`SSEStreamDecoder.feed_into`): when only the result counts, a decoder
+whose class sets ``direct`` folds its common deltas (text, arguments) straight into the
+aggregator's part buffers, with no event objects; every other frame goes the normal way (its
+events, in order, to :meth:`FoldTarget.consume`). The rule that keeps the two ways identical
+lives here and in the target's :meth:`FoldTarget.part_buffers`, once: a decoder appends to a
+part's buffers only when the target handed them out (the part exists and the aggregator still
+takes deltas), and every frame that goes the normal way forgets the buffers handed out so far
+(its events may close, replace or end what they belong to), so the next direct delta asks again.
+A protocol's ``fold_frames`` decides only which of its frames are common.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias
 
 import msgspec
 
@@ -57,13 +67,15 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
     from .._drops import DropLog, Dropped
-    from ..events import Event
+    from ..events import Event, Key
 
 __all__ = [
     "EventEncoder",
+    "FoldTarget",
     "Framing",
     "JSONLinesStreamDecoder",
     "Msg",
+    "PartBuffers",
     "SSEStreamDecoder",
     "StreamDecoder",
     "StreamEncoder",
@@ -145,6 +157,29 @@ class EventEncoder:
         return b""
 
 
+class PartBuffers(Protocol):
+    """What a direct fold appends to: a part's text and arguments fragments (``add_fragment``)."""
+
+    text: list[str]
+    args: list[str]
+
+
+class FoldTarget(Protocol):
+    """Where :meth:`SSEStreamDecoder.feed_into` folds a stream: the aggregator's side of the direct fold."""
+
+    def consume(self, events: list[Event]) -> None:
+        """Apply a frame's events the normal way (in order, nothing handed on)."""
+        ...
+
+    def part_buffers(self, message: Key, part: Key) -> PartBuffers | None:
+        """The buffers of the part at these keys, or ``None`` when a delta must go as an event.
+
+        ``None`` unless the part exists and the aggregator takes deltas without handing them
+        on; a decoder may keep what it got until it next calls :meth:`consume`.
+        """
+        ...
+
+
 class _State(enum.Enum):
     OPEN = "OPEN"
     CLOSED = "CLOSED"
@@ -160,11 +195,16 @@ class SSEStreamDecoder:
     """
 
     protocol: ClassVar[str] = ""
+    direct: ClassVar[bool] = False
+    """Whether :meth:`fold_frames` folds common frames directly (:meth:`feed_into` is worth it)."""
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self._sse = Decoder(max_event_size=max_event_size)
         self._frames = 0
         self._state = _State.OPEN
+        self._target: FoldTarget | None = None
+        self._buffers: dict[tuple[Key, Key], PartBuffers] = {}
+        """Buffers :meth:`part_buffers` got from the target since the last normal frame."""
         self.warnings: list[str] = []
         """Findings that did not stop decoding (a sequence gap, say); they end up in
         ``Response.warnings``."""
@@ -208,6 +248,82 @@ class SSEStreamDecoder:
             if self.warnings:
                 out += flush_warnings(self.warnings)
         return out
+
+    def feed_into(self, data: bytes, target: FoldTarget) -> None:
+        """Decode a chunk of bytes and fold it into ``target``: the direct fold (module docstring).
+
+        The result is the one ``target.consume(self.feed(data))`` gives. A fault in a frame
+        raises as :meth:`feed` does, with nothing left in ``exc.events`` (what came before is
+        folded already); the target's own errors propagate as themselves.
+
+        Raises:
+            RemoteProtocolError: A frame is not valid for this protocol.
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
+            )
+        try:
+            frames = self._sse.feed_raw(data)
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = self.protocol
+            raise
+        if not frames:
+            return
+        self._target = target
+        end = self._frames + len(frames)
+        try:
+            self.fold_frames(frames)
+        finally:
+            self._target = None  # no cycle between the decoder and its target while idle
+        self._frames = end
+
+    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+        """Fold one chunk's frames (``Decoder.feed_raw``'s tuples), in order (:meth:`feed_into`).
+
+        By default every frame goes :meth:`normal`; a protocol that sets ``direct`` overrides
+        this, folding each common frame's text or arguments delta into what ``self._buffers``
+        or :meth:`part_buffers` gives (with ``add_fragment``) and handing every other frame, with
+        its number (``enumerate(frames, self.frames + 1)``), to :meth:`normal`. A frame is
+        folded wholly or not at all: every buffer it needs is found first.
+        """
+        for number, (event, payload, _, _) in enumerate(frames, self._frames + 1):
+            self.normal(number, event, payload)
+
+    def normal(self, number: int, event: str, payload: bytes) -> None:
+        """Fold frame ``number`` the normal way: its events, in order, to the target.
+
+        The buffers handed out so far are forgotten: the events may close, replace or end
+        what they belong to (the one invalidation rule of the direct fold).
+        """
+        self._frames = number
+        try:
+            events = self.on_frame(event, payload)
+        except _INPUT_FAULTS as exc:
+            raise self._wrap(exc, event, payload, []) from exc
+        if self.warnings:
+            events += flush_warnings(self.warnings)
+        self._buffers.clear()
+        if events:
+            target = self._target
+            assert target is not None
+            target.consume(events)
+
+    def part_buffers(self, message: Key, part: Key) -> PartBuffers | None:
+        """The buffers a direct delta at these keys goes to, or ``None``: then its frame is :meth:`normal`.
+
+        For :meth:`fold_frames`; asks the target once per part between two normal frames and
+        keeps the answer in ``self._buffers``.
+        """
+        target = self._target
+        if target is None:
+            return None
+        found = target.part_buffers(message, part)
+        if found is not None:
+            self._buffers[message, part] = found
+        return found
 
     def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
         """Decode one already-framed SSE event (from httpx-sse, say).

@@ -13,6 +13,7 @@ from typing import Any, Final
 import msgspec
 
 from ... import events as ev
+from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import ReasoningPart, ToolCallPart
 from .._base import SSEStreamDecoder
@@ -27,7 +28,7 @@ from ._map import (
     response_raw,
     usage_from,
 )
-from ._wire import Choice, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder
+from ._wire import Choice, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder, fold_decoder
 
 __all__ = ["StreamDecoder"]
 
@@ -43,6 +44,7 @@ class StreamDecoder(SSEStreamDecoder):
     """
 
     protocol = PROTOCOL
+    direct = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -88,6 +90,78 @@ class StreamDecoder(SSEStreamDecoder):
         elif event == "error":
             out.append(ev.StreamErrorEvent(error=error_from(msgspec.json.decode(data))))
         return out
+
+    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+        """Fold the frames of one text or one arguments delta directly; the others go :meth:`normal`.
+
+        A common frame is one whose events would be only that delta: its choice announced
+        already, no finish reason, log-probabilities, usage, error, id to announce, nor any field
+        but the content or one call's argument fragment (read with :data:`fold_decoder`).
+        """
+        decode = fold_decoder.decode
+        buffers = self._buffers
+        seen = self._choices
+        plain = self._have_id and not self._done  # no response start nor [DONE] to mind
+        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+            try:
+                chunk = decode(data)
+            except _FAULTS:
+                chunk = None
+            if not (
+                chunk is None
+                or len(chunk.choices) != 1
+                or chunk.usage
+                or chunk.error
+                or event == "error"
+                or chunk.prompt_filter_results is not None
+                or chunk.moderation is not None
+                or (not plain and (self._done or chunk.id or not self._started))
+            ):
+                choice = chunk.choices[0]
+                delta = choice.delta
+                index = choice.index
+                if not (
+                    delta is None
+                    or choice.finish_reason
+                    or choice.logprobs is not None
+                    or index not in seen
+                    or delta.refusal is not None
+                    or delta.reasoning_content is not None
+                    or delta.reasoning is not None
+                    or delta.reasoning_details is not None
+                    or delta.annotations is not None
+                    or delta.function_call is not None
+                    or delta.audio is not None
+                ):
+                    calls = delta.tool_calls
+                    if calls is None:
+                        text = delta.content
+                        if not text:
+                            continue  # nothing to fold, nothing to announce
+                        part = buffers.get((index, "content")) or self.part_buffers(index, "content")
+                        if part is not None:
+                            buf = part.text
+                            buf.append(text)
+                            if len(buf) >= FRAGMENTS:
+                                compact(buf)
+                            continue
+                    elif len(calls) == 1 and not delta.content:
+                        call = calls[0]
+                        fn = call.function
+                        if fn is not None and not call.id and not fn.name:
+                            args = fn.arguments
+                            if not args:
+                                continue
+                            key = call.index
+                            part = buffers.get((index, key)) or self.part_buffers(index, key)
+                            if part is not None:
+                                buf = part.args
+                                buf.append(args)
+                                if len(buf) >= FRAGMENTS:
+                                    compact(buf)
+                                continue
+            self.normal(number, event, data)
+            plain = self._have_id and not self._done
 
     def _odd_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         """A frame that is not a JSON chunk: ``[DONE]``, an empty keep-alive, or bad bytes."""
@@ -228,6 +302,9 @@ class StreamDecoder(SSEStreamDecoder):
 
 
 _DONE: Final = (b"[DONE]", "[DONE]")
+
+_FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""A frame the direct fold cannot read goes the normal way, which reports it (or reads ``[DONE]``)."""
 
 
 _ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})

@@ -118,5 +118,55 @@ class Completion(_Envelope, gc=False):
     choices: list[CompletionChoice] = []
 
 
+# The direct fold reads a chunk typed for only what it uses (protocols/_base.py): the content,
+# one call's index, id, name and argument fragment, and whether anything else that would make
+# events is there (a field told apart from ``null`` only). A frame it does not fold goes the
+# normal way, decoded whole by :class:`Chunk`; a field only that path reads (``model``,
+# ``created``, a repeated ``role``) is not checked on a frame folded directly.
+
+
+class FoldCall(msgspec.Struct, gc=False):
+    """A tool call fragment read for the direct fold."""
+
+    index: int = 0
+    id: str | None = None
+    function: FunctionDelta | None = None
+
+
+class FoldDelta(msgspec.Struct, gc=False):
+    """A delta read for the direct fold."""
+
+    content: str | None = None
+    tool_calls: list[FoldCall] | None = None
+    refusal: Any = None
+    function_call: Any = None
+    audio: Any = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+    reasoning_details: Any = None
+    annotations: Any = None
+
+
+class FoldChoice(msgspec.Struct, gc=False):
+    """A choice read for the direct fold."""
+
+    index: int = 0
+    finish_reason: str | None = None
+    logprobs: Any = None
+    delta: FoldDelta | None = None
+
+
+class FoldChunk(msgspec.Struct, gc=False):
+    """A chunk read for the direct fold."""
+
+    id: str | None = None
+    usage: Any = None
+    error: Any = None
+    choices: list[FoldChoice] = []
+    prompt_filter_results: Any = None
+    moderation: Any = None
+
+
 chunk_decoder = msgspec.json.Decoder(Chunk)
+fold_decoder = msgspec.json.Decoder(FoldChunk)
 completion_decoder = msgspec.json.Decoder(Completion)

@@ -1,0 +1,200 @@
+"""The direct fold gives what the event path gives: same responses, same errors, same partials.
+
+``ms.aggregate`` (and ``StreamAggregator(emit=False)``) fold common deltas straight into the
+aggregator's part buffers (``protocols/_base.py``); the event path is ``decoder.feed`` then
+``Aggregator.consume``. Every recording, every corpus stream and the benchmarks' synthetic
+streams are folded both ways, whole, in network-sized chunks and byte by byte, and compared.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import maas_stream as ms
+from maas_stream._aggregate import Aggregator
+from maas_stream._registry import get_protocol
+from tests.conftest import ROOT, corpus, params, recordings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+SSE = ["openai-chat", "openai-responses", "anthropic", "gemini", "google-interactions"]
+DIRECT = ["openai-chat"]
+"""The protocols whose decoders fold common frames directly (``direct``)."""
+
+
+def by_events(protocol: str, chunks: list[bytes]) -> ms.Response:
+    """The event path: every frame decoded to events, every event applied."""
+    decoder = get_protocol(protocol).decoder()
+    agg = Aggregator(protocol)
+    for chunk in chunks:
+        agg.consume(decoder.feed(chunk))
+    agg.consume(decoder.finish())
+    return agg.finish()
+
+
+def outcome(run: Callable[[], ms.Response]) -> tuple[str, Any]:
+    """A response, or the error's type, frame and partial response."""
+    try:
+        return ("ok", run())
+    except ms.ProtocolError as exc:
+        partial = getattr(exc, "partial", None)
+        return (type(exc).__name__, partial)
+
+
+def assert_same(protocol: str, data: bytes, size: int) -> None:
+    chunks = [data[i : i + size] for i in range(0, len(data), size)] or [b""]
+    want = outcome(lambda: by_events(protocol, chunks))
+    got = outcome(lambda: ms.aggregate(chunks, protocol=protocol))
+    assert got[0] == want[0]
+    if want[0] == "ok":
+        assert got[1] == want[1]
+    else:
+        # The event path attaches no partial here; the direct one the response before the fault.
+        assert got[1] is not None
+
+
+def _streams() -> list[object]:
+    out: list[object] = []
+    for protocol in SSE:
+        for p in params(recordings(protocol) + corpus(protocol)):
+            out.append(pytest.param(protocol, p.values[0], id=p.id, marks=p.marks))  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.mark.parametrize(("protocol", "path"), _streams())
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 30])
+def test_every_stream_folds_the_same_both_ways(protocol: str, path: Path, size: int) -> None:
+    assert_same(protocol, path.read_bytes(), size)
+
+
+def _bench(name: str) -> Any:
+    folder = str(ROOT / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
+SYNTH: dict[str, Callable[[], bytes]] = {
+    "openai-chat": lambda: _bench("bench_openai_chat").synth_stream(500),
+    "openai-responses": lambda: _bench("bench_openai_responses").synthesize(500),
+    "anthropic": lambda: _bench("bench_anthropic").synth(200, 200)[0],
+    "gemini": lambda: _bench("bench_gemini").synth(500),
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(SYNTH))
+@pytest.mark.parametrize("size", [1, 4096])
+def test_benchmark_streams_fold_the_same_both_ways(protocol: str, size: int) -> None:
+    data = SYNTH[protocol]()
+    assert_same(protocol, data, size)
+    assert ms.aggregate(data, protocol=protocol).status in ("completed", "incomplete")
+
+
+@pytest.mark.parametrize("protocol", DIRECT)
+def test_the_direct_protocols_fold_directly(protocol: str) -> None:
+    """The fast path is taken: a text delta reaches the part without any event being applied."""
+    agg = ms.StreamAggregator(protocol)
+    data = SYNTH[protocol]()
+    applied: list[int] = []
+    original = agg.consume
+
+    def counting(events: list[Any]) -> None:
+        applied.append(len(events))
+        original(events)
+
+    agg.consume = counting  # type: ignore[method-assign]
+    agg.feed(data)
+    agg.finish()
+    frames = data.count(b"\n\n")
+    assert sum(applied) < frames // 10
+
+
+def _chat(*chunks: dict[str, Any]) -> bytes:
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    frames = [b"data: " + json.dumps({**base, **c}).encode() + b"\n\n" for c in chunks]
+    return b"".join(frames) + b"data: [DONE]\n\n"
+
+
+def _choice(delta: dict[str, Any], index: int = 0, finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
+
+
+def _call(index: int, args: str, **fields: Any) -> dict[str, Any]:
+    return _choice(
+        {"tool_calls": [{"index": index, "function": {"arguments": args, **fields.pop("fn", {})}, **fields}]}
+    )
+
+
+CHAT_CASES = {
+    "a new call at a used index closes the old one": _chat(
+        _choice({"role": "assistant", "content": ""}),
+        _call(0, "", id="a", type="function", fn={"name": "f"}),
+        _call(0, '{"x":'),
+        _call(0, "1}"),
+        _call(0, "", id="b", type="function", fn={"name": "g"}),
+        _call(0, '{"y":'),
+        _call(0, "2}"),
+        _choice({}, finish="tool_calls"),
+    ),
+    "two choices interleaved": _chat(
+        _choice({"role": "assistant", "content": ""}, 0),
+        _choice({"role": "assistant", "content": ""}, 1),
+        *[_choice({"content": f"a{i}"}, i % 2) for i in range(200)],
+        _choice({}, 0, "stop"),
+        _choice({"content": "late"}, 1),
+        _choice({}, 1, "length"),
+    ),
+    "text before the choice is announced": _chat(
+        _choice({"content": "x"}),
+        _choice({"content": "y"}),
+        _choice({"content": "z"}, finish="stop"),
+    ),
+    "reasoning and refusal between texts": _chat(
+        _choice({"role": "assistant"}),
+        _choice({"content": "a"}),
+        _choice({"reasoning_content": "think"}),
+        _choice({"content": "b"}),
+        _choice({"refusal": "no"}),
+        _choice({"content": "c"}),
+        _choice({}, finish="stop"),
+    ),
+    "data after [DONE]": _chat(_choice({"content": "a"}), _choice({}, finish="stop"))
+    + b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n',
+    "a malformed frame mid-stream": _chat(_choice({"content": "a"}), _choice({"content": "b"}))[:-14]
+    + b"data: {nope\n\n"
+    + b'data: {"choices":[{"index":0,"delta":{"content":"c"}}]}\n\n',
+    "a chunk that is not an object": _chat(_choice({"content": "a"}), _choice({"content": "b"}))[:-14]
+    + b'data: {"choices":[{"index":0,"delta":{"content":5}}]}\n\n',
+    "args for a call never started": _chat(
+        _choice({"role": "assistant"}), _call(3, '{"a":'), _call(3, "1}"), _choice({}, finish="tool_calls")
+    ),
+    "usage and an error frame": _chat(
+        _choice({"role": "assistant"}),
+        _choice({"content": "a"}),
+        {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}},
+        _choice({"content": "b"}),
+    )
+    + b'event: error\ndata: {"error": {"message": "boom"}}\n\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAT_CASES))
+@pytest.mark.parametrize("size", [1, 5, 4096])
+def test_chat_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
+    assert_same("openai-chat", CHAT_CASES[name], size)
+
+
+def test_an_emitting_aggregator_never_folds_directly() -> None:
+    """With ``emit=True`` every delta is handed on, so nothing may bypass the events."""
+    data = SYNTH["openai-chat"]()
+    agg = ms.StreamAggregator("openai-chat", emit=True)
+    events = [e for e in agg.feed(data) if isinstance(e, ms.events.TextDelta)]
+    assert len(events) == 250
+    assert agg.finish() == ms.aggregate(data, protocol="openai-chat")
