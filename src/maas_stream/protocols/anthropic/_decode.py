@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ... import events
+from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import FinishReason, UnknownPart
 from .._base import SSEStreamDecoder
@@ -54,6 +55,7 @@ class StreamDecoder(SSEStreamDecoder):
     """
 
     protocol = PROTOCOL
+    direct = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -110,6 +112,47 @@ class StreamDecoder(SSEStreamDecoder):
         if handler is None:
             return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
         return handler(frame, data)
+
+    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+        """Fold text, tool-input and thinking deltas of started blocks directly; the rest go :meth:`normal`.
+
+        Such a frame's only event is its delta (:meth:`on_frame`'s common case), so it appends
+        to the block's text or arguments; anything else, or a block not started, goes as events.
+        """
+        decode = frame_decoder.decode
+        buffers = self._buffers
+        unknown = self._unknown
+        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+            try:
+                frame = decode(data)
+            except _FAULTS:
+                frame = None
+            if frame is not None and (frame.type or event) == "content_block_delta":
+                delta = frame.delta
+                index = frame.index
+                if delta is not None and index not in unknown:
+                    dtype = delta.type
+                    args = dtype == "input_json_delta"
+                    if args:
+                        text = delta.partial_json
+                    elif dtype == "text_delta":
+                        text = delta.text
+                    elif dtype == "thinking_delta":
+                        text = delta.thinking
+                    else:
+                        text = None
+                        dtype = ""
+                    if dtype:
+                        if not text:
+                            continue  # an empty delta changes nothing
+                        part = buffers.get((0, index)) or self.part_buffers(0, index)
+                        if part is not None:
+                            buf = part.args if args else part.text
+                            buf.append(text)
+                            if len(buf) >= FRAGMENTS:
+                                compact(buf)
+                            continue
+            self.normal(number, event, data)
 
     # ------------------------------------------------------------------ message level
 
@@ -231,6 +274,10 @@ class StreamDecoder(SSEStreamDecoder):
             None if delta.encrypted_content is msgspec.UNSET else delta.encrypted_content
         )
         return []
+
+
+_FAULTS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""A frame the direct fold cannot read goes the normal way, which reports it (or skips a blank one)."""
 
 
 def _nothing(frame: Frame, data: bytes | str) -> list[events.Event]:

@@ -96,7 +96,7 @@ class StreamDecoder(SSEStreamDecoder):
 
         A common frame is one whose events would be only that delta: its choice announced
         already, no finish reason, log-probabilities, usage, error, id to announce, nor any field
-        but the content or one call's argument fragment (read with :data:`fold_decoder`).
+        but the content or one call's argument fragment (read with ``fold_decoder``).
         """
         decode = fold_decoder.decode
         buffers = self._buffers

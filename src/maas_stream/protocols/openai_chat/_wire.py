@@ -118,26 +118,17 @@ class Completion(_Envelope, gc=False):
     choices: list[CompletionChoice] = []
 
 
-# The direct fold reads a chunk typed for only what it uses (protocols/_base.py): the content,
-# one call's index, id, name and argument fragment, and whether anything else that would make
-# events is there (a field told apart from ``null`` only). A frame it does not fold goes the
-# normal way, decoded whole by :class:`Chunk`; a field only that path reads (``model``,
-# ``created``, a repeated ``role``) is not checked on a frame folded directly.
-
-
-class FoldCall(msgspec.Struct, gc=False):
-    """A tool call fragment read for the direct fold."""
-
-    index: int = 0
-    id: str | None = None
-    function: FunctionDelta | None = None
-
-
 class FoldDelta(msgspec.Struct, gc=False):
-    """A delta read for the direct fold."""
+    """A delta read for the direct fold (``protocols/_base.py``).
 
+    Every field of :class:`Delta`, typed the same where the fold reads it; the others only told
+    apart from ``null`` (``Any``): any of them sends the frame the normal way, whose full
+    decoding checks it. So a frame folded directly is one :class:`Chunk` accepts.
+    """
+
+    role: str | None = None
     content: str | None = None
-    tool_calls: list[FoldCall] | None = None
+    tool_calls: list[ToolCallDelta] | None = None
     refusal: Any = None
     function_call: Any = None
     audio: Any = None
@@ -148,7 +139,7 @@ class FoldDelta(msgspec.Struct, gc=False):
 
 
 class FoldChoice(msgspec.Struct, gc=False):
-    """A choice read for the direct fold."""
+    """A choice read for the direct fold (see :class:`FoldDelta`)."""
 
     index: int = 0
     finish_reason: str | None = None
@@ -156,12 +147,9 @@ class FoldChoice(msgspec.Struct, gc=False):
     delta: FoldDelta | None = None
 
 
-class FoldChunk(msgspec.Struct, gc=False):
-    """A chunk read for the direct fold."""
+class FoldChunk(_Envelope, gc=False):
+    """A chunk read for the direct fold (see :class:`FoldDelta`)."""
 
-    id: str | None = None
-    usage: Any = None
-    error: Any = None
     choices: list[FoldChoice] = []
     prompt_filter_results: Any = None
     moderation: Any = None

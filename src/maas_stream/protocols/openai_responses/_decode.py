@@ -35,6 +35,7 @@ import msgspec
 from msgspec.structs import replace
 
 from ... import events
+from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import ImagePart, ToolCallPart, UnknownPart
 from .._base import SSEStreamDecoder
@@ -106,6 +107,7 @@ class StreamDecoder(SSEStreamDecoder):
     """
 
     protocol = PROTOCOL
+    direct = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -183,6 +185,41 @@ class StreamDecoder(SSEStreamDecoder):
         if kind in _PROGRESS:
             return []
         return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
+
+    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+        """Fold text, refusal, reasoning-text and arguments deltas directly; the rest go :meth:`normal`.
+
+        Such an event, in sequence and without log-probabilities, is one delta (see
+        :data:`_FOLDED`) into a part that exists already; anything else goes as events.
+        """
+        decode = envelope_decoder.decode
+        buffers = self._buffers
+        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+            try:
+                env = decode(data)
+            except _FAULTS:
+                env = None
+            if env is not None:
+                route = _FOLDED.get(env.type or event)
+                seq = env.sequence_number
+                if route is not None and not env.logprobs and (seq is None or seq == self._last + 1):
+                    delta = env.delta
+                    if not delta or not isinstance(delta, str):
+                        if seq is not None:
+                            self._last = seq
+                        continue  # an empty delta changes nothing
+                    message = env.output_index or 0
+                    key = (env.content_index or 0) if route == "content" else route
+                    part = buffers.get((message, key)) or self.part_buffers(message, key)
+                    if part is not None:
+                        if seq is not None:
+                            self._last = seq
+                        buf = part.args if route == "call" else part.text
+                        buf.append(delta)
+                        if len(buf) >= FRAGMENTS:
+                            compact(buf)
+                        continue
+            self.normal(number, event, data)
 
     # ------------------------------------------------------------------ deltas
 
@@ -399,6 +436,22 @@ def _no_payload(data: bytes | str) -> bool:
     """
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
     return text.startswith("[DONE]") or not text.strip()
+
+
+_FOLDED: Final = {
+    "response.output_text.delta": "content",
+    "response.refusal.delta": "content",
+    "response.reasoning_text.delta": "reasoning",
+    "response.function_call_arguments.delta": "call",
+    "response.custom_tool_call_input.delta": "call",
+    "response.mcp_call_arguments.delta": "call",
+    "response.code_interpreter_call_code.delta": "call",
+}
+"""The events :meth:`StreamDecoder.fold_frames` folds directly, by the part key their delta goes
+to: ``"content"`` (the content index, text), ``"reasoning"`` (text) or ``"call"`` (arguments)."""
+
+_FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""A frame the direct fold cannot read goes the normal way, which reports it (or skips a blank one)."""
 
 
 def _delta(env: Envelope) -> str:
