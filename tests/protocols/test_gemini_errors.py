@@ -79,7 +79,9 @@ def _raises_remote(data: bytes) -> ms.RemoteProtocolError:
 def test_wrong_json_types_raise_remote_protocol_error(chunk: dict[str, Any]) -> None:
     err = _raises_remote(_sse(_cand([{"text": "ok"}]), chunk))
     assert err.frame == 2
-    assert err.events, "what the frames before the bad one decoded to is kept"
+    # What the frames before the bad one decoded to is kept: folded into the partial response.
+    assert err.partial is not None
+    assert err.partial.messages[0].content[0].text == "ok"
 
 
 def test_invalid_utf8_in_whole_arguments() -> None:

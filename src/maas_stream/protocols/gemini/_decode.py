@@ -35,6 +35,8 @@ import msgspec
 from msgspec import UNSET
 
 from ... import events as ev
+from ..._accumulate import FRAGMENTS, compact
+from ..._exceptions import RemoteProtocolError
 from ..._model import Message, TextPart, ToolCallPart
 from .._base import SSEStreamDecoder
 from .._names import GEMINI as PROTOCOL
@@ -54,6 +56,7 @@ from ._wire import (
     FunctionCall,
     WirePart,
     block_reason,
+    camel_chunk_decoder,
     candidate_fields,
     decode_any,
     decode_chunk,
@@ -62,6 +65,9 @@ from ._wire import (
 )
 
 __all__ = ["SIGNATURE_TYPE", "StreamDecoder"]
+
+_FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, RemoteProtocolError)
+"""A chunk the direct fold cannot read goes the normal way, which reports it (or skips a blank one)."""
 
 _EMPTY_TEXT: Final = TextPart(text="")
 
@@ -267,6 +273,7 @@ class StreamDecoder(SSEStreamDecoder):
     """
 
     protocol = PROTOCOL
+    direct = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -318,6 +325,59 @@ class StreamDecoder(SSEStreamDecoder):
         for position, cand in enumerate(chunk.candidates):
             self._candidate(cand, position, data, out)
         return out
+
+    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+        """Fold chunks that continue a candidate's open text or thought run directly.
+
+        Such a chunk (one candidate, seen before, one text part of the run's kind without a
+        signature, no finish reason, no error) makes at most one delta; its framing state (usage,
+        a block reason, the candidate's extra fields) is kept as :meth:`on_frame` keeps it. Any
+        other chunk goes :meth:`normal`.
+        """
+        buffers = self._buffers
+        cands = self._cands
+        camel = camel_chunk_decoder.decode
+        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+            try:
+                chunk = decode_chunk(data) if b"_" in data else camel(data)
+            except _FAULTS:
+                chunk = None
+            if chunk is not None and chunk.error is None and self._started and len(chunk.candidates) == 1:
+                cand = chunk.candidates[0]
+                c = cands.get(cand.index)
+                content = cand.content
+                if (
+                    c is not None
+                    and not cand.finish_reason
+                    and content is not None
+                    and len(content.parts) == 1
+                ):
+                    part = content.parts[0]
+                    text = part.text
+                    if (
+                        text is not UNSET
+                        and c.kind == ("thought" if part.thought else "text")
+                        and not part.thought_signature
+                    ):
+                        found = None
+                        if text:
+                            found = buffers.get((c.index, c.key)) or self.part_buffers(c.index, c.key)
+                        if found is not None or not text:
+                            if chunk.usage_metadata:
+                                self._usage = chunk.usage_metadata
+                            blocked = block_reason(chunk)
+                            if blocked is not None:
+                                self._blocked = blocked
+                            c.fields.update(candidate_fields(cand))
+                            if found is not None:
+                                if c.kind == "text":
+                                    c.last_text = c.key
+                                buf = found.text
+                                buf.append(text)
+                                if len(buf) >= FRAGMENTS:
+                                    compact(buf)
+                            continue
+            self.normal(number, event, data)
 
     def _flush_usage(self, out: list[ev.Event]) -> None:
         if self._usage is not None:

@@ -35,6 +35,7 @@ __all__ = [
     "PartialArg",
     "WirePart",
     "block_reason",
+    "camel_chunk_decoder",
     "candidate_fields",
     "decode_any",
     "decode_chunk",
@@ -170,6 +171,9 @@ CANDIDATE_EXTRAS: Final = (
 """Candidate fields with no canonical home: (attribute, wire name), kept raw per candidate."""
 
 _chunk: Final = msgspec.json.Decoder(Chunk)
+camel_chunk_decoder: Final = _chunk
+"""Decodes a chunk whose names are all camelCase: :func:`decode_chunk` without its check, for
+a payload with no ``_`` at all (the direct fold's hot path; a deep one raises ``RecursionError``)."""
 _part: Final = msgspec.json.Decoder(WirePart)
 _any: Final = msgspec.json.Decoder()
 _json: Final = msgspec.json.Encoder()
