@@ -33,7 +33,7 @@ from ._model import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ._model import StreamError, UnknownPart, Usage
+    from ._model import SessionEvent, StreamError, UnknownPart, Usage
     from .events import Key, MessageStart, ResponseDone, ResponseStart
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "AggregatorState",
     "MessageState",
     "PartState",
+    "RareState",
     "SpanState",
     "empty_refusal",
     "empty_text",
@@ -105,8 +106,8 @@ class PartState:
         """Summary entries by the provider's index (built in index order)."""
         self.annotations: list[CitationPart] | None = None
         self.logprobs: list[Any] | None = None
-        self.audio_data: list[str] = []
-        self.audio_transcript: list[str] = []
+        self.audio_data: list[str] | None = None
+        self.audio_transcript: list[str] | None = None
         self.overrides: dict[str, Any] | None = None
         self.final: Part | None = None
         self.closed = False
@@ -326,12 +327,36 @@ class SpanState:
         self.messages: list[MessageState] = []
         self.usage: Usage | None = None
         self.error: StreamError | None = None
-        self.unknown: dict[str, int] = {}
-        self.unknown_events: list[UnknownPart] = []
-        self.warnings: list[str] = []
+        self.unknown: dict[str, int] | None = None
+        """Unknown types by count (made on first use, as are the next two)."""
+        self.unknown_events: list[UnknownPart] | None = None
+        self.warnings: list[str] | None = None
         self.real = False
         """Whether it is a model response: it holds a model message, the provider's own start
         (with its fields) opened it, or the provider ended it with a status or finish reason."""
+
+
+class RareState:
+    """What most streams never need, made on first use so an idle aggregator stays small.
+
+    Unknown types (counted by type and by ``(protocol, model, type)``, and kept), warnings,
+    tool calls by id (for a cancellation that names only the call), and a session's entries.
+    """
+
+    __slots__ = ("after", "calls", "entries", "unknown", "unknown_counts", "unknown_events", "warnings")
+
+    def __init__(self) -> None:
+        self.unknown: dict[str, int] = {}
+        self.unknown_events: list[UnknownPart] = []
+        self.warnings: list[str] = []
+        self.calls: dict[str, tuple[MessageState, PartState]] = {}
+        """Tool calls by id, for a cancellation that names only the call."""
+        self.unknown_counts: dict[tuple[str, str | None, str], int] = {}
+        """Unknown types seen, counted by (protocol, model, type)."""
+        self.entries: list[MessageState | SessionEvent] = []
+        """Session events and the messages that are not the model's, in arrival order."""
+        self.after: dict[int, int] = {}
+        """How many responses had started when each message of :attr:`entries` arrived."""
 
 
 CONTENT: Final[dict[type[Any], str]] = {

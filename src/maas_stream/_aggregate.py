@@ -114,6 +114,8 @@ class Aggregator(Lifecycle):
             cheaper: use it when only the final response is wanted.
     """
 
+    __slots__ = ()
+
     _handlers: ClassVar[dict[type[Any], Callable[[Any, Any, list[Event]], Any]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

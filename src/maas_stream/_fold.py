@@ -24,6 +24,7 @@ from ._accumulate import (
     AggregatorState,
     MessageState,
     PartState,
+    RareState,
     SpanState,
     add_fragment,
     empty_refusal,
@@ -43,7 +44,6 @@ from ._model import (
     SessionEvent,
     StreamError,
     ToolCallPart,
-    UnknownPart,
     Usage,
 )
 from .events import MessageStart
@@ -73,7 +73,28 @@ log = logging.getLogger("maas_stream")
 
 
 class Fold:
-    """Aggregator state, message/part bookkeeping and the content-delta handlers."""
+    """Aggregator state, message/part bookkeeping and the content-delta handlers.
+
+    Slotted (as are its subclasses), so an idle aggregator holds no instance dict.
+    """
+
+    __slots__ = (
+        "_by_key",
+        "_done",
+        "_error",
+        "_first_open",
+        "_id",
+        "_messages",
+        "_model",
+        "_rare",
+        "_spans",
+        "_start",
+        "_started",
+        "_state",
+        "_synth",
+        "_usage",
+        "protocol",
+    )
 
     emit: bool = False
     """Whether :meth:`~maas_stream.Aggregator.feed` hands events on (the emitter sets it)."""
@@ -91,29 +112,35 @@ class Fold:
         self._usage: Usage | None = None
         self._error: StreamError | None = None
         self._done: ResponseDone | None = None
-        self._unknown: dict[str, int] = {}
-        self._unknown_events: list[UnknownPart] = []
-        self._warnings: list[str] = []
+        self._rare: RareState | None = None
+        """Unknown types, warnings, calls by id, session entries: made on first use."""
         self._synth = 0
-        self._calls: dict[str, tuple[MessageState, PartState]] = {}
-        """Tool calls by id, for a cancellation that names only the call."""
-        self.unknown_counts: dict[tuple[str, str | None, str], int] = {}
-        """Unknown types seen, counted by (protocol, model, type)."""
         self._spans: list[SpanState] = []
         """The responses of a session, in order (one for a one-response protocol)."""
-        self._entries: list[MessageState | SessionEvent] = []
-        """Session events and the messages that are not the model's, in arrival order."""
-        self._after: dict[int, int] = {}
-        """How many responses had started when each message of :attr:`_entries` arrived."""
         self._started = 0
         """How many spans became model responses so far."""
+
+    @property
+    def unknown_counts(self) -> dict[tuple[str, str | None, str], int]:
+        """Unknown types seen, counted by (protocol, model, type)."""
+        return self._more().unknown_counts
+
+    def _more(self) -> RareState:
+        """The rarely needed state (made on first use)."""
+        rare = self._rare
+        if rare is None:
+            rare = self._rare = RareState()
+        return rare
 
     def warn(self, text: str) -> None:
         """Record a warning on the result (and log it)."""
         log.warning("%s: %s", self.protocol, text)
-        self._warnings.append(text)
+        self._more().warnings.append(text)
         if self._spans:
-            self._spans[-1].warnings.append(text)
+            span = self._spans[-1]
+            if span.warnings is None:
+                span.warnings = []
+            span.warnings.append(text)
 
     def _span(self) -> SpanState:
         """The response being folded (the first one opens with the first event)."""
@@ -122,7 +149,7 @@ class Fold:
         return self._spans[-1]
 
     def _session_event(self, event: SessionEvent) -> None:
-        self._entries.append(msgspec.structs.replace(event, after=self._started))
+        self._more().entries.append(msgspec.structs.replace(event, after=self._started))
 
     def _mark_real(self, span: SpanState) -> None:
         """A span turned out to be a model response (see :attr:`SpanState.real`)."""
@@ -187,6 +214,7 @@ class Fold:
         start = self._start
         error = self._error
         usage = self._usage
+        rare = self._rare
         last = self._last_response(final)
         if last is not None:
             # A session folded into one response: every message in order, and the status,
@@ -203,9 +231,9 @@ class Fold:
             provider_finish_reason=provider_finish,
             usage=usage,
             error=error,
-            unknown=dict(self._unknown),
-            unknown_events=list(self._unknown_events) or None,
-            warnings=list(self._warnings) or None,
+            unknown=dict(rare.unknown) if rare is not None else {},
+            unknown_events=list(rare.unknown_events) or None if rare is not None else None,
+            warnings=list(rare.warnings) or None if rare is not None else None,
             provider_raw=start.provider_raw if start is not None else None,
         )
 
@@ -239,7 +267,8 @@ class Fold:
             elif span.error is not None and failed is None:
                 failed = span.error
         events: list[SessionEvent] = []
-        for entry in self._entries:
+        rare = self._rare
+        for entry in rare.entries if rare is not None else ():
             if isinstance(entry, SessionEvent):
                 events.append(entry)
                 continue
@@ -250,7 +279,8 @@ class Fold:
                 kind = "tool_result"
             else:
                 kind = "client"
-            after = self._after[entry.index]
+            assert rare is not None
+            after = rare.after[entry.index]
             events.append(
                 SessionEvent(kind=kind, type=entry.start.type or message.role, after=after, message=message)
             )
@@ -266,8 +296,8 @@ class Fold:
             events=events,
             model=self._model,
             error=failed,
-            unknown=dict(self._unknown),
-            warnings=list(self._warnings) or None,
+            unknown=dict(rare.unknown) if rare is not None else {},
+            warnings=list(rare.warnings) or None if rare is not None else None,
         )
 
     def _span_response(self, span: SpanState, messages: list[MessageState], final: bool) -> Response:
@@ -311,9 +341,9 @@ class Fold:
             provider_finish_reason=provider_finish,
             usage=span.usage,
             error=span.error,
-            unknown=dict(span.unknown),
-            unknown_events=list(span.unknown_events) or None,
-            warnings=list(span.warnings) or None,
+            unknown=dict(span.unknown) if span.unknown else {},
+            unknown_events=list(span.unknown_events) if span.unknown_events else None,
+            warnings=list(span.warnings) if span.warnings else None,
             provider_raw=start.provider_raw if start is not None else None,
         )
 
@@ -334,8 +364,9 @@ class Fold:
         if start.role in ASSISTANT_ROLES:
             self._mark_real(span)
         else:
-            self._after[msg.index] = self._started
-            self._entries.append(msg)
+            rare = self._more()
+            rare.after[msg.index] = self._started
+            rare.entries.append(msg)
         self._opened_message(msg, out)
         return msg
 
@@ -353,7 +384,7 @@ class Fold:
         msg.parts.append(part)
         msg.parts_by_key[key] = part
         if isinstance(value, ToolCallPart) and value.id:
-            self._calls[value.id] = (msg, part)
+            self._more().calls[value.id] = (msg, part)
         self._opened_part(msg, part, out)
         return part
 
@@ -458,8 +489,12 @@ class Fold:
     def _on_audio(self, ev: AudioDelta, out: list[Event]) -> PartState | None:
         part = self._part(ev.message, ev.part, AudioPart, out)
         if ev.data:
+            if part.audio_data is None:
+                part.audio_data = []
             part.audio_data.append(ev.data)
         if ev.transcript:
+            if part.audio_transcript is None:
+                part.audio_transcript = []
             add_fragment(part.audio_transcript, ev.transcript)
         if ev.id is not None:
             part.set("id", ev.id)

@@ -62,6 +62,8 @@ log = logging.getLogger("maas_stream")
 class Lifecycle(Fold):
     """The lifecycle handlers of the aggregator (see the module docstring)."""
 
+    __slots__ = ()
+
     def _text_field(self, name: str, value: object) -> str | None:
         """A response id or model is text; a number is kept as its digits, anything else dropped."""
         if isinstance(value, str):
@@ -221,23 +223,27 @@ class Lifecycle(Fold):
     def _on_unknown(self, ev: UnknownEvent, out: list[Event]) -> bool:
         """Keep an unknown type; return whether it was kept on the response (not as a part)."""
         ptype = ev.provider_type
-        self._unknown[ptype] = self._unknown.get(ptype, 0) + 1
+        rare = self._more()
+        rare.unknown[ptype] = rare.unknown.get(ptype, 0) + 1
         ckey = (self.protocol, self._model, ptype)
-        self.unknown_counts[ckey] = self.unknown_counts.get(ckey, 0) + 1
+        rare.unknown_counts[ckey] = rare.unknown_counts.get(ckey, 0) + 1
         log.info("unknown %s type %r (model %s)", self.protocol, ptype, self._model)
         value = UnknownPart(provider_type=ptype, raw=ev.raw)
         if ev.message is None:
-            self._unknown_events.append(value)
+            rare.unknown_events.append(value)
             if ev.passthrough:
                 # A session message or a client message: a session event, not a response's.
                 kind: Any = "client" if ptype.startswith("client.") else "server"
                 self._session_event(SessionEvent(kind=kind, type=ptype, after=0, raw=ev.raw))
             else:
                 span = self._span()
+                span.unknown = span.unknown or {}
                 span.unknown[ptype] = span.unknown.get(ptype, 0) + 1
+                span.unknown_events = span.unknown_events or []
                 span.unknown_events.append(value)
             return True
         span = self._span()
+        span.unknown = span.unknown or {}
         span.unknown[ptype] = span.unknown.get(ptype, 0) + 1
         msg = self._by_key.get(ev.message) or self._message(ev.message, out)
         key = ev.part if ev.part is not None else ("unknown", len(msg.parts))
@@ -254,7 +260,7 @@ class Lifecycle(Fold):
     def _on_cancelled(self, ev: Cancelled, out: list[Event]) -> None:
         targets: list[tuple[MessageState, PartState | None]] = []
         if ev.call_id is not None:
-            found = self._calls.get(ev.call_id)
+            found = self._rare.calls.get(ev.call_id) if self._rare is not None else None
             if found is None:
                 self.warn(f"cancellation of call {ev.call_id!r}, which never arrived")
                 return

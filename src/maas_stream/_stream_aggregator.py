@@ -57,9 +57,21 @@ class StreamAggregator:
         emit: Return canonical events from :meth:`feed` (for a live view or an encoder).
     """
 
+    __slots__ = (
+        "_agg",
+        "_decoder",
+        "_detector",
+        "_direct",
+        "_emit",
+        "_ended",
+        "_failed",
+        "_recognised",
+        "protocol",
+    )
+
     def __init__(self, protocol: str | None = None, *, emit: bool = False) -> None:
         self._emit = emit
-        self._detector = Detector()
+        self._detector = Detector() if protocol is None else None
         self._recognised = False
         self._decoder: StreamDecoder | None = None
         self._agg: Aggregator | None = None
@@ -104,12 +116,13 @@ class StreamAggregator:
         """
         if self._decoder is None:
             detector = self._detector
+            assert detector is not None
             name = detector.feed(data)
             if name is None:
                 if detector.size <= _DETECT_LIMIT:
                     return []
                 name = detector.finish()
-            self._detector = Detector()
+            self._detector = None
             self._start(name)
             data = detector.head
         return self._apply(data)
@@ -232,7 +245,9 @@ class StreamAggregator:
         self._ended = True
         if self._decoder is None:
             detector = self._detector
+            assert detector is not None
             name = detector.finish()
+            self._detector = None
             self._start(name)
             self._apply(detector.head)
         decoder = self._decoder

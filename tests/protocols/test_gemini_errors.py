@@ -81,7 +81,7 @@ def test_wrong_json_types_raise_remote_protocol_error(chunk: dict[str, Any]) -> 
     assert err.frame == 2
     # What the frames before the bad one decoded to is kept: folded into the partial response.
     assert err.partial is not None
-    assert err.partial.messages[0].content[0].text == "ok"
+    assert err.partial.messages[0].content == [ms.TextPart(text="ok")]
 
 
 def test_invalid_utf8_in_whole_arguments() -> None:

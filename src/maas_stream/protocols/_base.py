@@ -180,6 +180,11 @@ class FoldTarget(Protocol):
         ...
 
 
+_IDLE: Final[dict[Any, Any]] = {}
+"""A decoder's buffers between two :meth:`SSEStreamDecoder.feed_into` calls: empty, never
+written (only a fold in progress, which has a target, adds to its own dict)."""
+
+
 class _State(enum.Enum):
     OPEN = "OPEN"
     CLOSED = "CLOSED"
@@ -198,13 +203,16 @@ class SSEStreamDecoder:
     direct: ClassVar[bool] = False
     """Whether :meth:`fold_frames` folds common frames directly (:meth:`feed_into` is worth it)."""
 
+    __slots__ = ("_buffers", "_frames", "_sse", "_state", "_target", "warnings")
+
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self._sse = Decoder(max_event_size=max_event_size)
         self._frames = 0
         self._state = _State.OPEN
         self._target: FoldTarget | None = None
-        self._buffers: dict[tuple[Key, Key], PartBuffers] = {}
-        """Buffers :meth:`part_buffers` got from the target since the last normal frame."""
+        self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
+        """Buffers :meth:`part_buffers` got from the target since the last normal frame (a
+        fresh dict during each :meth:`feed_into`, the shared empty one while idle)."""
         self.warnings: list[str] = []
         """Findings that did not stop decoding (a sequence gap, say); they end up in
         ``Response.warnings``."""
@@ -273,11 +281,13 @@ class SSEStreamDecoder:
         if not frames:
             return
         self._target = target
+        self._buffers = {}
         end = self._frames + len(frames)
         try:
             self.fold_frames(frames)
         finally:
             self._target = None  # no cycle between the decoder and its target while idle
+            self._buffers = _IDLE  # nor parts kept alive by it
         self._frames = end
 
     def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:

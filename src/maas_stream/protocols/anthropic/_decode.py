@@ -18,7 +18,7 @@ only a key (its state lives in dicts by what arrived), so its value never sizes 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -57,6 +57,8 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
+    __slots__ = ("_finish", "_provider_finish", "_raw", "_unknown", "_usage")
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._finish: FinishReason | None = None
@@ -64,27 +66,9 @@ class StreamDecoder(SSEStreamDecoder):
         self._raw: dict[int, dict[str, Any]] = {}
         self._usage: dict[str, Any] = {}
         """The message's usage as known so far (``message_delta`` counts overwrite it)."""
-        self._unknown: set[int] = set()
+        self._unknown: frozenset[int] = _NONE
         """Indices of this message's blocks of an unknown type: their deltas stay unknown too (block
         indices are unique in a message; a re-encoded unknown block may be stopped before its deltas)."""
-        self._handlers: dict[str, Callable[[Frame, bytes | str], list[events.Event]]] = {
-            "content_block_delta": self._on_delta,
-            "content_block_start": self._on_block_start,
-            "content_block_stop": self._on_block_stop,
-            "message_start": self._on_message_start,
-            "message_delta": self._on_message_delta,
-            "message_stop": self._on_message_stop,
-            "ping": _nothing,
-            "error": self._on_error,
-        }
-        self._deltas: dict[str, Callable[[int, Delta, bytes | str], list[events.Event]]] = {
-            "text_delta": _text,
-            "input_json_delta": _json,
-            "thinking_delta": _thinking,
-            "signature_delta": _signature,
-            "citations_delta": _citation,
-            "compaction_delta": self._compaction,
-        }
 
     def on_frame(self, event: str, data: bytes | str) -> list[events.Event]:
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
@@ -108,10 +92,10 @@ class StreamDecoder(SSEStreamDecoder):
                     return [
                         events.ArgumentsDelta(message=0, part=frame.index, delta=delta.partial_json or "")
                     ]
-        handler = self._handlers.get(kind)
+        handler = _HANDLERS.get(kind)
         if handler is None:
             return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
-        return handler(frame, data)
+        return handler(self, frame, data)
 
     def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
         """Fold text, tool-input and thinking deltas of started blocks directly; the rest go :meth:`normal`.
@@ -121,7 +105,6 @@ class StreamDecoder(SSEStreamDecoder):
         """
         decode = frame_decoder.decode
         buffers = self._buffers
-        unknown = self._unknown
         for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
             try:
                 frame = decode(data)
@@ -130,7 +113,7 @@ class StreamDecoder(SSEStreamDecoder):
             if frame is not None and (frame.type or event) == "content_block_delta":
                 delta = frame.delta
                 index = frame.index
-                if delta is not None and index not in unknown:
+                if delta is not None and index not in self._unknown:
                     dtype = delta.type
                     args = dtype == "input_json_delta"
                     if args:
@@ -158,7 +141,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     def _on_message_start(self, frame: Frame, data: bytes | str) -> list[events.Event]:
         message = frame.message
-        self._unknown.clear()
+        self._unknown = _NONE
         if not isinstance(message, dict):
             raise RemoteProtocolError("message_start without a message object", event_type="message_start")
         extra = {k: v for k, v in message.items() if k not in MESSAGE_FIELDS}
@@ -226,7 +209,7 @@ class StreamDecoder(SSEStreamDecoder):
         part = block_to_part(block)  # raises RemoteProtocolError for fields of the wrong type
         if isinstance(part, UnknownPart):
             if part.provider_type not in KNOWN_RAW_TYPES:
-                self._unknown.add(index)
+                self._unknown = self._unknown | {index}
                 return [
                     events.UnknownEvent(provider_type=part.provider_type, raw=block, message=0, part=index)
                 ]
@@ -253,7 +236,7 @@ class StreamDecoder(SSEStreamDecoder):
         delta = frame.delta
         if delta is None:
             raise RemoteProtocolError("content_block_delta without a delta", event_type="content_block_delta")
-        handler = self._deltas.get(delta.type)
+        handler = _DELTAS.get(delta.type)
         if handler is None or frame.index in self._unknown:
             # An unknown delta, or a known one (e.g. a signature) on a block we do not know:
             # kept raw, never applied to a part it was not meant for.
@@ -262,7 +245,7 @@ class StreamDecoder(SSEStreamDecoder):
                     provider_type=delta.type or "delta", raw=msgspec.json.decode(data), message=0
                 )
             ]
-        return handler(frame.index, delta, data)
+        return handler(self, frame.index, delta, data)
 
     def _compaction(self, index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
         raw = self._raw.get(index)
@@ -276,29 +259,53 @@ class StreamDecoder(SSEStreamDecoder):
         return []
 
 
-_FAULTS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+_NONE: Final[frozenset[int]] = frozenset()
+"""No block of an unknown type (shared: an empty set costs 216 bytes a stream)."""
+
+_FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 """A frame the direct fold cannot read goes the normal way, which reports it (or skips a blank one)."""
 
 
-def _nothing(frame: Frame, data: bytes | str) -> list[events.Event]:
+def _nothing(decoder: StreamDecoder, frame: Frame, data: bytes | str) -> list[events.Event]:
     return []
 
 
-def _text(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+def _text(decoder: StreamDecoder, index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
     return [events.TextDelta(message=0, part=index, text=delta.text or "")]
 
 
-def _json(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+def _json(decoder: StreamDecoder, index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
     return [events.ArgumentsDelta(message=0, part=index, delta=delta.partial_json or "")]
 
 
-def _thinking(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+def _thinking(decoder: StreamDecoder, index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
     return [events.ReasoningDelta(message=0, part=index, text=delta.thinking or "")]
 
 
-def _signature(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+def _signature(decoder: StreamDecoder, index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
     return [events.SignatureDelta(message=0, part=index, signature=delta.signature or "")]
 
 
-def _citation(index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
+def _citation(decoder: StreamDecoder, index: int, delta: Delta, data: bytes | str) -> list[events.Event]:
     return [events.AnnotationAdded(message=0, part=index, citation=citation_from(delta.citation))]
+
+
+_DELTAS: Final[dict[str, Callable[[StreamDecoder, int, Delta, bytes | str], list[events.Event]]]] = {
+    "text_delta": _text,
+    "input_json_delta": _json,
+    "thinking_delta": _thinking,
+    "signature_delta": _signature,
+    "citations_delta": _citation,
+    "compaction_delta": StreamDecoder._compaction,
+}
+
+_HANDLERS: Final[dict[str, Callable[[StreamDecoder, Frame, bytes | str], list[events.Event]]]] = {
+    "content_block_delta": StreamDecoder._on_delta,
+    "content_block_start": StreamDecoder._on_block_start,
+    "content_block_stop": StreamDecoder._on_block_stop,
+    "message_start": StreamDecoder._on_message_start,
+    "message_delta": StreamDecoder._on_message_delta,
+    "message_stop": StreamDecoder._on_message_stop,
+    "ping": _nothing,
+    "error": StreamDecoder._on_error,
+}

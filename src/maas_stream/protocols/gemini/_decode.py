@@ -275,6 +275,8 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
+    __slots__ = ("_blocked", "_cands", "_error", "_rid", "_started", "_usage")
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._started = False

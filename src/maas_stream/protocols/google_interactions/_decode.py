@@ -79,6 +79,7 @@ class StreamDecoder(SSEStreamDecoder):
     """
 
     protocol = PROTOCOL
+    __slots__ = ("_model", "_started", "_steps")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -86,32 +87,18 @@ class StreamDecoder(SSEStreamDecoder):
         self._started = False
         self._model: str | None = None
         """The model announced at the start (a final interaction naming another one wins)."""
-        self._handlers: dict[str, Any] = {
-            "step.delta": self._on_delta,
-            "content.delta": self._on_delta,
-            "step.start": self._on_start,
-            "content.start": self._on_start,
-            "step.stop": self._on_stop,
-            "content.stop": self._on_stop,
-            "interaction.created": self._on_created,
-            "interaction.start": self._on_created,
-            "interaction.completed": self._on_completed,
-            "interaction.complete": self._on_completed,
-            "interaction.status_update": self._on_status,
-            "error": self._on_error,
-        }
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         env = _envelope(data)
         if env is None:
             return []
         kind = env.event_type or event
-        handler = self._handlers.get(kind)
+        handler = _HANDLERS.get(kind)
         out: list[ev.Event] = []
         if handler is None:
             out.append(ev.UnknownEvent(provider_type=kind, raw=decode_raw(data)))
             return out
-        handler(env, data, out)
+        handler(self, env, data, out)
         return out
 
     # ------------------------------------------------------------------ lifecycle
@@ -326,6 +313,22 @@ class StreamDecoder(SSEStreamDecoder):
         signature = raw.get("signature")
         if isinstance(signature, str):
             out.append(ev.SignatureDelta(message=index, part="call", signature=signature))
+
+
+_HANDLERS: Final[dict[str, Any]] = {
+    "step.delta": StreamDecoder._on_delta,
+    "content.delta": StreamDecoder._on_delta,
+    "step.start": StreamDecoder._on_start,
+    "content.start": StreamDecoder._on_start,
+    "step.stop": StreamDecoder._on_stop,
+    "content.stop": StreamDecoder._on_stop,
+    "interaction.created": StreamDecoder._on_created,
+    "interaction.start": StreamDecoder._on_created,
+    "interaction.completed": StreamDecoder._on_completed,
+    "interaction.complete": StreamDecoder._on_completed,
+    "interaction.status_update": StreamDecoder._on_status,
+    "error": StreamDecoder._on_error,
+}
 
 
 def _index(env: Envelope) -> int:

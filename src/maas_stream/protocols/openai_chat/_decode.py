@@ -46,12 +46,16 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
+    __slots__ = ("_choices", "_done", "_have_id", "_reasoning", "_started")
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._started = False
         self._have_id = False
-        self._choices: set[int] = set()
-        self._reasoning: set[tuple[int, Any]] = set()
+        self._choices: list[int] = []
+        """The choices announced (a list: there are few, and an empty set costs 216 bytes)."""
+        self._reasoning: set[tuple[int, Any]] | None = None
+        """The reasoning channels announced per choice (made on first use)."""
         self._done = False
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
@@ -186,7 +190,7 @@ class StreamDecoder(SSEStreamDecoder):
         index = choice.index
         delta = choice.delta
         if index not in self._choices:
-            self._choices.add(index)
+            self._choices.append(index)
             role = delta.role if delta is not None and delta.role else "assistant"
             out.append(ev.MessageStart(message=index, role=_role(role), choice_index=index))
         if delta is not None:
@@ -232,8 +236,9 @@ class StreamDecoder(SSEStreamDecoder):
                 reasoning = delta.reasoning
                 field = "reasoning"
             if reasoning:
-                if (index, field) not in self._reasoning:
-                    self._reasoning.add((index, field))
+                announced = self._announced()
+                if (index, field) not in announced:
+                    announced.add((index, field))
                     out.append(
                         ev.PartStart(message=index, part="reasoning", value=ReasoningPart(origin_field=field))
                     )
@@ -282,15 +287,22 @@ class StreamDecoder(SSEStreamDecoder):
             if args:
                 out.append(ev.ArgumentsDelta(message=index, part=call.index, delta=args))
 
+    def _announced(self) -> set[tuple[int, Any]]:
+        """The reasoning channels announced so far (made on first use)."""
+        if self._reasoning is None:
+            self._reasoning = set()
+        return self._reasoning
+
     def _reasoning_detail(self, index: int, detail: ReasoningDetail, out: list[ev.Event]) -> None:
         key = ("reasoning_details", detail.index or 0)
         if detail.type == "reasoning.encrypted":
             # Opaque reasoning: a block of its own, complete as it arrives.
-            self._reasoning.add((index, key))
+            self._announced().add((index, key))
             out.append(ev.PartStart(message=index, part=key, value=detail_part(detail)))
             return
-        if (index, key) not in self._reasoning:
-            self._reasoning.add((index, key))
+        announced = self._announced()
+        if (index, key) not in announced:
+            announced.add((index, key))
             value = ReasoningPart(id=detail.id, format=detail.format, origin_field="reasoning_details")
             out.append(ev.PartStart(message=index, part=key, value=value))
         if detail.text:

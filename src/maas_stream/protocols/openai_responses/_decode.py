@@ -109,6 +109,8 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
+    __slots__ = ("_id_at", "_index_of", "_last", "_started", "_streamed", "duplicates")
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._started = False
@@ -120,36 +122,6 @@ class StreamDecoder(SSEStreamDecoder):
         """Output index → the id of the item the stream gave it."""
         self._streamed: dict[int, int] = {}
         """Output index → how many characters of a client call's JSON arguments were streamed."""
-        self._handlers: dict[str, Callable[[Envelope, bytes | str], list[Event]]] = {
-            "response.output_text.delta": self._text_delta,
-            "response.function_call_arguments.delta": self._args_delta,
-            "response.custom_tool_call_input.delta": self._args_delta,
-            "response.mcp_call_arguments.delta": self._args_delta,
-            "response.code_interpreter_call_code.delta": self._args_delta,
-            "response.apply_patch_call_operation_diff.delta": self._escaped_delta,
-            "response.shell_call_command.delta": self._escaped_delta,
-            "response.shell_call_command.added": self._shell_added,
-            "response.reasoning_summary_text.delta": self._summary_delta,
-            "response.reasoning_summary_part.added": self._summary_part,
-            "response.reasoning_text.delta": self._reasoning_delta,
-            "response.refusal.delta": self._refusal_delta,
-            "response.output_text.annotation.added": self._annotation,
-            "response.content_part.added": self._part_added,
-            "response.content_part.done": self._part_done,
-            "response.output_item.added": self._item_added,
-            "response.output_item.done": self._item_done,
-            "response.image_generation_call.partial_image": self._partial_image,
-            "response.audio.delta": self._audio,
-            "response.audio.transcript.delta": self._audio,
-            "response.created": self._lifecycle,
-            "response.queued": self._lifecycle,
-            "response.in_progress": self._lifecycle,
-            "response.completed": self._terminal,
-            "response.incomplete": self._terminal,
-            "response.failed": self._terminal,
-            "response.done": self._terminal,
-            "error": self._error,
-        }
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
         try:  # typed, straight from the bytes; only a frame that fails is looked at as text
@@ -179,9 +151,9 @@ class StreamDecoder(SSEStreamDecoder):
                     text=delta if isinstance(delta, str) else "",
                 )
             ]
-        handler = self._handlers.get(kind)
+        handler = _HANDLERS.get(kind)
         if handler is not None:
-            return handler(env, data)
+            return handler(self, env, data)
         if kind in _PROGRESS:
             return []
         return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
@@ -426,6 +398,38 @@ class StreamDecoder(SSEStreamDecoder):
         raw = msgspec.json.decode(data)
         body = env.error if isinstance(env.error, dict) else raw  # nested (observed) or flat (documented)
         return [events.StreamErrorEvent(error=error_from(body, raw))]
+
+
+_HANDLERS: Final[dict[str, Callable[[StreamDecoder, Envelope, bytes | str], list[Event]]]] = {
+    "response.output_text.delta": StreamDecoder._text_delta,
+    "response.function_call_arguments.delta": StreamDecoder._args_delta,
+    "response.custom_tool_call_input.delta": StreamDecoder._args_delta,
+    "response.mcp_call_arguments.delta": StreamDecoder._args_delta,
+    "response.code_interpreter_call_code.delta": StreamDecoder._args_delta,
+    "response.apply_patch_call_operation_diff.delta": StreamDecoder._escaped_delta,
+    "response.shell_call_command.delta": StreamDecoder._escaped_delta,
+    "response.shell_call_command.added": StreamDecoder._shell_added,
+    "response.reasoning_summary_text.delta": StreamDecoder._summary_delta,
+    "response.reasoning_summary_part.added": StreamDecoder._summary_part,
+    "response.reasoning_text.delta": StreamDecoder._reasoning_delta,
+    "response.refusal.delta": StreamDecoder._refusal_delta,
+    "response.output_text.annotation.added": StreamDecoder._annotation,
+    "response.content_part.added": StreamDecoder._part_added,
+    "response.content_part.done": StreamDecoder._part_done,
+    "response.output_item.added": StreamDecoder._item_added,
+    "response.output_item.done": StreamDecoder._item_done,
+    "response.image_generation_call.partial_image": StreamDecoder._partial_image,
+    "response.audio.delta": StreamDecoder._audio,
+    "response.audio.transcript.delta": StreamDecoder._audio,
+    "response.created": StreamDecoder._lifecycle,
+    "response.queued": StreamDecoder._lifecycle,
+    "response.in_progress": StreamDecoder._lifecycle,
+    "response.completed": StreamDecoder._terminal,
+    "response.incomplete": StreamDecoder._terminal,
+    "response.failed": StreamDecoder._terminal,
+    "response.done": StreamDecoder._terminal,
+    "error": StreamDecoder._error,
+}
 
 
 def _no_payload(data: bytes | str) -> bool:
