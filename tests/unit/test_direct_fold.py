@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SSE = ["openai-chat", "openai-responses", "anthropic", "gemini", "google-interactions"]
-DIRECT = ["openai-chat", "anthropic", "openai-responses", "gemini"]
+DIRECT = ["openai-chat", "anthropic", "openai-responses", "gemini", "google-interactions"]
 """The protocols whose decoders fold common frames directly (``direct``)."""
 
 
@@ -81,7 +81,32 @@ def _bench(name: str) -> Any:
     return importlib.import_module(name)
 
 
+def _interactions(n: int) -> bytes:
+    """An Interactions stream: a text step of ``n`` deltas, then a call whose arguments stream."""
+    created = {"interaction": {"id": "i", "status": "in_progress", "model": "g"}}
+    frames = [
+        {"event_type": "interaction.created", **created},
+        {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}},
+        *[
+            {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": f"w{i} "}}
+            for i in range(n)
+        ],
+        {"event_type": "step.stop", "index": 0},
+        {"event_type": "step.start", "index": 1, "step": {"id": "c", "type": "function_call", "name": "f"}},
+        *[
+            {"event_type": "step.delta", "index": 1, "delta": {"type": "arguments_delta", "arguments": p}}
+            for p in ['{"a": "', *(f"x{i}" for i in range(n)), '"}']
+        ],
+        {"event_type": "step.stop", "index": 1},
+        {"event_type": "interaction.completed", "interaction": {"id": "i", "status": "requires_action"}},
+    ]
+    return b"".join(
+        b"event: " + f["event_type"].encode() + b"\ndata: " + json.dumps(f).encode() + b"\n\n" for f in frames
+    )
+
+
 SYNTH: dict[str, Callable[[], bytes]] = {
+    "google-interactions": lambda: _interactions(250),
     "openai-chat": lambda: _bench("bench_openai_chat").synth_stream(500),
     "openai-responses": lambda: _bench("bench_openai_responses").synthesize(500),
     "anthropic": lambda: _bench("bench_anthropic").synth(200, 200)[0],

@@ -26,6 +26,7 @@ from typing import Any, Final
 import msgspec
 
 from ... import events as ev
+from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, Part, TextPart
 from .._base import SSEStreamDecoder
@@ -79,6 +80,7 @@ class StreamDecoder(SSEStreamDecoder):
     """
 
     protocol = PROTOCOL
+    direct = True
     __slots__ = ("_model", "_started", "_steps")
 
     def __init__(self, **kwargs: Any) -> None:
@@ -100,6 +102,41 @@ class StreamDecoder(SSEStreamDecoder):
             return out
         handler(self, env, data, out)
         return out
+
+    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+        """Fold a step's text deltas (in its open text part) and arguments deltas directly.
+
+        Such a delta's only event is itself (:meth:`_on_delta`); any other frame, or a step not
+        started, goes :meth:`normal`.
+        """
+        decode = envelope_decoder.decode
+        buffers = self._buffers
+        steps = self._steps
+        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+            try:
+                env = decode(data)
+            except _FAULTS:
+                env = None
+            if env is not None and (env.event_type or event) in _DELTA_TYPES:
+                delta = env.delta
+                index = env.index
+                step = steps.get(index) if index is not None else None
+                if delta is not None and step is not None:
+                    dtype = delta.type
+                    args = dtype == "arguments_delta" and step.buffer is None
+                    if args or (dtype == "text" and step.last == "text"):
+                        text = delta.arguments if args else delta.text
+                        if not text or not isinstance(text, str):
+                            continue  # no event
+                        key: int | str = "call" if args else step.pos
+                        part = buffers.get((index, key)) or self.part_buffers(index, key)
+                        if part is not None:
+                            buf = part.args if args else part.text
+                            buf.append(text)
+                            if len(buf) >= FRAGMENTS:
+                                compact(buf)
+                            continue
+            self.normal(number, event, data)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -329,6 +366,12 @@ _HANDLERS: Final[dict[str, Any]] = {
     "interaction.status_update": StreamDecoder._on_status,
     "error": StreamDecoder._on_error,
 }
+
+
+_DELTA_TYPES: Final = frozenset({"step.delta", "content.delta"})
+
+_FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""A frame the direct fold cannot read goes the normal way, which reports it (or skips it)."""
 
 
 def _index(env: Envelope) -> int:
