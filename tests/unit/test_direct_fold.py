@@ -84,7 +84,7 @@ def _bench(name: str) -> Any:
 def _interactions(n: int) -> bytes:
     """An Interactions stream: a text step of ``n`` deltas, then a call whose arguments stream."""
     created = {"interaction": {"id": "i", "status": "in_progress", "model": "g"}}
-    frames = [
+    frames: list[dict[str, Any]] = [
         {"event_type": "interaction.created", **created},
         {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}},
         *[

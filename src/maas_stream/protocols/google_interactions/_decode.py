@@ -121,7 +121,7 @@ class StreamDecoder(SSEStreamDecoder):
                 delta = env.delta
                 index = env.index
                 step = steps.get(index) if index is not None else None
-                if delta is not None and step is not None:
+                if delta is not None and step is not None and index is not None:
                     dtype = delta.type
                     args = dtype == "arguments_delta" and step.buffer is None
                     if args or (dtype == "text" and step.last == "text"):
