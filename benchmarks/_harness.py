@@ -94,6 +94,14 @@ def reencode(protocol: str) -> Callable[[list[bytes]], object]:
     return run
 
 
+def flatness(protocol: str, small: dict[str, float], large: dict[str, float]) -> float:
+    """Print and record the per-event cost of the large stream over the small one (flat = 1.0)."""
+    flat = large["per_event"] / small["per_event"]
+    print(f"\n{protocol}: per-event cost {LARGE:,} / {SMALL:,} events: {flat:.2f} (flat = 1.0)")
+    record(protocol, f"per-event cost {LARGE:,}/{SMALL:,} ev", flat, "<= 1.1")
+    return flat
+
+
 def best_of(
     fns: Mapping[str, Callable[[list[bytes]], object]], chunks: list[bytes], repeat: int
 ) -> dict[str, float]:
@@ -119,7 +127,8 @@ def measure(
 ) -> dict[str, float]:
     """Measure bare, ms.aggregate, ms.convert and the SDK on ``data``; print rates and ratios.
 
-    Returns the ratios (``decode_vs_bare``, ``vs_sdk``, ``reencode``) for a summary table.
+    Returns the ratios (``decode_vs_bare``, ``vs_sdk``, ``reencode``) for a summary table, and
+    ``per_event``: the CPU seconds of ``ms.aggregate`` per event (for :func:`flatness`).
     """
     chunks = chunks_of(data)
     events = bare(chunks)
@@ -132,6 +141,7 @@ def measure(
         "decode_vs_bare": t_bare / t_ours,
         "vs_sdk": t_sdk / t_ours,
         "reencode": (t_enc - t_ours) / t_ours,
+        "per_event": t_ours / events,
     }
     print(f"\n{protocol} {label}".rstrip() + f": {events:,} events ({len(data) / 1e6:.2f} MB)")
     print(f"  bare split+msgspec.decode  {events / t_bare:12,.0f} ev/s")

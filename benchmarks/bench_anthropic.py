@@ -25,7 +25,7 @@ import anthropic
 import httpx2
 import msgspec
 
-from _harness import bare_sse, measure, quick
+from _harness import bare_sse, flatness, measure, quick
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -175,10 +175,13 @@ def main() -> None:
         if quick()
         else (("~2k events", synth(1500, 400)), ("~30k events, long tool input", synth(4000, 26000)))
     )
-    for label, (data, _) in cases:
+    runs = [
         measure(
             "anthropic", data, bare=bare_sse, sdk=sdk(data), sdk_label="anthropic SDK stream()", label=label
         )
+        for label, (data, _) in cases
+    ]
+    flatness("anthropic", *runs)
 
 
 if __name__ == "__main__":

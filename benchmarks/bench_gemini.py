@@ -19,7 +19,7 @@ import msgspec
 from google import genai
 from google.genai import types
 
-from _harness import LARGE, SMALL, bare_sse, measure
+from _harness import LARGE, SMALL, bare_sse, flatness, measure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,9 +79,13 @@ def sdk(data: bytes) -> Callable[[list[bytes]], object]:
 
 def main() -> None:
     print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, google-genai {genai.__version__}")
+    runs = []
     for n in (SMALL, LARGE):
         data = synth(n)
-        measure("gemini", data, bare=bare_sse, sdk=sdk(data), sdk_label="google-genai stream (parse)")
+        runs.append(
+            measure("gemini", data, bare=bare_sse, sdk=sdk(data), sdk_label="google-genai stream (parse)")
+        )
+    flatness("gemini", *runs)
 
 
 if __name__ == "__main__":

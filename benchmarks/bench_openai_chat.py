@@ -10,7 +10,7 @@ Everything is measured on the same bytes in one process and reported as ratios:
 * re-encoding cost (``ms.convert`` to the same protocol) vs decoding (budget: <= 2x);
 * per-event cost on a 2k- vs a 30k-event stream (flat is the budget);
 * our SSE decoder vs httpx-sse's decoder on the same bytes (ours is kept only if faster);
-* memory per idle in-flight stream (budget: <= 4 KiB) with 10,000 concurrent streams.
+* memory per idle in-flight stream (budget: <= 2 KiB) with 10,000 concurrent streams.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def main() -> None:
     record("openai-chat", f"per-event cost {LARGE:,}/{SMALL:,} ev", flat, "<= 1.1")
     count = 200 if quick else 10_000
     idle = idle_stream_memory(count)
-    print(f"memory per idle in-flight stream ({count:,} streams): {idle:,.0f} bytes (<= 4096)")
+    print(f"memory per idle in-flight stream ({count:,} streams): {idle:,.0f} bytes (<= 2048)")
     record("openai-chat", "idle stream memory (KiB)", idle / 1024, "<= 2")
 
 

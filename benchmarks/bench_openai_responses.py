@@ -21,7 +21,7 @@ from openai._types import omit
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
 
-from _harness import LARGE, SMALL, bare_sse, measure
+from _harness import LARGE, SMALL, bare_sse, flatness, measure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -150,9 +150,15 @@ def sdk(data: bytes) -> Callable[[list[bytes]], object]:
 
 def main() -> None:
     print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, openai {openai.__version__}")
+    runs = []
     for size in (SMALL, LARGE):
         data = synthesize(size)
-        measure("openai-responses", data, bare=bare_sse, sdk=sdk(data), sdk_label="openai SDK accumulator")
+        runs.append(
+            measure(
+                "openai-responses", data, bare=bare_sse, sdk=sdk(data), sdk_label="openai SDK accumulator"
+            )
+        )
+    flatness("openai-responses", *runs)
 
 
 if __name__ == "__main__":
