@@ -17,15 +17,10 @@ more, its docstring says what and why.
 It must not do IO, and must not apply the aggregator's rules (finish reasons, cancellation,
 remainders of final values).
 
-The direct fold (:meth:`SSEStreamDecoder.feed_into`): when only the result counts, a decoder
-whose class sets ``direct`` folds its common deltas (text, arguments) straight into the
-aggregator's part buffers, with no event objects; every other frame goes the normal way (its
-events, in order, to :meth:`FoldTarget.consume`). The rule that keeps the two ways identical
-lives here and in the target's :meth:`FoldTarget.part_buffers`, once: a decoder appends to a
-part's buffers only when the target handed them out (the part exists and the aggregator still
-takes deltas), and every frame that goes the normal way forgets the buffers handed out so far
-(its events may close, replace or end what they belong to), so the next direct delta asks again.
-A protocol's ``fold_frames`` decides only which of its frames are common.
+The direct fold (:meth:`SSEStreamDecoder.feed_into`, docs/architecture.md): a ``direct`` decoder
+appends common text/arguments deltas to part buffers the target hands out (the part exists, deltas
+go straight in); any other frame goes as events, in order, and makes it forget every buffer it
+was handed. A protocol's ``fold_frames`` decides only which of its frames are common.
 """
 
 from __future__ import annotations
@@ -172,17 +167,12 @@ class FoldTarget(Protocol):
         ...
 
     def part_buffers(self, message: Key, part: Key) -> PartBuffers | None:
-        """The buffers of the part at these keys, or ``None`` when a delta must go as an event.
-
-        ``None`` unless the part exists and the aggregator takes deltas without handing them
-        on; a decoder may keep what it got until it next calls :meth:`consume`.
-        """
+        """The part's buffers if it exists and deltas go straight in (kept until :meth:`consume`)."""
         ...
 
 
 _IDLE: Final[dict[Any, Any]] = {}
-"""A decoder's buffers between two :meth:`SSEStreamDecoder.feed_into` calls: empty, never
-written (only a fold in progress, which has a target, adds to its own dict)."""
+"""A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
 
 
 class _State(enum.Enum):
@@ -195,8 +185,7 @@ class SSEStreamDecoder:
     """Base for protocols carried over SSE: framing, frame numbers and error wrapping.
 
     Subclasses implement :meth:`on_frame` (or :meth:`on_event`), which turns one SSE event into
-    stream events, and
-    may override :meth:`on_finish`.
+    stream events, and may override :meth:`on_finish`.
     """
 
     protocol: ClassVar[str] = ""
@@ -211,8 +200,7 @@ class SSEStreamDecoder:
         self._state = _State.OPEN
         self._target: FoldTarget | None = None
         self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
-        """Buffers :meth:`part_buffers` got from the target since the last normal frame (a
-        fresh dict during each :meth:`feed_into`, the shared empty one while idle)."""
+        """Buffers :meth:`part_buffers` got since the last normal frame of this :meth:`feed_into`."""
         self.warnings: list[str] = []
         """Findings that did not stop decoding (a sequence gap, say); they end up in
         ``Response.warnings``."""
@@ -235,16 +223,7 @@ class SSEStreamDecoder:
                 frame number); the decoder is unusable afterwards.
             LocalProtocolError: Called after :meth:`finish` or an error.
         """
-        if self._state is not _State.OPEN:
-            raise LocalProtocolError(
-                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
-            )
-        try:
-            frames = self._sse.feed_raw(data)
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = self.protocol
-            raise
+        frames = self._split(data)
         out: list[Event] = []
         on_frame = self.on_frame
         for event, payload, _, _ in frames:
@@ -257,57 +236,52 @@ class SSEStreamDecoder:
                 out += flush_warnings(self.warnings)
         return out
 
-    def feed_into(self, data: bytes, target: FoldTarget) -> None:
-        """Decode a chunk of bytes and fold it into ``target``: the direct fold (module docstring).
-
-        The result is the one ``target.consume(self.feed(data))`` gives. A fault in a frame
-        raises as :meth:`feed` does, with nothing left in ``exc.events`` (what came before is
-        folded already); the target's own errors propagate as themselves.
-
-        Raises:
-            RemoteProtocolError: A frame is not valid for this protocol.
-            LocalProtocolError: Called after :meth:`finish` or an error.
-        """
+    def _split(self, data: bytes) -> list[tuple[str, bytes, str, int | None]]:
+        """Check the state, then split a chunk into its frames (``Decoder.feed_raw``)."""
         if self._state is not _State.OPEN:
             raise LocalProtocolError(
                 f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
             )
         try:
-            frames = self._sse.feed_raw(data)
+            return self._sse.feed_raw(data)
         except RemoteProtocolError as exc:
             self._state = _State.ERROR
             exc.protocol = self.protocol
             raise
+
+    def feed_into(self, data: bytes, target: FoldTarget) -> None:
+        """Decode a chunk and fold it into ``target`` (the direct fold, module docstring).
+
+        The result is ``target.consume(self.feed(data))``'s. A bad frame raises as in :meth:`feed`
+        but with no ``exc.events`` (what came before is folded); the target's errors propagate.
+
+        Raises:
+            RemoteProtocolError: A frame is not valid for this protocol.
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        frames = self._split(data)
         if not frames:
             return
-        self._target = target
-        self._buffers = {}
+        self._target, self._buffers = target, {}
         end = self._frames + len(frames)
         try:
             self.fold_frames(frames)
         finally:
-            self._target = None  # no cycle between the decoder and its target while idle
-            self._buffers = _IDLE  # nor parts kept alive by it
+            self._target, self._buffers = None, _IDLE  # while idle: no cycle, no parts kept alive
         self._frames = end
 
     def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
-        """Fold one chunk's frames (``Decoder.feed_raw``'s tuples), in order (:meth:`feed_into`).
+        """Fold one chunk's frames in order; by default each goes :meth:`normal`.
 
-        By default every frame goes :meth:`normal`; a protocol that sets ``direct`` overrides
-        this, folding each common frame's text or arguments delta into what ``self._buffers``
-        or :meth:`part_buffers` gives (with ``add_fragment``) and handing every other frame, with
-        its number (``enumerate(frames, self.frames + 1)``), to :meth:`normal`. A frame is
-        folded wholly or not at all: every buffer it needs is found first.
+        A ``direct`` protocol appends each common frame's delta to what ``self._buffers`` or
+        :meth:`part_buffers` gives (``add_fragment``) and hands any other frame, numbered
+        ``enumerate(frames, self.frames + 1)``, to :meth:`normal`; all or nothing per frame.
         """
         for number, (event, payload, _, _) in enumerate(frames, self._frames + 1):
             self.normal(number, event, payload)
 
     def normal(self, number: int, event: str, payload: bytes) -> None:
-        """Fold frame ``number`` the normal way: its events, in order, to the target.
-
-        The buffers handed out so far are forgotten: the events may close, replace or end
-        what they belong to (the one invalidation rule of the direct fold).
-        """
+        """Fold frame ``number`` as events, in order; forget the buffers handed out (see above)."""
         self._frames = number
         try:
             events = self.on_frame(event, payload)
@@ -322,11 +296,7 @@ class SSEStreamDecoder:
             target.consume(events)
 
     def part_buffers(self, message: Key, part: Key) -> PartBuffers | None:
-        """The buffers a direct delta at these keys goes to, or ``None``: then its frame is :meth:`normal`.
-
-        For :meth:`fold_frames`; asks the target once per part between two normal frames and
-        keeps the answer in ``self._buffers``.
-        """
+        """The buffers a direct delta at these keys goes to (kept in ``self._buffers``), or ``None``."""
         target = self._target
         if target is None:
             return None
