@@ -72,13 +72,21 @@ _Delta = TypeVar("_Delta", bound="Event")
 def _rekeyed(
     fold: Callable[[Aggregator, _Delta, list[Event]], PartState | None],
 ) -> Callable[[Aggregator, _Delta, list[Event]], PartState | None]:
-    """The fold's handler of a content delta, handing the delta on with canonical keys."""
+    """The fold's handler of a content delta, handing the delta on with canonical keys.
+
+    A delta whose keys already are the canonical ones (most sources number their messages and
+    parts as ``Response`` does) goes on as it is: events are immutable, no copy is needed.
+    """
     replace = msgspec.structs.replace
 
     def handler(self: Aggregator, ev: _Delta, out: list[Event]) -> PartState | None:
         part = fold(self, ev, out)
         if part is not None:
-            out.append(replace(ev, message=part.message, part=part.index))
+            message, index = part.message, part.index
+            if ev.message == message and ev.part == index:  # type: ignore[union-attr]
+                out.append(ev)
+            else:
+                out.append(replace(ev, message=message, part=index))
         return part
 
     return handler
