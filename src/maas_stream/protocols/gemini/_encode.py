@@ -130,7 +130,7 @@ class StreamEncoder(EventEncoder):
 
     def encode(self, event: ev.Event) -> bytes:
         """Encode one canonical event; return the chunks it completes (maybe ``b""``)."""
-        return b"" if self._ended else self._route(event)
+        return b"" if self._ended else self._TABLE[type(event)](self, event)
 
     def finish(self) -> bytes:
         """End the output. Gemini has no terminator; usage not yet written gets a last chunk."""

@@ -109,7 +109,7 @@ class StreamEncoder(EventEncoder):
 
     def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the SSE frames it completes (maybe ``b""``)."""
-        return b"" if self._ended else self._route(event)
+        return b"" if self._ended else self._TABLE[type(event)](self, event)
 
     def finish(self) -> bytes:
         """End the output. A cut source stays cut: no ``interaction.completed`` is invented."""

@@ -101,7 +101,7 @@ class StreamEncoder(EventEncoder):
         if self._skip and getattr(event, "message", None) in self._skip:
             return b""  # another choice, or a message that is not the model's: reported once
         head = b"" if self._started or isinstance(event, events.ResponseStart) else self._start()
-        result: bytes = self._route(event)
+        result: bytes = self._TABLE[type(event)](self, event)  # (inlined _route)
         return head + result if head else result
 
     def finish(self) -> bytes:
