@@ -52,6 +52,9 @@ _STREAMED: Final = frozenset(
 """The content deltas of a part that is not held: no rule of :meth:`Splitter._event` but the
 message's own (an input's, or one whose stream was sent, goes nowhere) applies to them."""
 
+_ENDS: Final = frozenset({ResponseDone, MessageDone})
+"""The events that carry a finish reason (matched by type: no subclasses)."""
+
 
 class Splitter:
     """A session converted to a one-response protocol: each model response its own stream.
@@ -208,8 +211,8 @@ class Splitter:
         if local is not None and local != message:
             event = msgspec.structs.replace(event, message=local)
         if (
-            isinstance(event, ResponseDone | MessageDone)
-            and event.finish_reason == "tool_calls"
+            type(event) in _ENDS
+            and event.finish_reason == "tool_calls"  # type: ignore[union-attr]
             and not self._calls_sent
         ):
             # Its calls were cut or cancelled and not sent: the stream has no call to run.
