@@ -45,6 +45,10 @@ __all__ = [
 
 log = logging.getLogger("maas_stream")
 
+# Shared empty values: an idle converter holds no empty containers of its own.
+_NO_OPTIONS: Final[dict[str, Any]] = {}
+_NO_CALLS: Final[frozenset[str]] = frozenset()
+
 
 _CONTINUATION_KEYS: Final = frozenset(
     {
@@ -106,12 +110,12 @@ class StreamConverter:
         self, to: str, *, protocol: str | None = None, fail_closed: bool = True, **options: Any
     ) -> None:
         self._source = StreamAggregator(protocol, emit=True)
-        self._options = options
+        self._options = options or _NO_OPTIONS
         self._encoder: StreamEncoder = get_protocol(to).encoder(**options)
         self._logged = 0
         self._split: Splitter | None = None
         self._checked = False
-        self._cancelled: frozenset[str] = frozenset()
+        self._cancelled: frozenset[str] = _NO_CALLS
         """Ids of calls the whole input cancels later (``convert_session`` knows them up front)."""
         self._all_streams = False
         """Whether the caller takes every stream (``convert_session``): no response is lost."""
@@ -122,16 +126,19 @@ class StreamConverter:
         self.session: Session | None = None
         """The source's final session (its responses apart), set by :meth:`finish`."""
         self._streams: list[list[bytes]] = []
-        """The output chunks of each target stream (joined when :attr:`streams` is read)."""
+        """The output chunks of each target stream (joined when :attr:`streams` is read), kept
+        only when they are several or the caller takes them all (see :attr:`streams`)."""
 
     @property
     def streams(self) -> list[bytes]:
-        """The target streams written so far: one per response of a session, else one.
+        """The target streams written so far of a session converted to a one-response protocol.
 
         Converting a session to a one-response protocol gives the stream of each response, in
         order. :meth:`feed` and :meth:`finish` return the first (one stream holds one response;
         each later one is a ``message`` drop of that single stream). Complete after
-        :meth:`finish`.
+        :meth:`finish`. Any other conversion writes one stream, the bytes :meth:`feed` and
+        :meth:`finish` return, and keeps no copy of it (a converter's memory does not grow
+        with its output): the list is then empty (:func:`convert_session` gives that stream).
         """
         return [b"".join(chunks) for chunks in self._streams]
 
@@ -217,6 +224,8 @@ class StreamConverter:
         One target stream holds one response: a session's later responses are only in
         :attr:`streams` (and listed as a ``message`` drop of the single stream).
         """
+        if self._split is None and not self._all_streams:
+            return out  # one stream, which the caller has: no copy kept
         streams = self._streams
         if not streams:
             streams.append([])
@@ -271,7 +280,10 @@ class StreamConverter:
             if get_protocol(source.protocol).framing == "sse":
                 return out + self.fail(cut)
         self.response = source.finish()
-        return out + self._encoder.finish()
+        last = self._encoder.finish()
+        if last and self._split is None:
+            last = self._output(last)  # the end of the one stream (a split one's ended with it)
+        return out + last
 
     @property
     def ended(self) -> bool:

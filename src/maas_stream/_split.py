@@ -18,16 +18,23 @@ from ._drops import DropLog
 from ._model import ASSISTANT_ROLES, ToolCallPart
 from ._registry import get_protocol
 from .events import (
+    AnnotationAdded,
     ArgumentsDelta,
+    AudioDelta,
     Cancelled,
+    LogprobsDelta,
     MessageDone,
     MessageStart,
     PartDone,
     PartStart,
+    ReasoningDelta,
+    RefusalDelta,
     ResponseDone,
     ResponseStart,
     SignatureDelta,
     StreamErrorEvent,
+    SummaryDelta,
+    TextDelta,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +45,15 @@ __all__ = ["Splitter"]
 
 _HELD: Final = frozenset({PartStart, ArgumentsDelta, SignatureDelta, PartDone})
 """Events of a tool call a session converter holds until the call ends."""
+
+_STREAMED: Final = frozenset(
+    {TextDelta, AudioDelta, ReasoningDelta, SummaryDelta, RefusalDelta, AnnotationAdded, LogprobsDelta}
+)
+"""The content deltas of a part that is not held: no rule of :meth:`Splitter._event` but the
+message's own (an input's, or one whose stream was sent, goes nowhere) applies to them."""
+
+_ENDS: Final = frozenset({ResponseDone, MessageDone})
+"""The events that carry a finish reason (matched by type: no subclasses)."""
 
 
 class Splitter:
@@ -84,6 +100,11 @@ class Splitter:
         return b"".join([self._event(event) for event in events])
 
     def _event(self, event: Event) -> bytes:
+        if type(event) in _STREAMED:  # the common case, the same way as through _other
+            message = event.message  # type: ignore[union-attr]
+            if message is not None and (message in self._inputs or message in self._sent):
+                return b""
+            return self._feed(event)
         message = getattr(event, "message", None)
         if isinstance(event, MessageStart):
             if event.role not in ASSISTANT_ROLES:
@@ -186,11 +207,12 @@ class Splitter:
             self._pending.append(event)
             return b""
         message = getattr(event, "message", None)
-        if message is not None and message in self._local:
-            event = msgspec.structs.replace(event, message=self._local[message])
+        local = self._local.get(message) if message is not None else None
+        if local is not None and local != message:
+            event = msgspec.structs.replace(event, message=local)
         if (
-            isinstance(event, ResponseDone | MessageDone)
-            and event.finish_reason == "tool_calls"
+            type(event) in _ENDS
+            and event.finish_reason == "tool_calls"  # type: ignore[union-attr]
             and not self._calls_sent
         ):
             # Its calls were cut or cancelled and not sent: the stream has no call to run.

@@ -204,12 +204,7 @@ class StreamAggregator:
             if not self._emit:
                 agg.consume(events)
                 return []
-            if len(events) == 1:
-                return agg.feed(events[0])
-            out: list[Event] = []
-            for event in events:
-                out += agg.feed(event)
-            return out
+            return agg.feed_all(events)
         except ProtocolError as exc:
             exc.partial = agg.snapshot()
             raise

@@ -80,7 +80,7 @@ class StreamEncoder(EventEncoder):
         """Encode one canonical event; return the frames it completes (maybe ``b""``)."""
         if self._ended or (self._done and not isinstance(event, events.UnknownEvent)):
             return b""  # after message_stop only a passed-through unknown frame may follow
-        return self._route(event)
+        return self._TABLE[type(event)](self, event)  # (inlined _route: once per event)
 
     def finish(self) -> bytes:
         """End the output. A source that was cut stays cut: no ``message_stop`` is invented."""

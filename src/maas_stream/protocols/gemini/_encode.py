@@ -48,6 +48,7 @@ from ..._model import (
 from .._base import EventEncoder
 from .._names import GEMINI as PROTOCOL
 from .._names import GOOGLE_LIVE, OPENAI_REALTIME
+from .._template import HOLE, template
 from ._meta import (
     candidate_fields_to_wire,
     citation_to_wire,
@@ -67,7 +68,7 @@ _SESSIONS: Final = frozenset({GOOGLE_LIVE, OPENAI_REALTIME})
 class _Out:
     """How one canonical part is being written out."""
 
-    __slots__ = ("cand", "kind", "sig", "signed")
+    __slots__ = ("cand", "frames", "kind", "sig", "signed")
 
     def __init__(self, kind: str, cand: int) -> None:
         self.kind = kind
@@ -77,6 +78,9 @@ class _Out:
         """A signature waiting for the next part written for this part."""
         self.signed = False
         """A signature of this part was seen (written, waiting, or dropped)."""
+        self.frames: tuple[Any, Any, bytes, bytes] | None = None
+        """This part's text chunk, pre-encoded: the usage and wire writer it was made with, and
+        the bytes before and after the text (see ``StreamEncoder._write_text``)."""
 
     def take(self, wire: ToWire, signature: str | None) -> None:
         """Keep a signature of this part for its next written part, if it may go to Gemini."""
@@ -126,7 +130,7 @@ class StreamEncoder(EventEncoder):
 
     def encode(self, event: ev.Event) -> bytes:
         """Encode one canonical event; return the chunks it completes (maybe ``b""``)."""
-        return b"" if self._ended else self._route(event)
+        return b"" if self._ended else self._TABLE[type(event)](self, event)
 
     def finish(self) -> bytes:
         """End the output. Gemini has no terminator; usage not yet written gets a last chunk."""
@@ -320,8 +324,21 @@ class StreamEncoder(EventEncoder):
     def _write_text(self, out: _Out, text: str) -> bytes:
         if not text:
             return b""
-        body = self._wire.text(text, thought=out.kind == "thought")
-        return self._parts_chunk(out.cand, self._sign([body], out, out.cand))
+        if self._held or self._feedback is not None or out.sig is not None or out.cand in self._pending:
+            body = self._wire.text(text, thought=out.kind == "thought")
+            return self._parts_chunk(out.cand, self._sign([body], out, out.cand))
+        # The hot path: nothing held, no signature to attach, so the chunk is the part's text
+        # chunk, encoded once (by ``_frame``, as long as the usage it carries stays the same).
+        usage, wire, frames = self._usage, self._wire, out.frames
+        if frames is None or frames[0] is not usage or frames[1] is not wire:
+            body = wire.text(HOLE[0], thought=out.kind == "thought")
+            content = {"role": "model", "parts": [body]}
+            chunk = {"candidates": [{"content": content, "index": out.cand}]}
+            head, tail = template(self._frame, chunk, 1)
+            frames = out.frames = (usage, wire, head, tail)
+        elif usage is not None:
+            self._usage_sent = True
+        return b"".join((frames[2], _json.encode(text), frames[3]))
 
     def _on_text(self, event: ev.TextDelta) -> bytes:
         out = self._get(event)

@@ -16,7 +16,7 @@ protocols. It keeps only framing state: which output step each open part writes 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import msgspec
 
@@ -24,6 +24,7 @@ from ..._drops import DropLog
 from ..._model import ReasoningPart, TextPart, ToolCallPart
 from .._base import EventEncoder
 from .._names import GOOGLE_INTERACTIONS as PROTOCOL
+from .._template import HOLE, template
 from ._content import LOGPROBS, annotation_from, content_from_part, is_content, report
 from ._steps import (
     CHOICE_DROP,
@@ -47,17 +48,33 @@ if TYPE_CHECKING:
 __all__ = ["StreamEncoder"]
 
 _json = msgspec.json.Encoder()
+_SUMMARY: Final = {"type": "thought_summary", "content": {"type": "text", "text": HOLE[0]}}
+"""A reasoning part's ``step.delta`` (see ``_Out.delta``)."""
 
 
 class _Out:
     """Where one open canonical part is written: its kind, its output step, whether text went."""
 
-    __slots__ = ("kind", "step", "wrote")
+    __slots__ = ("frames", "kind", "step", "wrote")
 
     def __init__(self, kind: str, step: int) -> None:
         self.kind = kind
         self.step = step
         self.wrote = False
+        self.frames: tuple[bytes, ...] | None = None
+        """The part's ``step.delta`` (text, summary text or arguments), pre-encoded."""
+
+    def delta(self, delta: dict[str, Any], value: str) -> bytes:
+        """The ``step.delta`` of one streamed ``value``: ``delta`` holds ``HOLE[0]`` where it goes.
+
+        A part streams in one shape, so its frame is encoded once (by ``StreamEncoder._frame``)
+        and each value is one join of the same bytes.
+        """
+        frames = self.frames
+        if frames is None:
+            body = {"index": self.step, "delta": delta}
+            frames = self.frames = template(lambda b: StreamEncoder._frame("step.delta", b), body, 1)
+        return b"".join((frames[0], _json.encode(value), frames[1]))
 
 
 class StreamEncoder(EventEncoder):
@@ -92,7 +109,7 @@ class StreamEncoder(EventEncoder):
 
     def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the SSE frames it completes (maybe ``b""``)."""
-        return b"" if self._ended else self._route(event)
+        return b"" if self._ended else self._TABLE[type(event)](self, event)
 
     def finish(self) -> bytes:
         """End the output. A cut source stays cut: no ``interaction.completed`` is invented."""
@@ -209,7 +226,7 @@ class StreamEncoder(EventEncoder):
         if part is None:
             return b""
         part.wrote = True
-        return self._delta(part.step, {"type": "text", "text": ev.text})
+        return part.delta({"type": "text", "text": HOLE[0]}, ev.text)
 
     def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
         return b""  # reported once, at its PartDone (Interactions has no refusal)
@@ -219,11 +236,11 @@ class StreamEncoder(EventEncoder):
 
     def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
         part = self._part(ev.message, ev.part, "thought")
-        return b"" if part is None else self._summary(part.step, ev.text)
+        return b"" if part is None else part.delta(_SUMMARY, ev.text)
 
     def _on_summary(self, ev: events.SummaryDelta) -> bytes:
         part = self._part(ev.message, ev.part, "thought")
-        return b"" if part is None or not ev.text else self._summary(part.step, ev.text)
+        return b"" if part is None or not ev.text else part.delta(_SUMMARY, ev.text)
 
     def _on_signature(self, ev: events.SignatureDelta) -> bytes:
         # A signature on content is reported at its PartDone (the value holds it).
@@ -235,9 +252,7 @@ class StreamEncoder(EventEncoder):
     def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
         part = self._part(ev.message, ev.part, "call")
         return (
-            b""
-            if part is None
-            else self._delta(part.step, {"type": "arguments_delta", "arguments": ev.delta})
+            b"" if part is None else part.delta({"type": "arguments_delta", "arguments": HOLE[0]}, ev.delta)
         )
 
     def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:

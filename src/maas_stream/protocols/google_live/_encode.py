@@ -23,12 +23,15 @@ must not decide cross-protocol rules (finish reasons, replay) or do IO.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import msgspec
 
 from ..._model import AudioPart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._replay import replayable
 from .._session import SessionEncoder, frame
+from .._template import HOLE, template
 from ._parts import DEFAULT_AUDIO_MIME, blob, function_call, function_response, usage_wire, whole_parts
 
 if TYPE_CHECKING:
@@ -42,6 +45,17 @@ _Key = tuple[Any, Any]
 
 def _turn(part: dict[str, Any]) -> bytes:
     return frame({"serverContent": {"modelTurn": {"parts": [part]}}})
+
+
+# The streamed messages, pre-encoded with their text left open (the hot paths: one join each).
+_json: Final = msgspec.json.Encoder()
+_TEXT: Final = template(_turn, {"text": HOLE[0]}, 1)
+_THOUGHT: Final = template(_turn, {"text": HOLE[0], "thought": True}, 1)
+_TRANSCRIPT: Final = template(frame, {"serverContent": {"outputTranscription": {"text": HOLE[0]}}}, 1)
+
+
+def _filled(frames: tuple[bytes, ...], value: str) -> bytes:
+    return b"".join((frames[0], _json.encode(value), frames[1]))
 
 
 class StreamEncoder(SessionEncoder):
@@ -71,6 +85,8 @@ class StreamEncoder(SessionEncoder):
         """Whether model output went out in the current response (else no turn to complete)."""
         self._after_call = False
         """Whether model output went out after the last ``toolCall``."""
+        self._blobs: dict[str, tuple[bytes, ...]] | None = None
+        """The audio message of each MIME type, pre-encoded with its data left open."""
 
     def _end(self) -> bytes:
         return self._flush()
@@ -148,17 +164,23 @@ class StreamEncoder(SessionEncoder):
     def _on_text(self, ev: events.TextDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "text":
             return b""
-        return self._flush() + self._mt({"text": ev.text})
+        out = self._flush()
+        self._active = self._after_call = True
+        return out + _filled(_TEXT, ev.text)
 
     def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "thought":
             return b""
-        return self._flush() + self._mt({"text": ev.text, "thought": True})
+        out = self._flush()
+        self._active = self._after_call = True
+        return out + _filled(_THOUGHT, ev.text)
 
     def _on_summary(self, ev: events.SummaryDelta) -> bytes:
         if self._kind(ev.message, ev.part) != "thought" or not ev.text:
             return b""
-        return self._flush() + self._mt({"text": ev.text, "thought": True})
+        out = self._flush()
+        self._active = self._after_call = True
+        return out + _filled(_THOUGHT, ev.text)
 
     def _on_signature(self, ev: events.SignatureDelta) -> bytes:
         kind = self._kind(ev.message, ev.part)
@@ -191,9 +213,18 @@ class StreamEncoder(SessionEncoder):
     def _audio(self, key: _Key, data: str | None, transcript: str | None) -> bytes:
         out = b""
         if data:
-            out += self._mt(blob(self._formats.get(key, self.audio_mime), data))
+            mime = self._formats.get(key, self.audio_mime)
+            blobs = self._blobs
+            if blobs is None:
+                blobs = self._blobs = {}
+            frames = blobs.get(mime)
+            if frames is None:
+                frames = blobs[mime] = template(_turn, blob(mime, HOLE[0]), 1)
+            out = _filled(frames, data)
         if transcript:
-            out += self._ml({"serverContent": {"outputTranscription": {"text": transcript}}})
+            out += _filled(_TRANSCRIPT, transcript)
+        if out:
+            self._active = self._after_call = True
         return out
 
     def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:

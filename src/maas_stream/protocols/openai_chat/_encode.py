@@ -95,7 +95,7 @@ class StreamEncoder(PartWriter, EventEncoder):
             if type(event) is ResponseStart:
                 self.drops.add("message", "a further response (Chat carries one response per stream)")
             return b""
-        result: bytes = self._route(event)
+        result: bytes = self._TABLE[type(event)](self, event)  # (inlined _route)
         return result
 
     def finish(self) -> bytes:

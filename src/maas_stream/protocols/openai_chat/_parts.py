@@ -20,6 +20,7 @@ import msgspec
 from ..._drops import DropLog
 from ..._model import AudioPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .._replay import replayable
+from .._template import HOLE, template
 from ._map import (
     LEGACY,
     PROTOCOL,
@@ -55,10 +56,14 @@ __all__ = ["PartWriter"]
 _json = msgspec.json.Encoder()
 
 
+def _sse(body: Any) -> bytes:
+    return b"data: " + _json.encode(body) + b"\n\n"
+
+
 class _Out:
     """How one canonical part is being written out."""
 
-    __slots__ = ("choice", "field", "kind", "meta", "start", "tool")
+    __slots__ = ("choice", "field", "frames", "kind", "meta", "start", "tool")
 
     def __init__(
         self, kind: str, choice: int, tool: int = -1, field: str = "", start: Part | None = None
@@ -73,6 +78,8 @@ class _Out:
         """The start value of a part that is dropped, in case its end brings none."""
         self.meta: dict[str, Any] = {}
         """Fields repeated on every ``reasoning_details`` entry of this part (type, index, format, id)."""
+        self.frames: tuple[bytes, ...] | None = None
+        """This part's delta chunk, pre-encoded with the delta left open (see ``_delta``)."""
 
 
 class PartWriter:
@@ -106,15 +113,32 @@ class PartWriter:
     # ------------------------------------------------------------------ framing
 
     def _chunk(self, choice: int, delta: dict[str, Any], **extra: Any) -> bytes:
-        body: dict[str, Any] = {
+        body = self._chunk_body(choice, delta)
+        if extra:
+            body["choices"][0].update(extra)
+        return _sse(body)
+
+    def _delta(self, out: _Out, delta: dict[str, Any], value: str) -> bytes:
+        """The chunk of one streamed value of a part: ``delta`` holds ``HOLE[0]`` where it goes.
+
+        The hot path: the part's chunk is encoded once (a part always streams in one shape,
+        and the chunk header is fixed once the response started), then each value is one join
+        of the same bytes :meth:`_chunk` would write.
+        """
+        frames = out.frames
+        if frames is None:
+            frames = out.frames = template(_sse, self._chunk_body(out.choice, delta), 1)
+        return b"".join((frames[0], _json.encode(value), frames[1]))
+
+    def _chunk_body(self, choice: int, delta: dict[str, Any]) -> dict[str, Any]:
+        return {
             "id": self._id or "chatcmpl-maas",
             "object": "chat.completion.chunk",
             "created": 0,
             "model": self._model or "unknown",
             **self._header,
-            "choices": [{"index": choice, "delta": delta, "finish_reason": None, **extra}],
+            "choices": [{"index": choice, "delta": delta, "finish_reason": None}],
         }
-        return b"data: " + _json.encode(body) + b"\n\n"
 
     def _choice(self, message: Any) -> int:
         return self._choices.get(message, 0) if isinstance(message, int) else 0
@@ -199,13 +223,13 @@ class PartWriter:
         out = self._get(ev)
         if out is None or out.kind != "text":
             return b""
-        return self._chunk(out.choice, {"content": ev.text})
+        return self._delta(out, {"content": HOLE[0]}, ev.text)
 
     def _on_refusal(self, ev: RefusalDelta) -> bytes:
         out = self._get(ev)
         if out is None or out.kind != "refusal":
             return b""
-        return self._chunk(out.choice, {"refusal": ev.text})
+        return self._delta(out, {"refusal": HOLE[0]}, ev.text)
 
     def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
         out = self._get(ev)
@@ -213,7 +237,7 @@ class PartWriter:
             return b""
         if out.field == "reasoning_details":
             return self._chunk(out.choice, {"reasoning_details": [{**out.meta, "text": ev.text}]})
-        return self._chunk(out.choice, {out.field: ev.text})
+        return self._delta(out, {out.field: HOLE[0]}, ev.text)
 
     def _on_summary(self, ev: SummaryDelta) -> bytes:
         out = self._get(ev)
@@ -222,7 +246,7 @@ class PartWriter:
         if out.field == "reasoning_details":
             detail = {**out.meta, "type": "reasoning.summary", "summary": ev.text}
             return self._chunk(out.choice, {"reasoning_details": [detail]})
-        return self._chunk(out.choice, {out.field: ev.text})
+        return self._delta(out, {out.field: HOLE[0]}, ev.text)
 
     def _on_signature(self, ev: SignatureDelta) -> bytes:
         out = self._get(ev)
@@ -240,13 +264,13 @@ class PartWriter:
         if out is None or out.kind != "tool":
             return b""
         if out.field == LEGACY:
-            return self._chunk(out.choice, {LEGACY: {"arguments": ev.delta}})
+            return self._delta(out, {LEGACY: {"arguments": HOLE[0]}}, ev.delta)
         call: dict[str, Any] = {"index": out.tool}
         if out.field == "custom":
-            call["custom"] = {"input": ev.delta}
+            call["custom"] = {"input": HOLE[0]}
         else:
-            call["function"] = {"arguments": ev.delta}
-        return self._chunk(out.choice, {"tool_calls": [call]})
+            call["function"] = {"arguments": HOLE[0]}
+        return self._delta(out, {"tool_calls": [call]}, ev.delta)
 
     def _on_audio(self, ev: AudioDelta) -> bytes:
         out = self._get(ev)

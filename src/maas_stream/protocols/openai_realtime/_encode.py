@@ -166,11 +166,18 @@ class StreamEncoder(SessionEncoder):
         return head, found if found is not None and found[2] == kind else None
 
     def _on_text(self, ev: events.TextDelta) -> bytes:
+        found = self._parts.get((ev.message, ev.part))
+        if found is not None and found[2] == "text":
+            return self._w.text(found[0], found[1], ev.text)  # the common case: an open part
         head, found = self._open_part((ev.message, ev.part), "text")
         return head + (self._w.text(found[0], found[1], ev.text) if found is not None else b"")
 
     def _on_audio(self, ev: events.AudioDelta) -> bytes:
         key = (ev.message, ev.part)
+        found = self._parts.get(key)
+        if found is not None and found[2] == "audio":
+            # The common case: an open output part (input parts are never in ``_parts``).
+            return self._w.audio(found[0], found[1], ev.data, ev.transcript)
         inputs = self._inputs.get(key)
         if inputs is not None:
             if not ev.transcript:

@@ -12,10 +12,13 @@ encoder's business (``_encode``). It must not do IO.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._session import frame
+from .._template import HOLE, template
 from ._items import call_item, output_item, status_wire, usage_wire
 
 if TYPE_CHECKING:
@@ -24,11 +27,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Item", "ResponseWriter"]
 
+_json: Final = msgspec.json.Encoder()
+_FIELD: Final = {"output_text": "text", "output_audio": "transcript"}
+"""The streamed field of each content part type."""
+
 
 class Item:
     """One output item being written (``message``, ``function_call`` or ``raw``)."""
 
-    __slots__ = ("args", "call", "content", "done", "id", "index", "kind", "status")
+    __slots__ = ("args", "call", "content", "done", "frames", "id", "index", "kind", "pieces", "status")
 
     def __init__(self, item_id: str, index: int, kind: str) -> None:
         self.id = item_id
@@ -41,6 +48,31 @@ class Item:
         self.done = False
         self.status = "completed"
         """The status ``response.done`` lists (``incomplete`` once cut or cancelled)."""
+        self.pieces: dict[int, list[str]] | None = None
+        """The text or transcript written to each content part, joined into :attr:`content`
+        only when the item is listed (appending to a ``str`` per delta is quadratic)."""
+        self.frames: dict[tuple[str, int], tuple[str | None, tuple[bytes, ...]]] | None = None
+        """The pre-encoded delta events of this item (see :meth:`ResponseWriter.delta`), by event
+        type and content index, with the response id they were made for."""
+
+    def streamed(self, index: int, text: str) -> None:
+        """Add ``text`` to what content part ``index`` has streamed."""
+        pieces = self.pieces
+        if pieces is None:
+            pieces = self.pieces = {}
+        found = pieces.get(index)
+        if found is None:
+            pieces[index] = [text]
+        else:
+            found.append(text)
+
+    def synced(self) -> list[dict[str, Any]]:
+        """The content parts with everything streamed so far."""
+        if self.pieces:
+            for index, pieces in self.pieces.items():
+                part = self.content[index]
+                part[_FIELD[part["type"]]] = "".join(pieces)
+        return self.content
 
 
 class ResponseWriter:
@@ -68,6 +100,31 @@ class ResponseWriter:
     def _base(self, item: Item) -> dict[str, Any]:
         return {"response_id": self.response, "item_id": item.id, "output_index": item.index}
 
+    def delta(self, item: Item, kind: str, index: int, delta: str) -> bytes:
+        """A ``{kind}`` delta event of ``item`` (content part ``index``; a call's: ``-1``).
+
+        The hot path: the event is encoded once per item and part as a template (what
+        :meth:`event` writes for the body, with the delta and the event id left open), then
+        each delta is one join. The bytes are those :meth:`event` would write.
+        """
+        frames = item.frames
+        if frames is None:
+            frames = item.frames = {}
+        found = frames.get((kind, index))
+        if found is None or found[0] != self.response:
+            body: dict[str, Any] = {"type": kind, **self._base(item)}
+            if index >= 0:
+                body["content_index"] = index
+            else:
+                assert item.call is not None
+                body["call_id"] = item.call.id
+            body["delta"] = HOLE[0]
+            body["event_id"] = HOLE[1]
+            found = frames[kind, index] = (self.response, template(frame, body, 2))
+        head, middle, tail = found[1]
+        self._n += 1
+        return b"".join((head, _json.encode(delta), middle, b'"event_maas_%d"' % self._n, tail))
+
     def wire(self, item: Item, status: str) -> dict[str, Any]:
         """An item as the server lists it (without audio data)."""
         if item.kind == "raw":
@@ -80,7 +137,7 @@ class ResponseWriter:
             "type": "message",
             "status": status,
             "role": "assistant",
-            "content": item.content,
+            "content": item.synced(),
         }
 
     # ------------------------------------------------------------------ responses
@@ -175,25 +232,21 @@ class ResponseWriter:
 
     def text(self, item: Item, index: int, text: str) -> bytes:
         """An ``output_text.delta``."""
-        item.content[index]["text"] += text
-        body = {"type": "response.output_text.delta", **self._base(item), "content_index": index}
-        return self.event({**body, "delta": text})
+        item.streamed(index, text)
+        return self.delta(item, "response.output_text.delta", index, text)
 
     def audio(self, item: Item, index: int, data: str | None, transcript: str | None) -> bytes:
         """``output_audio.delta`` and/or ``output_audio_transcript.delta``."""
-        out = b""
-        base = {**self._base(item), "content_index": index}
-        if data:
-            out += self.event({"type": "response.output_audio.delta", **base, "delta": data})
+        out = self.delta(item, "response.output_audio.delta", index, data) if data else b""
         if transcript:
-            item.content[index]["transcript"] += transcript
-            out += self.event({"type": "response.output_audio_transcript.delta", **base, "delta": transcript})
+            item.streamed(index, transcript)
+            out += self.delta(item, "response.output_audio_transcript.delta", index, transcript)
         return out
 
     def content_done(self, item: Item, index: int, kind: str) -> bytes:
         """The part's ``*.done`` events and ``content_part.done``, with what was streamed."""
         base = {**self._base(item), "content_index": index}
-        wire = item.content[index]
+        wire = item.synced()[index]
         if kind == "text":
             out = self.event({"type": "response.output_text.done", **base, "text": wire["text"]})
             part: dict[str, Any] = {"type": "text", "text": wire["text"]}
@@ -208,10 +261,8 @@ class ResponseWriter:
 
     def arguments(self, item: Item, delta: str) -> bytes:
         """A ``function_call_arguments.delta``."""
-        assert item.call is not None
         item.args.append(delta)
-        body = {"type": "response.function_call_arguments.delta", **self._base(item), "call_id": item.call.id}
-        return self.event({**body, "delta": delta})
+        return self.delta(item, "response.function_call_arguments.delta", -1, delta)
 
     def call_done(self, item: Item, status: str) -> bytes:
         """A call's end: ``function_call_arguments.done`` (unless cut) and ``output_item.done``."""

@@ -23,7 +23,7 @@ and frames of other protocols, other choices and non-assistant messages.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ... import events
 from ..._drops import DropLog
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["StreamEncoder"]
 
 _ASSISTANT = ("assistant", "model")
+_NO_SKIP: Final[set[int]] = set()
+"""The skipped messages of every encoder that skipped none (never added to)."""
 
 
 class StreamEncoder(EventEncoder):
@@ -88,7 +90,7 @@ class StreamEncoder(EventEncoder):
         self._texts: dict[int, list[TextWriter]] = {}
         self._parts: dict[tuple[Key, Key], PartWriter] = {}
         self._nothing = PartWriter(self._out, None)
-        self._skip: set[int] = set()
+        self._skip: set[int] = _NO_SKIP  # (a set of its own once a message is skipped)
         self._usage: Usage | None = None
         self._finish: tuple[FinishReason, str | None] | None = None
 
@@ -101,7 +103,7 @@ class StreamEncoder(EventEncoder):
         if self._skip and getattr(event, "message", None) in self._skip:
             return b""  # another choice, or a message that is not the model's: reported once
         head = b"" if self._started or isinstance(event, events.ResponseStart) else self._start()
-        result: bytes = self._route(event)
+        result: bytes = self._TABLE[type(event)](self, event)  # (inlined _route)
         return head + result if head else result
 
     def finish(self) -> bytes:
@@ -202,6 +204,8 @@ class StreamEncoder(EventEncoder):
         return b""
 
     def _skip_message(self, message: int, what: str) -> bytes:
+        if self._skip is _NO_SKIP:
+            self._skip = set()
         self._skip.add(message)  # its later events are not routed
         self.drops.add("message", what, where=f"messages[{message}]")
         return b""

@@ -14,9 +14,16 @@ from typing import Any, Final
 
 import msgspec
 
+from .._template import HOLE, template
+
 __all__ = ["Item", "Output"]
 
 _json = msgspec.json.Encoder()
+
+
+def _sse(kind: str, body: dict[str, Any]) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + _json.encode(body) + b"\n\n"
+
 
 PROGRESS: Final[dict[str, tuple[str, str]]] = {
     "web_search_call": ("response.web_search_call.in_progress", "response.web_search_call.completed"),
@@ -69,7 +76,24 @@ class Output:
         body["type"] = kind
         body["sequence_number"] = self.seq
         self.seq += 1
-        return b"event: " + kind.encode() + b"\ndata: " + _json.encode(body) + b"\n\n"
+        return _sse(kind, body)
+
+    @staticmethod
+    def delta_frame(kind: str, body: dict[str, Any]) -> tuple[bytes, ...]:
+        """The event :meth:`frame` writes, pre-encoded with the delta and the number left open.
+
+        ``body`` holds ``HOLE[0]`` where the delta goes; :meth:`fill` writes the event of one
+        delta. For the hot paths: a part streams many deltas of one shape.
+        """
+        body["type"] = kind
+        body["sequence_number"] = HOLE[1]
+        return template(lambda value: _sse(kind, value), body, 2)
+
+    def fill(self, frames: tuple[bytes, ...], delta: str) -> bytes:
+        """The event of ``delta`` in a :meth:`delta_frame` (the same bytes :meth:`frame` writes)."""
+        seq = self.seq
+        self.seq = seq + 1
+        return b"".join((frames[0], _json.encode(delta), frames[1], b"%d" % seq, frames[2]))
 
     def raw_frame(self, raw: dict[str, Any]) -> bytes:
         """A source event sent as it came, renumbered."""
@@ -77,7 +101,7 @@ class Output:
         kind = str(body.get("type") or "unknown")
         body["sequence_number"] = self.seq
         self.seq += 1
-        return b"event: " + kind.encode() + b"\ndata: " + _json.encode(body) + b"\n\n"
+        return _sse(kind, body)
 
     def open(self, item: Item, added: dict[str, Any]) -> bytes:
         """Give ``item`` the next output index and announce it (``added`` is its first body)."""

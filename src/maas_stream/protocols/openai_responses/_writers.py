@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
+from .._template import HOLE
 from ._items_write import (
     annotation_from_citation,
     call_item,
@@ -73,11 +74,13 @@ DELTA_EVENTS: Final[dict[str, tuple[str, str, str]]] = {
 class PartWriter:
     """A part carried by its item as a whole (a hosted tool's result, say): it writes nothing."""
 
-    __slots__ = ("item", "out")
+    __slots__ = ("frames", "item", "out")
 
     def __init__(self, out: Output, item: Item | None) -> None:
         self.out = out
         self.item = item
+        self.frames: tuple[bytes, ...] | None = None
+        """The part's delta event, pre-encoded (:meth:`Output.delta_frame`) at its first delta."""
 
     def text(self, text: str) -> bytes:
         """A text or refusal delta."""
@@ -168,6 +171,18 @@ class TextWriter(PartWriter):
         if self.closed:
             return b""  # the encoder moves a part that goes on after its item ended
         self.sent.append(text)
+        if not self.pending:  # the common case: one shape for every delta of the part
+            frames = self.frames
+            if frames is None:
+                body = {**self._common(), "delta": HOLE[0]}
+                if self.kind == "refusal":
+                    frames = self.out.delta_frame("response.refusal.delta", body)
+                else:
+                    body["logprobs"] = []
+                    frames = self.out.delta_frame("response.output_text.delta", body)
+                if self.item is not None and self.item.index >= 0:  # opened: id and index final
+                    self.frames = frames
+            return self.out.fill(frames, text)
         body = {**self._common(), "delta": text}
         if self.kind == "refusal":
             return self.out.frame("response.refusal.delta", body)
@@ -235,10 +250,15 @@ class CallWriter(PartWriter):
         self.own = own
 
     def args(self, delta: str) -> bytes:
-        item = self.item
-        assert item is not None
-        kind = DELTA_EVENTS[item.type][0]
-        return self.out.frame(kind, {"item_id": item.id, "output_index": item.index, "delta": delta})
+        frames = self.frames
+        if frames is None:
+            item = self.item
+            assert item is not None
+            body = {"item_id": item.id, "output_index": item.index, "delta": HOLE[0]}
+            frames = self.out.delta_frame(DELTA_EVENTS[item.type][0], body)
+            if item.index >= 0:  # opened: its id and index are final
+                self.frames = frames
+        return self.out.fill(frames, delta)
 
     def done(self, value: Part) -> bytes:
         item = self.item
@@ -323,7 +343,7 @@ class ShellWriter(PartWriter):
 class ReasoningWriter(PartWriter):
     """A ``reasoning`` item's summary parts and reasoning text (Responses reasoning only)."""
 
-    __slots__ = ("current", "own", "summaries", "text_open")
+    __slots__ = ("current", "own", "summaries", "summary_frames", "text_frames", "text_open")
 
     def __init__(self, out: Output, item: Item, own: bool = False) -> None:
         super().__init__(out, item)
@@ -333,6 +353,10 @@ class ReasoningWriter(PartWriter):
         self.current: int | None = None
         """The source index of the open summary part."""
         self.text_open = False
+        self.summary_frames = -1
+        """The wire summary index :attr:`frames` was made for."""
+        self.text_frames: tuple[bytes, ...] | None = None
+        """The reasoning text delta event, pre-encoded."""
 
     def _common(self, index: int) -> dict[str, Any]:
         item = self.item
@@ -369,22 +393,27 @@ class ReasoningWriter(PartWriter):
             )
         if text:
             entry[1].append(text)
-            frames += self.out.frame(
-                "response.reasoning_summary_text.delta", {**self._common(entry[0]), "delta": text}
-            )
+            if self.frames is None or self.summary_frames != entry[0]:
+                body = {**self._common(entry[0]), "delta": HOLE[0]}
+                self.frames = self.out.delta_frame("response.reasoning_summary_text.delta", body)
+                self.summary_frames = entry[0]
+            frames += self.out.fill(self.frames, text)
         return frames
 
     def reasoning(self, text: str) -> bytes:
         item = self.item
         assert item is not None
         frames = b""
-        common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
         if not self.text_open:
             self.text_open = True
+            common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
             frames = self.out.frame(
                 "response.content_part.added", {**common, "part": {"type": "reasoning_text", "text": ""}}
             )
-        return frames + self.out.frame("response.reasoning_text.delta", {**common, "delta": text})
+            body = {**common, "delta": HOLE[0]}
+            self.text_frames = self.out.delta_frame("response.reasoning_text.delta", body)
+        assert self.text_frames is not None
+        return frames + self.out.fill(self.text_frames, text)
 
     def done(self, value: Part) -> bytes:
         item = self.item

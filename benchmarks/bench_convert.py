@@ -1,0 +1,92 @@
+"""Benchmark: cross-protocol conversion (``ms.convert`` from each protocol to every other one).
+
+Run: ``PYTHONPATH=src python benchmarks/bench_convert.py [--quick] [source ...]``.
+
+The per-protocol benchmarks measure re-encoding to the same protocol; a bridge converts across
+protocols (an Anthropic upstream to a Chat client, Chat to Responses...), so this one measures
+every pair on the per-protocol benchmarks' own synthesized streams (~2k events each). For each
+pair, in one run with the contenders interleaved (``_harness.best_of``):
+
+* ``re-encode / decode`` = (t(convert to the target) - t(aggregate)) / t(aggregate): what
+  the emit path and the target's encoder add to decoding the source (budget: <= 1);
+* the whole conversion's CPU time per source event, in µs (decode + aggregate + encode: the
+  library's share of a bridge's per-event cost, whose budget is 25 µs in all).
+
+``fail_closed=False``: what a target cannot carry is dropped and listed, as a bridge allows.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import bench_anthropic
+import bench_gemini
+import bench_openai_chat
+import bench_openai_responses
+import bench_realtime
+import maas_stream as ms
+from _harness import SMALL, bare_jsonl, bare_sse, best_of, chunks_of, quick, record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def streams(n: int) -> dict[str, tuple[bytes, Callable[[list[bytes]], int]]]:
+    """Each protocol's benchmark stream of about ``n`` events, and how to count its events."""
+    return {
+        "openai-chat": (bench_openai_chat.synth_stream(n), bare_sse),
+        "openai-responses": (bench_openai_responses.synthesize(n), bare_sse),
+        "anthropic": (bench_anthropic.synth(n * 3 // 4, n // 5)[0], bare_sse),
+        "gemini": (bench_gemini.synth(n), bare_sse),
+        "openai-realtime": (bench_realtime.realtime_stream(n), bare_jsonl),
+        "google-live": (bench_realtime.live_stream(n), bare_jsonl),
+        "google-interactions": (bench_realtime.interactions_stream(n), bare_sse),
+    }
+
+
+def converter(source: str, target: str) -> Callable[[list[bytes]], object]:
+    """``ms.convert`` of the chunks from ``source`` to ``target`` (drops allowed)."""
+
+    def run(chunks: list[bytes]) -> object:
+        return ms.convert(chunks, to=target, protocol=source, fail_closed=False)
+
+    return run
+
+
+def aggregator(source: str) -> Callable[[list[bytes]], object]:
+    """``ms.aggregate`` of the chunks (the decode cost the ratios divide by)."""
+
+    def run(chunks: list[bytes]) -> object:
+        return ms.aggregate(chunks, protocol=source)
+
+    return run
+
+
+def main() -> None:
+    """Measure every (source, target) pair and record its ratios."""
+    all_streams = streams(SMALL)
+    names = [a for a in sys.argv[1:] if not a.startswith("--")]
+    sources = [s for s in all_streams if not names or s in names]
+    repeat = 1 if quick() else 5
+    print(f"cross-protocol conversion, ~{SMALL:,} events per source stream (CPU time, best of {repeat})")
+    for source in sources:
+        data, count = all_streams[source]
+        chunks = chunks_of(data)
+        events = count(chunks)
+        targets = [t for t in all_streams if t != source]
+        fns = {"aggregate": aggregator(source), **{t: converter(source, t) for t in targets}}
+        t = best_of(fns, chunks, repeat)
+        decode = t["aggregate"]
+        print(f"\n{source}: {events:,} events, aggregate {decode / events * 1e6:.2f} µs/event")
+        for target in targets:
+            ratio = (t[target] - decode) / decode
+            per_event = t[target] / events * 1e6
+            print(f"  -> {target:20} re-encode adds {ratio:4.2f}x decode, convert {per_event:5.2f} µs/event")
+            name = f"convert {source} -> {target}"
+            record(name, "re-encode / decode", ratio, "<= 1")
+            record(name, "convert µs/event", per_event, "library share of <= 25")
+
+
+if __name__ == "__main__":
+    main()

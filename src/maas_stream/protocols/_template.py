@@ -1,0 +1,55 @@
+"""Pre-encoded frames: a JSON body encoded once, with holes the hot paths fill per event.
+
+An encoder writes the same frame many times with only a delta (and maybe a sequence number)
+changing: a Chat ``content`` chunk, a Responses ``output_text.delta``, a Realtime
+``output_audio.delta``. :func:`template` encodes such a frame once, exactly as the encoder's own
+``msgspec.json.encode`` of the whole body would (key order and all), with a marker in place of
+each changing value, and cuts it at the markers. Filling it is one ``bytes.join`` of the constant
+fragments and the encoded values: no dict built, no body re-encoded per event, and the bytes are
+those of the per-event path by construction.
+
+It must not know any protocol's frames (the encoders build the bodies).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["HOLE", "template"]
+
+HOLE: Final = tuple(f"\x00maas-hole-{i}\x00" for i in range(4))
+"""The markers a body holds where a value goes in (``HOLE[0]`` first, then ``HOLE[1]``...).
+
+A NUL never reaches an encoded JSON string unescaped, so a marker's encoding cannot be part of
+any other value of the body.
+"""
+
+_json: Final = msgspec.json.Encoder()
+
+
+def template(frame: Callable[[Any], bytes], body: Any, holes: int) -> tuple[bytes, ...]:
+    """The frame of ``body`` cut at its ``holes`` markers: ``holes + 1`` constant fragments.
+
+    ``frame`` writes the whole frame of a body (an SSE ``data:`` line around the encoded body); the
+    body holds ``HOLE[0]`` to ``HOLE[holes - 1]``, each once, in that order of the encoded text.
+    The frame of the body with encoded values ``v0, v1...`` in place of the markers is then
+    ``b"".join((f0, v0, f1, v1, ...))`` for the returned ``(f0, f1, ...)``.
+
+    Raises:
+        ValueError: A marker is missing, repeated or out of order in the frame.
+    """
+    rest = frame(body)
+    fragments: list[bytes] = []
+    for marker in HOLE[:holes]:
+        head, sep, tail = rest.partition(_json.encode(marker))
+        if not sep or _json.encode(marker) in tail:
+            raise ValueError(f"the template body must hold {marker!r} exactly once, after the one before")
+        fragments.append(head)
+        rest = tail
+    fragments.append(rest)
+    return tuple(fragments)

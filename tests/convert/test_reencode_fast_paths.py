@@ -1,0 +1,125 @@
+"""The re-encoding hot paths write what the per-event paths write, byte for byte.
+
+Pre-encoded frames (``protocols/_template``) replace a dict and an encode per delta; the
+converter hands a frame's events on in one list (``EmittingAggregator.feed_all``) and keeps no
+copy of a one-response stream. Each test here compares a fast path with the slow one it
+replaces, on values that stress JSON escaping.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import pytest
+
+import maas_stream as ms
+from maas_stream._registry import get_protocol
+from maas_stream.protocols._template import HOLE, template
+from maas_stream.protocols.openai_realtime._writer import ResponseWriter
+from maas_stream.protocols.openai_responses._output import Output
+from tests.conftest import RECORDINGS, corpus, recordings
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+VALUES = ["", "plain", 'quote " and \\ backslash', "new\nline\ttab", "é 中文 🙂", "\x00\x1f", "</script>"]
+"""Delta values whose JSON encoding escapes something (or nothing)."""
+
+_json = msgspec.json.Encoder()
+
+
+def _sse(body: Any) -> bytes:
+    return b"data: " + _json.encode(body) + b"\n\n"
+
+
+def _filled(frames: tuple[bytes, ...], *values: bytes) -> bytes:
+    out = [frames[0]]
+    for value, fragment in zip(values, frames[1:], strict=True):
+        out += [value, fragment]
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_a_filled_template_is_the_encoded_body(value: str) -> None:
+    body = {"id": "x", "choices": [{"index": 0, "delta": {"content": HOLE[0]}, "n": HOLE[1]}], "z": None}
+    frames = template(_sse, body, 2)
+    expected = {"id": "x", "choices": [{"index": 0, "delta": {"content": value}, "n": 7}], "z": None}
+    assert _filled(frames, _json.encode(value), b"7") == _sse(expected)
+
+
+@pytest.mark.parametrize(
+    ("body", "holes"),
+    [
+        ({"a": "no marker"}, 1),
+        ({"a": HOLE[0], "b": HOLE[0]}, 1),
+        ({"a": HOLE[1], "b": HOLE[0]}, 2),
+    ],
+    ids=["missing", "repeated", "out-of-order"],
+)
+def test_a_template_without_each_marker_once_in_order_is_refused(body: dict[str, Any], holes: int) -> None:
+    with pytest.raises(ValueError, match="exactly once"):
+        template(_sse, body, holes)
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_responses_delta_frames_number_and_write_like_frame(value: str) -> None:
+    fast, slow = Output(), Output()
+    fast.seq = slow.seq = 41
+    frames = Output.delta_frame(
+        "response.output_text.delta", {"item_id": "m", "delta": HOLE[0], "logprobs": []}
+    )
+    assert fast.fill(frames, value) == slow.frame(
+        "response.output_text.delta", {"item_id": "m", "delta": value, "logprobs": []}
+    )
+    assert fast.fill(frames, value) == slow.frame(
+        "response.output_text.delta", {"item_id": "m", "delta": value, "logprobs": []}
+    )
+    assert fast.seq == slow.seq == 43
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_realtime_delta_events_are_the_events_the_writer_builds(value: str) -> None:
+    fast, slow = ResponseWriter(), ResponseWriter()
+    for writer in (fast, slow):
+        writer.open(None)
+    item_fast, _ = fast.add("message", "item_1", None)
+    item_slow, _ = slow.add("message", "item_1", None)
+    index, _ = fast.content(item_fast, "text")
+    slow.content(item_slow, "text")
+    for _ in range(2):  # the second one from the kept template
+        base = {"response_id": slow.response, "item_id": "item_1", "output_index": 0, "content_index": index}
+        expected = slow.event({"type": "response.output_text.delta", **base, "delta": value})
+        assert fast.text(item_fast, index, value) == expected
+    # What was streamed is what the part lists when it is done.
+    assert fast.content_done(item_fast, index, "text").count(_json.encode(value * 2)) == 2
+
+
+def _streams() -> list[tuple[str, Path]]:
+    found = [(p, f) for p in ms.protocol_names() for f in [*recordings(p), *corpus(p)][:6]]
+    return found or [("openai-chat", RECORDINGS / "openai-chat" / "missing.sse")]
+
+
+@pytest.mark.parametrize(("protocol", "path"), _streams(), ids=lambda v: getattr(v, "name", v))
+def test_feed_all_hands_on_what_feed_does_per_event(protocol: str, path: Path) -> None:
+    data = path.read_bytes()
+    decoder = get_protocol(protocol).decoder()
+    try:
+        source = decoder.feed(data) + decoder.finish()
+    except ms.ProtocolError:
+        pytest.skip("the stream is cut or invalid on purpose")
+    per_event = ms.Aggregator(protocol, emit=True)
+    batch = ms.Aggregator(protocol, emit=True)
+    expected = [out for event in source for out in per_event.feed(event)]
+    assert batch.feed_all(source) == expected
+    assert batch.finish() == per_event.finish()
+
+
+@pytest.mark.parametrize("target", ["openai-chat", "anthropic", "gemini", "openai-realtime"])
+def test_a_one_response_converter_keeps_no_copy_of_its_output(target: str) -> None:
+    data = next(p for p in recordings("openai-chat")).read_bytes()
+    conv = ms.StreamConverter(target, protocol="openai-chat")
+    out = conv.feed(data) + conv.finish()
+    assert out == ms.convert(data, to=target, protocol="openai-chat")
+    assert conv.streams == []  # the caller has the one stream; nothing kept
+    assert ms.convert_session(data, to=target, protocol="openai-chat") == [out]
