@@ -22,7 +22,7 @@ from .. import events
 from .._drops import DropKind, DropLog
 from .._exceptions import RemoteProtocolError
 from .._model import Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart, Usage
-from ._base import EventEncoder, JSONLinesStreamDecoder, WrappedLine, _State, flush_warnings
+from ._base import _DECODE_FAULTS, EventEncoder, JSONLinesStreamDecoder, _State, flush_warnings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -116,8 +116,13 @@ class SessionDecoder(JSONLinesStreamDecoder):
     """Base of the session decoders: recorded server lines take a typed one-pass fast path.
 
     Subclasses set :attr:`frame_decoder` (a decoder of ``{"dir", "msg"}`` whose ``msg`` is their
-    typed server message) and implement :meth:`_server_frame`; every other line (client lines,
+    typed server message) and implement :meth:`_server_line`; every other line (client lines,
     odd frames) takes the base path through ``on_message``.
+
+    The fast path is :meth:`feed` itself: it splits the chunk, decodes each server line typed in
+    one pass and hands the message to :meth:`_server_line`, which appends to one list for the
+    whole chunk. Per line that is one msgspec decode and one call into the protocol: no untyped
+    envelope, no per-line list, no wrapper object unless a message is kept whole.
     """
 
     frame_decoder: ClassVar[Any]
@@ -132,8 +137,6 @@ class SessionDecoder(JSONLinesStreamDecoder):
         """Whether a response is open."""
         self._ours = False
         """Whether the decoder opened it, to hold session messages outside any model response."""
-        self._typed_lines = True
-        """Whether recorded server lines may take the fast path now (a subclass may wait)."""
 
     def _response_id(self) -> str | None:
         return None
@@ -152,30 +155,90 @@ class SessionDecoder(JSONLinesStreamDecoder):
             self._ours = False
             out.append(events.ResponseDone(**done))
 
-    def _server_frame(self, message: Any, msg: Any) -> list[events.Event]:
-        """The events of one typed server message (``msg`` is its line, for a raw copy)."""
+    def _server_line(self, message: Any, line: bytes, out: list[events.Event]) -> None:
+        """Append the events of one typed server message; ``line`` is its recorded line.
+
+        A subclass that keeps the message whole wraps the line (``WrappedLine(line)``) for
+        ``raw_message``; the common deltas never need it.
+        """
         raise NotImplementedError
 
-    def _line(self, line: bytes) -> list[events.Event]:
-        frame = None
-        if self._typed_lines:
-            try:
-                frame = self.frame_decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                frame = None
-        if frame is None or frame.dir != "server" or frame.msg is None:
-            return super()._line(line)
-        self._frames += 1
-        try:
-            out = self._server_frame(frame.msg, WrappedLine(line))
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = exc.protocol or self.protocol
-            exc.frame = exc.frame or self._frames
-            raise
-        if self.warnings:
-            out += flush_warnings(self.warnings)
+    def feed(self, data: bytes) -> list[events.Event]:
+        """Decode a chunk of JSON-lines bytes; return the events it completed.
+
+        Raises:
+            RemoteProtocolError: A line is not a valid frame (the error names its number).
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        if self._state is not _State.OPEN or b"\n" not in data:
+            return super().feed(data)  # refuses, or holds a partial line (and bounds its size)
+        if self._pending:
+            self._pending.append(data)
+            data = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if rest:
+            self._pending = [rest]
+            self._pending_size = len(rest)
+        out: list[events.Event] = []
+        self._lines(lines, out)
         return out
+
+    def _line(self, line: bytes) -> list[events.Event]:
+        out: list[events.Event] = []
+        self._lines([line], out)
+        return out
+
+    def _lines(self, lines: list[bytes], out: list[events.Event]) -> None:
+        """Append the events of whole lines to ``out``; a bad line raises with those before it."""
+        decode = self.frame_decoder.decode
+        on_server = self._server_line
+        warnings = self.warnings  # flush_warnings empties it in place
+        slow = super()._line
+        for line in lines:
+            if not line:
+                continue
+            try:
+                frame = decode(line)
+            except _DECODE_FAULTS:
+                frame = None
+            if frame is None or frame.dir != "server" or frame.msg is None:
+                if line.strip():  # client lines, odd frames: the base path (errors included)
+                    try:
+                        out += slow(line)
+                    except RemoteProtocolError as exc:
+                        exc.events = out  # what the lines before the bad one decoded to: not lost
+                        raise
+                continue
+            self._frames += 1
+            mark = len(out)
+            try:
+                on_server(frame.msg, line, out)
+            except _DECODE_FAULTS as exc:
+                del out[mark:]
+                raise self._fault(exc, line, out) from exc
+            except RemoteProtocolError as exc:
+                del out[mark:]
+                self._state = _State.ERROR
+                exc.protocol = exc.protocol or self.protocol
+                exc.frame = exc.frame or self._frames
+                exc.events = out
+                raise
+            if warnings:
+                out += flush_warnings(warnings)
+
+    def _fault(self, exc: Exception, line: bytes, before: list[events.Event]) -> RemoteProtocolError:
+        self._state = _State.ERROR
+        err = RemoteProtocolError(
+            f"invalid {self.protocol} message: {exc}",
+            protocol=self.protocol,
+            frame=self._frames,
+            raw=line[:500].decode("utf-8", "replace"),
+        )
+        err.events = before
+        return err
 
 
 class SessionEncoder(EventEncoder):

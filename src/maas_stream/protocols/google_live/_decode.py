@@ -42,7 +42,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, ImagePart, MessageStatus, ReasoningPart, TextPart, ToolResultPart
-from .._base import Msg, raw_message
+from .._base import Msg, WrappedLine, raw_message
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
@@ -90,10 +90,15 @@ class StreamDecoder(SessionDecoder):
             out: list[ev.Event] = []
             self._client(msg, out)
             return out
-        return self._server_frame(server_decoder.decode(msg), msg)
+        out = []
+        self._server(server_decoder.decode(msg), msg, out)
+        return out
 
-    def _server_frame(self, message: ServerMessage, msg: Msg) -> list[ev.Event]:
-        out: list[ev.Event] = []
+    def _server_line(self, message: ServerMessage, line: bytes, out: list[ev.Event]) -> None:
+        self._server(message, WrappedLine(line), out)
+
+    def _server(self, message: ServerMessage, msg: Msg, out: list[ev.Event]) -> None:
+        """The events of one server message (``msg`` is its text, for a raw copy)."""
         if not self._started:
             # The session starts: say which protocol this is before any session message.
             self._started = True
@@ -108,7 +113,7 @@ class StreamDecoder(SessionDecoder):
         if content is not None:
             self._content(content, msg, out)
             if not (content.turn_complete or session or message.tool_call or message.usage_metadata):
-                return out  # the common case: a piece of a model turn
+                return  # the common case: a piece of a model turn
         if message.tool_call is not None:
             self._tool_call(message.tool_call.function_calls, out)
         if message.tool_call_cancellation is not None:
@@ -122,7 +127,6 @@ class StreamDecoder(SessionDecoder):
         main = content is not None or message.tool_call is not None or message.usage_metadata is not None
         if session or not main:
             self._session_message(msg, out)
-        return out
 
     def _session_message(self, msg: Msg, out: list[ev.Event]) -> None:
         raw = raw_message(msg)
