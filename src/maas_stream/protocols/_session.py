@@ -14,7 +14,7 @@ cross-protocol rule (finish reasons, replay: see the aggregator and ``_replay``)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -60,14 +60,15 @@ _PART_KINDS: Final[dict[str, DropKind]] = {
 
 
 class Frame(msgspec.Struct, Generic[_M], gc=False):
-    """A recorded ``{"dir", "msg"}`` line whose message is typed (decoded in one pass).
+    """A recorded server line ``{"dir": "server", "msg": ...}`` whose message is typed (one pass).
 
     ``Frame[ServerMessage]`` is what a protocol's ``frame_decoder`` reads; ``gc=False`` as for
-    the wire Structs it holds (measured in ``benchmarks/bench_realtime.py``).
+    the wire Structs it holds (measured in ``benchmarks/bench_realtime.py``). Any other line (a
+    client line, a server line without a message) fails to decode and takes the base path.
     """
 
-    dir: str = ""
-    msg: _M | None = None
+    dir: Literal["server"]
+    msg: _M
 
 
 def frame(msg: Any, *, client: bool = False) -> bytes:
@@ -204,7 +205,7 @@ class SessionDecoder(JSONLinesStreamDecoder):
                 frame = decode(line)
             except _DECODE_FAULTS:
                 frame = None
-            if frame is None or frame.dir != "server" or frame.msg is None:
+            if frame is None:
                 if line.strip():  # client lines, odd frames: the base path (errors included)
                     try:
                         out += slow(line)
