@@ -22,7 +22,10 @@ from tests.conftest import corpus, recordings
 if TYPE_CHECKING:
     from pathlib import Path
 
-DECODERS: dict[str, Any] = {"openai-realtime": rt.StreamDecoder, "google-live": gl.StreamDecoder}
+DECODERS: dict[str, type[rt.StreamDecoder | gl.StreamDecoder]] = {
+    "openai-realtime": rt.StreamDecoder,
+    "google-live": gl.StreamDecoder,
+}
 
 REALTIME_TEXT = {
     "type": "response.output_text.delta",
