@@ -105,6 +105,10 @@ class StreamDecoder(SessionDecoder):
 
         The text is decoded untyped only when the message, or a part of it, is kept whole.
         """
+        if whole and self.coalesce and self._msg_open and self._hold(message):
+            return
+        if self._runs:
+            self._flush(out)
         if not self._started:
             # The session starts: say which protocol this is before any session message.
             self._started = True
@@ -126,12 +130,12 @@ class StreamDecoder(SessionDecoder):
                 if not self._audio:
                     self._start_audio(None, out)
                 out.append(ev.AudioDelta(message=self._turn, part="audio", transcript=transcript.text))
-            if content.interrupted:
-                self._interrupted = True
-            if content.grounding_metadata is not None:
-                self._metadata("groundingMetadata", content.grounding_metadata, out)
-            if content.url_context_metadata is not None:
-                self._metadata("urlContextMetadata", content.url_context_metadata, out)
+            if (
+                content.interrupted
+                or content.grounding_metadata is not None
+                or content.url_context_metadata is not None
+            ):
+                self._content_extras(content, out)
             if not (
                 content.turn_complete
                 or message.tool_call
@@ -143,6 +147,76 @@ class StreamDecoder(SessionDecoder):
             ):
                 return  # the common case: a piece of a model turn
         self._turn_end(message, content, line, whole, out)
+
+    def _hold(self, message: ServerMessage) -> bool:
+        """Hold a message's deltas as runs if it only continues the open turn's parts (``coalesce``).
+
+        False, holding nothing, for a message that does anything else (starts a part, ends the
+        turn, carries a call, usage or a session key, ...): that one takes the general path.
+        """
+        content = message.server_content
+        if (
+            content is None
+            or content.turn_complete
+            or content.interrupted
+            or content.input_transcription is not None
+            or content.grounding_metadata is not None
+            or content.url_context_metadata is not None
+            or message.tool_call is not None
+            or message.usage_metadata is not None
+            or message.setup_complete is not None
+            or message.tool_call_cancellation is not None
+            or message.go_away is not None
+            or message.session_resumption_update is not None
+        ):
+            return False
+        turn = content.model_turn
+        parts = turn.parts if turn is not None else []
+        for part in parts:
+            if part.text is not None:
+                if part.thought_signature is not None or self._last != (
+                    "thought" if part.thought else "text"
+                ):
+                    return False
+            else:
+                blob = part.inline_data
+                data = blob.data if blob is not None else None
+                if (
+                    not self._audio
+                    or not data
+                    or len(data) % 4  # whole unpadded base64 groups join as text; others go alone
+                    or data.endswith("=")
+                    or not (blob.mime_type or "").startswith("audio/")  # type: ignore[union-attr]
+                ):
+                    return False
+        transcript = content.output_transcription
+        text = transcript.text if transcript is not None else None
+        if text and not self._audio:
+            return False
+        runs = self._runs
+        key: tuple[Any, int, int | str]
+        for part in parts:
+            if part.text is not None:
+                if not part.text:
+                    continue
+                key = (ev.ReasoningDelta if part.thought else ev.TextDelta, self._turn, self._pos)
+                piece = part.text
+            else:
+                key = ("data", self._turn, "audio")
+                piece = part.inline_data.data  # type: ignore[union-attr,assignment]
+            run = runs.get(key)
+            if run is None:
+                runs[key] = [piece]
+            else:
+                run.append(piece)
+        if text:
+            key = ("transcript", self._turn, "audio")
+            run = runs.get(key)
+            if run is None:
+                runs[key] = [text]
+            else:
+                run.append(text)
+        return True
 
     def _turn_end(
         self,
@@ -210,6 +284,14 @@ class StreamDecoder(SessionDecoder):
             self._turn += 1
 
     # ------------------------------------------------------------------ server content
+
+    def _content_extras(self, content: ServerContent, out: list[ev.Event]) -> None:
+        if content.interrupted:
+            self._interrupted = True
+        if content.grounding_metadata is not None:
+            self._metadata("groundingMetadata", content.grounding_metadata, out)
+        if content.url_context_metadata is not None:
+            self._metadata("urlContextMetadata", content.url_context_metadata, out)
 
     def _metadata(self, name: str, raw: Any, out: list[ev.Event]) -> None:
         self._ensure_turn(out)

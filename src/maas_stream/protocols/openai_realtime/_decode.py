@@ -71,6 +71,13 @@ _QUIET: Final = frozenset(
         "response.audio_transcript.done",
     }
 )
+_HELD: Final[dict[str, Any]] = {
+    **dict.fromkeys(_TEXT, ev.TextDelta),
+    **dict.fromkeys(_AUDIO, "data"),
+    **dict.fromkeys(_TRANSCRIPT, "transcript"),
+    "response.function_call_arguments.delta": ev.ArgumentsDelta,
+}
+"""The streamed deltas a coalescing decoder holds as runs, by the kind of run (``SessionDecoder._runs``)."""
 _ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
@@ -128,9 +135,31 @@ class StreamDecoder(SessionDecoder):
         }
 
     def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
+        if self.coalesce and self._started:
+            kind = _HELD.get(event.type)
+            text = event.delta
+            if kind is not None and text and (kind != "data" or not (len(text) % 4 or text.endswith("="))):
+                # Held as a run (whole unpadded base64 audio groups join as text; a padded chunk
+                # goes out alone, after what is held).
+                key = (
+                    kind,
+                    event.item_id or "",
+                    "call" if kind is ev.ArgumentsDelta else event.content_index,
+                )
+                run = self._runs.get(key)
+                if run is None:
+                    self._runs[key] = [text]
+                else:
+                    run.append(text)
+                return
+            if self._runs:
+                self._flush(out)
+        delta = self._deltas.get(event.type)
+        if delta is not None and self._started:
+            delta(event, out)
+            return
         if not self._started:
             self._start(event, out)
-        delta = self._deltas.get(event.type)
         if delta is not None:
             delta(event, out)
         else:
