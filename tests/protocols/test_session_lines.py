@@ -8,6 +8,7 @@ of the lines before it (and none of its own).
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ import pytest
 
 import maas_stream as ms
 from maas_stream import events as ev
+from maas_stream._aggregate import Aggregator
+from maas_stream._model import AudioPart
 from maas_stream.protocols import google_live as gl
 from maas_stream.protocols import openai_realtime as rt
 from tests.conftest import corpus, recordings
@@ -150,3 +153,80 @@ def test_client_lines_between_server_lines_keep_their_place() -> None:
     texts = [i for i, e in enumerate(out) if isinstance(e, ev.TextDelta)]
     assert len(tool) == 1
     assert texts[0] < tool[0] < texts[1]
+
+
+# ---------------------------------------------------------------- coalescing (aggregate-only consumers)
+
+
+def aggregate(protocol: str, data: bytes, size: int, *, coalesce: bool) -> tuple[ms.Response, int]:
+    """The aggregate of a recording fed in chunks of ``size``, and how many events it took."""
+    decoder = DECODERS[protocol](coalesce=coalesce)
+    agg = Aggregator(protocol)
+    count = 0
+    for i in range(0, len(data), size):
+        events = decoder.feed(data[i : i + size])
+        count += len(events)
+        agg.consume(events)
+    events = decoder.finish()
+    agg.consume(events)
+    return agg.finish(), count + len(events)
+
+
+@pytest.mark.parametrize("path", files())
+@pytest.mark.parametrize("size", [1, 97, 1 << 20])
+def test_coalesced_deltas_aggregate_the_same(path: Path, size: int) -> None:
+    data = path.read_bytes()
+    expected, count = aggregate(path.parent.name, data, size, coalesce=False)
+    got, fewer = aggregate(path.parent.name, data, size, coalesce=True)
+    assert got == expected
+    assert fewer <= count
+
+
+@pytest.mark.parametrize(
+    ("protocol", "delta"),
+    [
+        ("openai-realtime", lambda i: {**REALTIME_TEXT, "delta": f"w{i} "}),
+        ("google-live", lambda i: {"serverContent": {"modelTurn": {"parts": [{"text": f"w{i} "}]}}}),
+        ("google-live", lambda i: {"serverContent": {"outputTranscription": {"text": f"w{i} "}}}),
+    ],
+)
+def test_a_chunk_of_deltas_of_one_part_is_one_delta(protocol: str, delta: Any) -> None:
+    decoder = DECODERS[protocol](coalesce=True)
+    decoder.feed(line("server", delta(0)))  # the part starts
+    out = decoder.feed(b"".join(line("server", delta(i)) for i in range(1, 51)))
+    assert len(out) == 1
+    only = out[0]
+    assert isinstance(only, (ev.TextDelta, ev.AudioDelta))
+    text = only.text if isinstance(only, ev.TextDelta) else only.transcript
+    assert text == "".join(f"w{i} " for i in range(1, 51))
+
+
+@pytest.mark.parametrize("protocol", list(DECODERS))
+def test_padded_base64_audio_is_never_joined_as_text(protocol: str) -> None:
+    chunks = ["AQI=", "AwQ=", "BQYH", "CAkK"]  # bytes 1..10; the first two are padded
+    if protocol == "openai-realtime":
+        base = {"type": "response.output_audio.delta", "item_id": "item_1", "content_index": 0}
+        data = b"".join(line("server", {**base, "delta": c}) for c in chunks)
+    else:
+        parts = [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": c}} for c in chunks]
+        data = b"".join(line("server", {"serverContent": {"modelTurn": {"parts": [p]}}}) for p in parts)
+    expected, _ = aggregate(protocol, data, 1 << 20, coalesce=False)
+    got, _ = aggregate(protocol, data, 1 << 20, coalesce=True)
+    assert got == expected
+    audio = [p for m in got.messages if isinstance(m.content, list) for p in m.content]
+    assert [base64.b64decode(p.data) for p in audio if isinstance(p, AudioPart) and p.data] == [
+        bytes(range(1, 11))
+    ]
+
+
+@pytest.mark.parametrize("protocol", list(DECODERS))
+def test_coalesced_bad_line_keeps_the_held_deltas_before_it_and_none_of_its_own(protocol: str) -> None:
+    good, bad = _bad_line_case(protocol)
+    with pytest.raises(ms.RemoteProtocolError) as plain:
+        DECODERS[protocol]().feed(good + bad)
+    with pytest.raises(ms.RemoteProtocolError) as held:
+        DECODERS[protocol](coalesce=True).feed(good + bad)
+    assert held.value.frame == plain.value.frame == 3
+    texts = [e.text for e in held.value.events if isinstance(e, ev.TextDelta)]
+    assert "".join(texts) == "".join(e.text for e in plain.value.events if isinstance(e, ev.TextDelta))
+    assert "".join(texts) == "HiHi"
