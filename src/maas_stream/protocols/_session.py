@@ -198,9 +198,17 @@ class SessionDecoder(JSONLinesStreamDecoder):
         """Append the events of one typed server message; ``line`` is its recorded line.
 
         A subclass that keeps the message whole wraps the line (``WrappedLine(line)``) for
-        ``raw_message``; the common deltas never need it.
+        ``raw_message``; the common deltas never need it. Nothing is held when it is called.
         """
         raise NotImplementedError
+
+    def _held_line(self, message: Any, line: bytes, out: list[events.Event]) -> None:
+        """:meth:`_server_line` when :attr:`coalesce` is on: a subclass holds its streamed deltas.
+
+        Any other message goes to :meth:`_server_line` after :meth:`_flush`.
+        """
+        self._flush(out)
+        self._server_line(message, line, out)
 
     def feed(self, data: bytes) -> list[events.Event]:
         """Decode a chunk of JSON-lines bytes; return the events it completed.
@@ -233,10 +241,11 @@ class SessionDecoder(JSONLinesStreamDecoder):
     def _lines(self, lines: list[bytes], out: list[events.Event]) -> None:
         """Append the events of whole lines to ``out``; a bad line raises with those before it."""
         decode = self.frame_decoder.decode
-        on_server = self._server_line
+        on_server = self._held_line if self.coalesce else self._server_line
         warnings = self.warnings  # flush_warnings empties it in place
         slow = super()._line
         self._flushed = 0
+        frames = self._frames  # counted here, stored back before anything else reads it
         for line in lines:
             if not line:
                 continue
@@ -247,31 +256,36 @@ class SessionDecoder(JSONLinesStreamDecoder):
             if frame is None:
                 if line.strip():  # client lines, odd frames: the base path (errors included)
                     self._flush(out)
+                    self._frames = frames
                     try:
                         out += slow(line)
                     except RemoteProtocolError as exc:
                         exc.events = out  # what the lines before the bad one decoded to: not lost
                         raise
+                    frames = self._frames
                 continue
-            self._frames += 1
+            frames += 1
             mark = len(out)
             try:
                 on_server(frame.msg, line, out)
             except _DECODE_FAULTS as exc:
+                self._frames = frames
                 del out[max(mark, self._flushed) :]  # the bad line's own events
                 self._flush(out)
                 raise self._fault(exc, line, out) from exc
             except RemoteProtocolError as exc:
+                self._frames = frames
                 del out[max(mark, self._flushed) :]
                 self._flush(out)
                 self._state = _State.ERROR
                 exc.protocol = exc.protocol or self.protocol
-                exc.frame = exc.frame or self._frames
+                exc.frame = exc.frame or frames
                 exc.events = out
                 raise
             if warnings:
                 self._flush(out)
                 out += flush_warnings(warnings)
+        self._frames = frames
         self._flush(out)
 
     def _fault(self, exc: Exception, line: bytes, before: list[events.Event]) -> RemoteProtocolError:

@@ -105,10 +105,6 @@ class StreamDecoder(SessionDecoder):
 
         The text is decoded untyped only when the message, or a part of it, is kept whole.
         """
-        if whole and self.coalesce and self._msg_open and self._hold(message):
-            return
-        if self._runs:
-            self._flush(out)
         if not self._started:
             # The session starts: say which protocol this is before any session message.
             self._started = True
@@ -147,6 +143,12 @@ class StreamDecoder(SessionDecoder):
             ):
                 return  # the common case: a piece of a model turn
         self._turn_end(message, content, line, whole, out)
+
+    def _held_line(self, message: ServerMessage, line: bytes, out: list[ev.Event]) -> None:
+        if not (self._msg_open and self._hold(message)):
+            if self._runs:
+                self._flush(out)
+            self._server_line(message, line, out)
 
     def _hold(self, message: ServerMessage) -> bool:
         """Hold a message's deltas as runs if it only continues the open turn's parts (``coalesce``).

@@ -78,6 +78,7 @@ _HELD: Final[dict[str, Any]] = {
     "response.function_call_arguments.delta": ev.ArgumentsDelta,
 }
 """The streamed deltas a coalescing decoder holds as runs, by the kind of run (``SessionDecoder._runs``)."""
+_ARGUMENTS: Final = ev.ArgumentsDelta
 _ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
@@ -134,26 +135,29 @@ class StreamDecoder(SessionDecoder):
             "error": self._on_error,
         }
 
-    def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
-        if self.coalesce and self._started:
-            kind = _HELD.get(event.type)
-            text = event.delta
-            if kind is not None and text and (kind != "data" or not (len(text) % 4 or text.endswith("="))):
-                # Held as a run (whole unpadded base64 audio groups join as text; a padded chunk
-                # goes out alone, after what is held).
-                key = (
-                    kind,
-                    event.item_id or "",
-                    "call" if kind is ev.ArgumentsDelta else event.content_index,
-                )
+    def _held_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
+        kind = _HELD.get(event.type)
+        text = event.delta
+        if kind is not None and text and self._started:
+            key: tuple[Any, str, int | str] | None
+            if kind is _ARGUMENTS:
+                key = (kind, event.item_id or "", "call")
+            elif kind != "data" or not (len(text) % 4 or text.endswith("=")):
+                key = (kind, event.item_id or "", event.content_index)
+            else:
+                key = None  # a padded base64 chunk goes out alone, after what is held
+            if key is not None:
                 run = self._runs.get(key)
                 if run is None:
                     self._runs[key] = [text]
                 else:
                     run.append(text)
                 return
-            if self._runs:
-                self._flush(out)
+        if self._runs:
+            self._flush(out)
+        self._server_line(event, line, out)
+
+    def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
         delta = self._deltas.get(event.type)
         if delta is not None and self._started:
             delta(event, out)
