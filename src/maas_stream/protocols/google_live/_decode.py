@@ -31,6 +31,11 @@ synthesizes), whether the turn's audio part and the input transcription are open
 response is open (and whether the decoder opened it for session messages), and the session id
 and model for ``ResponseStart``. Item state (which calls exist, their status) is the
 aggregator's: a cancellation names the call by id.
+
+Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); a message's text
+is decoded untyped only when it, or one of its parts, is kept whole. With ``coalesce``, a
+message that only continues the open turn's text, thought, audio or transcript is held in
+per-part runs that one chunk hands on as one delta each.
 """
 
 from __future__ import annotations

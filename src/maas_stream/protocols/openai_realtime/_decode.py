@@ -35,6 +35,11 @@ would blank the streamed one), a counter for tool-result message keys, and input
 deltas until ``.completed``: a transcription often outlives the response it began in, and a
 message must not straddle two responses (the aggregator closes a response's messages at its
 end). Item values and statuses are the aggregator's.
+
+Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); the streamed
+deltas (text, audio, transcript, call arguments: nearly every event of a session) go straight
+from the typed event to their delta event, or, with ``coalesce``, into per-part runs that one
+chunk hands on as one delta each.
 """
 
 from __future__ import annotations
