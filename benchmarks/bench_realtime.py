@@ -16,6 +16,12 @@ events/s of:
 (d) ``ms.convert`` to the same protocol (re-encode cost = (d) time - (b) time).
 
 CPU time, contenders interleaved, best of several runs (``_harness.py``). Budgets (DESIGN.md): (b) >= 0.5x (a); (b) >= 10x (c); re-encode <= 2x decode.
+
+For the two websocket protocols it then splits (b), per line and in one run: the typed floor
+(the same newline split + the decoder's own typed ``msgspec`` decode of each line, nothing
+else), the decoder alone, the aggregator alone (fed the decoder's events, decoded beforehand),
+and the decoder with ``coalesce=True`` (each part's deltas that one chunk completes joined into
+one delta) followed by the aggregator: what an aggregate-only consumer can pay.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from _harness import LARGE, SMALL, bare_jsonl, bare_sse, measure
+from _harness import LARGE, SMALL, bare_jsonl, bare_sse, best_of, chunks_of, measure, quick, record
+from maas_stream._aggregate import Aggregator
+from maas_stream.protocols import google_live, openai_realtime
 from maas_stream.sse import Decoder
 
 if TYPE_CHECKING:
@@ -390,6 +398,66 @@ def sdk_interactions(chunks: list[bytes]) -> int:
     return n
 
 
+def split_jsonl(protocol: str, data: bytes) -> None:
+    """Where ``ms.aggregate``'s time goes on a websocket recording (see the module docstring)."""
+    module = openai_realtime if protocol == "openai-realtime" else google_live
+    frames = module._wire.frame_decoder
+    chunks = chunks_of(data)
+
+    def typed(chunks: list[bytes]) -> int:
+        pending = b""
+        n = 0
+        for chunk in chunks:
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if line:
+                    try:
+                        frames.decode(line)
+                    except msgspec.ValidationError:
+                        pass  # a client line: the decoder's other path
+                    n += 1
+        return n
+
+    def decoded(coalesce: bool) -> list[list[Any]]:
+        decoder = module.StreamDecoder(coalesce=coalesce)
+        return [decoder.feed(chunk) for chunk in chunks] + [decoder.finish()]
+
+    def aggregated(batches: list[list[Any]]) -> object:
+        agg = Aggregator(protocol)
+        for batch in batches:
+            agg.consume(batch)
+        return agg.finish()
+
+    batches = decoded(False)
+    assert aggregated(batches) == aggregated(decoded(True))
+    lines = bare_jsonl(chunks)
+    t = best_of(
+        {
+            "bare": bare_jsonl,
+            "typed": typed,
+            "decoder": lambda _: decoded(False),
+            "aggregator": lambda _: aggregated(batches),
+            "coalesced": lambda _: aggregated(decoded(True)),
+        },
+        chunks,
+        1 if quick() else (5 if lines > 10_000 else 9),
+    )
+    events = sum(map(len, batches))
+    print(f"  split per line ({events:,} events; ms.aggregate = decoder + aggregator):")
+    for name, label in (
+        ("bare", "bare split+msgspec.decode"),
+        ("typed", "split + typed frame decode"),
+        ("decoder", "our decoder alone"),
+        ("aggregator", "Aggregator alone"),
+        ("coalesced", "decoder(coalesce) + Aggregator"),
+    ):
+        print(f"    {label:32} {t[name] / lines * 1e6:6.2f} us/line   {t['bare'] / t[name]:5.2f}x bare")
+    record(
+        f"{protocol} {lines:,} ev", "coalesced decode+aggregate vs bare", t["bare"] / t["coalesced"], ">= 0.5"
+    )
+
+
 CASES: list[
     tuple[str, Callable[[int], bytes], Callable[[list[bytes]], int], Callable[[list[bytes]], int], str]
 ] = [
@@ -407,7 +475,10 @@ def main() -> None:
         if names and name not in names:
             continue
         for size in (SMALL, LARGE):
-            measure(name, make(size), bare=bare, sdk=sdk, sdk_label=sdk_label)
+            data = make(size)
+            measure(name, data, bare=bare, sdk=sdk, sdk_label=sdk_label)
+            if bare is bare_jsonl:
+                split_jsonl(name, data)
 
 
 if __name__ == "__main__":

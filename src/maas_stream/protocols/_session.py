@@ -14,7 +14,7 @@ cross-protocol rule (finish reasons, replay: see the aggregator and ``_replay``)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -22,12 +22,13 @@ from .. import events
 from .._drops import DropKind, DropLog
 from .._exceptions import RemoteProtocolError
 from .._model import Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart, Usage
-from ._base import EventEncoder, JSONLinesStreamDecoder, WrappedLine, _State, flush_warnings
+from ._base import _DECODE_FAULTS, EventEncoder, JSONLinesStreamDecoder, _State, flush_warnings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from .._model import Message
+    from ..events import Key
 
 __all__ = [
     "Frame",
@@ -60,14 +61,15 @@ _PART_KINDS: Final[dict[str, DropKind]] = {
 
 
 class Frame(msgspec.Struct, Generic[_M], gc=False):
-    """A recorded ``{"dir", "msg"}`` line whose message is typed (decoded in one pass).
+    """A recorded server line ``{"dir": "server", "msg": ...}`` whose message is typed (one pass).
 
     ``Frame[ServerMessage]`` is what a protocol's ``frame_decoder`` reads; ``gc=False`` as for
-    the wire Structs it holds (measured in ``benchmarks/bench_realtime.py``).
+    the wire Structs it holds (measured in ``benchmarks/bench_realtime.py``). Any other line (a
+    client line, a server line without a message) fails to decode and takes the base path.
     """
 
-    dir: str = ""
-    msg: _M | None = None
+    dir: Literal["server"]
+    msg: _M
 
 
 def frame(msg: Any, *, client: bool = False) -> bytes:
@@ -116,14 +118,40 @@ class SessionDecoder(JSONLinesStreamDecoder):
     """Base of the session decoders: recorded server lines take a typed one-pass fast path.
 
     Subclasses set :attr:`frame_decoder` (a decoder of ``{"dir", "msg"}`` whose ``msg`` is their
-    typed server message) and implement :meth:`_server_frame`; every other line (client lines,
+    typed server message) and implement :meth:`_server_line`; every other line (client lines,
     odd frames) takes the base path through ``on_message``.
+
+    The fast path is :meth:`feed` itself: it splits the chunk, decodes each server line typed in
+    one pass and hands the message to :meth:`_server_line`, which appends to one list for the
+    whole chunk. Per line that is one msgspec decode and one call into the protocol: no untyped
+    envelope, no per-line list, no wrapper object unless a message is kept whole.
+
+    With :attr:`coalesce`, the streamed deltas a chunk completes are not one event each: a
+    subclass holds them in :attr:`_runs` and each part's run comes out as one delta
+    (:meth:`_flush`), so a consumer that only aggregates pays per chunk, not per provider frame,
+    for the bulk of a session. Deltas of different parts may be held together: a part's text
+    only ever grows at its end, so joining each part's run and handing the runs on in the order
+    their parts first appeared gives the aggregate the same text and creates parts in the same
+    order. Any other event first hands on what is held.
     """
 
     frame_decoder: ClassVar[Any]
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, coalesce: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.coalesce = coalesce
+        """Whether :meth:`feed` joins the streamed deltas of each part that one chunk completes.
+
+        Off by default: one event per provider frame, which a re-encoder or a relay needs. An
+        aggregate-only consumer may switch it on; the aggregate is the same, with fewer events.
+        Runs never outlive a call: every event a chunk completes is returned by its ``feed``.
+        """
+        self._runs: dict[tuple[Any, Key, Key], list[str]] = {}
+        """Held deltas by (kind, message, part), in the order their parts first appeared; the kind
+        is a delta class, or ``"data"`` / ``"transcript"`` for audio. Base64 audio joins as text
+        only in whole unpadded groups: a subclass holds no other audio chunk."""
+        self._flushed = 0
+        """Where the last :meth:`_flush` left ``out``: a bad line's own events start there."""
         self._model: str | None = None
         """The session's model (from its setup), for each ``ResponseStart``."""
         self._started = False
@@ -132,8 +160,6 @@ class SessionDecoder(JSONLinesStreamDecoder):
         """Whether a response is open."""
         self._ours = False
         """Whether the decoder opened it, to hold session messages outside any model response."""
-        self._typed_lines = True
-        """Whether recorded server lines may take the fast path now (a subclass may wait)."""
 
     def _response_id(self) -> str | None:
         return None
@@ -152,30 +178,126 @@ class SessionDecoder(JSONLinesStreamDecoder):
             self._ours = False
             out.append(events.ResponseDone(**done))
 
-    def _server_frame(self, message: Any, msg: Any) -> list[events.Event]:
-        """The events of one typed server message (``msg`` is its line, for a raw copy)."""
+    def _flush(self, out: list[events.Event]) -> None:
+        """Hand on the held runs, one delta each (call before appending any other event)."""
+        if self._runs:
+            for (kind, message, part), pieces in self._runs.items():
+                text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+                if kind == "data":
+                    out.append(events.AudioDelta(message=message, part=part, data=text))
+                elif kind == "transcript":
+                    out.append(events.AudioDelta(message=message, part=part, transcript=text))
+                elif kind is events.ArgumentsDelta:
+                    out.append(events.ArgumentsDelta(message=message, part=part, delta=text))
+                else:
+                    out.append(kind(message=message, part=part, text=text))
+            self._runs.clear()
+        self._flushed = len(out)
+
+    def _server_line(self, message: Any, line: bytes, out: list[events.Event]) -> None:
+        """Append the events of one typed server message; ``line`` is its recorded line.
+
+        A subclass that keeps the message whole wraps the line (``WrappedLine(line)``) for
+        ``raw_message``; the common deltas never need it. Nothing is held when it is called.
+        """
         raise NotImplementedError
 
-    def _line(self, line: bytes) -> list[events.Event]:
-        frame = None
-        if self._typed_lines:
-            try:
-                frame = self.frame_decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                frame = None
-        if frame is None or frame.dir != "server" or frame.msg is None:
-            return super()._line(line)
-        self._frames += 1
-        try:
-            out = self._server_frame(frame.msg, WrappedLine(line))
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = exc.protocol or self.protocol
-            exc.frame = exc.frame or self._frames
-            raise
-        if self.warnings:
-            out += flush_warnings(self.warnings)
+    def _held_line(self, message: Any, line: bytes, out: list[events.Event]) -> None:
+        """:meth:`_server_line` when :attr:`coalesce` is on: a subclass holds its streamed deltas.
+
+        Any other message goes to :meth:`_server_line` after :meth:`_flush`.
+        """
+        self._flush(out)
+        self._server_line(message, line, out)
+
+    def feed(self, data: bytes) -> list[events.Event]:
+        """Decode a chunk of JSON-lines bytes; return the events it completed.
+
+        Raises:
+            RemoteProtocolError: A line is not a valid frame (the error names its number).
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        if self._state is not _State.OPEN or b"\n" not in data:
+            return super().feed(data)  # refuses, or holds a partial line (and bounds its size)
+        if self._pending:
+            self._pending.append(data)
+            data = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if rest:
+            self._pending = [rest]
+            self._pending_size = len(rest)
+        out: list[events.Event] = []
+        self._lines(lines, out)
         return out
+
+    def _line(self, line: bytes) -> list[events.Event]:
+        out: list[events.Event] = []
+        self._lines([line], out)
+        return out
+
+    def _lines(self, lines: list[bytes], out: list[events.Event]) -> None:
+        """Append the events of whole lines to ``out``; a bad line raises with those before it."""
+        decode = self.frame_decoder.decode
+        on_server = self._held_line if self.coalesce else self._server_line
+        warnings = self.warnings  # flush_warnings empties it in place
+        slow = super()._line
+        self._flushed = 0
+        frames = self._frames  # counted here, stored back before anything else reads it
+        for line in lines:
+            if not line:
+                continue
+            try:
+                frame = decode(line)
+            except _DECODE_FAULTS:
+                frame = None
+            if frame is None:
+                if line.strip():  # client lines, odd frames: the base path (errors included)
+                    self._flush(out)
+                    self._frames = frames
+                    try:
+                        out += slow(line)
+                    except RemoteProtocolError as exc:
+                        exc.events = out  # what the lines before the bad one decoded to: not lost
+                        raise
+                    frames = self._frames
+                continue
+            frames += 1
+            mark = len(out)
+            try:
+                on_server(frame.msg, line, out)
+            except _DECODE_FAULTS as exc:
+                self._frames = frames
+                del out[max(mark, self._flushed) :]  # the bad line's own events
+                self._flush(out)
+                raise self._fault(exc, line, out) from exc
+            except RemoteProtocolError as exc:
+                self._frames = frames
+                del out[max(mark, self._flushed) :]
+                self._flush(out)
+                self._state = _State.ERROR
+                exc.protocol = exc.protocol or self.protocol
+                exc.frame = exc.frame or frames
+                exc.events = out
+                raise
+            if warnings:
+                self._flush(out)
+                out += flush_warnings(warnings)
+        self._frames = frames
+        self._flush(out)
+
+    def _fault(self, exc: Exception, line: bytes, before: list[events.Event]) -> RemoteProtocolError:
+        self._state = _State.ERROR
+        err = RemoteProtocolError(
+            f"invalid {self.protocol} message: {exc}",
+            protocol=self.protocol,
+            frame=self._frames,
+            raw=line[:500].decode("utf-8", "replace"),
+        )
+        err.events = before
+        return err
 
 
 class SessionEncoder(EventEncoder):

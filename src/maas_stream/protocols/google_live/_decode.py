@@ -31,6 +31,11 @@ synthesizes), whether the turn's audio part and the input transcription are open
 response is open (and whether the decoder opened it for session messages), and the session id
 and model for ``ResponseStart``. Item state (which calls exist, their status) is the
 aggregator's: a cancellation names the call by id.
+
+Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); a message's text
+is decoded untyped only when it, or one of its parts, is kept whole. With ``coalesce``, a
+message that only continues the open turn's text, thought, audio or transcript is held in
+per-part runs that one chunk hands on as one delta each.
 """
 
 from __future__ import annotations
@@ -42,7 +47,6 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, ImagePart, MessageStatus, ReasoningPart, TextPart, ToolResultPart
-from .._base import Msg, raw_message
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
@@ -62,6 +66,12 @@ CLIENT_KEYS: Final[dict[str, str]] = {
 """Client message keys (camelCase and the Python SDK's snake_case) → canonical camelCase name."""
 
 _SESSION_KEYS: Final = ("setupComplete", "toolCallCancellation", "goAway", "sessionResumptionUpdate")
+
+
+def _raw(line: bytes | str, whole: bool) -> Any:
+    """A server message as plain JSON values, from its recorded line (``whole``) or its text."""
+    raw = msgspec.json.decode(line)
+    return raw["msg"] if whole else raw
 
 
 class StreamDecoder(SessionDecoder):
@@ -86,29 +96,150 @@ class StreamDecoder(SessionDecoder):
     # ------------------------------------------------------------------ entry
 
     def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
-        if direction == "client":
-            out: list[ev.Event] = []
-            self._client(msg, out)
-            return out
-        return self._server_frame(server_decoder.decode(msg), msg)
-
-    def _server_frame(self, message: ServerMessage, msg: Msg) -> list[ev.Event]:
         out: list[ev.Event] = []
+        if direction == "client":
+            self._client(msg, out)
+        else:
+            self._server_line(server_decoder.decode(msg), msg, out, False)
+        return out
+
+    def _server_line(
+        self, message: ServerMessage, line: bytes | str, out: list[ev.Event], whole: bool = True
+    ) -> None:
+        """The events of one server message: ``line`` is its recorded line (``whole``) or its text.
+
+        The text is decoded untyped only when the message, or a part of it, is kept whole.
+        """
         if not self._started:
             # The session starts: say which protocol this is before any session message.
             self._started = True
             self._ensure_open(out, ours=True)
         content = message.server_content
+        if content is not None:
+            if content.input_transcription is not None:
+                self._input(content.input_transcription.text, bool(content.input_transcription.finished), out)
+            turn = content.model_turn
+            if turn is not None and turn.parts:
+                if not self._msg_open:
+                    self._ensure_turn(out)
+                for i, part in enumerate(turn.parts):
+                    self._part(part, i, line, whole, out)
+            transcript = content.output_transcription
+            if transcript is not None and transcript.text:
+                if not self._msg_open:
+                    self._ensure_turn(out)
+                if not self._audio:
+                    self._start_audio(None, out)
+                out.append(ev.AudioDelta(message=self._turn, part="audio", transcript=transcript.text))
+            if (
+                content.interrupted
+                or content.grounding_metadata is not None
+                or content.url_context_metadata is not None
+            ):
+                self._content_extras(content, out)
+            if not (
+                content.turn_complete
+                or message.tool_call
+                or message.usage_metadata
+                or message.setup_complete is not None
+                or message.tool_call_cancellation is not None
+                or message.go_away is not None
+                or message.session_resumption_update is not None
+            ):
+                return  # the common case: a piece of a model turn
+        self._turn_end(message, content, line, whole, out)
+
+    def _held_line(self, message: ServerMessage, line: bytes, out: list[ev.Event]) -> None:
+        if not (self._msg_open and self._hold(message)):
+            if self._runs:
+                self._flush(out)
+            self._server_line(message, line, out)
+
+    def _hold(self, message: ServerMessage) -> bool:
+        """Hold a message's deltas as runs if it only continues the open turn's parts (``coalesce``).
+
+        False, holding nothing, for a message that does anything else (starts a part, ends the
+        turn, carries a call, usage or a session key, ...): that one takes the general path.
+        """
+        content = message.server_content
+        if (
+            content is None
+            or content.turn_complete
+            or content.interrupted
+            or content.input_transcription is not None
+            or content.grounding_metadata is not None
+            or content.url_context_metadata is not None
+            or message.tool_call is not None
+            or message.usage_metadata is not None
+            or message.setup_complete is not None
+            or message.tool_call_cancellation is not None
+            or message.go_away is not None
+            or message.session_resumption_update is not None
+        ):
+            return False
+        turn = content.model_turn
+        parts = turn.parts if turn is not None else []
+        for part in parts:
+            if part.text is not None:
+                if part.thought_signature is not None or self._last != (
+                    "thought" if part.thought else "text"
+                ):
+                    return False
+            else:
+                blob = part.inline_data
+                data = blob.data if blob is not None else None
+                if (
+                    not self._audio
+                    or not data
+                    or len(data) % 4  # whole unpadded base64 groups join as text; others go alone
+                    or data.endswith("=")
+                    or not (blob.mime_type or "").startswith("audio/")  # type: ignore[union-attr]
+                ):
+                    return False
+        transcript = content.output_transcription
+        text = transcript.text if transcript is not None else None
+        if text and not self._audio:
+            return False
+        runs = self._runs
+        key: tuple[Any, int, int | str]
+        for part in parts:
+            if part.text is not None:
+                if not part.text:
+                    continue
+                key = (ev.ReasoningDelta if part.thought else ev.TextDelta, self._turn, self._pos)
+                piece = part.text
+            else:
+                key = ("data", self._turn, "audio")
+                piece = part.inline_data.data  # type: ignore[union-attr,assignment]
+            run = runs.get(key)
+            if run is None:
+                runs[key] = [piece]
+            else:
+                run.append(piece)
+        if text:
+            key = ("transcript", self._turn, "audio")
+            run = runs.get(key)
+            if run is None:
+                runs[key] = [text]
+            else:
+                run.append(text)
+        return True
+
+    def _turn_end(
+        self,
+        message: ServerMessage,
+        content: ServerContent | None,
+        line: bytes | str,
+        whole: bool,
+        out: list[ev.Event],
+    ) -> None:
+        """What a message holds besides model turn content: calls, usage, its end, session keys."""
         session = (
             message.setup_complete is not None
             or message.tool_call_cancellation is not None
             or message.go_away is not None
             or message.session_resumption_update is not None
         )
-        if content is not None:
-            self._content(content, msg, out)
-            if not (content.turn_complete or session or message.tool_call or message.usage_metadata):
-                return out  # the common case: a piece of a model turn
         if message.tool_call is not None:
             self._tool_call(message.tool_call.function_calls, out)
         if message.tool_call_cancellation is not None:
@@ -121,11 +252,9 @@ class StreamDecoder(SessionDecoder):
             self._turn_complete(content, out)
         main = content is not None or message.tool_call is not None or message.usage_metadata is not None
         if session or not main:
-            self._session_message(msg, out)
-        return out
+            self._session_message(_raw(line, whole), out)
 
-    def _session_message(self, msg: Msg, out: list[ev.Event]) -> None:
-        raw = raw_message(msg)
+    def _session_message(self, raw: Any, out: list[ev.Event]) -> None:
         if not isinstance(raw, dict):
             raise RemoteProtocolError("a Live server message must be a JSON object")
         setup = raw.get("setupComplete")
@@ -163,19 +292,7 @@ class StreamDecoder(SessionDecoder):
 
     # ------------------------------------------------------------------ server content
 
-    def _content(self, content: ServerContent, msg: Msg, out: list[ev.Event]) -> None:
-        if content.input_transcription is not None:
-            self._input(content.input_transcription.text, bool(content.input_transcription.finished), out)
-        turn = content.model_turn
-        if turn is not None and turn.parts:
-            self._ensure_turn(out)
-            for i, part in enumerate(turn.parts):
-                self._part(part, i, msg, out)
-        transcript = content.output_transcription
-        if transcript is not None and transcript.text:
-            self._ensure_turn(out)
-            self._start_audio(None, out)
-            out.append(ev.AudioDelta(message=self._turn, part="audio", transcript=transcript.text))
+    def _content_extras(self, content: ServerContent, out: list[ev.Event]) -> None:
         if content.interrupted:
             self._interrupted = True
         if content.grounding_metadata is not None:
@@ -210,14 +327,20 @@ class StreamDecoder(SessionDecoder):
             self._audio = True
             out.append(ev.PartStart(message=self._turn, part="audio", value=AudioPart(format=fmt)))
 
-    def _part(self, part: LivePart, i: int, msg: Msg, out: list[ev.Event]) -> None:
+    def _part(self, part: LivePart, i: int, line: bytes | str, whole: bool, out: list[ev.Event]) -> None:
         turn = self._turn
-        if part.text is not None:
-            self._text(part, out)
+        text = part.text
+        if text is not None:
+            if self._last == "text" and not part.thought and part.thought_signature is None:
+                if text:  # the common case: more of the open text part
+                    out.append(ev.TextDelta(message=turn, part=self._pos, text=text))
+            else:
+                self._text(part, out)
             return
         blob = part.inline_data
         if blob is not None and (blob.mime_type or "").startswith("audio/"):
-            self._start_audio(blob.mime_type, out)
+            if not self._audio:
+                self._start_audio(blob.mime_type, out)
             out.append(ev.AudioDelta(message=turn, part="audio", data=blob.data))
             return
         if part.function_call is not None:
@@ -230,7 +353,7 @@ class StreamDecoder(SessionDecoder):
         elif part.executable_code is not None or part.code_execution_result is not None:
             value = code_part(part.executable_code, part.code_execution_result)
         else:
-            raw = raw_message(msg)["serverContent"]["modelTurn"]["parts"][i]
+            raw = _raw(line, whole)["serverContent"]["modelTurn"]["parts"][i]
             out.append(ev.UnknownEvent(provider_type="part", raw=raw, message=turn, part=self._pos))
             return
         out += [

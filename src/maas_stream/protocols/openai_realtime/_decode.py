@@ -35,11 +35,16 @@ would blank the streamed one), a counter for tool-result message keys, and input
 deltas until ``.completed``: a transcription often outlives the response it began in, and a
 message must not straddle two responses (the aggregator closes a response's messages at its
 end). Item values and statuses are the aggregator's.
+
+Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); the streamed
+deltas (text, audio, transcript, call arguments: nearly every event of a session) go straight
+from the typed event to their delta event, or, with ``coalesce``, into per-part runs that one
+chunk hands on as one delta each.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -52,6 +57,9 @@ from .._openai import error_from
 from .._session import SessionDecoder
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
 from ._wire import ServerEvent, frame_decoder, server_decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["StreamDecoder"]
 
@@ -68,6 +76,14 @@ _QUIET: Final = frozenset(
         "response.audio_transcript.done",
     }
 )
+_HELD: Final[dict[str, Any]] = {
+    **dict.fromkeys(_TEXT, ev.TextDelta),
+    **dict.fromkeys(_AUDIO, "data"),
+    **dict.fromkeys(_TRANSCRIPT, "transcript"),
+    "response.function_call_arguments.delta": ev.ArgumentsDelta,
+}
+"""The streamed deltas a coalescing decoder holds as runs, by the kind of run (``SessionDecoder._runs``)."""
+_ARGUMENTS: Final = ev.ArgumentsDelta
 _ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
@@ -97,17 +113,19 @@ class StreamDecoder(SessionDecoder):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._typed_lines = False  # the first message goes through on_message, which starts the session
         self._items: set[str] = set()
         self._names: dict[str, str] = {}
         self._inputs: dict[str, list[str]] = {}
         self._tools = 0
-        self._handlers: dict[str, Any] = {
+        # The streamed deltas (nearly every event of a session) need nothing but the typed event.
+        self._deltas: dict[str, Callable[[ServerEvent, list[ev.Event]], None]] = {
             **dict.fromkeys(_TEXT, self._on_text),
             **dict.fromkeys(_AUDIO, self._on_audio),
             **dict.fromkeys(_TRANSCRIPT, self._on_transcript),
-            **dict.fromkeys(_QUIET, self._on_quiet),
             "response.function_call_arguments.delta": self._on_arguments,
+        }
+        self._handlers: dict[str, Callable[[ServerEvent, Msg, list[ev.Event]], None]] = {
+            **dict.fromkeys(_QUIET, self._on_quiet),
             "response.function_call_arguments.done": self._on_arguments_done,
             "response.content_part.added": self._on_part_added,
             "response.content_part.done": self._on_part_done,
@@ -122,28 +140,65 @@ class StreamDecoder(SessionDecoder):
             "error": self._on_error,
         }
 
-    def _server_frame(self, event: ServerEvent, msg: WrappedLine) -> list[ev.Event]:
-        out: list[ev.Event] = []
-        self._server(event, msg, out)
-        return out
+    def _held_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
+        kind = _HELD.get(event.type)
+        text = event.delta
+        if kind is not None and text and self._started:
+            key: tuple[Any, str, int | str] | None
+            if kind is _ARGUMENTS:
+                key = (kind, event.item_id or "", "call")
+            elif kind != "data" or not (len(text) % 4 or text.endswith("=")):
+                key = (kind, event.item_id or "", event.content_index)
+            else:
+                key = None  # a padded base64 chunk goes out alone, after what is held
+            if key is not None:
+                run = self._runs.get(key)
+                if run is None:
+                    self._runs[key] = [text]
+                else:
+                    run.append(text)
+                return
+        if self._runs:
+            self._flush(out)
+        self._server_line(event, line, out)
+
+    def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
+        delta = self._deltas.get(event.type)
+        if delta is not None and self._started:
+            delta(event, out)
+            return
+        if not self._started:
+            self._start(event, out)
+        if delta is not None:
+            delta(event, out)
+        else:
+            self._server(event, WrappedLine(line), out)
 
     def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
         out: list[ev.Event] = []
         event = server_decoder.decode(msg) if direction != "client" else None
         if not self._started:
-            # The session starts: say which protocol this is before any session event.
-            self._started = self._typed_lines = True
-            if event is not None and event.type == "session.created":
-                model = (event.session or {}).get("model")
-                self._model = model if isinstance(model, str) else None
-            self._ensure_open(out, ours=True)
+            self._start(event, out)
         if event is None:
             self._client(msg, out)
         else:
-            self._server(event, msg, out)
+            delta = self._deltas.get(event.type)
+            if delta is not None:
+                delta(event, out)
+            else:
+                self._server(event, msg, out)
         return out
 
+    def _start(self, event: ServerEvent | None, out: list[ev.Event]) -> None:
+        # The session starts: say which protocol this is before any session event.
+        self._started = True
+        if event is not None and event.type == "session.created":
+            model = (event.session or {}).get("model")
+            self._model = model if isinstance(model, str) else None
+        self._ensure_open(out, ours=True)
+
     def _server(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+        """Every server event but the streamed deltas (``msg`` is its text, for a raw copy)."""
         if not event.type:
             raise RemoteProtocolError("a Realtime server event without a type")
         handler = self._handlers.get(event.type)
@@ -293,15 +348,15 @@ class StreamDecoder(SessionDecoder):
     def _on_part_done(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
         out.append(ev.PartDone(message=event.item_id or "", part=event.content_index))
 
-    def _on_text(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+    def _on_text(self, event: ServerEvent, out: list[ev.Event]) -> None:
         if event.delta:
             out.append(ev.TextDelta(message=event.item_id or "", part=event.content_index, text=event.delta))
 
-    def _on_audio(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+    def _on_audio(self, event: ServerEvent, out: list[ev.Event]) -> None:
         if event.delta:
             out.append(ev.AudioDelta(message=event.item_id or "", part=event.content_index, data=event.delta))
 
-    def _on_transcript(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+    def _on_transcript(self, event: ServerEvent, out: list[ev.Event]) -> None:
         if event.delta:
             key = event.item_id or ""
             out.append(ev.AudioDelta(message=key, part=event.content_index, transcript=event.delta))
@@ -310,7 +365,7 @@ class StreamDecoder(SessionDecoder):
         # The full text / transcript is repeated in content_part.done and response.done.
         return
 
-    def _on_arguments(self, event: ServerEvent, msg: Msg, out: list[ev.Event]) -> None:
+    def _on_arguments(self, event: ServerEvent, out: list[ev.Event]) -> None:
         if event.delta:
             out.append(ev.ArgumentsDelta(message=event.item_id or "", part="call", delta=event.delta))
 
