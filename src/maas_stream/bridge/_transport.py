@@ -123,10 +123,13 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         port = url.port or (443 if scheme == b"https" else 80)
         key = (scheme, url.raw_host, port)
         try:
-            with anyio.fail_after(timeouts.get("pool")):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise httpx2.PoolTimeout("no free connection slot within the pool timeout") from None
+            self._slots.acquire_nowait()  # the usual case: no cancel scope needed
+        except anyio.WouldBlock:
+            try:
+                with anyio.fail_after(timeouts.get("pool")):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise httpx2.PoolTimeout("no free connection slot within the pool timeout") from None
         conn: _Connection | None = None
         try:
             conn = await self._take(key) or await self._connect(key, timeouts.get("connect"))

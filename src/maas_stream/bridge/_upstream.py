@@ -310,7 +310,7 @@ class HTTPUpstream:
             idle_timeout=self.timeouts.idle,
             first_byte_timeout=self.timeouts.first_byte,
             total_timeout=self.timeouts.total,
-            json=body,
+            content=msgspec.json.encode(body),  # (the content-type is in the headers)
             headers=self._headers,
         ) as source:
             yield source.response
