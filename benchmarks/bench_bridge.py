@@ -149,19 +149,33 @@ async def one(client: httpx2.AsyncClient, url: str, body: dict[str, object]) -> 
     return first, time.perf_counter() - t0
 
 
-async def run(url: str, body: dict[str, object], streams: int) -> list[tuple[float, float]]:
+MIN_STREAMS = 40
+"""Streams served per measurement at least: a low concurrency runs several rounds in a row, so its
+CPU time spans many clock ticks (``/proc`` counts in 10 ms ticks)."""
+
+
+def rounds(streams: int) -> int:
+    """Rounds of C concurrent streams (and a warm-up each) per measurement."""
+    return 1 if quick() else max(1, MIN_STREAMS // (streams + 1))
+
+
+async def run(url: str, body: dict[str, object], streams: int, times: int = 1) -> list[tuple[float, float]]:
     limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
     async with httpx2.AsyncClient(limits=limits, timeout=120, trust_env=False) as client:
-        await one(client, url, body)  # warm the connection pools
-        return await asyncio.gather(*(one(client, url, body) for _ in range(streams)))
+        found: list[tuple[float, float]] = []
+        for _ in range(times):
+            await one(client, url, body)  # warm the connection pools
+            found += await asyncio.gather(*(one(client, url, body) for _ in range(streams)))
+        return found
 
 
 def measure(url: str, body: dict[str, object], streams: int, pids: tuple[int, int]) -> Sample:
     """One run of C concurrent requests, with both servers' CPU per event."""
+    times = rounds(streams)
     before = [cpu_seconds(p) for p in pids]
-    results = asyncio.run(run(url, body, streams))
+    results = asyncio.run(run(url, body, streams, times))
     after = [cpu_seconds(p) for p in pids]
-    served = (streams + 1) * (EVENTS + 5)  # every stream of the run, its warm-up included
+    served = times * (streams + 1) * (EVENTS + 5)  # every stream of the run, its warm-ups included
     return Sample(
         [r[0] for r in results],
         [r[1] for r in results],
