@@ -165,3 +165,25 @@ async def test_a_stream_with_one_huge_read_does_not_hold_the_others_back() -> No
     last_short = max(i for i, name in enumerate(order) if name == "short")
     last_huge = max(i for i, name in enumerate(order) if name == "huge")
     assert last_short < last_huge
+
+
+async def test_aaggregate_keeps_every_byte_before_a_failure_in_the_partial_response() -> None:
+    """aaggregate feeds bytes in batches: what was read but not yet fed still reaches ``partial``."""
+    data = b"".join(FRAMES[:40])
+
+    async def source() -> AsyncIterator[bytes]:
+        for i in range(0, len(data), 50):
+            yield data[i : i + 50]
+        raise OSError("connection reset")
+
+    with pytest.raises(ms.StreamTransportError) as info:
+        await ms.aaggregate(source(), protocol="openai-chat")
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.status == "failed"
+    text = "".join(f"w{i} " for i in range(40))
+    assert partial.messages[0].content[0].text == text  # type: ignore[union-attr]
+    whole = await ms.aaggregate(
+        Source([data[i : i + 7] for i in range(0, len(data), 7)]).gen(), protocol="openai-chat"
+    )
+    assert whole.messages[0].content[0].text == text  # type: ignore[union-attr]

@@ -43,6 +43,9 @@ _OUTBOX_LIMIT = 256 * 1024
 """Converted bytes waiting for the writer beyond which the reading side waits (backpressure)."""
 _BURST = 32
 """Reads converted without the writer getting to run before the reading side yields (fairness)."""
+_BATCH = 16 * 1024
+"""Bytes :func:`aaggregate` reads before feeding them to the pipeline at once (no one reads its
+events as they come, so only the final response's content counts, not when each chunk is fed)."""
 _SLICE = 4096
 """Bytes of one read converted before the reading side yields to the other streams (fairness: a
 read holding a whole burst of frames is converted a slice at a time, cut after a line end)."""
@@ -186,16 +189,36 @@ async def aaggregate(
     """
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     pipe = StreamAggregator(protocol)
+    pending: list[bytes] = []  # chunks read, not yet fed: nobody waits for events in between
+
+    def flush() -> None:
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
+        pipe.feed(data)
 
     async def read_all() -> None:
-        while (item := await reader.read()) is not None:
-            _feed(pipe, reader.kind, item)
+        read, kind, size = reader.read, reader.kind, 0
+        while (item := await read()) is not None:
+            if kind == "messages":
+                pipe.feed_message(item)
+                continue
+            # Bytes are fed in batches of _BATCH (the decoders do not care where the bytes
+            # are cut): the pipeline's cost per call is paid per batch, not per chunk.
+            pending.append(item)  # type: ignore[arg-type]
+            size += len(item)
+            if size >= _BATCH:
+                flush()
+                size = 0
+        if pending:
+            flush()
 
     try:
         await reader.watch(read_all)  # one watchdog for the timeouts, not a scope per read
         pipe.finish_events()
         return pipe.finish()
     except StreamIOError as exc:
+        if pending:  # everything received before the failure counts
+            flush()
         pipe.fail(stream_error(exc))
         exc.partial = pipe.finish()
         raise
