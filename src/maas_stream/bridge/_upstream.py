@@ -6,7 +6,8 @@ and raises :class:`~maas_stream.ProviderHTTPError` before any byte when the prov
 
 The provider's default URL and its credential headers come from the protocol's spec
 (``spec.url``, ``spec.auth``). Time limits are one small value, :class:`Timeouts`; the HTTP
-client is httpx2's (what the official SDKs ship) when it is installed, else httpx's, pooled.
+client is httpx2's (what the official SDKs ship) when it is installed, else httpx's, pooled; an
+httpx2 client the bridge creates runs on its lean HTTP/1.1 transport (``_transport``).
 It must not contain protocol logic.
 """
 
