@@ -415,15 +415,14 @@ class _Chunked:
                     pos = end
                     break
                 continue
-            size_text = line.split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise httpx2.RemoteProtocolError(f"invalid chunk size {size_text[:20]!r}") from None
-            if size < 0:
-                raise httpx2.RemoteProtocolError(f"invalid chunk size {size_text[:20]!r}")
+            size = _chunk_size(line)
             if size == 0:
                 self.trailers = True
+                continue
+            stop = pos + size
+            if buf[stop : stop + 2] == b"\r\n":  # the whole chunk is here (the usual case)
+                out.append(buf[pos:stop])
+                pos = stop + 2
             else:
                 left = size
         self.left = left
@@ -431,6 +430,25 @@ class _Chunked:
         if not out:
             return b""
         return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _chunk_size(line: bytes) -> int:
+    """The size a chunk-size line gives (hexadecimal, optionally followed by ``;`` extensions).
+
+    Raises:
+        httpx2.RemoteProtocolError: It is not a size.
+    """
+    try:
+        size = int(line, 16)  # the usual case: the bare size
+    except ValueError:
+        text = line.split(b";", 1)[0].strip()
+        try:
+            size = int(text, 16)
+        except ValueError:
+            raise httpx2.RemoteProtocolError(f"invalid chunk size {text[:20]!r}") from None
+    if size < 0:
+        raise httpx2.RemoteProtocolError(f"invalid chunk size {line[:20]!r}")
+    return size
 
 
 async def _receive(conn: _Connection, seconds: float | None) -> bytes:
