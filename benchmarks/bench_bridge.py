@@ -18,7 +18,10 @@ and each concurrency C:
 * CPU per event: the bridge process's CPU time (user + system) over the run divided by the
   events it forwarded, against the upstream process's CPU per event it served.
 
-The machine is shared, so the figures are ratios from one run, not absolute budgets.
+The machine is shared, so the figures are ratios from one run, not absolute budgets. To compare
+two versions of the bridge in ONE run, add ``--against DIR`` (a checkout, e.g. ``/work/main``): a
+second bridge runs that checkout's ``src`` on the same upstream, and every measurement alternates
+between the two (rows ``this`` and ``against``).
 """
 
 from __future__ import annotations
@@ -146,86 +149,143 @@ async def one(client: httpx2.AsyncClient, url: str, body: dict[str, object]) -> 
     return first, time.perf_counter() - t0
 
 
-async def run(url: str, body: dict[str, object], streams: int) -> list[tuple[float, float]]:
+MIN_STREAMS = 40
+"""Streams served per measurement at least: a low concurrency runs several rounds in a row, so its
+CPU time spans many clock ticks (``/proc`` counts in 10 ms ticks)."""
+
+
+def rounds(streams: int) -> int:
+    """Rounds of C concurrent streams (and a warm-up each) per measurement."""
+    return 1 if quick() else max(1, MIN_STREAMS // (streams + 1))
+
+
+async def run(url: str, body: dict[str, object], streams: int, times: int = 1) -> list[tuple[float, float]]:
     limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
     async with httpx2.AsyncClient(limits=limits, timeout=120, trust_env=False) as client:
-        await one(client, url, body)  # warm the connection pools
-        return await asyncio.gather(*(one(client, url, body) for _ in range(streams)))
+        found: list[tuple[float, float]] = []
+        for _ in range(times):
+            await one(client, url, body)  # warm the connection pools
+            found += await asyncio.gather(*(one(client, url, body) for _ in range(streams)))
+        return found
 
 
 def measure(url: str, body: dict[str, object], streams: int, pids: tuple[int, int]) -> Sample:
-    """Best-of-REPEATS (by median TTFB) of C concurrent requests, with both servers' CPU per event."""
-    best: Sample | None = None
-    for _ in range(REPEATS):
-        before = [cpu_seconds(p) for p in pids]
-        results = asyncio.run(run(url, body, streams))
-        after = [cpu_seconds(p) for p in pids]
-        served = (streams + 1) * (EVENTS + 5)  # every stream of the run, its warm-up included
-        sample = Sample(
-            [r[0] for r in results],
-            [r[1] for r in results],
-            (after[0] - before[0]) / served,
-            (after[1] - before[1]) / served,
-        )
-        if best is None or pct(sample.ttfb, 0.5) < pct(best.ttfb, 0.5):
-            best = sample
-    assert best is not None
-    return best
+    """One run of C concurrent requests, with both servers' CPU per event."""
+    times = rounds(streams)
+    before = [cpu_seconds(p) for p in pids]
+    results = asyncio.run(run(url, body, streams, times))
+    after = [cpu_seconds(p) for p in pids]
+    served = times * (streams + 1) * (EVENTS + 5)  # every stream of the run, its warm-ups included
+    return Sample(
+        [r[0] for r in results],
+        [r[1] for r in results],
+        (after[0] - before[0]) / served,
+        (after[1] - before[1]) / served,
+    )
 
 
-def start_servers(flavour: str) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes], int, int]:
+def better(best: Sample | None, sample: Sample) -> Sample:
+    """The better of two runs (by median TTFB; the lower CPU per event is kept either way)."""
+    if best is None:
+        return sample
+    cpu = min(best.bridge_cpu, sample.bridge_cpu)
+    if pct(sample.ttfb, 0.5) < pct(best.ttfb, 0.5):
+        best = sample
+    return Sample(best.ttfb, best.whole, cpu, best.upstream_cpu)
+
+
+def against() -> str | None:
+    """The checkout given with ``--against DIR`` (its ``src`` is the second bridge's code), or ``None``."""
+    if "--against" not in sys.argv:
+        return None
+    return sys.argv[sys.argv.index("--against") + 1]
+
+
+def start_servers(
+    flavour: str,
+) -> tuple[subprocess.Popen[bytes], dict[str, subprocess.Popen[bytes]], int, dict[str, int]]:
+    """The upstream and one bridge per contender (``this``, and ``against`` with ``--against``)."""
     loop, http = FLAVOURS[flavour]
-    up_port, br_port = free_port(), free_port()
-    env = {**os.environ, "ANTHROPIC_API_KEY": "bench-key"}
+    up_port = free_port()
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port), str(EVENTS)])
-    args = ["serve", "--upstream-protocol", "anthropic", "--upstream-url"]
-    args += [f"http://127.0.0.1:{up_port}/v1/messages", "--port", str(br_port)]
-    args += ["--log-level", "warning", "--backlog", "4096"]
-    bridge = subprocess.Popen([sys.executable, "-c", BRIDGE, loop, http, *args], env=env)
+    contenders = {"this": os.environ.get("PYTHONPATH", "")}
+    other = against()
+    if other is not None:
+        contenders["against"] = str(Path(other) / "src")
+    bridges: dict[str, subprocess.Popen[bytes]] = {}
+    ports: dict[str, int] = {}
+    for label, path in contenders.items():
+        env = {**os.environ, "ANTHROPIC_API_KEY": "bench-key", "PYTHONPATH": path}
+        ports[label] = port = free_port()
+        args = ["serve", "--upstream-protocol", "anthropic", "--upstream-url"]
+        args += [f"http://127.0.0.1:{up_port}/v1/messages", "--port", str(port)]
+        args += ["--log-level", "warning", "--backlog", "4096"]
+        bridges[label] = subprocess.Popen([sys.executable, "-c", BRIDGE, loop, http, *args], env=env)
     wait_port(up_port, upstream)
-    wait_port(br_port, bridge)
-    return upstream, bridge, up_port, br_port
+    for label, proc in bridges.items():
+        wait_port(ports[label], proc)
+    return upstream, bridges, up_port, ports
 
 
 def bench_flavour(flavour: str) -> None:
-    upstream, bridge, up_port, br_port = start_servers(flavour)
+    upstream, bridges, up_port, ports = start_servers(flavour)
     try:
         direct_url = f"http://127.0.0.1:{up_port}/v1/messages"
-        bridge_url = f"http://127.0.0.1:{br_port}/v1/chat/completions"
         loop, http = FLAVOURS[flavour]
         print(
             f"\nuvicorn {loop} + {http}: anthropic upstream -> chat client, {EVENTS} deltas, best of {REPEATS}"
         )
         print(
-            f"{'streams':>8} {'TTFB p50 direct':>15} {'bridge':>9} {'added':>8} {'p99 direct':>11}"
-            f" {'bridge':>9} {'CPU/ev bridge':>14} {'upstream':>9} {'whole p50 direct':>17} {'bridge':>9}"
+            f"{'streams':>8} {'bridge':>8} {'TTFB p50 direct':>15} {'bridge':>9} {'added':>8} {'p99 direct':>11}"
+            f" {'bridge':>9} {'CPU/ev bridge':>14} {'upstream':>9} {'whole':>9} {'whole p50 direct':>17} {'bridge':>9}"
         )
-        pids = (bridge.pid, upstream.pid)
-        asyncio.run(run(bridge_url, CHAT_BODY, 4))  # the bridge's first request loads its modules
+        urls = {label: f"http://127.0.0.1:{port}/v1/chat/completions" for label, port in ports.items()}
+        for url in urls.values():
+            asyncio.run(run(url, CHAT_BODY, 4))  # the bridge's first request loads its modules
         for streams in LEVELS:
-            direct = measure(direct_url, ANTHROPIC_BODY, streams, pids)
-            via = measure(bridge_url, CHAT_BODY, streams, pids)
-            whole = measure(bridge_url, CHAT_WHOLE, streams, pids)
-            d50, v50 = pct(direct.ttfb, 0.5), pct(via.ttfb, 0.5)
-            d99, v99 = pct(direct.ttfb, 0.99), pct(via.ttfb, 0.99)
-            w_direct, w_via = pct(direct.whole, 0.5), pct(whole.whole, 0.5)
-            up = via.upstream_cpu or direct.upstream_cpu
-            print(
-                f"{streams:>8} {d50 * 1e3:>13.2f}ms {v50 * 1e3:>7.2f}ms {(v50 - d50) * 1e3:>6.2f}ms"
-                f" {d99 * 1e3:>9.2f}ms {v99 * 1e3:>7.2f}ms {via.bridge_cpu * 1e6:>12.1f}µs {up * 1e6:>7.1f}µs"
-                f" {w_direct * 1e3:>15.2f}ms {w_via * 1e3:>7.2f}ms"
-            )
-            name = f"bridge {flavour} x{streams}"
-            record(name, "bridge CPU µs/event (stream)", via.bridge_cpu * 1e6, "<= 25")
-            record(name, "bridge CPU µs/event (whole)", whole.bridge_cpu * 1e6, "<= 25")
-            record(name, "TTFB p50 bridge/direct", v50 / d50, "~1")
-            record(name, "TTFB p50 added (ms)", (v50 - d50) * 1e3, "<= 2")
-            record(name, "TTFB p99 bridge/direct", v99 / d99, "~1")
-            record(name, "whole answer p50 bridge/direct", w_via / w_direct, "~1")
+            # Contenders alternate within each level (and the direct figures are shared), so
+            # the load of the shared machine hits them alike.
+            direct: Sample | None = None
+            via: dict[str, Sample | None] = dict.fromkeys(urls)
+            whole: dict[str, Sample | None] = dict.fromkeys(urls)
+            for _ in range(REPEATS):
+                direct = better(
+                    direct, measure(direct_url, ANTHROPIC_BODY, streams, (upstream.pid, upstream.pid))
+                )
+                for label, url in urls.items():
+                    pids = (bridges[label].pid, upstream.pid)
+                    via[label] = better(via[label], measure(url, CHAT_BODY, streams, pids))
+                    whole[label] = better(whole[label], measure(url, CHAT_WHOLE, streams, pids))
+            assert direct is not None
+            results = {label: (via[label], whole[label]) for label in urls}
+            for label, (streamed, answered) in results.items():
+                assert streamed is not None
+                assert answered is not None
+                report(flavour, streams, label, direct, streamed, answered)
     finally:
-        for proc in (bridge, upstream):
+        for proc in (*bridges.values(), upstream):
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def report(flavour: str, streams: int, label: str, direct: Sample, via: Sample, whole: Sample) -> None:
+    """One row of the table, and its ratios for ``run_all.py`` (the ``against`` rows are so named)."""
+    d50, v50 = pct(direct.ttfb, 0.5), pct(via.ttfb, 0.5)
+    d99, v99 = pct(direct.ttfb, 0.99), pct(via.ttfb, 0.99)
+    w_direct, w_via = pct(direct.whole, 0.5), pct(whole.whole, 0.5)
+    up = via.upstream_cpu or direct.upstream_cpu
+    print(
+        f"{streams:>8} {label:>8} {d50 * 1e3:>13.2f}ms {v50 * 1e3:>7.2f}ms {(v50 - d50) * 1e3:>6.2f}ms"
+        f" {d99 * 1e3:>9.2f}ms {v99 * 1e3:>7.2f}ms {via.bridge_cpu * 1e6:>12.1f}µs {up * 1e6:>7.1f}µs"
+        f" {whole.bridge_cpu * 1e6:>7.1f}µs {w_direct * 1e3:>15.2f}ms {w_via * 1e3:>7.2f}ms"
+    )
+    name = f"bridge {flavour} x{streams}" + ("" if label == "this" else f" ({label})")
+    record(name, "bridge CPU µs/event (stream)", via.bridge_cpu * 1e6, "<= 25")
+    record(name, "bridge CPU µs/event (whole)", whole.bridge_cpu * 1e6, "<= 25")
+    record(name, "TTFB p50 bridge/direct", v50 / d50, "~1")
+    record(name, "TTFB p50 added (ms)", (v50 - d50) * 1e3, "<= 2")
+    record(name, "TTFB p99 bridge/direct", v99 / d99, "~1")
+    record(name, "whole answer p50 bridge/direct", w_via / w_direct, "~1")
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ import pytest
 
 import maas_stream._cli as cli
 from maas_stream.bridge import BridgeApp, HTTPUpstream, Limits, RecordingUpstream, Timeouts, create_app
+from maas_stream.bridge._transport import LeanTransport
 from tests.bridge.test_faults import CUT, FRAMES, MESSAGES, openai_client
 from tests.conftest import RECORDINGS
 from tests.io.loopback import Conn, Script, serve
@@ -172,8 +173,9 @@ def test_the_upstream_client_is_a_pooled_httpx2_client() -> None:
     upstream = HTTPUpstream("anthropic", "http://127.0.0.1:9/v1/messages", api_key="k", max_connections=7)
     client = upstream._get_client()
     assert isinstance(client, httpx2.AsyncClient)
-    pool = client._transport._pool  # type: ignore[attr-defined]
-    assert pool._max_connections == 7
+    transport = client._transport
+    assert isinstance(transport, LeanTransport)  # the bridge's lean HTTP/1.1 transport
+    assert transport.max_connections == 7
     assert client.timeout.read is None  # reading is bounded by the stream readers (idle, total)
     assert client.timeout.connect == upstream.timeouts.connect
 

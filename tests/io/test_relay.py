@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -10,10 +11,10 @@ import msgspec
 import pytest
 
 import maas_stream as ms
-from maas_stream.io._stream import _BURST, aconvert_into
+from maas_stream.io._stream import _BURST, _SLICE, aconvert_into
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Awaitable, Callable
 
 pytestmark = pytest.mark.anyio
 
@@ -111,3 +112,78 @@ async def test_a_failed_write_stops_the_relay_with_its_error() -> None:
     with anyio.fail_after(5), pytest.raises(OSError, match="client gone"):
         await aconvert_into(src.gen(), write, to="anthropic", protocol="openai-chat")
     assert src.reads < len(FRAMES)
+
+
+@pytest.mark.parametrize(
+    "cut", [1, 7, _SLICE, _SLICE + 1, 10**9], ids=["1", "7", "slice", "slice+1", "whole"]
+)
+async def test_reads_of_any_size_give_the_same_bytes_as_the_sync_conversion(cut: int) -> None:
+    """A read larger than a slice is converted in slices: the output is unchanged, the end is seen."""
+    data = b"".join([chunk(i) for i in range(1000)] + [END])
+    assert len(data) > 4 * _SLICE
+    written: list[bytes] = []
+
+    async def write(out: bytes) -> None:
+        written.append(out)
+
+    await aconvert_into(
+        Source([data[i : i + cut] for i in range(0, len(data), cut)]).gen(),
+        write,
+        to="anthropic",
+        protocol="openai-chat",
+    )
+    assert b"".join(written) == ms.convert(data, to="anthropic", protocol="openai-chat")
+
+
+async def test_a_stream_with_one_huge_read_does_not_hold_the_others_back() -> None:
+    """Two streams: one reads its whole burst at once, the other a short answer. The short one is
+    written whole before the huge one's last write (slices of one read yield to other streams)."""
+    huge = b"".join([chunk(i) for i in range(2000)] + [END])
+    order: list[str] = []
+
+    def writer(name: str) -> Callable[[bytes], Awaitable[None]]:
+        async def write(out: bytes) -> None:
+            order.append(name)
+
+        return write
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            partial(
+                aconvert_into, Source([huge]).gen(), writer("huge"), to="anthropic", protocol="openai-chat"
+            )
+        )
+        tg.start_soon(
+            partial(
+                aconvert_into,
+                Source([*FRAMES[:3], END]).gen(),
+                writer("short"),
+                to="anthropic",
+                protocol="openai-chat",
+            )
+        )
+    last_short = max(i for i, name in enumerate(order) if name == "short")
+    last_huge = max(i for i, name in enumerate(order) if name == "huge")
+    assert last_short < last_huge
+
+
+async def test_aaggregate_keeps_every_byte_before_a_failure_in_the_partial_response() -> None:
+    """aaggregate feeds bytes in batches: what was read but not yet fed still reaches ``partial``."""
+    data = b"".join(FRAMES[:40])
+
+    async def source() -> AsyncIterator[bytes]:
+        for i in range(0, len(data), 50):
+            yield data[i : i + 50]
+        raise OSError("connection reset")
+
+    with pytest.raises(ms.StreamTransportError) as info:
+        await ms.aaggregate(source(), protocol="openai-chat")
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.status == "failed"
+    text = "".join(f"w{i} " for i in range(40))
+    assert partial.messages[0].content[0].text == text  # type: ignore[union-attr]
+    whole = await ms.aaggregate(
+        Source([data[i : i + 7] for i in range(0, len(data), 7)]).gen(), protocol="openai-chat"
+    )
+    assert whole.messages[0].content[0].text == text  # type: ignore[union-attr]

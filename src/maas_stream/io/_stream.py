@@ -43,6 +43,12 @@ _OUTBOX_LIMIT = 256 * 1024
 """Converted bytes waiting for the writer beyond which the reading side waits (backpressure)."""
 _BURST = 32
 """Reads converted without the writer getting to run before the reading side yields (fairness)."""
+_BATCH = 16 * 1024
+"""Bytes :func:`aaggregate` reads before feeding them to the pipeline at once (no one reads its
+events as they come, so only the final response's content counts, not when each chunk is fed)."""
+_SLICE = 4096
+"""Bytes of one read converted before the reading side yields to the other streams (fairness: a
+read holding a whole burst of frames is converted a slice at a time, cut after a line end)."""
 
 
 def _check(kind: str, item: bytes | str) -> bytes | str:
@@ -183,16 +189,36 @@ async def aaggregate(
     """
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     pipe = StreamAggregator(protocol)
+    pending: list[bytes] = []  # chunks read, not yet fed: nobody waits for events in between
+
+    def flush() -> None:
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
+        pipe.feed(data)
 
     async def read_all() -> None:
-        while (item := await reader.read()) is not None:
-            _feed(pipe, reader.kind, item)
+        read, kind, size = reader.read, reader.kind, 0
+        while (item := await read()) is not None:
+            if kind == "messages":
+                pipe.feed_message(item)
+                continue
+            # Bytes are fed in batches of _BATCH (the decoders do not care where the bytes
+            # are cut): the pipeline's cost per call is paid per batch, not per chunk.
+            pending.append(item)  # type: ignore[arg-type]
+            size += len(item)
+            if size >= _BATCH:
+                flush()
+                size = 0
+        if pending:
+            flush()
 
     try:
         await reader.watch(read_all)  # one watchdog for the timeouts, not a scope per read
         pipe.finish_events()
         return pipe.finish()
     except StreamIOError as exc:
+        if pending:  # everything received before the failure counts
+            flush()
         pipe.fail(stream_error(exc))
         exc.partial = pipe.finish()
         raise
@@ -300,17 +326,18 @@ class _Outbox:
         self.unflushed += 1
         self.wake.set()
 
-    async def pace(self) -> None:
+    async def pace(self, *, turn: bool = False) -> None:
         """Wait for the writer past the buffer limit; yield to other streams after a long burst.
 
         The first output waits for the writer too: the first frame goes out before the second
-        input frame is read (the time to first byte is never traded for fewer writes).
+        input frame is read (the time to first byte is never traded for fewer writes). With
+        ``turn`` the reading side yields in any case (between the slices of one large read).
         """
         if self.first or self.size >= _OUTBOX_LIMIT:
             self.first = False
             self.room = room = anyio.Event()
             await room.wait()
-        elif self.unflushed >= _BURST:
+        elif turn or self.unflushed >= _BURST:
             await anyio.lowlevel.checkpoint()  # lets the writer and every other stream run
 
     async def run(self, scope: anyio.CancelScope) -> None:
@@ -408,6 +435,9 @@ async def aconvert_into(
     async def relay() -> None:
         read, kind, put, pace = reader.read, reader.kind, outbox.put, outbox.pace
         while (item := await read()) is not None:
+            if len(item) > _SLICE and kind == "bytes":
+                await sliced(item)  # type: ignore[arg-type]
+                continue
             out = _convert(conv, kind, item)
             if out:
                 put(out)
@@ -415,6 +445,21 @@ async def aconvert_into(
         out = _finish(conv, reader.received)
         if out:
             put(out)
+
+    async def sliced(item: bytes) -> None:
+        # One read holding many frames (a burst) is converted a slice at a time, yielding
+        # between slices: no stream holds the loop for a whole burst while others wait.
+        start, end = 0, len(item)
+        while start < end:
+            cut = item.find(b"\n", start + _SLICE) + 1 or end
+            out = conv.feed(item[start:cut] if start or cut < end else item)
+            start = cut
+            if out:
+                outbox.put(out)
+            if start < end:
+                await outbox.pace(turn=True)
+            elif out:
+                await outbox.pace()
 
     try:
         try:

@@ -1,0 +1,356 @@
+"""The bridge's lean HTTP/1.1 upstream transport: what httpx2's own transport did, byte for byte.
+
+A raw TCP server on 127.0.0.1 answers with exactly the bytes each test writes (chunk sizes split
+anywhere, keep-alive, a connection closed mid-body, informational answers), and the client is
+the one the bridge builds (``new_client``). The body a response yields must be the bytes the
+server framed, whatever the cut between socket reads; a connection must be reused only when its
+last answer was read whole; faults must be httpx2's own error classes (what ``_checks`` maps).
+"""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import httpx2
+import pytest
+from anyio.streams.tls import TLSListener
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import maas_stream as ms
+from maas_stream.bridge import HTTPUpstream, Timeouts
+from maas_stream.bridge._transport import LeanTransport, _Chunked
+from maas_stream.bridge._upstream import new_client
+from tests.bridge.realtime_fakes import tls_files
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.anyio
+
+Handler = Callable[[anyio.abc.SocketStream, bytes], Awaitable[bool]]
+"""Answers one request (its head and body bytes); returns whether to keep the connection open."""
+
+
+async def read_request(stream: anyio.abc.SocketStream, pending: bytearray) -> bytes | None:
+    """One request's bytes (head and content-length body), or ``None`` when the client left."""
+    while b"\r\n\r\n" not in pending:
+        try:
+            pending += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            return None
+    end = pending.index(b"\r\n\r\n") + 4
+    length = 0
+    for line in bytes(pending[:end]).split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    while len(pending) < end + length:
+        pending += await stream.receive()
+    request = bytes(pending[: end + length])
+    del pending[: end + length]
+    return request
+
+
+@asynccontextmanager
+async def raw_server(handler: Handler) -> AsyncIterator[tuple[str, list[int]]]:
+    """A server running ``handler`` per request; yields its base URL and the requests per connection."""
+    connections: list[int] = []
+
+    async def serve_conn(stream: anyio.abc.SocketStream) -> None:
+        index = len(connections)
+        connections.append(0)
+        pending = bytearray()
+        async with stream:
+            while (request := await read_request(stream, pending)) is not None:
+                connections[index] += 1
+                if not await handler(stream, request):
+                    return
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve_conn)
+        try:
+            yield f"http://127.0.0.1:{port}", connections
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def chunked(body: bytes, size: int, *, ext: bool = True) -> bytes:
+    """``body`` in chunks of ``size`` bytes (with a chunk extension on each size line), a trailer."""
+    line = b"%x;ext=1\r\n%s\r\n" if ext else b"%x\r\n%s\r\n"
+    out = b"".join(line % (len(p), p) for p in (body[i : i + size] for i in range(0, len(body), size)))
+    return out + b"0\r\nx-trailer: y\r\n\r\n"
+
+
+def answer(body: bytes, *, framing: str = "chunked", extra: bytes = b"") -> bytes:
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n" + extra
+    if framing == "chunked":
+        return head + b"transfer-encoding: chunked\r\n\r\n" + chunked(body, 7)
+    if framing == "length":
+        return head + b"content-length: %d\r\n\r\n" % len(body) + body
+    return head + b"connection: close\r\n\r\n" + body
+
+
+BODY = b"".join(b'data: {"n": %d, "text": "word %d"}\n\n' % (i, i) for i in range(300))
+
+
+def client() -> httpx2.AsyncClient:
+    found: httpx2.AsyncClient = new_client(Timeouts(connect=2.0), 10)
+    assert isinstance(found._transport, LeanTransport)
+    return found
+
+
+async def drip(stream: anyio.abc.SocketStream, data: bytes, step: int) -> None:
+    """Send ``data`` in pieces of ``step`` bytes, each its own socket write."""
+    for i in range(0, len(data), step):
+        await stream.send(data[i : i + step])
+        await anyio.lowlevel.checkpoint()
+
+
+@pytest.mark.parametrize("framing", ["chunked", "length", "close"])
+@pytest.mark.parametrize("step", [1, 5, 4096])
+async def test_the_body_is_the_framed_bytes_whatever_the_cut(framing: str, step: int) -> None:
+    data = answer(BODY[:3000] if step == 1 else BODY, framing=framing)
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        assert request.startswith(b"POST /v1/x HTTP/1.1\r\n")
+        assert b'{"a":1}' in request
+        await drip(stream, data, step)
+        return framing != "close"
+
+    async with raw_server(handler) as (url, _), client() as c:
+        async with c.stream("POST", url + "/v1/x", json={"a": 1}) as resp:
+            got = b"".join([part async for part in resp.aiter_bytes()])
+    assert got == (BODY[:3000] if step == 1 else BODY)
+
+
+async def test_a_burst_arrives_as_one_piece_per_read() -> None:
+    """Frames the server wrote together reach the reader as one piece, not one per chunk."""
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await stream.send(answer(BODY[:2000]))
+        return True
+
+    async with raw_server(handler) as (url, _), client() as c:
+        async with c.stream("POST", url, json={}) as resp:
+            pieces = [part async for part in resp.aiter_raw()]
+    assert b"".join(pieces) == BODY[:2000]
+    assert len(pieces) < 5  # 2000 bytes in chunks of 7: hundreds of chunks, a few reads
+
+
+async def test_keep_alive_reuses_a_connection_read_whole_and_not_one_left_early() -> None:
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        data = answer(BODY)
+        await stream.send(data[:100])
+        await anyio.sleep(0.05)  # the rest comes in a later read
+        await stream.send(data[100:])
+        return True
+
+    async with raw_server(handler) as (url, connections), client() as c:
+        for _ in range(3):
+            async with c.stream("POST", url, json={}) as resp:
+                assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
+        assert connections == [3]
+        async with c.stream("POST", url, json={}) as resp:
+            async for _ in resp.aiter_bytes():
+                break  # left before the end: that connection must not serve another request
+        async with c.stream("POST", url, json={}) as resp:
+            assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
+        assert connections == [4, 1]
+
+
+async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await stream.send(answer(b"data: {}\n\n", framing="length"))
+        return False  # closed after the answer, without saying so
+
+    async with raw_server(handler) as (url, connections), client() as c:
+        for _ in range(3):
+            resp = await c.post(url, json={})
+            assert resp.content == b"data: {}\n\n"
+            await anyio.sleep(0.05)  # the server's close reaches the idle connection
+        assert connections == [1, 1, 1]
+
+
+async def test_informational_answers_are_skipped_and_gzip_is_decoded() -> None:
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await stream.send(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n")
+        await stream.send(answer(gzip.compress(BODY), framing="length", extra=b"content-encoding: gzip\r\n"))
+        return True
+
+    async with raw_server(handler) as (url, _), client() as c:
+        resp = await c.post(url, json={})
+    assert resp.status_code == 200
+    assert resp.content == BODY
+
+
+async def test_an_error_status_and_headers_reach_the_response() -> None:
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        body = b'{"error": {"message": "slow down"}}'
+        head = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 7\r\n"
+        await stream.send(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+        return True
+
+    async with raw_server(handler) as (url, _), client() as c:
+        resp = await c.post(url, json={})
+    assert resp.status_code == 429
+    assert resp.reason_phrase == "Too Many Requests"
+    assert resp.headers["retry-after"] == "7"
+    assert resp.json() == {"error": {"message": "slow down"}}
+
+
+async def test_a_body_cut_mid_chunk_is_a_remote_protocol_error_and_a_cut_stream() -> None:
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        data = answer(BODY)
+        await stream.send(data[: len(data) // 2])
+        return False
+
+    async with raw_server(handler) as (url, _), client() as c:
+        async with c.stream("POST", url, json={}) as resp:
+            with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
+                async for _ in resp.aiter_bytes():
+                    pass
+        async with c.stream("POST", url, json={}) as resp:
+            with pytest.raises(ms.StreamTransportError) as info:
+                await ms.aaggregate(resp, protocol="openai-chat")
+    assert isinstance(info.value.__cause__, httpx2.RemoteProtocolError)
+
+
+async def test_no_answer_at_all_is_a_remote_protocol_error() -> None:
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        return False
+
+    async with raw_server(handler) as (url, _), client() as c:
+        with pytest.raises(httpx2.RemoteProtocolError, match="without sending a response"):
+            await c.post(url, json={})
+
+
+async def test_an_unreachable_host_is_a_connect_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    async with client() as c:
+        with pytest.raises(httpx2.ConnectError):
+            await c.post(f"http://127.0.0.1:{port}/", json={})
+
+
+async def test_requests_beyond_max_connections_wait_then_time_out_as_pool_timeouts() -> None:
+    gate = anyio.Event()
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await gate.wait()
+        await stream.send(answer(b"data: {}\n\n", framing="length"))
+        return True
+
+    c = httpx2.AsyncClient(
+        transport=LeanTransport(max_connections=1, max_keepalive=1, keepalive_expiry=4.0),
+        timeout=httpx2.Timeout(2.0, pool=0.2),
+    )
+    async with raw_server(handler) as (url, _), c:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(c.post, url)
+            await anyio.sleep(0.05)
+            with pytest.raises(httpx2.PoolTimeout):
+                await c.post(url, json={})
+            gate.set()
+        assert (await c.post(url, json={})).status_code == 200  # the slot was given back
+
+
+async def test_the_bridge_streams_through_it() -> None:
+    """HTTPUpstream's own client: a Chat stream over the lean transport, aggregated."""
+    chat = b"".join(
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+        b'"delta":{"content":"w%d "},"finish_reason":null}]}\n\n' % i
+        for i in range(50)
+    )
+    chat += b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    chat += b'"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        assert b"authorization: Bearer sk-test-key" in request
+        await drip(stream, answer(chat), 100)
+        return True
+
+    async with raw_server(handler) as (url, _):
+        upstream = HTTPUpstream("openai-chat", url + "/v1/chat/completions", api_key="sk-test-key")
+        try:
+            async with upstream.open({"model": "m", "messages": []}, model="m") as resp:
+                response = await ms.aaggregate(resp, protocol="openai-chat")
+        finally:
+            await upstream.aclose()
+    assert response.status == "completed"
+    assert response.messages[0].content[0].text == "".join(f"w{i} " for i in range(50))  # type: ignore[union-attr]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    body=st.binary(max_size=300),
+    size=st.integers(1, 40),
+    cuts=st.lists(st.integers(0, 2000), max_size=12),
+    ext=st.booleans(),
+)
+def test_dechunking_is_independent_of_where_the_reads_split(
+    body: bytes, size: int, cuts: list[int], ext: bool
+) -> None:
+    data = chunked(body, size, ext=ext) + b"NEXT"
+    reader = _Chunked()
+    out = b""
+    last = 0
+    for cut in [*sorted(c % (len(data) + 1) for c in cuts), len(data)]:
+        if reader.done:
+            break
+        out += reader.feed(data[last:cut])
+        last = cut
+    assert reader.done
+    assert out == body
+    assert reader.rest + data[last:] == b"NEXT"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"zz\r\nabc\r\n0\r\n\r\n", b"3\r\nabcXY0\r\n\r\n", b"-3\r\nabc\r\n0\r\n\r\n", b"1" * 5000],
+    ids=["size-not-hex", "no-crlf-after-data", "negative-size", "endless-size-line"],
+)
+def test_a_broken_chunk_framing_is_a_remote_protocol_error(bad: bytes) -> None:
+    with pytest.raises(httpx2.RemoteProtocolError):
+        _Chunked().feed(bad)
+
+
+async def test_https_with_keep_alive(tmp_path: Path) -> None:
+    """TLS to the upstream: the answer is read whole and the connection serves the next request."""
+    pytest.importorskip("cryptography")
+    cert, key, client_context = tls_files(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    connections: list[int] = []
+
+    async def serve_conn(stream: anyio.abc.ByteStream) -> None:
+        connections.append(0)
+        pending = bytearray()
+        async with stream:
+            while await read_request(stream, pending) is not None:  # type: ignore[arg-type]
+                connections[-1] += 1
+                await stream.send(answer(BODY))
+
+    tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = tcp.extra(anyio.abc.SocketAttribute.local_port)
+    listener = TLSListener(tcp, server_context, standard_compatible=False)
+    transport = LeanTransport(
+        max_connections=4, max_keepalive=4, keepalive_expiry=4.0, ssl_context=client_context
+    )
+    async with listener, anyio.create_task_group() as tg, httpx2.AsyncClient(transport=transport) as c:
+        tg.start_soon(listener.serve, serve_conn)
+        for _ in range(2):
+            async with c.stream("POST", f"https://127.0.0.1:{port}/v1/x", json={}) as resp:
+                assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
+        tg.cancel_scope.cancel()
+    assert connections == [2]
