@@ -18,7 +18,7 @@ import maas_stream as ms
 from maas_stream._registry import _REGISTRY, ProtocolSpec, register
 from maas_stream.events import ResponseDone, TextDelta
 from maas_stream.protocols import openai_chat
-from maas_stream.protocols._base import JSONLinesStreamDecoder
+from maas_stream.protocols._jsonl import JSONLinesStreamDecoder
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -66,7 +66,7 @@ DEPTH = 1000
 _NESTED = '{"a":' * DEPTH + "1" + "}" * DEPTH
 _RECURSION = (
     "msgspec raises RecursionError decoding JSON nested past the interpreter's recursion limit;"
-    " the decoder bases (protocols/_base.py: SSEStreamDecoder.feed, JSONLinesStreamDecoder."
+    " the decoder bases (protocols/_base.py: SSEStreamDecoder.feed, _jsonl.py: JSONLinesStreamDecoder."
     "feed_message) must report it as RemoteProtocolError"
 )
 KNOWN_NESTED: dict[str, str] = {}  # fixed: protocols/_base.py reports it as RemoteProtocolError

@@ -3,7 +3,7 @@
 A protocol package exposes a ``StreamDecoder`` (bytes → events with provider keys), a
 ``StreamEncoder`` (canonical events → bytes), a history codec (``to_canonical`` /
 ``from_canonical``), ``validate`` and detection, and declares its ``SPEC`` (``_registry.spec_of``).
-The classes here hold what every protocol shares: framing (SSE or JSON lines), frame counting,
+The classes here hold what every protocol shares: SSE framing (JSON lines: ``_jsonl``), frame counting,
 the state rules of ``feed``/``feed_message``/``finish`` (refused after an error or after
 ``finish``), turning input faults (msgspec's decode errors, JSON nested too deep) into
 ``RemoteProtocolError`` while letting any other exception through as the bug it is, flushing a
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias
 
 import msgspec
 
+from .._accumulate import FRAGMENTS, compact
 from .._exceptions import LocalProtocolError, RemoteProtocolError
 from .._interfaces import Framing as Framing
 from .._interfaces import StreamDecoder as StreamDecoder
@@ -68,15 +69,11 @@ __all__ = [
     "EventEncoder",
     "FoldTarget",
     "Framing",
-    "JSONLinesStreamDecoder",
-    "Msg",
     "PartBuffers",
     "SSEStreamDecoder",
     "StreamDecoder",
     "StreamEncoder",
-    "WrappedLine",
     "flush_warnings",
-    "raw_message",
 ]
 
 
@@ -200,7 +197,7 @@ class SSEStreamDecoder:
         self._state = _State.OPEN
         self._target: FoldTarget | None = None
         self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
-        """Buffers :meth:`part_buffers` got since the last normal frame of this :meth:`feed_into`."""
+        """Buffers :meth:`fold_delta` got from the target since the last normal frame of this :meth:`feed_into`."""
         self.warnings: list[str] = []
         """Findings that did not stop decoding (a sequence gap, say); they end up in
         ``Response.warnings``."""
@@ -273,8 +270,7 @@ class SSEStreamDecoder:
     def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
         """Fold one chunk's frames in order; by default each goes :meth:`normal`.
 
-        A ``direct`` protocol appends each common frame's delta to what ``self._buffers`` or
-        :meth:`part_buffers` gives (``add_fragment``) and hands any other frame, numbered
+        A ``direct`` protocol hands each common frame's delta to :meth:`fold_delta` and hands any other frame, numbered
         ``enumerate(frames, self.frames + 1)``, to :meth:`normal`; all or nothing per frame.
         """
         for number, (event, payload, _, _) in enumerate(frames, self._frames + 1):
@@ -295,15 +291,24 @@ class SSEStreamDecoder:
             assert target is not None
             target.consume(events)
 
-    def part_buffers(self, message: Key, part: Key) -> PartBuffers | None:
-        """The buffers a direct delta at these keys goes to (kept in ``self._buffers``), or ``None``."""
-        target = self._target
-        if target is None:
-            return None
-        found = target.part_buffers(message, part)
-        if found is not None:
+    def fold_delta(self, message: Key, part: Key, text: str, args: bool = False) -> bool:
+        """Append a common delta to its part's text (or ``args``) buffer; ``False``: go :meth:`normal`.
+
+        The buffers come from ``self._buffers`` or the target (kept until the next normal frame);
+        they are joined as they come (``add_fragment``'s rule, inlined: this runs once per event).
+        """
+        found = self._buffers.get((message, part))
+        if found is None:
+            target = self._target
+            found = target.part_buffers(message, part) if target is not None else None
+            if found is None:
+                return False
             self._buffers[message, part] = found
-        return found
+        buf = found.args if args else found.text
+        buf.append(text)
+        if len(buf) >= FRAGMENTS:
+            compact(buf)
+        return True
 
     def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
         """Decode one already-framed SSE event (from httpx-sse, say).
@@ -399,202 +404,6 @@ def flush_warnings(warnings: list[str]) -> list[Event]:
     out: list[Event] = [StreamWarning(text=text) for text in warnings]
     warnings.clear()
     return out
-
-
-class WrappedLine:
-    """A whole recorded ``{"dir", "msg"}`` line standing for its message.
-
-    JSON-lines decoders decode a server line typed in one pass, envelope included; they pass
-    this on so that a message kept whole (an unknown or session frame) is decoded untyped only
-    when it is actually kept (:func:`raw_message`).
-    """
-
-    __slots__ = ("line",)
-
-    def __init__(self, line: bytes) -> None:
-        self.line = line
-
-
-Msg: TypeAlias = "bytes | str | WrappedLine"
-"""A websocket message: its JSON text, or the recorded line that wraps it."""
-
-
-def raw_message(msg: Msg) -> Any:
-    """The message as plain JSON values."""
-    if isinstance(msg, WrappedLine):
-        return msgspec.json.decode(msg.line)["msg"]
-    return msgspec.json.decode(msg)
-
-
-class _WSFrame(msgspec.Struct):
-    dir: str
-    msg: msgspec.Raw
-
-
-_ws_frame = msgspec.json.Decoder(_WSFrame)
-
-
-class JSONLinesStreamDecoder:
-    """Base for websocket protocols recorded as JSON lines ``{"dir": ..., "msg": {...}}``.
-
-    Subclasses implement :meth:`on_message` for one message (client or server direction).
-    Live connections feed messages directly with :meth:`feed_message`.
-    """
-
-    protocol: ClassVar[str] = ""
-
-    def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        self._max = max_line_size
-        self._pending: list[bytes] = []
-        self._pending_size = 0
-        self._frames = 0
-        self._truncated = False
-        self._state = _State.OPEN
-        self.warnings: list[str] = []
-        """Findings that did not stop decoding; they end up in ``Response.warnings``."""
-
-    @property
-    def frames(self) -> int:
-        """How many messages were decoded so far."""
-        return self._frames
-
-    @property
-    def truncated(self) -> bool:
-        """True after :meth:`finish` when the bytes ended inside a line, which was dropped."""
-        return self._truncated
-
-    def feed(self, data: bytes) -> list[Event]:
-        """Decode a chunk of JSON-lines bytes; return the events it completed.
-
-        Raises:
-            RemoteProtocolError: A line is not a valid frame (the error names its number).
-            LocalProtocolError: Called after :meth:`finish` or an error.
-        """
-        if self._state is not _State.OPEN:
-            raise LocalProtocolError(
-                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
-            )
-        if b"\n" not in data:
-            self._pending.append(data)
-            self._pending_size += len(data)
-            if self._pending_size > self._max:
-                self._state = _State.ERROR
-                raise RemoteProtocolError(
-                    f"a JSON line grew past {self._max} bytes", protocol=self.protocol, frame=self._frames + 1
-                )
-            return []
-        if self._pending:
-            self._pending.append(data)
-            data = b"".join(self._pending)
-            self._pending = []
-            self._pending_size = 0
-        lines = data.split(b"\n")
-        rest = lines.pop()
-        if rest:
-            self._pending = [rest]
-            self._pending_size = len(rest)
-        out: list[Event] = []
-        for line in lines:
-            if line.strip():
-                try:
-                    out += self._line(line)
-                except RemoteProtocolError as exc:
-                    exc.events = out  # what the lines before the bad one decoded to: not lost
-                    raise
-                except _DECODE_FAULTS as exc:
-                    # A subclass that decodes whole lines itself (typed, in one pass).
-                    self._state = _State.ERROR
-                    err = RemoteProtocolError(
-                        f"invalid JSON-lines frame: {exc}",
-                        protocol=self.protocol,
-                        frame=self._frames + 1,
-                        raw=line[:500].decode("utf-8", "replace"),
-                    )
-                    err.events = out
-                    raise err from exc
-        return out
-
-    def _line(self, line: bytes) -> list[Event]:
-        try:
-            frame = _ws_frame.decode(line)
-        except _DECODE_FAULTS as exc:
-            self._state = _State.ERROR
-            raise RemoteProtocolError(
-                f"invalid JSON-lines frame: {exc}",
-                protocol=self.protocol,
-                frame=self._frames + 1,
-                raw=line[:500].decode("utf-8", "replace"),
-            ) from exc
-        return self.feed_message(frame.msg, direction=frame.dir)
-
-    def feed_message(self, msg: bytes | str | msgspec.Raw, *, direction: str = "server") -> list[Event]:
-        """Decode one websocket message (its JSON text) travelling in ``direction``.
-
-        Raises:
-            RemoteProtocolError: The message is not valid for this protocol.
-            LocalProtocolError: Called after :meth:`finish` or an error (as :meth:`feed`).
-        """
-        if self._state is not _State.OPEN:
-            raise LocalProtocolError(
-                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
-            )
-        self._frames += 1
-        try:
-            out = self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
-            if self.warnings:
-                out += flush_warnings(self.warnings)
-            return out
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = exc.protocol or self.protocol
-            exc.frame = exc.frame or self._frames
-            raise
-        except _DECODE_FAULTS as exc:
-            self._state = _State.ERROR
-            raw = bytes(msg) if isinstance(msg, msgspec.Raw) else msg
-            raise RemoteProtocolError(
-                f"invalid {self.protocol} message: {exc}",
-                protocol=self.protocol,
-                frame=self._frames,
-                raw=raw[:500] if isinstance(raw, str) else raw[:500].decode("utf-8", "replace"),
-            ) from exc
-
-    def finish(self) -> list[Event]:
-        """Signal end of input; return any last events.
-
-        Raises:
-            LocalProtocolError: Called twice or after an error.
-        """
-        if self._state is not _State.OPEN:
-            raise LocalProtocolError(
-                f"decoder finished in state {self._state.value}",
-                protocol=self.protocol,
-                state=self._state.value,
-            )
-        out: list[Event] = []
-        if self._pending and b"".join(self._pending).strip():
-            # A last line without a newline may still be a whole JSON document: try it. One
-            # that is not is a recording cut mid-line: dropped with a warning, as SSE does.
-            line = b"".join(self._pending)
-            self._pending = []
-            try:
-                msgspec.json.decode(line)
-            except _DECODE_FAULTS:
-                self._truncated = True
-                self.warnings.append("the stream ended inside a line; that partial line was dropped")
-            else:
-                out = self._line(line)
-        self._state = _State.CLOSED
-        out += self.on_finish()
-        return out + flush_warnings(self.warnings)
-
-    def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
-        """Turn one message into stream events (subclasses implement this)."""
-        raise NotImplementedError
-
-    def on_finish(self) -> list[Event]:
-        """Events to emit at end of input (none by default)."""
-        return []
 
 
 HistoryDecoder: TypeAlias = Callable[[Any], list[Message]]

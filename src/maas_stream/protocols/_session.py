@@ -22,7 +22,8 @@ from .. import events
 from .._drops import DropKind, DropLog
 from .._exceptions import RemoteProtocolError
 from .._model import Part, TextPart, ToolCallPart, ToolResultPart, UnknownPart, Usage
-from ._base import _DECODE_FAULTS, EventEncoder, JSONLinesStreamDecoder, _State, flush_warnings
+from ._base import _DECODE_FAULTS, EventEncoder, _State, flush_warnings
+from ._jsonl import JSONLinesStreamDecoder
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -121,8 +122,8 @@ class SessionDecoder(JSONLinesStreamDecoder):
     typed server message) and implement :meth:`_server_line`; every other line (client lines,
     odd frames) takes the base path through ``on_message``.
 
-    The fast path is :meth:`feed` itself: it splits the chunk, decodes each server line typed in
-    one pass and hands the message to :meth:`_server_line`, which appends to one list for the
+    The fast path is :meth:`_lines` (``feed`` splits the chunk in the base): it decodes each
+    server line typed in one pass and hands the message to :meth:`_server_line`, which appends to one list for the
     whole chunk. Per line that is one msgspec decode and one call into the protocol: no untyped
     envelope, no per-line list, no wrapper object unless a message is kept whole.
 
@@ -142,8 +143,9 @@ class SessionDecoder(JSONLinesStreamDecoder):
         self.coalesce = coalesce
         """Whether :meth:`feed` joins the streamed deltas of each part that one chunk completes.
 
-        Off by default: one event per provider frame, which a re-encoder or a relay needs. An
-        aggregate-only consumer may switch it on; the aggregate is the same, with fewer events.
+        Off by default: one event per provider frame, which a re-encoder or a relay needs.
+        ``StreamAggregator(emit=False)`` (``aggregate``, ``aaggregate``) switches it on; the
+        aggregate is the same, with fewer events.
         Runs never outlive a call: every event a chunk completes is returned by its ``feed``.
         """
         self._runs: dict[tuple[Any, Key, Key], list[str]] = {}
@@ -209,29 +211,6 @@ class SessionDecoder(JSONLinesStreamDecoder):
         """
         self._flush(out)
         self._server_line(message, line, out)
-
-    def feed(self, data: bytes) -> list[events.Event]:
-        """Decode a chunk of JSON-lines bytes; return the events it completed.
-
-        Raises:
-            RemoteProtocolError: A line is not a valid frame (the error names its number).
-            LocalProtocolError: Called after :meth:`finish` or an error.
-        """
-        if self._state is not _State.OPEN or b"\n" not in data:
-            return super().feed(data)  # refuses, or holds a partial line (and bounds its size)
-        if self._pending:
-            self._pending.append(data)
-            data = b"".join(self._pending)
-            self._pending = []
-            self._pending_size = 0
-        lines = data.split(b"\n")
-        rest = lines.pop()
-        if rest:
-            self._pending = [rest]
-            self._pending_size = len(rest)
-        out: list[events.Event] = []
-        self._lines(lines, out)
-        return out
 
     def _line(self, line: bytes) -> list[events.Event]:
         out: list[events.Event] = []

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ... import events
-from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import FinishReason, UnknownPart
 from .._base import SSEStreamDecoder
@@ -104,7 +103,6 @@ class StreamDecoder(SSEStreamDecoder):
         to the block's text or arguments; anything else, or a block not started, goes as events.
         """
         decode = frame_decoder.decode
-        buffers = self._buffers
         for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
             try:
                 frame = decode(data)
@@ -128,12 +126,7 @@ class StreamDecoder(SSEStreamDecoder):
                     if dtype:
                         if not text:
                             continue  # an empty delta changes nothing
-                        part = buffers.get((0, index)) or self.part_buffers(0, index)
-                        if part is not None:
-                            buf = part.args if args else part.text
-                            buf.append(text)
-                            if len(buf) >= FRAGMENTS:
-                                compact(buf)
+                        if self.fold_delta(0, index, text, args):
                             continue
             self.normal(number, event, data)
 

@@ -35,7 +35,6 @@ import msgspec
 from msgspec import UNSET
 
 from ... import events as ev
-from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, TextPart, ToolCallPart
 from .._base import SSEStreamDecoder
@@ -336,7 +335,6 @@ class StreamDecoder(SSEStreamDecoder):
         a block reason, the candidate's extra fields) is kept as :meth:`on_frame` keeps it. Any
         other chunk goes :meth:`normal`.
         """
-        buffers = self._buffers
         cands = self._cands
         camel = camel_chunk_decoder.decode
         for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
@@ -361,23 +359,15 @@ class StreamDecoder(SSEStreamDecoder):
                         and c.kind == ("thought" if part.thought else "text")
                         and not part.thought_signature
                     ):
-                        found = None
-                        if text:
-                            found = buffers.get((c.index, c.key)) or self.part_buffers(c.index, c.key)
-                        if found is not None or not text:
+                        if not text or self.fold_delta(c.index, c.key, text):
                             if chunk.usage_metadata:
                                 self._usage = chunk.usage_metadata
                             blocked = block_reason(chunk)
                             if blocked is not None:
                                 self._blocked = blocked
                             c.fields.update(candidate_fields(cand))
-                            if found is not None:
-                                if c.kind == "text":
-                                    c.last_text = c.key
-                                buf = found.text
-                                buf.append(text)
-                                if len(buf) >= FRAGMENTS:
-                                    compact(buf)
+                            if text and c.kind == "text":
+                                c.last_text = c.key
                             continue
             self.normal(number, event, data)
 

@@ -26,7 +26,6 @@ from typing import Any, Final
 import msgspec
 
 from ... import events as ev
-from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, Part, TextPart
 from .._base import SSEStreamDecoder
@@ -110,7 +109,6 @@ class StreamDecoder(SSEStreamDecoder):
         started, goes :meth:`normal`.
         """
         decode = envelope_decoder.decode
-        buffers = self._buffers
         steps = self._steps
         for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
             try:
@@ -129,12 +127,7 @@ class StreamDecoder(SSEStreamDecoder):
                         if not text or not isinstance(text, str):
                             continue  # no event
                         key: int | str = "call" if args else step.pos
-                        part = buffers.get((index, key)) or self.part_buffers(index, key)
-                        if part is not None:
-                            buf = part.args if args else part.text
-                            buf.append(text)
-                            if len(buf) >= FRAGMENTS:
-                                compact(buf)
+                        if self.fold_delta(index, key, text, args):
                             continue
             self.normal(number, event, data)
 

@@ -13,7 +13,6 @@ from typing import Any, Final
 import msgspec
 
 from ... import events as ev
-from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import ReasoningPart, ToolCallPart
 from .._base import SSEStreamDecoder
@@ -103,7 +102,6 @@ class StreamDecoder(SSEStreamDecoder):
         but the content or one call's argument fragment (read with ``fold_decoder``).
         """
         decode = fold_decoder.decode
-        buffers = self._buffers
         seen = self._choices
         plain = self._have_id and not self._done  # no response start nor [DONE] to mind
         for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
@@ -142,12 +140,7 @@ class StreamDecoder(SSEStreamDecoder):
                         text = delta.content
                         if not text:
                             continue  # nothing to fold, nothing to announce
-                        part = buffers.get((index, "content")) or self.part_buffers(index, "content")
-                        if part is not None:
-                            buf = part.text
-                            buf.append(text)
-                            if len(buf) >= FRAGMENTS:
-                                compact(buf)
+                        if self.fold_delta(index, "content", text):
                             continue
                     elif len(calls) == 1 and not delta.content:
                         call = calls[0]
@@ -156,13 +149,7 @@ class StreamDecoder(SSEStreamDecoder):
                             args = fn.arguments
                             if not args:
                                 continue
-                            key = call.index
-                            part = buffers.get((index, key)) or self.part_buffers(index, key)
-                            if part is not None:
-                                buf = part.args
-                                buf.append(args)
-                                if len(buf) >= FRAGMENTS:
-                                    compact(buf)
+                            if self.fold_delta(index, call.index, args, args=True):
                                 continue
             self.normal(number, event, data)
             plain = self._have_id and not self._done

@@ -51,7 +51,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, Role, ToolCallPart
-from .._base import Msg, WrappedLine, raw_message
+from .._jsonl import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
 from .._session import SessionDecoder

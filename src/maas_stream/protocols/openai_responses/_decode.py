@@ -35,7 +35,6 @@ import msgspec
 from msgspec.structs import replace
 
 from ... import events
-from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import ImagePart, ToolCallPart, UnknownPart
 from .._base import SSEStreamDecoder
@@ -165,7 +164,6 @@ class StreamDecoder(SSEStreamDecoder):
         :data:`_FOLDED`) into a part that exists already; anything else goes as events.
         """
         decode = envelope_decoder.decode
-        buffers = self._buffers
         for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
             try:
                 env = decode(data)
@@ -182,14 +180,9 @@ class StreamDecoder(SSEStreamDecoder):
                         continue  # an empty delta changes nothing
                     message = env.output_index or 0
                     key = (env.content_index or 0) if route == "content" else route
-                    part = buffers.get((message, key)) or self.part_buffers(message, key)
-                    if part is not None:
+                    if self.fold_delta(message, key, delta, route == "call"):
                         if seq is not None:
                             self._last = seq
-                        buf = part.args if route == "call" else part.text
-                        buf.append(delta)
-                        if len(buf) >= FRAGMENTS:
-                            compact(buf)
                         continue
             self.normal(number, event, data)
 

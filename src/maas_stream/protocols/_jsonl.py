@@ -1,0 +1,231 @@
+"""The JSON-lines framing shared by the websocket protocols (Realtime, Live) as recorded.
+
+A recording holds one ``{"dir": "client" | "server", "msg": {...}}`` line per websocket
+message; a live connection feeds messages with ``feed_message``. This module owns the line
+framing (completed lines, the held partial line and its size bound), the state rules of
+``feed``/``feed_message``/``finish`` for these decoders, and the message wrapper a typed
+one-pass decoder hands on. The SSE twin and what every decoder shares are in ``_base``.
+
+It must not do IO, and must not apply the aggregator's rules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+
+import msgspec
+
+from .._exceptions import LocalProtocolError, RemoteProtocolError
+from ..sse import DEFAULT_MAX_EVENT_SIZE
+from ._base import _DECODE_FAULTS, _State, flush_warnings
+
+if TYPE_CHECKING:
+    from ..events import Event
+
+__all__ = ["JSONLinesStreamDecoder", "Msg", "WrappedLine", "raw_message"]
+
+
+class WrappedLine:
+    """A whole recorded ``{"dir", "msg"}`` line standing for its message.
+
+    JSON-lines decoders decode a server line typed in one pass, envelope included; they pass
+    this on so that a message kept whole (an unknown or session frame) is decoded untyped only
+    when it is actually kept (:func:`raw_message`).
+    """
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
+
+
+Msg: TypeAlias = "bytes | str | WrappedLine"
+"""A websocket message: its JSON text, or the recorded line that wraps it."""
+
+
+def raw_message(msg: Msg) -> Any:
+    """The message as plain JSON values."""
+    if isinstance(msg, WrappedLine):
+        return msgspec.json.decode(msg.line)["msg"]
+    return msgspec.json.decode(msg)
+
+
+class _WSFrame(msgspec.Struct):
+    dir: str
+    msg: msgspec.Raw
+
+
+_ws_frame = msgspec.json.Decoder(_WSFrame)
+
+
+class JSONLinesStreamDecoder:
+    """Base for websocket protocols recorded as JSON lines ``{"dir": ..., "msg": {...}}``.
+
+    Subclasses implement :meth:`on_message` for one message (client or server direction).
+    Live connections feed messages directly with :meth:`feed_message`.
+    """
+
+    protocol: ClassVar[str] = ""
+
+    def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        self._max = max_line_size
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._frames = 0
+        self._truncated = False
+        self._state = _State.OPEN
+        self.warnings: list[str] = []
+        """Findings that did not stop decoding; they end up in ``Response.warnings``."""
+
+    @property
+    def frames(self) -> int:
+        """How many messages were decoded so far."""
+        return self._frames
+
+    @property
+    def truncated(self) -> bool:
+        """True after :meth:`finish` when the bytes ended inside a line, which was dropped."""
+        return self._truncated
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Decode a chunk of JSON-lines bytes; return the events it completed.
+
+        Raises:
+            RemoteProtocolError: A line is not a valid frame (the error names its number).
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        out: list[Event] = []
+        lines = self._whole_lines(data)
+        if lines:
+            self._lines(lines, out)
+        return out
+
+    def _whole_lines(self, data: bytes) -> list[bytes]:
+        """Check the state, then the chunk's completed lines (the rest is held, its size bounded)."""
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
+            )
+        if b"\n" not in data:
+            self._pending.append(data)
+            self._pending_size += len(data)
+            if self._pending_size > self._max:
+                self._state = _State.ERROR
+                raise RemoteProtocolError(
+                    f"a JSON line grew past {self._max} bytes", protocol=self.protocol, frame=self._frames + 1
+                )
+            return []
+        if self._pending:
+            self._pending.append(data)
+            data = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if rest:
+            self._pending = [rest]
+            self._pending_size = len(rest)
+        return lines
+
+    def _lines(self, lines: list[bytes], out: list[Event]) -> None:
+        """Append the events of whole lines to ``out``; a bad line raises with those before it."""
+        for line in lines:
+            if line.strip():
+                try:
+                    out += self._line(line)
+                except RemoteProtocolError as exc:
+                    exc.events = out  # what the lines before the bad one decoded to: not lost
+                    raise
+                except _DECODE_FAULTS as exc:
+                    # A subclass that decodes whole lines itself (typed, in one pass).
+                    self._state = _State.ERROR
+                    err = RemoteProtocolError(
+                        f"invalid JSON-lines frame: {exc}",
+                        protocol=self.protocol,
+                        frame=self._frames + 1,
+                        raw=line[:500].decode("utf-8", "replace"),
+                    )
+                    err.events = out
+                    raise err from exc
+
+    def _line(self, line: bytes) -> list[Event]:
+        try:
+            frame = _ws_frame.decode(line)
+        except _DECODE_FAULTS as exc:
+            self._state = _State.ERROR
+            raise RemoteProtocolError(
+                f"invalid JSON-lines frame: {exc}",
+                protocol=self.protocol,
+                frame=self._frames + 1,
+                raw=line[:500].decode("utf-8", "replace"),
+            ) from exc
+        return self.feed_message(frame.msg, direction=frame.dir)
+
+    def feed_message(self, msg: bytes | str | msgspec.Raw, *, direction: str = "server") -> list[Event]:
+        """Decode one websocket message (its JSON text) travelling in ``direction``.
+
+        Raises:
+            RemoteProtocolError: The message is not valid for this protocol.
+            LocalProtocolError: Called after :meth:`finish` or an error (as :meth:`feed`).
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
+            )
+        self._frames += 1
+        try:
+            out = self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
+            if self.warnings:
+                out += flush_warnings(self.warnings)
+            return out
+        except RemoteProtocolError as exc:
+            self._state = _State.ERROR
+            exc.protocol = exc.protocol or self.protocol
+            exc.frame = exc.frame or self._frames
+            raise
+        except _DECODE_FAULTS as exc:
+            self._state = _State.ERROR
+            raw = bytes(msg) if isinstance(msg, msgspec.Raw) else msg
+            raise RemoteProtocolError(
+                f"invalid {self.protocol} message: {exc}",
+                protocol=self.protocol,
+                frame=self._frames,
+                raw=raw[:500] if isinstance(raw, str) else raw[:500].decode("utf-8", "replace"),
+            ) from exc
+
+    def finish(self) -> list[Event]:
+        """Signal end of input; return any last events.
+
+        Raises:
+            LocalProtocolError: Called twice or after an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(
+                f"decoder finished in state {self._state.value}",
+                protocol=self.protocol,
+                state=self._state.value,
+            )
+        out: list[Event] = []
+        if self._pending and b"".join(self._pending).strip():
+            # A last line without a newline may still be a whole JSON document: try it. One
+            # that is not is a recording cut mid-line: dropped with a warning, as SSE does.
+            line = b"".join(self._pending)
+            self._pending = []
+            try:
+                msgspec.json.decode(line)
+            except _DECODE_FAULTS:
+                self._truncated = True
+                self.warnings.append("the stream ended inside a line; that partial line was dropped")
+            else:
+                out = self._line(line)
+        self._state = _State.CLOSED
+        out += self.on_finish()
+        return out + flush_warnings(self.warnings)
+
+    def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
+        """Turn one message into stream events (subclasses implement this)."""
+        raise NotImplementedError
+
+    def on_finish(self) -> list[Event]:
+        """Events to emit at end of input (none by default)."""
+        return []
