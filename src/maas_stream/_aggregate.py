@@ -166,19 +166,30 @@ class Aggregator(Lifecycle):
             LocalProtocolError: Called after :meth:`finish` or after an error.
         """
         out = _DISCARD
-        handlers = self._handlers
-        for event in events:
-            if self._state is not AggregatorState.STREAMING:
-                self._check_late(event)
-            handlers[type(event)](self, event, out)
+        self._apply(events, out)
         out.clear()
 
     def feed_all(self, events: Iterable[Event]) -> list[Event]:
-        """Apply several events; return the concatenated output of :meth:`feed`."""
+        """Apply several events; return what :meth:`feed` returns for each, in one list.
+
+        The same events as calling :meth:`feed` per event (a handler only appends to its
+        output list), without a list per event: a converter's batch path.
+
+        Raises:
+            RemoteProtocolError: An event cannot follow what came before.
+            LocalProtocolError: Called after :meth:`finish` or after an error.
+        """
         out: list[Event] = []
-        for event in events:
-            out += self.feed(event)
+        self._apply(events, out)
         return out
+
+    def _apply(self, events: Iterable[Event], out: list[Event]) -> None:
+        handlers = self._handlers
+        streaming = AggregatorState.STREAMING
+        for event in events:
+            if self._state is not streaming:
+                self._check_late(event)
+            handlers[type(event)](self, event, out)
 
     def snapshot(self) -> Response:
         """The response as it stands, without changing any state.

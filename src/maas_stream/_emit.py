@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from ._accumulate import CONTENT, AggregatorState, MessageState, PartState, remainder
+from ._accumulate import CONTENT, MessageState, PartState, remainder
 from ._aggregate import HANDLER_NAMES, Aggregator
 from ._model import ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .events import (
@@ -50,7 +50,7 @@ from .events import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
     from ._model import Usage
     from .events import Event
@@ -96,25 +96,6 @@ class EmittingAggregator(Aggregator):
     """An :class:`~maas_stream.Aggregator` that hands every event on with canonical keys."""
 
     emit = True
-
-    def feed_all(self, events: Iterable[Event]) -> list[Event]:
-        """Apply several events; return what :meth:`feed` returns for each, in one list.
-
-        The same events as calling :meth:`feed` per event (a handler only appends to its
-        output list), without a list per event: the batch path of a converter.
-
-        Raises:
-            RemoteProtocolError: An event cannot follow what came before.
-            LocalProtocolError: Called after :meth:`finish` or after an error.
-        """
-        out: list[Event] = []
-        handlers = self._handlers
-        streaming = AggregatorState.STREAMING
-        for event in events:
-            if self._state is not streaming:
-                self._check_late(event)
-            handlers[type(event)](self, event, out)
-        return out
 
     # ------------------------------------------------------------------ structure hooks
 
