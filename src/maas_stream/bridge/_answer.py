@@ -31,7 +31,7 @@ from .._registry import get_protocol
 from ..io import ProviderHTTPError, StreamIOError, aaggregate
 from ..io._exceptions import error_summary
 from ..io._stream import aconvert_into
-from ._asgi import send_json, watch_disconnect
+from ._asgi import hangup_watcher, send_json, watch_disconnect
 from ._failures import upstream_failure
 from ._request import Rejected
 from ._stateful import encoder_options, identified
@@ -75,6 +75,26 @@ async def run_exchange(app: BridgeApp, client: str, request: Any, receive: Recei
     The hang-up is watched from the start (connecting, waiting for the upstream's headers,
     streaming, aggregating for a non-streaming answer): nothing is held for a client gone.
     """
+    with anyio.CancelScope() as scope:
+        watcher = hangup_watcher(receive, scope)
+        if watcher is None:  # trio: the watcher runs in a task group
+            await _run_in_group(app, client, request, receive, send)
+            return
+        try:
+            await open_upstream(app, client, request, send)
+            return
+        finally:
+            watcher.cancel()
+    _client_gone(app)  # the scope was cancelled: the watcher saw the hang-up
+
+
+def _client_gone(app: BridgeApp) -> None:
+    app.stats.client_gone += 1
+    log.info("bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol)
+
+
+async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Receive, send: Send) -> None:
+    """:func:`run_exchange` with the hang-up watched from a task group (trio)."""
     done = False
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
@@ -89,10 +109,7 @@ async def run_exchange(app: BridgeApp, client: str, request: Any, receive: Recei
     if failure is not None:
         raise failure
     if not done:
-        app.stats.client_gone += 1
-        log.info(
-            "bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol
-        )
+        _client_gone(app)
 
 
 async def open_upstream(app: BridgeApp, client: str, request: Any, send: Send) -> None:
