@@ -163,6 +163,8 @@ class StalledUpstream:
 
     @contextlib.asynccontextmanager
     async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
+        del body  # sent, not held (as HTTPUpstream)
+
         async def frames() -> AsyncIterator[bytes]:
             yield ANTHROPIC_START + anthropic(0)
             await anyio.sleep_forever()

@@ -118,7 +118,9 @@ async def open_upstream(app: BridgeApp, client: str, request: Any, send: Send) -
     timeouts = getattr(app.upstream, "timeouts", None)
     started = anyio.current_time()
     try:
-        async with app.upstream.open(request.body, model=request.envelope.model) as source:
+        body, request.body = request.body, {}  # sent once: not held while the stream lasts
+        async with app.upstream.open(body, model=request.envelope.model) as source:
+            del body
             total = getattr(timeouts, "total", None)
             left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
             reading = Reading(getattr(timeouts, "idle", None), left, len(request.dropped))
