@@ -253,6 +253,109 @@ class AsyncReader:
             self.received += 1
         return item  # type: ignore[no-any-return]
 
+    async def drain(self, feed: Callable[[bytes], object], batch: int) -> None:
+        """Read a byte stream to its end, handing ``feed`` the chunks joined in batches of ``batch`` bytes.
+
+        For a reader no one waits on chunk by chunk (``aaggregate``): one loop over the source's
+        iterator, no call per chunk, the same checks, timeouts and errors as :meth:`read`.
+        Everything read is fed before an error is raised.
+
+        Raises:
+            ProviderHTTPError: As :meth:`read`; so do the others.
+        """
+        pending: list[bytes] = []
+        size = 0
+
+        def flush() -> None:
+            nonlocal size
+            data = pending[0] if len(pending) == 1 else b"".join(pending)
+            pending.clear()
+            size = 0
+            feed(data)
+
+        try:
+            if self._timed and self._loop is None and not self._on_asyncio():
+                # trio with timeouts: a read at a time (see read)
+                while (item := await self.read()) is not None:
+                    pending.append(item)  # type: ignore[arg-type]
+                    size += len(item)
+                    if size >= batch:
+                        flush()
+            else:
+                await self._drain(pending, flush, batch)
+        finally:
+            if pending:  # what was read before a failure counts
+                flush()
+
+    async def _drain(self, pending: list[bytes], flush: Callable[[], None], batch: int) -> None:
+        received = self.received
+        timed = self._timed
+        task = None
+        try:
+            if not self._checked:
+                self._checked = True
+                await check_response(self.source)
+            if timed:
+                self._task = task = asyncio.current_task()
+                self._begin_read()
+            size = 0
+            async for item in self._iter:
+                if type(item) is not bytes:
+                    item = reframe(item)
+                received += len(item)
+                pending.append(item)
+                size += len(item)
+                if size >= batch:
+                    flush()
+                    size = 0
+                if timed:  # the next read begins (the timer does the rest)
+                    self.received = received
+                    self._begin_read()
+        except asyncio.CancelledError:
+            self.received = received
+            error = self._timed_out(task)
+            if error is None:
+                raise
+            raise error from None
+        except Exception as exc:
+            self.received = received
+            mapped = None if isinstance(exc, StreamTimeoutError) else transport_error(exc, received=received)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        finally:
+            self._exhausted = True
+            self._since = None
+            self.received = received
+
+    def _begin_read(self) -> None:
+        """Stamp the time a read begins; arm the timer if it lapsed (see :meth:`_timed_read`).
+
+        Raises:
+            StreamTimeoutError: The total deadline has passed already.
+        """
+        self._since = since = self._clock()
+        deadline = self._deadline
+        if deadline is not None and since >= deadline:
+            assert self.total_timeout is not None
+            raise self._timeout_error(self.total_timeout, "total")
+        if self._handle is None:
+            self._arm(since)
+
+    def _timed_out(self, task: asyncio.Task[Any] | None) -> StreamTimeoutError | None:
+        """The timeout error a cancellation during a timed read stands for, or ``None``.
+
+        When the timer sent it, the cancellation is taken back from the task; a cancellation
+        from elsewhere (``None``) goes on, and so does one sent from elsewhere too.
+        """
+        fired = self._fired
+        if fired is None or task is None:
+            return None
+        task.uncancel()
+        if task.cancelling():
+            return None
+        return self._timeout_error(*fired)
+
     def _on_asyncio(self) -> bool:
         """Whether the timeouts run on the asyncio loop's timer (decided at the first timed read)."""
         try:
@@ -271,25 +374,15 @@ class AsyncReader:
         finds this read past its limit it cancels the reading task, and the cancellation is taken
         back here and raised as the timeout error (a cancellation from anywhere else goes on).
         """
-        since = self._clock()
-        deadline = self._deadline
-        if deadline is not None and since >= deadline:
-            assert self.total_timeout is not None
-            raise self._timeout_error(self.total_timeout, "total")
-        self._since = since
+        self._begin_read()
         self._task = task = asyncio.current_task()
-        if self._handle is None:
-            self._arm(since)
         try:
             return await anext(self._iter)
         except asyncio.CancelledError:
-            fired = self._fired
-            if fired is None or task is None:
+            error = self._timed_out(task)
+            if error is None:
                 raise
-            task.uncancel()
-            if task.cancelling():  # cancelled from elsewhere too: that wins
-                raise
-            raise self._timeout_error(*fired) from None
+            raise error from None
         finally:
             self._since = None
 

@@ -187,36 +187,22 @@ async def aaggregate(
     """
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     pipe = StreamAggregator(protocol)
-    pending: list[bytes] = []  # chunks read, not yet fed: nobody waits for events in between
 
-    def flush() -> None:
-        data = pending[0] if len(pending) == 1 else b"".join(pending)
-        pending.clear()
-        pipe.feed(data)
-
-    async def read_all() -> None:
-        read, kind, size = reader.read, reader.kind, 0
-        while (item := await read()) is not None:
-            if kind == "messages":
-                pipe.feed_message(item)
-                continue
-            # Bytes are fed in batches of _BATCH (the decoders do not care where the bytes
-            # are cut): the pipeline's cost per call is paid per batch, not per chunk.
-            pending.append(item)  # type: ignore[arg-type]
-            size += len(item)
-            if size >= _BATCH:
-                flush()
-                size = 0
-        if pending:
-            flush()
+    async def read_messages() -> None:
+        while (item := await reader.read()) is not None:
+            pipe.feed_message(item)
 
     try:
-        await reader.watch(read_all)  # one watchdog for the timeouts, not a scope per read
+        if reader.kind == "messages":
+            await reader.watch(read_messages)
+        else:
+            # Bytes are fed in batches of _BATCH (the decoders do not care where the bytes are
+            # cut): the pipeline's cost per call is paid per batch, not per chunk; everything
+            # read before a failure is fed before it is raised.
+            await reader.watch(lambda: reader.drain(pipe.feed, _BATCH))
         pipe.finish_events()
         return pipe.finish()
     except StreamIOError as exc:
-        if pending:  # everything received before the failure counts
-            flush()
         pipe.fail(stream_error(exc))
         exc.partial = pipe.finish()
         raise
