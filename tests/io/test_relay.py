@@ -273,3 +273,22 @@ async def test_timed_reads_arm_the_loop_timer_once_per_idle_period_not_per_read(
     response = await ms.aaggregate(Source(frames).gen(), protocol="openai-chat", idle_timeout=60)
     assert response.status == "completed"
     assert arms <= 4
+
+
+async def test_aaggregate_under_timeouts_leaves_a_cancellation_from_outside_alone() -> None:
+    src = Source(FRAMES, stall_after=5)
+    with anyio.fail_after(5):
+        with anyio.move_on_after(0.2) as scope:
+            await ms.aaggregate(src.gen(), protocol="openai-chat", idle_timeout=30, total_timeout=60)
+    assert scope.cancelled_caught  # no timeout error: the caller's own cancellation
+    assert src.reads == 5
+
+
+async def test_aaggregate_an_idle_stall_after_a_burst_keeps_the_burst() -> None:
+    src = Source(FRAMES, stall_after=40)
+    with anyio.fail_after(5), pytest.raises(ms.IdleTimeoutError) as info:
+        await ms.aaggregate(src.gen(), protocol="openai-chat", idle_timeout=0.2)
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.messages[0].content[0].text == "".join(f"w{i} " for i in range(40))  # type: ignore[union-attr]
+    assert info.value.received == sum(len(f) for f in FRAMES[:40])

@@ -1,7 +1,7 @@
 """The answer to one converted request: the upstream stream opened, then streamed or aggregated.
 
 A streaming request is answered with the upstream's stream converted into the client's protocol
-(:func:`maas_stream.io._stream.aconvert_into`: one ASGI message per burst of frames, the first
+(:func:`maas_stream.io._stream.aconvert_into`: one ASGI message per read of frames, the first
 frame out before the second read); a non-streaming one with the client protocol's JSON body,
 built from the aggregate of the upstream stream (the upstream is always asked to stream). A
 fault before the first byte is raised as :class:`~._request.Rejected` (the upstream's status
@@ -160,8 +160,9 @@ async def stream(
     started = False
 
     async def write(data: bytes) -> None:
-        # One ASGI message (one socket write) per piece: aconvert_into joins the frames of
-        # a burst, so a busy stream costs a send per burst, not per frame.
+        # One ASGI message (one socket write) per piece: aconvert_into writes the output of
+        # one read at once, and the transport hands a burst over in one read, so a busy
+        # stream costs a send per burst, not per frame.
         nonlocal started
         if not started:
             started = True
