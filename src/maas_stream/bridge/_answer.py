@@ -226,7 +226,7 @@ async def answer(app: BridgeApp, client: str, source: Any, reading: Reading, sen
     app.stats.streams += 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reading:
     """How one upstream stream is read: its idle limit, the time left of its total, the drops."""
 

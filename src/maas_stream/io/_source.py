@@ -144,6 +144,29 @@ class AsyncReader:
         TypeError: ``source`` is none of the supported kinds.
     """
 
+    __slots__ = (
+        "_checked",
+        "_clock",
+        "_close",
+        "_closed",
+        "_deadline",
+        "_exhausted",
+        "_fired",
+        "_handle",
+        "_iter",
+        "_loop",
+        "_response_iter",
+        "_since",
+        "_task",
+        "_timed",
+        "_watched",
+        "idle_timeout",
+        "kind",
+        "received",
+        "source",
+        "total_timeout",
+    )
+
     def __init__(
         self,
         source: Any,
@@ -334,11 +357,12 @@ class AsyncReader:
         Raises:
             StreamTimeoutError: The total deadline has passed already.
         """
-        self._since = since = self._clock()
+        since = self._clock()
         deadline = self._deadline
         if deadline is not None and since >= deadline:
             assert self.total_timeout is not None
             raise self._timeout_error(self.total_timeout, "total")
+        self._since = since
         if self._handle is None:
             self._arm(since)
 
