@@ -292,3 +292,31 @@ async def test_aaggregate_an_idle_stall_after_a_burst_keeps_the_burst() -> None:
     assert partial is not None
     assert partial.messages[0].content[0].text == "".join(f"w{i} " for i in range(40))  # type: ignore[union-attr]
     assert info.value.received == sum(len(f) for f in FRAMES[:40])
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_read_refused_at_the_total_deadline_leaves_the_task_alone() -> None:
+    """The total deadline passed before a read began: that read raises, and the reader's timer
+    does not cancel the task later (nothing is being read)."""
+    import time
+
+    from maas_stream.io._source import AsyncReader
+
+    async def source() -> AsyncIterator[bytes]:
+        yield FRAMES[0]
+        time.sleep(0.15)  # noqa: ASYNC251 - the loop is held: the deadline passes, no read waits
+        yield FRAMES[1]
+
+    reader = AsyncReader(source(), idle_timeout=0.05, total_timeout=0.1)
+    assert await reader.read() == FRAMES[0]
+
+    async def two_reads() -> None:
+        await reader.read()
+        await reader.read()
+
+    with pytest.raises(ms.StreamTimeoutError) as info:
+        await two_reads()
+    assert info.value.phase == "total"
+    with anyio.fail_after(5):
+        await anyio.sleep(0.2)  # past the idle limit: a stale stamp would cancel this sleep
+    await reader.aclose()
