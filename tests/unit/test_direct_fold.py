@@ -346,7 +346,13 @@ def _lines(*frames: tuple[str, Any]) -> bytes:
 def _rt(kind: str, delta: Any, item_id: str = "m", index: int = 0, **fields: Any) -> tuple[str, Any]:
     return (
         "server",
-        {"type": f"response.{kind}.delta", "item_id": item_id, "content_index": index, "delta": delta, **fields},
+        {
+            "type": f"response.{kind}.delta",
+            "item_id": item_id,
+            "content_index": index,
+            "delta": delta,
+            **fields,
+        },
     )
 
 
