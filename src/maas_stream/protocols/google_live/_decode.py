@@ -202,7 +202,7 @@ class StreamDecoder(SessionDecoder):
         for line in lines:
             if not line:
                 continue
-            delta = _recorded_delta(line) if line.startswith(_HEAD) else None
+            delta = _recorded_delta(line)
             if delta is None:
                 try:
                     message: ServerMessage | None = decode(line).msg

@@ -154,6 +154,7 @@ class StreamDecoder(SessionDecoder):
         fold = self.fold_delta
         held: list[bytes] = []
         frames = self._frames
+        started = self._started  # only a normal line starts the session
         for line in lines:
             if not line:
                 continue
@@ -169,9 +170,11 @@ class StreamDecoder(SessionDecoder):
                         self._frames = frames
                         self.normal(held)
                         frames = self._frames
+                        started = self._started
                         held = []
-                    key = "call" if into == ARGS else event.content_index
-                    if self._started and fold(event.item_id or "", key, text, into):
+                    if started and fold(
+                        event.item_id or "", "call" if into == ARGS else event.content_index, text, into
+                    ):
                         frames += 1
                         continue
             held.append(line)
