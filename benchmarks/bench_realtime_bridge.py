@@ -30,7 +30,7 @@ a few:
 
 To profile the bridge under load, ``--py-spy FILE`` records ``this`` bridge with py-spy (raw
 folded stacks, 500 samples/s) for the whole run; ``--levels 1,50`` measures these concurrencies
-instead of :data:`LEVELS`.
+instead of :data:`LEVELS`; ``--no-idle`` skips the idle memory; ``--only stream`` or ``--only ping`` measures one of the two.
 
 Figures are ratios from one run on a shared machine, not budgets.
 """
@@ -265,20 +265,32 @@ async def ping_one(ws: Any, pings: int, interval: float) -> list[float]:
     return times
 
 
+async def stream_all(target: Target, opened: list[Any], result: Result) -> None:
+    """Every session reads one response of ``TOTAL / C`` deltas; the best rate and CPU kept in ``result``."""
+    sessions = len(opened)
+    per = max(50, TOTAL // sessions)
+    before = cpu_seconds(target.pid) if target.pid else 0.0
+    started = time.perf_counter()
+    relayed = sum(await asyncio.gather(*(stream_one(ws, per) for ws in opened)))
+    took = time.perf_counter() - started
+    if target.pid:
+        used = (cpu_seconds(target.pid) - before) / relayed
+        result.cpu_stream = min(result.cpu_stream, used)
+    result.rate = max(result.rate, (relayed - sessions) / took)  # server -> client messages
+
+
 async def measure(target: Target, sessions: int, result: Result) -> None:
     """One throughput run and one latency run of ``sessions`` sessions; the best kept in ``result``."""
     opened = await open_sessions(target, sessions)
+    only = option("--only")
     try:
-        per = max(50, TOTAL // sessions)
-        before = cpu_seconds(target.pid) if target.pid else 0.0
-        started = time.perf_counter()
-        relayed = sum(await asyncio.gather(*(stream_one(ws, per) for ws in opened)))
-        took = time.perf_counter() - started
-        if target.pid:
-            used = (cpu_seconds(target.pid) - before) / relayed
-            result.cpu_stream = min(result.cpu_stream, used)
-        result.rate = max(result.rate, (relayed - sessions) / took)  # server -> client messages
-
+        if only == "ping":
+            result.rate = 1.0
+        else:
+            await stream_all(target, opened, result)
+        if only == "stream":
+            result.rtts = [1.0]
+            return
         pings = max(10, PINGS // sessions)
         interval = max(0.002, sessions / RATE)
         before = cpu_seconds(target.pid) if target.pid else 0.0
@@ -360,12 +372,8 @@ def start() -> tuple[list[subprocess.Popen[bytes]], dict[str, Target]]:
     return procs, targets
 
 
-async def bench(targets: dict[str, Target]) -> None:
-    for target in targets.values():  # the first session loads the bridge's modules
-        await close_all(await open_sessions(target, 2))
-    bridges = [name for name in targets if name not in ("direct", "raw relay")]
-    # Idle memory first: a process's resident memory does not shrink after a load, so sessions
-    # opened after one would reuse the memory it freed.
+async def idle(targets: dict[str, Target], bridges: list[str]) -> None:
+    """Idle KiB per session of each relay process (first: resident memory does not shrink after a load)."""
     print(f"idle sessions: {IDLE:,} open at once, resident memory grown per session")
     for name, target in targets.items():
         if target.pid is None:
@@ -378,6 +386,14 @@ async def bench(targets: dict[str, Target]) -> None:
             )
         else:
             record(f"raw relay idle x{IDLE}", "KiB/session", kib, "floor")
+
+
+async def bench(targets: dict[str, Target]) -> None:
+    for target in targets.values():  # the first session loads the bridge's modules
+        await close_all(await open_sessions(target, 2))
+    bridges = [name for name in targets if name not in ("direct", "raw relay")]
+    if "--no-idle" not in sys.argv:
+        await idle(targets, bridges)
     print()
     print(
         f"realtime bridge vs raw relay: {TOTAL:,} deltas and {PINGS:,} round trips per level, best of {REPEATS}"
