@@ -842,7 +842,7 @@ def test_the_relay_fast_path_sends_and_reads_what_the_translated_path_does(proto
         assert [fast.pass_client(msg)] == slow.from_client(msg).to_upstream
     for msg in served:
         assert slow.from_upstream(msg).to_client == [msg]
-        assert fast.pass_upstream(msg) is None
+        fast.pass_upstream(msg)
     assert fast.session == slow.session
     assert fast.session.responses[0].messages[0].content == [ms.TextPart(text="Same.")]
     if protocol == LIVE:

@@ -152,7 +152,7 @@ class ClientSocket:
             self.closed = True
             raise ClientGone(message.get("code"), message.get("reason") or "")
         assert kind == "websocket.receive", kind  # the ASGI server's contract
-        text = message.get("text")
+        text: str | None = message.get("text")
         if text is not None:
             # UTF-8 takes at most 4 bytes a character: only a long text is encoded to be measured.
             if len(text) * 4 > self.max_message and (size := len(text.encode())) > self.max_message:
