@@ -13,7 +13,11 @@ connects over the ASGI ``websocket`` protocol. Per session:
    key (a refused or failed handshake is the client's HTTP error before accepting, or its close
    once accepted);
 4. two tasks relay messages, client → upstream and upstream → client, each through the session
-   translator (``from_client``/``from_upstream``); what it drops is counted and logged.
+   translator (``from_client``/``from_upstream``); what it drops is counted and logged. A
+   same-protocol session takes the translator's fast path (``pass_client``/``pass_upstream``):
+   each message goes on as it came, read on the side for the record. A third task enforces the
+   idle limit: one deadline per session that every message moves forward (a time stored, no
+   timer or cancel scope per message).
 
 Ends, both ways: a client close closes the upstream with the same code; an upstream close is
 passed on with its code and reason. An upstream failure (a close with an error code, a dropped
