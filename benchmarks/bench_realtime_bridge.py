@@ -52,6 +52,7 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
+import maas_stream
 from _harness import quick, record
 
 LEVELS = (1, 4) if quick() else (1, 50, 200)
@@ -348,7 +349,8 @@ def start() -> tuple[list[subprocess.Popen[bytes]], dict[str, Target]]:
         "direct": Target(up_url.format(model="bench"), {"authorization": f"Bearer {KEY}"}, None),
         "raw relay": Target(f"ws://127.0.0.1:{relay_port}/v1/realtime?model=bench", {}, relay.pid),
     }
-    contenders = {"this": os.environ.get("PYTHONPATH", "")}
+    # ``this`` is the maas_stream this script imports (whatever PYTHONPATH or the venv gave it).
+    contenders = {"this": str(Path(maas_stream.__file__).parent.parent)}
     other = against()
     if other is not None:
         contenders["against"] = str(Path(other) / "src")
