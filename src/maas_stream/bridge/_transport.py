@@ -116,8 +116,8 @@ class _Answer:
         self.extra = False  # bytes came after the end: the connection is not reused
         self.trailer = False  # a trailer field was read (progress without body data)
         self.parser = HttpResponseParser(self)
-        # RFC 9112's chunk-ext allows whitespace before ";" (and httpcore accepted it); llhttp
-        # refuses it unless told.
+        # Whitespace after a chunk size (some servers send it; h11 accepts it before the CRLF):
+        # llhttp refuses it unless told.
         self.parser.set_dangerous_leniencies(lenient_spaces_after_chunk_size=True)
 
     def on_message_begin(self) -> None:
