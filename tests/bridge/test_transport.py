@@ -12,6 +12,8 @@ from __future__ import annotations
 import gzip
 import socket
 import ssl
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -27,7 +29,7 @@ from hypothesis import strategies as st
 
 import maas_stream as ms
 from maas_stream.bridge import HTTPUpstream, Timeouts
-from maas_stream.bridge._transport import LeanTransport, _Chunked
+from maas_stream.bridge._transport import LeanTransport, _Answer
 from maas_stream.bridge._upstream import new_client
 from tests.bridge.realtime_fakes import tls_files
 
@@ -291,28 +293,39 @@ async def test_the_bridge_streams_through_it() -> None:
     assert response.messages[0].content[0].text == "".join(f"w{i} " for i in range(50))  # type: ignore[union-attr]
 
 
+def parse(data: bytes, cuts: list[int]) -> tuple[_Answer, list[bytes]]:
+    """``data`` fed to a fresh answer in the reads ``cuts`` makes; the body piece of each read."""
+    answer = _Answer(head_only=False)
+    pieces = []
+    last = 0
+    for cut in [*sorted(c % (len(data) + 1) for c in cuts), len(data)]:
+        answer.feed(data[last:cut])
+        pieces.append(answer.take())
+        last = cut
+    return answer, pieces
+
+
+HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     body=st.binary(max_size=300),
     size=st.integers(1, 40),
     cuts=st.lists(st.integers(0, 2000), max_size=12),
     ext=st.booleans(),
+    tail=st.sampled_from([b"", b"\r\n", b"HTTP/1.1 200 OK\r\n", b"junk"]),
 )
 def test_dechunking_is_independent_of_where_the_reads_split(
-    body: bytes, size: int, cuts: list[int], ext: bool
+    body: bytes, size: int, cuts: list[int], ext: bool, tail: bytes
 ) -> None:
-    data = chunked(body, size, ext=ext) + b"NEXT"
-    reader = _Chunked()
-    out = b""
-    last = 0
-    for cut in [*sorted(c % (len(data) + 1) for c in cuts), len(data)]:
-        if reader.done:
-            break
-        out += reader.feed(data[last:cut])
-        last = cut
-    assert reader.done
-    assert out == body
-    assert reader.rest + data[last:] == b"NEXT"
+    answer, pieces = parse(HEAD + chunked(body, size, ext=ext) + tail, cuts)
+    assert answer.complete
+    assert answer.ended
+    assert b"".join(pieces) == body
+    # Bytes after the end (an answer nobody asked for, junk): the connection is not reused.
+    # A stray CRLF between answers is skipped (llhttp's rule), as a new answer would skip it.
+    assert answer.extra == (tail not in (b"", b"\r\n"))
 
 
 @pytest.mark.parametrize(
@@ -321,8 +334,8 @@ def test_dechunking_is_independent_of_where_the_reads_split(
     ids=["size-not-hex", "no-crlf-after-data", "negative-size", "endless-size-line"],
 )
 def test_a_broken_chunk_framing_is_a_remote_protocol_error(bad: bytes) -> None:
-    with pytest.raises(httpx2.RemoteProtocolError):
-        _Chunked().feed(bad)
+    with pytest.raises(httpx2.RemoteProtocolError, match="invalid response body"):
+        _Answer(head_only=False).feed(HEAD + bad)
 
 
 async def test_https_with_keep_alive(tmp_path: Path) -> None:
@@ -354,3 +367,189 @@ async def test_https_with_keep_alive(tmp_path: Path) -> None:
                 assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
         tg.cancel_scope.cancel()
     assert connections == [2]
+
+
+def serve_each(*answers: bytes, close: bool = False) -> Handler:
+    """A handler sending ``answers`` in turn, one per request, each in one write."""
+    pending = list(answers)
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await stream.send(pending.pop(0))
+        return not close
+
+    return handler
+
+
+async def test_informational_answers_chunk_extensions_and_trailers_byte_by_byte() -> None:
+    """Every byte its own read: the 1xx heads, odd chunk extensions, trailers; then reuse."""
+    body = b"data: {}\n\n" * 3
+    framed = b'4;a=1;b\r\ndata\r\n6 ;q="x;y\\""\r\n: {}\n\n\r\n14\r\n' + body[10:] + b"\r\n"
+    data = (
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nx-padded:  v \t\r\ntransfer-encoding: chunked\r\n\r\n"
+        + framed
+        + b"0;last\r\nx-checksum: 1\r\nx-more: 2\r\n\r\n"
+    )
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await drip(stream, data, 1)
+        return True
+
+    async with raw_server(handler) as (url, connections), client() as c:
+        for _ in range(2):
+            async with c.stream("POST", url, json={}) as resp:
+                got = b"".join([p async for p in resp.aiter_bytes()])
+            assert resp.status_code == 200
+            assert resp.headers["x-padded"] == "v"
+            assert "x-checksum" not in resp.headers  # trailers are dropped, as httpcore does
+            assert got == body
+        assert connections == [2]
+
+
+async def test_several_answers_written_at_once_are_read_in_turn() -> None:
+    """The first answer ends mid-read, the next request's answer comes later: the pool reuses it."""
+    first = answer(BODY[:500], framing="length")
+    second = answer(BODY[:900])
+    async with raw_server(serve_each(first, second)) as (url, connections), client() as c:
+        assert (await c.post(url, json={})).content == BODY[:500]
+        assert (await c.post(url, json={})).content == BODY[:900]
+    assert connections == [2]
+
+
+async def test_bytes_after_the_answer_keep_its_connection_out_of_the_pool() -> None:
+    extra = answer(b"data: {}\n\n", framing="length") + b"HTTP/1.1 200 OK\r\n"
+    plain = answer(b"data: {}\n\n", framing="length")
+    async with raw_server(serve_each(extra, plain)) as (url, connections), client() as c:
+        for _ in range(2):
+            assert (await c.post(url, json={})).content == b"data: {}\n\n"
+    assert connections == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("head", "reused"),
+    [
+        (b"HTTP/1.1 200 OK\r\nconnection: close\r\n", False),
+        (b"HTTP/1.0 200 OK\r\n", False),
+        (b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\n", True),
+        (b"HTTP/1.1 200 OK\r\n", True),
+    ],
+    ids=["close", "http-1.0", "http-1.0-keep-alive", "http-1.1"],
+)
+async def test_keep_alive_follows_the_answer(head: bytes, reused: bool) -> None:
+    data = head + b"content-length: 10\r\n\r\ndata: {}\n\n"
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await stream.send(data)
+        return reused
+
+    async with raw_server(handler) as (url, connections), client() as c:
+        for _ in range(2):
+            assert (await c.post(url, json={})).content == b"data: {}\n\n"
+    assert connections == ([2] if reused else [1, 1])
+
+
+async def test_a_request_saying_close_does_not_reuse_its_connection() -> None:
+    data = answer(b"data: {}\n\n", framing="length")
+    async with raw_server(serve_each(data, data)) as (url, connections), client() as c:
+        for _ in range(2):
+            resp = await c.post(url, json={}, headers={"connection": "close"})
+            assert resp.content == b"data: {}\n\n"
+    assert connections == [1, 1]
+
+
+@pytest.mark.parametrize("status", [204, 304])
+async def test_204_and_304_have_no_body_whatever_their_headers_say(status: int) -> None:
+    data = b"HTTP/1.1 %d X\r\ncontent-length: 20\r\n\r\n" % status
+    after = answer(b"data: {}\n\n", framing="length")
+    async with raw_server(serve_each(data, after)) as (url, connections), client() as c:
+        resp = await c.post(url, json={})
+        assert (resp.status_code, resp.content) == (status, b"")
+        assert (await c.post(url, json={})).content == b"data: {}\n\n"
+    assert connections == [2]
+
+
+async def test_an_answer_to_head_ends_with_its_head() -> None:
+    """llhttp would wait for the body the content-length names: the transport ends it at the head."""
+    sized = b"HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n"
+    empty = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
+    after = answer(b"data: {}\n\n", framing="length")
+    handler = serve_each(sized, after, empty, after)
+    async with raw_server(handler) as (url, connections), client() as c:
+        with anyio.fail_after(5):
+            resp = await c.head(url)
+        assert (resp.status_code, resp.headers["content-length"], resp.content) == (200, "5000", b"")
+        assert (await c.post(url, json={})).content == b"data: {}\n\n"
+        assert connections == [1, 1]  # not reused: llhttp has not seen that answer's end
+        assert (await c.head(url)).content == b""
+        assert (await c.post(url, json={})).content == b"data: {}\n\n"
+    assert connections == [1, 3]  # a HEAD answer without a body to skip: its connection is reused
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (answer(BODY)[:200], "incomplete chunked read"),  # cut inside a chunk's data
+        (answer(BODY)[: answer(BODY).index(b"\r\n7", 200) + 2], "incomplete chunked read"),  # mid size line
+        (answer(BODY, framing="length")[:1000], rf"received \d+ bytes, expected {len(BODY)}"),
+    ],
+    ids=["mid-chunk", "mid-size-line", "content-length-short"],
+)
+async def test_a_body_cut_by_a_close_is_a_remote_protocol_error(data: bytes, message: str) -> None:
+    async with raw_server(serve_each(data, close=True)) as (url, _), client() as c:
+        got: list[bytes] = []
+        async with c.stream("POST", url, json={}) as resp:
+            with pytest.raises(httpx2.RemoteProtocolError, match=message):
+                await read_into(resp, got)
+    assert got
+    assert BODY.startswith(b"".join(got))  # what came before the cut was passed on
+
+
+async def read_into(resp: httpx2.Response, out: list[bytes]) -> None:
+    """Append each body piece of ``resp`` to ``out`` (what was read stays there when it raises)."""
+    async for part in resp.aiter_bytes():
+        out.append(part)
+
+
+async def test_a_content_length_short_reports_what_arrived() -> None:
+    data = b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n" + b"x" * 50
+    async with raw_server(serve_each(data, close=True)) as (url, _), client() as c:
+        with pytest.raises(httpx2.RemoteProtocolError, match="received 50 bytes, expected 100"):
+            await c.post(url, json={})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"HTTP/1.1 200 OK\r\nx: " + b"v" * 70_000 + b"\r\n\r\n", "head is too large"),
+        (b"HTTP/1.1 20 OK\r\n\r\n", "invalid response head"),
+        (b"HTTP/1.1 200 OK\r\n bad: y\r\n\r\n", "invalid response head"),
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 1x\r\n\r\n", "invalid response head"),
+        (b"HTTP/2.0 200 OK\r\ncontent-length: 0\r\n\r\n", "invalid status line"),
+        (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3;" + b"e" * 10_000, "line is too long"),
+        (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabcXY", "invalid response body"),
+    ],
+    ids=["huge-head", "status", "header", "content-length", "http-2", "endless-extension", "chunk-crlf"],
+)
+async def test_an_answer_that_is_not_http_1_1_is_a_remote_protocol_error(data: bytes, message: str) -> None:
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        await drip(stream, data, 4096)
+        await anyio.sleep(5)  # no close: the fault alone must end the read
+        return False
+
+    async with raw_server(handler) as (url, _), client() as c:
+        with anyio.fail_after(4), pytest.raises(httpx2.RemoteProtocolError, match=message):
+            await c.post(url, json={})
+
+
+def test_without_httptools_the_bridge_uses_httpx2s_own_transport() -> None:
+    """httptools not importable: the upstream client is httpx2's, and it still streams."""
+    script = (
+        "import sys; sys.modules['httptools'] = None\n"
+        "from maas_stream.bridge import Timeouts\n"
+        "from maas_stream.bridge import _transport\n"
+        "from maas_stream.bridge._upstream import new_client\n"
+        "c = new_client(Timeouts(), 10)\n"
+        "print(_transport.AVAILABLE, type(c._transport).__name__)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["False", "AsyncHTTPTransport"]

@@ -4,14 +4,17 @@ The bridge's cost per event was mostly the upstream read: httpcore's connection 
 pure-Python parser, one event and six nested async generators per HTTP chunk. This transport
 keeps httpx2's client (its requests, responses, content decoding and errors: everything the
 readers and checks rely on) and replaces only what sits under it: a keep-alive pool of plain
-anyio byte streams per host, the response head parsed once, and a body that yields everything
-one socket read brought (a chunked body is de-chunked per read, so the frames of a burst reach
-the converter as one piece).
+anyio byte streams per host, and httptools' parser (llhttp, in C: what uvicorn's ``standard``
+extra parses with) fed each socket read whole. A body yields everything one read brought (a
+chunked body is de-chunked per read, so the frames of a burst reach the converter as one piece).
 
 Scope: plain HTTP/1.1 over TCP or TLS, no proxy (``new_client`` keeps httpx2's own transport
-when the environment names a proxy). Errors are httpx2's own classes (``ConnectError``,
-``ConnectTimeout``, ``PoolTimeout``, ``WriteError``, ``ReadError``, ``RemoteProtocolError``),
-with httpcore's messages for the faults both can report.
+when the environment names a proxy, or when httptools is not installed: :data:`AVAILABLE`).
+Errors are httpx2's own classes (``ConnectError``, ``ConnectTimeout``, ``PoolTimeout``,
+``WriteError``, ``ReadError``, ``RemoteProtocolError``), with httpcore's messages for the faults
+both can report. Memory grows with the bytes received, never with a size the answer names: a
+head beyond :data:`_MAX_HEAD` bytes, or :data:`_MAX_LINE` bytes of chunk framing without any
+data, is refused.
 
 It must not contain protocol logic.
 """
@@ -27,35 +30,41 @@ import anyio
 import anyio.abc
 import httpx2
 
+# Whether httptools is installed: without it, new_client keeps httpx2's own transport.
+try:
+    from httptools import HttpParserError, HttpParserUpgrade, HttpResponseParser
+except ImportError:  # pragma: no cover - the serve extra installs it
+    AVAILABLE = False
+else:
+    AVAILABLE = True
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["LeanTransport"]
+__all__ = ["AVAILABLE", "LeanTransport"]
 
 _READ = 65536
 """Bytes asked of the socket per read."""
 _MAX_HEAD = 64 * 1024
-"""The largest response head (status line and headers) accepted."""
+"""The most bytes read before the response head (status line and headers) is complete."""
 _MAX_LINE = 4096
-"""The longest chunk-size line (or trailer line) accepted."""
-_NO_BODY = frozenset((204, 304))
+"""The most bytes of a chunked body read without any data in them (a chunk-size or trailer line)."""
 
 
 class _Connection:
-    """One open connection to a host: its stream and what was read beyond the last message."""
+    """One open connection to a host: its stream, and when it stops being reusable."""
 
-    __slots__ = ("buffer", "expires", "key", "sock", "stream")
+    __slots__ = ("expires", "key", "sock", "stream")
 
     def __init__(self, stream: anyio.abc.ByteStream, key: tuple[bytes, bytes, int]) -> None:
         self.stream = stream
         self.key = key
-        self.buffer = b""
         self.expires = 0.0
         self.sock: Any = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
 
     def reusable(self, now: float) -> bool:
         """Still fresh, and nothing waits on it (an idle connection that reads is closed or broken)."""
-        if now >= self.expires or self.buffer:
+        if now >= self.expires:
             return False
         if self.sock is None:
             return True
@@ -66,15 +75,125 @@ class _Connection:
         return not readable
 
 
-def _host_header(request: httpx2.Request) -> list[tuple[bytes, bytes]]:
-    headers = list(request.headers.raw)
-    if not any(k.lower() == b"host" for k, _ in headers):  # httpx2 always sets it; a safety net
-        headers.insert(0, (b"Host", request.url.netloc))
-    return headers
+class _Answer:
+    """httptools' callbacks for one answer: its final head, its end, the body pieces of a read.
+
+    ``on_body`` is the list's own ``append`` (no Python frame per chunk); whoever feeds a read
+    takes what it collected from :attr:`pieces`. Informational answers (1xx but 101) are passed
+    over; a HEAD request's answer ends with its head (llhttp would wait for the body its
+    ``content-length`` names, and httptools cannot tell it otherwise).
+    """
+
+    __slots__ = (
+        "complete",
+        "ended",
+        "extra",
+        "final",
+        "head_only",
+        "headers",
+        "keep_alive",
+        "on_body",
+        "parser",
+        "pieces",
+        "reason",
+        "status",
+        "trailer",
+        "version",
+    )
+
+    def __init__(self, *, head_only: bool) -> None:
+        self.pieces: list[bytes] = []
+        self.on_body = self.pieces.append
+        self.head_only = head_only
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.reason = b""
+        self.status = 0
+        self.version = b"HTTP/1.1"
+        self.final = False  # the final answer's head is complete
+        self.complete = False  # ... and its message too (for HEAD: its head)
+        self.ended = False  # the parser saw the final message end
+        self.keep_alive = False
+        self.extra = False  # bytes came after the end: the connection is not reused
+        self.trailer = False  # a trailer field was read (progress without body data)
+        self.parser = HttpResponseParser(self)
+        # Whitespace after a chunk size (some servers send it; h11 accepts it before the CRLF):
+        # llhttp refuses it unless told.
+        self.parser.set_dangerous_leniencies(lenient_spaces_after_chunk_size=True)
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            self.extra = True
+            return
+        self.headers = []
+        self.reason = b""
+
+    def on_status(self, reason: bytes) -> None:
+        if not self.complete:
+            self.reason += reason  # a status line cut between reads comes in pieces
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.final:
+            self.trailer = True  # trailers are read and dropped, as httpcore does
+        else:
+            self.headers.append((name, value.rstrip(b" \t")))
+
+    def on_headers_complete(self) -> None:
+        if self.complete:
+            return
+        parser = self.parser
+        status = parser.get_status_code()
+        if 100 <= status < 200 and status != 101:
+            return  # an informational answer (100 Continue, 103 Early Hints): the real one follows
+        version = parser.get_http_version()
+        if not version.startswith("1.") or status < 100:
+            raise httpx2.RemoteProtocolError(f"invalid status line: HTTP/{version} {status}")
+        self.status = status
+        self.version = b"HTTP/1.1" if version == "1.1" else f"HTTP/{version}".encode("ascii")
+        self.keep_alive = status != 101 and parser.should_keep_alive()
+        self.final = True
+        if self.head_only:
+            self.complete = True
+
+    def on_message_complete(self) -> None:
+        if self.ended or (self.complete and not self.head_only):
+            self.extra = True
+        elif self.final:
+            self.ended = self.complete = True
+
+    def feed(self, data: bytes) -> None:
+        """Parse one read (body data lands in :attr:`pieces`); what follows the end is noted.
+
+        Raises:
+            httpx2.RemoteProtocolError: The answer is not valid HTTP/1.1.
+        """
+        try:
+            self.parser.feed_data(data)
+        except HttpParserUpgrade:
+            self.keep_alive = False  # 101: the connection now speaks another protocol
+        except HttpParserError as exc:
+            if self.complete:
+                self.extra = True  # bytes after the answer's end (even ones that parse as nothing)
+                return
+            cause = exc.__context__
+            if isinstance(cause, httpx2.RemoteProtocolError):
+                raise cause from None
+            part = "body" if self.final else "head"
+            raise httpx2.RemoteProtocolError(f"invalid response {part}: {exc}") from None
+
+    def take(self) -> bytes:
+        """The body data the reads since the last call brought, as one piece."""
+        pieces = self.pieces
+        if not pieces:
+            return b""
+        out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        pieces.clear()
+        return out
 
 
 class LeanTransport(httpx2.AsyncBaseTransport):
     """HTTP/1.1 with a keep-alive pool, for ``httpx2.AsyncClient(transport=...)``.
+
+    Needs httptools (:data:`AVAILABLE`).
 
     Args:
         max_connections: Requests in flight at once (one more waits for the pool timeout).
@@ -131,41 +250,24 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             except TimeoutError:
                 raise httpx2.PoolTimeout("no free connection slot within the pool timeout") from None
         conn: _Connection | None = None
+        answer = _Answer(head_only=request.method == "HEAD")
         try:
             conn = await self._take(key) or await self._connect(key, timeouts.get("connect"))
             await self._send(conn, request, timeouts.get("write"))
-            status, reason, headers, version = await self._read_head(conn, timeouts.get("read"))
+            await _read_head(conn, answer, timeouts.get("read"))
         except BaseException:
             self._slots.release()
             if conn is not None:
                 await anyio.aclose_forcefully(conn.stream)
             raise
-        close = _has_token(headers, b"connection", b"close") or _has_token(
-            request.headers.raw, b"connection", b"close"
-        )
-        if version == b"HTTP/1.0" and not _has_token(headers, b"connection", b"keep-alive"):
-            close = True
-        if request.method == "HEAD" or status in _NO_BODY or status < 200:
-            framing: int | None = 0
-        elif _has_token(headers, b"transfer-encoding", b"chunked"):
-            framing = None
-        else:
-            length = _header(headers, b"content-length")
-            if length is None:
-                framing, close = -1, True
-            else:
-                try:
-                    framing = int(length)
-                except ValueError:
-                    await anyio.aclose_forcefully(conn.stream)
-                    self._slots.release()
-                    raise httpx2.RemoteProtocolError(f"invalid content-length {length!r}") from None
-        body = _Body(self, conn, framing, close, timeouts.get("read"))
+        if answer.keep_alive and _has_token(request.headers, "connection", "close"):
+            answer.keep_alive = False
+        body = _Body(self, conn, answer, timeouts.get("read"))
         return httpx2.Response(
-            status,
-            headers=headers,
+            answer.status,
+            headers=answer.headers,
             stream=body,
-            extensions={"http_version": version, "reason_phrase": reason},
+            extensions={"http_version": answer.version, "reason_phrase": answer.reason},
         )
 
     async def _take(self, key: tuple[bytes, bytes, int]) -> _Connection | None:
@@ -202,10 +304,13 @@ class LeanTransport(httpx2.AsyncBaseTransport):
 
     async def _send(self, conn: _Connection, request: httpx2.Request, seconds: float | None) -> None:
         head = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
-        for name, value in _host_header(request):
+        headers = request.headers.raw
+        if not any(k.lower() == b"host" for k, _ in headers):  # httpx2 always sets it; a safety net
+            head += (b"Host: ", request.url.netloc, b"\r\n")
+        for name, value in headers:
             head += (name, b": ", value, b"\r\n")
         head.append(b"\r\n")
-        chunked = _has_token(request.headers.raw, b"transfer-encoding", b"chunked")
+        chunked = _has_token(request.headers, "transfer-encoding", "chunked")
         parts = [b"".join(head)]
         async for part in request.stream:  # type: ignore[union-attr]
             if chunked and part:
@@ -221,40 +326,6 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             raise httpx2.WriteTimeout(f"sending the request took longer than {seconds}s") from None
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
-
-    async def _read_head(
-        self, conn: _Connection, seconds: float | None
-    ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
-        """The status, reason, headers and version of the next final (non-1xx) answer."""
-        while True:
-            buf = conn.buffer
-            start = 0
-            while (end := buf.find(b"\r\n\r\n", start)) < 0:
-                if len(buf) > _MAX_HEAD:
-                    raise httpx2.RemoteProtocolError("the response head is too large")
-                start = max(len(buf) - 3, 0)
-                data = await _receive(conn, seconds)
-                if not data:
-                    raise httpx2.RemoteProtocolError("Server disconnected without sending a response.")
-                buf += data
-            conn.buffer = buf[end + 4 :]
-            lines = buf[:end].split(b"\r\n")
-            try:
-                version, code, *rest = lines[0].split(b" ", 2)
-                status = int(code)
-            except ValueError:
-                raise httpx2.RemoteProtocolError(f"invalid status line {lines[0][:100]!r}") from None
-            if not version.startswith(b"HTTP/1.") or not 100 <= status <= 999:
-                raise httpx2.RemoteProtocolError(f"invalid status line {lines[0][:100]!r}")
-            headers: list[tuple[bytes, bytes]] = []
-            for line in lines[1:]:
-                name, sep, value = line.partition(b":")
-                if not sep or not name or name != name.strip():
-                    raise httpx2.RemoteProtocolError(f"invalid header line {line[:100]!r}")
-                headers.append((name, value.strip(b" \t")))
-            if 100 <= status < 200 and status != 101:
-                continue  # an informational answer (100 Continue, 103 Early Hints): the real one follows
-            return status, rest[0] if rest else b"", headers, version
 
     async def _release(self, conn: _Connection, reuse: bool) -> None:
         """The request is over: keep its connection for the next one, or close it."""
@@ -275,84 +346,77 @@ class LeanTransport(httpx2.AsyncBaseTransport):
                 await anyio.aclose_forcefully(conn.stream)
 
 
+async def _read_head(conn: _Connection, answer: _Answer, seconds: float | None) -> None:
+    """Read until the final (non-1xx) answer's head is parsed (body bytes read with it are kept).
+
+    Raises:
+        httpx2.RemoteProtocolError: No answer, a head too large or not valid HTTP/1.1.
+    """
+    received = 0
+    while not answer.final:
+        data = await _receive(conn, seconds)
+        if not data:
+            raise httpx2.RemoteProtocolError("Server disconnected without sending a response.")
+        answer.feed(data)
+        received += len(data)
+        if received > _MAX_HEAD and not answer.final:
+            raise httpx2.RemoteProtocolError("the response head is too large")
+    if answer.head_only and answer.pieces:  # body bytes after a HEAD answer's head
+        answer.pieces.clear()
+        answer.extra = True
+
+
 class _Body(httpx2.AsyncByteStream):
     """A response body read from its connection: one piece per socket read (de-chunked)."""
 
     def __init__(
-        self,
-        pool: LeanTransport,
-        conn: _Connection,
-        framing: int | None,
-        close: bool,
-        timeout: float | None,
+        self, pool: LeanTransport, conn: _Connection, answer: _Answer, timeout: float | None
     ) -> None:
         self._pool = pool
         self._conn: _Connection | None = conn
-        self._framing = framing  # None: chunked; -1: until the connection closes; n: content-length
-        self._close = close
+        self._answer = answer
         self._timeout = timeout
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         conn = self._conn
         if conn is None:
             raise httpx2.StreamClosed()
-        data, conn.buffer = conn.buffer, b""
-        if self._framing is None:
-            return self._chunked(conn, data)
-        if self._framing >= 0:
-            return self._sized(conn, data, self._framing)
-        return self._until_close(conn, data)
+        return self._read(conn, self._answer)
 
-    async def _chunked(self, conn: _Connection, data: bytes) -> AsyncIterator[bytes]:
-        reader = _Chunked()
+    async def _read(self, conn: _Connection, answer: _Answer) -> AsyncIterator[bytes]:
+        received = 0
+        stalled = 0  # bytes of a chunked body read without data in them (framing, trailers)
         while True:
-            out = reader.feed(data) if data else b""
-            if reader.done:
-                conn.buffer = reader.rest
-                await self._finish(reuse=not self._close)
+            out = answer.take()
+            if answer.complete:
+                reuse = answer.ended and answer.keep_alive and not answer.extra
+                await self._finish(reuse=reuse)
                 if out:
                     yield out
                 return
             if out:
+                received += len(out)
                 yield out
             data = await _receive(conn, self._timeout)
             if not data:
-                raise httpx2.RemoteProtocolError(
-                    "peer closed connection without sending complete message body: incomplete chunked read"
-                )
-
-    async def _sized(self, conn: _Connection, data: bytes, length: int) -> AsyncIterator[bytes]:
-        left = length
-        while True:
-            if len(data) >= left:
-                conn.buffer = data[left:]
-                await self._finish(reuse=not self._close)
-                if left:
-                    yield data[:left]
+                _check_cut(answer.headers, received)
+                await self._finish(reuse=False)  # the body ran until the connection closed
                 return
-            if data:
-                left -= len(data)
-                yield data
-            data = await _receive(conn, self._timeout)
-            if not data:
-                raise httpx2.RemoteProtocolError(
-                    "peer closed connection without sending complete message body: "
-                    f"received {length - left} bytes, expected {length}"
-                )
-
-    async def _until_close(self, conn: _Connection, data: bytes) -> AsyncIterator[bytes]:
-        while True:
-            if data:
-                yield data
-            data = await _receive(conn, self._timeout)
-            if not data:
-                await self._finish(reuse=False)
-                return
+            answer.feed(data)
+            if answer.pieces or answer.trailer:
+                stalled = 0
+                answer.trailer = False
+            elif not answer.complete:
+                stalled += len(data)
+                if stalled > _MAX_LINE:
+                    raise httpx2.RemoteProtocolError(
+                        "invalid chunked body: a chunk-size or trailer line is too long"
+                    )
 
     async def _finish(self, *, reuse: bool) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            await self._pool._release(conn, reuse and not conn.buffer)
+            await self._pool._release(conn, reuse)
 
     async def aclose(self) -> None:
         """Give the connection back: closed when the body was not read to its end."""
@@ -362,93 +426,27 @@ class _Body(httpx2.AsyncByteStream):
             await anyio.aclose_forcefully(conn.stream)
 
 
-class _Chunked:
-    """The chunked transfer coding undone, across reads (``feed`` gives the data of one read)."""
-
-    __slots__ = ("done", "left", "pending", "rest", "trailers")
-
-    def __init__(self) -> None:
-        self.left = 0  # data bytes left of the current chunk; -1: its CRLF is next
-        self.pending = b""
-        self.trailers = False
-        self.done = False
-        self.rest = b""
-
-    def feed(self, data: bytes) -> bytes:
-        """The body bytes in ``data`` (with what was pending); sets :attr:`done` at the last chunk.
-
-        Raises:
-            httpx2.RemoteProtocolError: The chunk framing is invalid.
-        """
-        buf = self.pending + data if self.pending else data
-        pos, end = 0, len(buf)
-        out: list[bytes] = []
-        left = self.left
-        while pos < end:
-            if left > 0:
-                take = min(left, end - pos)
-                out.append(buf[pos : pos + take])
-                pos += take
-                left -= take
-                if left:
-                    break
-                left = -1
-            if left < 0:
-                if end - pos < 2:
-                    break
-                if buf[pos : pos + 2] != b"\r\n":
-                    raise httpx2.RemoteProtocolError("invalid chunked body: no CRLF after a chunk")
-                pos += 2
-                left = 0
-                continue
-            eol = buf.find(b"\r\n", pos)
-            if eol < 0:
-                if end - pos > _MAX_LINE:
-                    raise httpx2.RemoteProtocolError("invalid chunked body: a chunk-size line is too long")
-                break
-            line = buf[pos:eol]
-            pos = eol + 2
-            if self.trailers:
-                if not line:  # the blank line after the trailers: the body is complete
-                    self.done = True
-                    self.rest = buf[pos:]
-                    pos = end
-                    break
-                continue
-            size = _chunk_size(line)
-            if size == 0:
-                self.trailers = True
-                continue
-            stop = pos + size
-            if buf[stop : stop + 2] == b"\r\n":  # the whole chunk is here (the usual case)
-                out.append(buf[pos:stop])
-                pos = stop + 2
-            else:
-                left = size
-        self.left = left
-        self.pending = buf[pos:] if pos < end else b""
-        if not out:
-            return b""
-        return out[0] if len(out) == 1 else b"".join(out)
-
-
-def _chunk_size(line: bytes) -> int:
-    """The size a chunk-size line gives (hexadecimal, optionally followed by ``;`` extensions).
+def _check_cut(headers: list[tuple[bytes, bytes]], received: int) -> None:
+    """The connection closed before the body's end: fine only when its end is the close.
 
     Raises:
-        httpx2.RemoteProtocolError: It is not a size.
+        httpx2.RemoteProtocolError: The body is chunked or has a ``content-length`` (httpcore's
+            messages).
     """
-    try:
-        size = int(line, 16)  # the usual case: the bare size
-    except ValueError:
-        text = line.split(b";", 1)[0].strip()
-        try:
-            size = int(text, 16)
-        except ValueError:
-            raise httpx2.RemoteProtocolError(f"invalid chunk size {text[:20]!r}") from None
-    if size < 0:
-        raise httpx2.RemoteProtocolError(f"invalid chunk size {line[:20]!r}")
-    return size
+    length = None
+    for name, value in headers:
+        key = name.lower()
+        if key == b"transfer-encoding" and value.rsplit(b",", 1)[-1].strip().lower() == b"chunked":
+            raise httpx2.RemoteProtocolError(
+                "peer closed connection without sending complete message body: incomplete chunked read"
+            )
+        if key == b"content-length":
+            length = value
+    if length is not None:
+        raise httpx2.RemoteProtocolError(
+            "peer closed connection without sending complete message body: "
+            f"received {received} bytes, expected {int(length)}"
+        )
 
 
 async def _receive(conn: _Connection, seconds: float | None) -> bytes:
@@ -466,16 +464,5 @@ async def _receive(conn: _Connection, seconds: float | None) -> bytes:
         raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
 
 
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    found = None
-    for key, value in headers:
-        if key.lower() == name:
-            found = value
-    return found
-
-
-def _has_token(headers: list[tuple[bytes, bytes]], name: bytes, token: bytes) -> bool:
-    for key, value in headers:
-        if key.lower() == name and token in (t.strip().lower() for t in value.split(b",")):
-            return True
-    return False
+def _has_token(headers: httpx2.Headers, name: str, token: str) -> bool:
+    return any(t.strip().lower() == token for t in headers.get_list(name, split_commas=True))

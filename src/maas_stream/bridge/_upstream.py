@@ -28,6 +28,7 @@ from .._registry import detect_protocol, get_protocol
 from ..io import ProviderHTTPError, Recording, StreamIOError, StreamTimeoutError, aconnect, areplay
 from ..io._checks import transport_error
 from ..io._exceptions import error_summary, parse_body
+from ._transport import AVAILABLE as LEAN_AVAILABLE
 from ._transport import LeanTransport
 
 if TYPE_CHECKING:
@@ -84,8 +85,8 @@ def new_client(timeouts: Timeouts, max_connections: int) -> Any:
 
     The read timeout is left to the stream readers (idle, total), which report which limit ran out.
     An httpx2 client runs on the bridge's lean HTTP/1.1 transport (:mod:`._transport`: the same
-    client API, a fraction of the cost per chunk read) unless the environment names a proxy,
-    which httpx2's own transport honours.
+    client API, httptools' parser, a fraction of the cost per chunk read) unless the environment
+    names a proxy, which httpx2's own transport honours, or httptools is not installed.
     """
     lib: Any
     try:
@@ -105,7 +106,7 @@ def new_client(timeouts: Timeouts, max_connections: int) -> Any:
         keepalive_expiry=KEEPALIVE_EXPIRY,
     )
     timeout = lib.Timeout(connect, read=None, write=connect, pool=connect)
-    if lib.__name__ != "httpx2" or _env_proxies():
+    if lib.__name__ != "httpx2" or _env_proxies() or not LEAN_AVAILABLE:
         return lib.AsyncClient(timeout=timeout, limits=limits)
     transport = LeanTransport(
         max_connections=max_connections,
