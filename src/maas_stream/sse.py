@@ -16,7 +16,9 @@ It must not parse JSON, know a provider, or do IO.
 from __future__ import annotations
 
 import enum
-from typing import Final, final
+from collections.abc import Sequence
+from itertools import repeat
+from typing import Final, final, overload
 
 import msgspec
 
@@ -42,6 +44,27 @@ class ServerSentEvent(msgspec.Struct, frozen=True):
     """The last event id seen so far in the stream (it persists across events)."""
     retry: int | None = None
     """The reconnection time in ms, if this event set one."""
+
+
+class _Types(Sequence[str]):
+    """The event types of :meth:`Decoder.feed_payloads`' events, from their ``event:`` lines, decoded when read."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [line[7:].decode("utf-8", "replace") or "message" for line in self._lines[index]]
+        return self._lines[index][7:].decode("utf-8", "replace") or "message"
 
 
 class _State(enum.Enum):
@@ -144,7 +167,12 @@ class Decoder:
                     if nl > 0 and block[nl + 1 : nl + 7] == b"data: " and block.find(b"\n", nl + 1) < 0:
                         self.events += 1
                         out.append(
-                            (block[7:nl].decode("utf-8", "replace"), block[nl + 7 :], self._last_id, None)
+                            (
+                                block[7:nl].decode("utf-8", "replace") or "message",
+                                block[nl + 7 :],
+                                self._last_id,
+                                None,
+                            )
                         )
                         continue
             self._lines(block.split(b"\n"), out)
@@ -159,6 +187,87 @@ class Decoder:
         if self._pending_size + self._data_size > self._max:
             self._fail(f"an SSE event grew past {self._max} bytes")
         return out
+
+    def feed_payloads(self, chunk: bytes) -> tuple[list[bytes], Sequence[str]] | None:
+        """The fast path of :meth:`feed_raw` for the common shape: payloads and event types, or ``None``.
+
+        When the chunk (with what an earlier one left) is whole events that are each one
+        ``data:`` line, or one ``event:`` line and one ``data:`` line, all ended the same way
+        (LF or CRLF), with at most the start of a next line after them, it returns the events'
+        data and types (``"message"`` when none is given); a type is decoded only when read.
+        The checks and the split are done on the whole chunk, in C, not line by line. Otherwise
+        it returns ``None`` and changes nothing: pass the chunk to :meth:`feed_raw`. What it keeps
+        for the next chunk (LF line endings, no CR) is what :meth:`feed_raw` reads as a pending
+        line: the start of a line, or, on LF streams, a whole ``event:`` line and the start of
+        the next (``finish`` then finds the stream cut inside an event either way).
+
+        Raises:
+            LocalProtocolError: Called after :meth:`finish` or after an error.
+        """
+        if self._state is not _State.OPEN:
+            raise LocalProtocolError(f"SSE decoder fed in state {self._state.value}", state=self._state.value)
+        if (
+            self._data
+            or self._retry is not None
+            or self._pending_cr
+            or self._bom_pending
+            or b"\n" not in chunk
+        ):
+            return None  # inside an event, a rare case to settle first, or nothing ends here
+        data = b"".join(self._pending) + chunk if self._pending else chunk
+        if self._event:
+            # feed_raw stopped after an event's "event:" line: read from that line again.
+            data = b"event: " + self._event.encode() + b"\n" + data
+        if b"\r" in data:
+            nl, crlf = b"\r\n", True
+        else:
+            nl, crlf = b"\n", False
+        sep = nl + nl
+        end = data.rfind(sep)
+        if end < 0:
+            return None
+        rest = data[end + len(sep) :]
+        if end > self._max or len(rest) > self._max:
+            return None  # sizes to check: the line machine's
+        if b"\n" in rest or b"\r" in rest:
+            # The next event's "event:" line may have ended already: kept as it is (it sets nothing
+            # until its event ends), when what follows it is the start of a line.
+            nl_at = rest.find(b"\n")
+            if crlf or rest[:7] != b"event: " or rest.find(b"\n", nl_at + 1) >= 0 or rest[-1] == 0x0A:
+                return None  # a line ended after the last event, or lone CRs: the line machine's
+        body = data[:end]
+        lines = body.count(b"\n")
+        if crlf and body.count(b"\r") != lines:
+            return None  # mixed line endings
+        if body[:6] == b"data: ":
+            payloads = body[6:].split(sep + b"data: ")
+            if lines != 2 * len(payloads) - 2:
+                return None  # some event has more than one line
+            names: Sequence[str] = ["message"] * len(payloads)
+        elif body[:7] == b"event: ":
+            split = body.split(nl)
+            if len(split) != lines + 1 or len(split) % 3 != 2:
+                return None
+            types, datas, blanks = split[0::3], split[1::3], split[2::3]
+            if (
+                blanks.count(b"") != len(blanks)
+                or not all(map(bytes.startswith, datas, repeat(b"data: ")))
+                or not all(map(bytes.startswith, types, repeat(b"event: ")))
+            ):
+                return None
+            payloads = body.replace(nl + b"data: ", nl).split(nl)[1::3]
+            names = _Types(types)
+        else:
+            return None
+        self._event = ""
+        if rest:
+            self._pending = [rest]
+            self._pending_size = len(rest)
+        elif self._pending:
+            self._pending = []
+            self._pending_size = 0
+        self.events += len(payloads)
+        return payloads, names
 
     def _prepare(self, chunk: bytes) -> bytes:
         """Check the state, normalize line endings, and join what an earlier chunk left.

@@ -26,7 +26,7 @@ was handed. A protocol's ``fold_frames`` decides only which of its frames are co
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias
 
 import msgspec
@@ -235,46 +235,71 @@ class SSEStreamDecoder:
 
     def _split(self, data: bytes) -> list[tuple[str, bytes, str, int | None]]:
         """Check the state, then split a chunk into its frames (``Decoder.feed_raw``)."""
+        self._check_open()
+        try:
+            return self._sse.feed_raw(data)
+        except RemoteProtocolError as exc:
+            self._failed(exc)
+            raise
+
+    def _check_open(self) -> None:
         if self._state is not _State.OPEN:
             raise LocalProtocolError(
                 f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
             )
-        try:
-            return self._sse.feed_raw(data)
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = self.protocol
-            raise
+
+    def _failed(self, exc: RemoteProtocolError) -> None:
+        self._state = _State.ERROR
+        exc.protocol = self.protocol
 
     def feed_into(self, data: bytes, target: FoldTarget) -> None:
         """Decode a chunk and fold it into ``target`` (the direct fold, module docstring).
 
         The result is ``target.consume(self.feed(data))``'s. A bad frame raises as in :meth:`feed`
         but with no ``exc.events`` (what came before is folded); the target's errors propagate.
+        The chunk is split by ``Decoder.feed_payloads`` when it has the common shape (no
+        per-frame tuples), else by ``feed_raw``.
 
         Raises:
             RemoteProtocolError: A frame is not valid for this protocol.
             LocalProtocolError: Called after :meth:`finish` or an error.
         """
-        frames = self._split(data)
-        if not frames:
-            return
+        self._check_open()
+        sse = self._sse
+        fast = sse.feed_payloads(data)
+        if fast is None:
+            try:
+                frames = sse.feed_raw(data)
+            except RemoteProtocolError as exc:
+                self._failed(exc)
+                raise
+            if not frames:
+                return
+            payloads: list[bytes] = [frame[1] for frame in frames]
+            names: Sequence[str] = [frame[0] for frame in frames]
+        else:
+            payloads, names = fast
+            if not payloads:
+                return
         self._target, self._buffers = target, {}
-        end = self._frames + len(frames)
+        end = self._frames + len(payloads)
         try:
-            self.fold_frames(frames)
+            self.fold_frames(payloads, names)
         finally:
             self._target, self._buffers = None, _IDLE  # while idle: no cycle, no parts kept alive
         self._frames = end
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
-        """Fold one chunk's frames in order; by default each goes :meth:`normal`.
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
+        """Fold one chunk's frames (their data, and their event types by position) in order.
 
-        A ``direct`` protocol hands each common frame's delta to :meth:`fold_delta` and hands any other frame, numbered
-        ``enumerate(frames, self.frames + 1)``, to :meth:`normal`; all or nothing per frame.
+        By default each goes :meth:`normal`. A ``direct`` protocol hands each common frame's
+        delta to :meth:`fold_delta` and hands any other frame, numbered
+        ``enumerate(payloads, self.frames + 1)``, to :meth:`normal` with its event type
+        (``names[number - self.frames - 1]``, read only then); all or nothing per frame.
         """
-        for number, (event, payload, _, _) in enumerate(frames, self._frames + 1):
-            self.normal(number, event, payload)
+        first = self._frames + 1
+        for number, payload in enumerate(payloads, first):
+            self.normal(number, names[number - first], payload)
 
     def normal(self, number: int, event: str, payload: bytes) -> None:
         """Fold frame ``number`` as events, in order; forget the buffers handed out (see above)."""

@@ -40,7 +40,7 @@ from ._blocks import (
 from ._wire import Delta, Frame, frame_decoder
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 __all__ = ["StreamDecoder"]
 
@@ -96,19 +96,20 @@ class StreamDecoder(SSEStreamDecoder):
             return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
         return handler(self, frame, data)
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold text, tool-input and thinking deltas of started blocks directly; the rest go :meth:`normal`.
 
         Such a frame's only event is its delta (:meth:`on_frame`'s common case), so it appends
         to the block's text or arguments; anything else, or a block not started, goes as events.
         """
         decode = frame_decoder.decode
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        first = self._frames + 1
+        for number, data in enumerate(payloads, first):
             try:
                 frame = decode(data)
             except _FAULTS:
                 frame = None
-            if frame is not None and (frame.type or event) == "content_block_delta":
+            if frame is not None and frame.type == "content_block_delta":
                 delta = frame.delta
                 index = frame.index
                 if delta is not None and index not in self._unknown:
@@ -128,7 +129,7 @@ class StreamDecoder(SSEStreamDecoder):
                             continue  # an empty delta changes nothing
                         if self.fold_delta(0, index, text, args):
                             continue
-            self.normal(number, event, data)
+            self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ message level
 

@@ -29,7 +29,7 @@ It keeps only framing-local state per candidate (the current run and the open st
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from msgspec import UNSET
@@ -62,6 +62,9 @@ from ._wire import (
     raw_part,
     response_fields,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["SIGNATURE_TYPE", "StreamDecoder"]
 
@@ -327,7 +330,7 @@ class StreamDecoder(SSEStreamDecoder):
             self._candidate(cand, position, data, out)
         return out
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold chunks that continue a candidate's open text or thought run directly.
 
         Such a chunk (one candidate, seen before, one text part of the run's kind without a
@@ -337,7 +340,8 @@ class StreamDecoder(SSEStreamDecoder):
         """
         cands = self._cands
         camel = camel_chunk_decoder.decode
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        first = self._frames + 1
+        for number, data in enumerate(payloads, first):
             try:
                 chunk = decode_chunk(data) if b"_" in data else camel(data)
             except _FAULTS:
@@ -369,7 +373,7 @@ class StreamDecoder(SSEStreamDecoder):
                             if text and c.kind == "text":
                                 c.last_text = c.key
                             continue
-            self.normal(number, event, data)
+            self.normal(number, names[number - first], data)
 
     def _flush_usage(self, out: list[ev.Event]) -> None:
         if self._usage is not None:

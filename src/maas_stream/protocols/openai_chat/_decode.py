@@ -8,7 +8,7 @@ choices and reasoning channels it has announced, and whether ``[DONE]`` was seen
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -28,6 +28,9 @@ from ._map import (
     usage_from,
 )
 from ._wire import Choice, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder, fold_decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["StreamDecoder"]
 
@@ -94,7 +97,7 @@ class StreamDecoder(SSEStreamDecoder):
             out.append(ev.StreamErrorEvent(error=error_from(msgspec.json.decode(data))))
         return out
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold the frames of one text or one arguments delta directly; the others go :meth:`normal`.
 
         A common frame is one whose events would be only that delta: its choice announced
@@ -104,7 +107,11 @@ class StreamDecoder(SSEStreamDecoder):
         decode = fold_decoder.decode
         seen = self._choices
         plain = self._have_id and not self._done  # no response start nor [DONE] to mind
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        first = self._frames + 1
+        # An "event: error" frame is never common; a chunk of plain "data:" events has none.
+        typed = type(names) is not list or names.count("message") != len(names)
+        for number, data in enumerate(payloads, first):
+            event = names[number - first] if typed else "message"
             try:
                 chunk = decode(data)
             except _FAULTS:

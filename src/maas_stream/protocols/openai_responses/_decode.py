@@ -45,7 +45,7 @@ from ._meta import error_from, finish_from, response_fields, usage_from
 from ._wire import Envelope, envelope_decoder
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from ...events import Event
 
@@ -157,20 +157,21 @@ class StreamDecoder(SSEStreamDecoder):
             return []
         return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold text, refusal, reasoning-text and arguments deltas directly; the rest go :meth:`normal`.
 
         Such an event, in sequence and without log-probabilities, is one delta (see
         :data:`_FOLDED`) into a part that exists already; anything else goes as events.
         """
         decode = envelope_decoder.decode
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        first = self._frames + 1
+        for number, data in enumerate(payloads, first):
             try:
                 env = decode(data)
             except _FAULTS:
                 env = None
             if env is not None:
-                route = _FOLDED.get(env.type or event)
+                route = _FOLDED.get(env.type)
                 seq = env.sequence_number
                 if route is not None and not env.logprobs and (seq is None or seq == self._last + 1):
                     delta = env.delta
@@ -184,7 +185,7 @@ class StreamDecoder(SSEStreamDecoder):
                         if seq is not None:
                             self._last = seq
                         continue
-            self.normal(number, event, data)
+            self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ deltas
 
