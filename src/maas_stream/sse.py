@@ -235,29 +235,8 @@ class Decoder:
             nl_at = rest.find(b"\n")
             if crlf or rest[:7] != b"event: " or rest.find(b"\n", nl_at + 1) >= 0 or rest[-1] == 0x0A:
                 return None  # a line ended after the last event, or lone CRs: the line machine's
-        body = data[:end]
-        lines = body.count(b"\n")
-        if crlf and body.count(b"\r") != lines:
-            return None  # mixed line endings
-        if body[:6] == b"data: ":
-            payloads = body[6:].split(sep + b"data: ")
-            if lines != 2 * len(payloads) - 2:
-                return None  # some event has more than one line
-            names: Sequence[str] = ["message"] * len(payloads)
-        elif body[:7] == b"event: ":
-            split = body.split(nl)
-            if len(split) != lines + 1 or len(split) % 3 != 2:
-                return None
-            types, datas, blanks = split[0::3], split[1::3], split[2::3]
-            if (
-                blanks.count(b"") != len(blanks)
-                or not all(map(bytes.startswith, datas, repeat(b"data: ")))
-                or not all(map(bytes.startswith, types, repeat(b"event: ")))
-            ):
-                return None
-            payloads = body.replace(nl + b"data: ", nl).split(nl)[1::3]
-            names = _Types(types)
-        else:
+        split = _split_events(data[:end], nl, crlf)
+        if split is None:
             return None
         self._event = ""
         if rest:
@@ -266,8 +245,8 @@ class Decoder:
         elif self._pending:
             self._pending = []
             self._pending_size = 0
-        self.events += len(payloads)
-        return payloads, names
+        self.events += len(split[0])
+        return split
 
     def _prepare(self, chunk: bytes) -> bytes:
         """Check the state, normalize line endings, and join what an earlier chunk left.
@@ -393,6 +372,37 @@ class Decoder:
     def _fail(self, message: str) -> None:
         self._state = _State.ERROR
         raise EventTooLargeError(message, frame=self.events + 1, state="OPEN")
+
+
+def _split_events(body: bytes, nl: bytes, crlf: bool) -> tuple[list[bytes], Sequence[str]] | None:
+    """Whole events (the last one's blank line cut off) as :meth:`Decoder.feed_payloads` returns them.
+
+    ``None`` when an event is not one ``data:`` line, or one ``event:`` and one ``data:`` line,
+    or the lines do not all end with ``nl``.
+    """
+    lines = body.count(b"\n")
+    if crlf and body.count(b"\r") != lines:
+        return None  # mixed line endings
+    if body[:6] == b"data: ":
+        payloads = body[6:].split(nl + nl + b"data: ")
+        if lines != 2 * len(payloads) - 2:
+            return None  # some event has more than one line
+        return payloads, ["message"] * len(payloads)
+    if body[:7] != b"event: ":
+        return None
+    split = body.split(nl)
+    if len(split) != lines + 1 or len(split) % 3 != 2:
+        return None
+    types, datas, blanks = split[0::3], split[1::3], split[2::3]
+    if (
+        blanks.count(b"") != len(blanks)
+        or not all(map(bytes.startswith, datas, repeat(b"data: ")))
+        or not all(map(bytes.startswith, types, repeat(b"event: ")))
+    ):
+        return None
+    # Only the data lines start with "data: ": stripping that after each line break leaves the
+    # lines where they were.
+    return body.replace(nl + b"data: ", nl).split(nl)[1::3], _Types(types)
 
 
 class Encoder:
