@@ -211,14 +211,14 @@ class Decoder:
             or self._retry is not None
             or self._pending_cr
             or self._bom_pending
-            or b"\n" not in chunk
+            or 10 not in chunk  # an int: memchr (a one-byte bytes needle is searched far slower)
         ):
             return None  # inside an event, a rare case to settle first, or nothing ends here
         data = b"".join(self._pending) + chunk if self._pending else chunk
         if self._event:
             # feed_raw stopped after an event's "event:" line: read from that line again.
             data = b"event: " + self._event.encode() + b"\n" + data
-        if b"\r" in data:
+        if 13 in data:
             nl, crlf = b"\r\n", True
         else:
             nl, crlf = b"\n", False
@@ -229,7 +229,7 @@ class Decoder:
         rest = data[end + len(sep) :]
         if end > self._max or len(rest) > self._max:
             return None  # sizes to check: the line machine's
-        if b"\n" in rest or b"\r" in rest:
+        if 10 in rest or 13 in rest:
             # The next event's "event:" line may have ended already: kept as it is (it sets nothing
             # until its event ends), when what follows it is the start of a line.
             nl_at = rest.find(b"\n")
@@ -380,18 +380,16 @@ def _split_events(body: bytes, nl: bytes, crlf: bool) -> tuple[list[bytes], Sequ
     ``None`` when an event is not one ``data:`` line, or one ``event:`` and one ``data:`` line,
     or the lines do not all end with ``nl``.
     """
-    lines = body.count(b"\n")
-    if crlf and body.count(b"\r") != lines:
-        return None  # mixed line endings
     if body[:6] == b"data: ":
-        payloads = body[6:].split(nl + nl + b"data: ")
-        if lines != 2 * len(payloads) - 2:
-            return None  # some event has more than one line
+        payloads = body.split(nl + nl + b"data: ")
+        payloads[0] = payloads[0][6:]
+        if _breaks(payloads, crlf):
+            return None  # some event has more than one line, or line endings are mixed
         return payloads, ["message"] * len(payloads)
     if body[:7] != b"event: ":
         return None
     split = body.split(nl)
-    if len(split) != lines + 1 or len(split) % 3 != 2:
+    if len(split) % 3 != 2 or (crlf and _breaks(split, crlf)):
         return None
     types, datas, blanks = split[0::3], split[1::3], split[2::3]
     if (
@@ -403,6 +401,16 @@ def _split_events(body: bytes, nl: bytes, crlf: bool) -> tuple[list[bytes], Sequ
     # Only the data lines start with "data: ": stripping that after each line break leaves the
     # lines where they were.
     return body.replace(nl + b"data: ", nl).split(nl)[1::3], _Types(types)
+
+
+def _breaks(pieces: list[bytes], crlf: bool) -> bool:
+    """Whether a line break (LF, or CR too when ``crlf``) is left in the pieces.
+
+    Joined, then looked for with ``int in bytes`` (memchr): several times faster than
+    ``bytes.count`` or a search per piece.
+    """
+    joined = b"".join(pieces)
+    return 10 in joined or (crlf and 13 in joined)
 
 
 class Encoder:

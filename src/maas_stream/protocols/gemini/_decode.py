@@ -340,40 +340,51 @@ class StreamDecoder(SSEStreamDecoder):
         """
         cands = self._cands
         camel = camel_chunk_decoder.decode
+        fold = self.fold_delta
+        started = self._started
         first = self._frames + 1
         for number, data in enumerate(payloads, first):
             try:
-                chunk = decode_chunk(data) if b"_" in data else camel(data)
+                chunk = decode_chunk(data) if 0x5F in data else camel(data)  # "_": memchr
             except _FAULTS:
                 chunk = None
-            if chunk is not None and chunk.error is None and self._started and len(chunk.candidates) == 1:
+            if chunk is not None and started and chunk.error is None and len(chunk.candidates) == 1:
                 cand = chunk.candidates[0]
-                c = cands.get(cand.index)
                 content = cand.content
-                if (
-                    c is not None
-                    and not cand.finish_reason
-                    and content is not None
-                    and len(content.parts) == 1
-                ):
+                if content is not None and not cand.finish_reason and len(content.parts) == 1:
+                    c = cands.get(cand.index)
                     part = content.parts[0]
                     text = part.text
                     if (
-                        text is not UNSET
-                        and c.kind == ("thought" if part.thought else "text")
+                        c is not None
+                        and text is not UNSET
                         and not part.thought_signature
+                        and c.kind == ("thought" if part.thought else "text")
+                        and (not text or fold(c.index, c.key, text))
                     ):
-                        if not text or self.fold_delta(c.index, c.key, text):
-                            if chunk.usage_metadata:
-                                self._usage = chunk.usage_metadata
+                        usage = chunk.usage_metadata
+                        if usage:
+                            self._usage = usage
+                        if chunk.prompt_feedback is not None:
                             blocked = block_reason(chunk)
                             if blocked is not None:
                                 self._blocked = blocked
+                        if (
+                            cand.safety_ratings
+                            or cand.grounding_metadata
+                            or cand.citation_metadata
+                            or cand.url_context_metadata
+                            or cand.finish_message
+                            or cand.avg_logprobs
+                            or cand.logprobs_result
+                            or cand.token_count
+                        ):
                             c.fields.update(candidate_fields(cand))
-                            if text and c.kind == "text":
-                                c.last_text = c.key
-                            continue
+                        if text and c.kind == "text":
+                            c.last_text = c.key
+                        continue
             self.normal(number, names[number - first], data)
+            started = self._started
 
     def _flush_usage(self, out: list[ev.Event]) -> None:
         if self._usage is not None:
