@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Final, final, overload
+from typing import Final, cast, final, overload
 
 import msgspec
 
@@ -30,6 +30,10 @@ DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 """Default cap, in bytes, on one event (its data plus any incomplete line being buffered)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
+
+_NO_LINES: Final = cast("list[bytes]", ())
+"""No pending line or data lines: shared by idle decoders (two empty lists are 112 bytes a
+stream). A tuple, so an ``append`` to it fails at once; every writer makes its own list."""
 
 
 @final
@@ -107,12 +111,12 @@ class Decoder:
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self._max = max_event_size
-        self._pending: list[bytes] = []
+        self._pending = _NO_LINES
         self._pending_size = 0
         self._pending_cr = False
         self._bom_pending = True
         self._event = ""
-        self._data: list[bytes] = []
+        self._data = _NO_LINES
         self._data_size = 0
         self._last_id = ""
         self._retry: int | None = None
@@ -181,7 +185,7 @@ class Decoder:
             lines = rest.split(b"\n")
             tail = lines.pop()
             if tail:
-                self._pending.append(tail)
+                self._pending = [tail]
                 self._pending_size = len(tail)
             self._lines(lines, out)
         if self._pending_size + self._data_size > self._max:
@@ -243,7 +247,7 @@ class Decoder:
             self._pending = [rest]
             self._pending_size = len(rest)
         elif self._pending:
-            self._pending = []
+            self._pending = _NO_LINES
             self._pending_size = 0
         self.events += len(split[0])
         return split
@@ -262,7 +266,10 @@ class Decoder:
             if not chunk:
                 return b""
         if b"\n" not in chunk:
-            self._pending.append(chunk)
+            if self._pending:
+                self._pending.append(chunk)
+            else:
+                self._pending = [chunk]
             self._pending_size += len(chunk)
             if self._pending_size + self._data_size > self._max:
                 self._fail(f"an SSE line grew past {self._max} bytes without ending")
@@ -270,7 +277,7 @@ class Decoder:
         if self._pending:
             self._pending.append(chunk)
             chunk = b"".join(self._pending)
-            self._pending = []
+            self._pending = _NO_LINES
             self._pending_size = 0
         return chunk
 
@@ -287,7 +294,10 @@ class Decoder:
                 self._retry = None
         elif line.startswith(b"data:"):
             value = line[6:] if line[5:6] == b" " else line[5:]
-            self._data.append(value)
+            if self._data:
+                self._data.append(value)
+            else:
+                self._data = [value]
             self._data_size += len(value) + 1
             if self._data_size > self._max:
                 self._fail(f"an SSE event's data grew past {self._max} bytes")
@@ -309,7 +319,7 @@ class Decoder:
                 self._pending_size = len(head)
                 return b""
             self._bom_pending = False
-            self._pending = []
+            self._pending = _NO_LINES
             self._pending_size = 0
             chunk = head[3:] if head.startswith(_BOM) else head
         if b"\r" in chunk:
@@ -334,8 +344,8 @@ class Decoder:
             )
         self._state = _State.CLOSED
         self.truncated = bool(self._data) or (any(self._pending) and not self._bom_only())
-        self._pending = []
-        self._data = []
+        self._pending = _NO_LINES
+        self._data = _NO_LINES
         return []
 
     def _bom_only(self) -> bool:
@@ -348,7 +358,10 @@ class Decoder:
         if name == b"event":
             self._event = value.decode("utf-8", "replace")
         elif name == b"data":  # "data" without a colon: an empty data line
-            self._data.append(value)
+            if self._data:
+                self._data.append(value)
+            else:
+                self._data = [value]
             self._data_size += len(value) + 1
         elif name == b"id":
             if b"\x00" not in value:
@@ -360,7 +373,7 @@ class Decoder:
     def _dispatch(self) -> tuple[str, bytes, str, int | None]:
         data = self._data
         raw = data[0] if len(data) == 1 else b"\n".join(data)
-        self._data = []
+        self._data = _NO_LINES
         self._data_size = 0
         event = self._event or "message"
         self._event = ""
@@ -391,16 +404,15 @@ def _split_events(body: bytes, nl: bytes, crlf: bool) -> tuple[list[bytes], Sequ
     split = body.split(nl)
     if len(split) % 3 != 2 or (crlf and _breaks(split, crlf)):
         return None
-    types, datas, blanks = split[0::3], split[1::3], split[2::3]
+    types, blanks = split[0::3], split[2::3]
+    payloads = [line[6:] for line in split[1::3] if line[:6] == b"data: "]
     if (
-        blanks.count(b"") != len(blanks)
-        or not all(map(bytes.startswith, datas, repeat(b"data: ")))
+        len(payloads) != len(types)
+        or blanks.count(b"") != len(blanks)
         or not all(map(bytes.startswith, types, repeat(b"event: ")))
     ):
         return None
-    # Only the data lines start with "data: ": stripping that after each line break leaves the
-    # lines where they were.
-    return body.replace(nl + b"data: ", nl).split(nl)[1::3], _Types(types)
+    return payloads, _Types(types)
 
 
 def _breaks(pieces: list[bytes], crlf: bool) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias, cast
 
 import msgspec
 
@@ -172,6 +172,11 @@ _IDLE: Final[dict[Any, Any]] = {}
 """A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
 
 
+_NO_WARNINGS: Final = cast("list[str]", ())
+"""No findings: shared by the decoders that have none (an empty list is 56 bytes a stream). A
+tuple, so an ``append`` to it fails at once; :meth:`SSEStreamDecoder.warn` makes the list."""
+
+
 class _State(enum.Enum):
     OPEN = "OPEN"
     CLOSED = "CLOSED"
@@ -198,9 +203,9 @@ class SSEStreamDecoder:
         self._target: FoldTarget | None = None
         self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
         """Buffers :meth:`fold_delta` got from the target since the last normal frame of this :meth:`feed_into`."""
-        self.warnings: list[str] = []
+        self.warnings: list[str] = _NO_WARNINGS
         """Findings that did not stop decoding (a sequence gap, say); they end up in
-        ``Response.warnings``."""
+        ``Response.warnings``. Add one with :meth:`warn`."""
 
     @property
     def frames(self) -> int:
@@ -335,6 +340,13 @@ class SSEStreamDecoder:
             compact(buf)
         return True
 
+    def warn(self, text: str) -> None:
+        """Note a finding that does not stop decoding (flushed as a ``StreamWarning`` after the frame)."""
+        if self.warnings:
+            self.warnings.append(text)
+        else:
+            self.warnings = [text]
+
     def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
         """Decode one already-framed SSE event (from httpx-sse, say).
 
@@ -396,7 +408,7 @@ class SSEStreamDecoder:
             # Lazily decoded pieces (kept raw until the end) can fail only now.
             raise self._wrap(exc, "message", b"", []) from exc
         if self._sse.truncated:
-            self.warnings.append("the stream ended inside a frame; that partial frame was dropped")
+            self.warn("the stream ended inside a frame; that partial frame was dropped")
         return out + flush_warnings(self.warnings)
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:

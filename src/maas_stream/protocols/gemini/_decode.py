@@ -109,8 +109,16 @@ class _Candidate:
         self.cut = False
         self.finish: str | None = None
         self.last_text: int | None = None
-        self.fields: dict[str, Any] = {}
-        """Candidate fields with no canonical home (the latest of each)."""
+        self.fields: dict[str, Any] | None = None
+        """Candidate fields with no canonical home (the latest of each; made on first use)."""
+
+    def note(self, fields: dict[str, Any]) -> None:
+        """Keep the latest of each of a chunk's candidate fields with no canonical home."""
+        if fields:
+            if self.fields is None:
+                self.fields = fields
+            else:
+                self.fields.update(fields)
 
     # ------------------------------------------------------------------ parts
 
@@ -160,7 +168,7 @@ class _Candidate:
 
     def annotate(self, out: list[ev.Event]) -> None:
         """The candidate's citations, on its last text run (or a new empty one)."""
-        citations = citations_from_wire(self.fields)
+        citations = citations_from_wire(self.fields or {})
         if not citations:
             return
         key = self.last_text
@@ -379,7 +387,7 @@ class StreamDecoder(SSEStreamDecoder):
                             or cand.logprobs_result
                             or cand.token_count
                         ):
-                            c.fields.update(candidate_fields(cand))
+                            c.note(candidate_fields(cand))
                         if text and c.kind == "text":
                             c.last_text = c.key
                         continue
@@ -427,7 +435,7 @@ class StreamDecoder(SSEStreamDecoder):
             for n, part in enumerate(content.parts):
                 if not c.part(part, out):
                     c.unknown(raw_part(data, position, n), out)
-        c.fields.update(candidate_fields(cand))
+        c.note(candidate_fields(cand))
         if cand.finish_reason:
             c.finish = cand.finish_reason
             self._close_candidate(c, out, cand.finish_reason)
@@ -444,7 +452,7 @@ class StreamDecoder(SSEStreamDecoder):
             choice_index=c.index,
             finish_reason=reason,
             provider=PROTOCOL,
-            provider_raw=dict(c.fields) or None,
+            provider_raw=dict(c.fields) if c.fields else None,
         )
         out.append(
             ev.MessageDone(

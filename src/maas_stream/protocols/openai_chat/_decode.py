@@ -54,8 +54,8 @@ class StreamDecoder(SSEStreamDecoder):
         super().__init__(**kwargs)
         self._started = False
         self._have_id = False
-        self._choices: list[int] = []
-        """The choices announced (a list: there are few, and an empty set costs 216 bytes)."""
+        self._choices: tuple[int, ...] = ()
+        """The choices announced (a tuple: there are few; an empty set costs 216 bytes, a list 56)."""
         self._reasoning: set[tuple[int, Any]] | None = None
         """The reasoning channels announced per choice (made on first use)."""
         self._done = False
@@ -160,6 +160,7 @@ class StreamDecoder(SSEStreamDecoder):
                                 continue
             self.normal(number, event, data)
             plain = self._have_id and not self._done
+            seen = self._choices
 
     def _odd_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         """A frame that is not a JSON chunk: ``[DONE]``, an empty keep-alive, or bad bytes."""
@@ -184,7 +185,7 @@ class StreamDecoder(SSEStreamDecoder):
         index = choice.index
         delta = choice.delta
         if index not in self._choices:
-            self._choices.append(index)
+            self._choices = (*self._choices, index)
             role = delta.role if delta is not None and delta.role else "assistant"
             out.append(ev.MessageStart(message=index, role=_role(role), choice_index=index))
         if delta is not None:

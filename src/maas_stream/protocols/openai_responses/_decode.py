@@ -135,7 +135,7 @@ class StreamDecoder(SSEStreamDecoder):
                 self.duplicates += 1
                 return []
             if seq != self._last + 1:
-                self.warnings.append(
+                self.warn(
                     f"sequence_number jumped from {self._last} to {seq}: events {self._last + 1}..{seq - 1} are missing"
                 )
             self._last = seq
