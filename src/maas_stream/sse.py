@@ -325,7 +325,9 @@ class Decoder:
         if b"\r" in chunk:
             if chunk[-1] == 0x0D:
                 self._pending_cr = True
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            chunk = chunk.replace(b"\r\n", b"\n")
+            if 13 in chunk:  # a lone CR (an int: memchr, where a second replace scans it all)
+                chunk = chunk.replace(b"\r", b"\n")
         return chunk
 
     def finish(self) -> list[ServerSentEvent]:

@@ -225,11 +225,13 @@ class SSEStreamDecoder:
                 frame number); the decoder is unusable afterwards.
             LocalProtocolError: Called after :meth:`finish` or an error.
         """
-        frames = self._split(data)
+        payloads, names = self._payloads(data)
         out: list[Event] = []
         on_frame = self.on_frame
-        for event, payload, _, _ in frames:
-            self._frames += 1
+        first = self._frames + 1
+        for number, payload in enumerate(payloads, first):
+            self._frames = number
+            event = names[number - first]
             try:
                 out += on_frame(event, payload)
             except _INPUT_FAULTS as exc:
@@ -238,14 +240,23 @@ class SSEStreamDecoder:
                 out += flush_warnings(self.warnings)
         return out
 
-    def _split(self, data: bytes) -> list[tuple[str, bytes, str, int | None]]:
-        """Check the state, then split a chunk into its frames (``Decoder.feed_raw``)."""
+    def _payloads(self, data: bytes) -> tuple[list[bytes], Sequence[str]]:
+        """Check the state, then split a chunk into its frames' data and event types.
+
+        ``Decoder.feed_payloads`` when the chunk has the common shape (no per-frame tuples),
+        else ``feed_raw``.
+        """
         self._check_open()
+        sse = self._sse
+        fast = sse.feed_payloads(data)
+        if fast is not None:
+            return fast
         try:
-            return self._sse.feed_raw(data)
+            frames = sse.feed_raw(data)
         except RemoteProtocolError as exc:
             self._failed(exc)
             raise
+        return [frame[1] for frame in frames], [frame[0] for frame in frames]
 
     def _check_open(self) -> None:
         if self._state is not _State.OPEN:
@@ -262,30 +273,14 @@ class SSEStreamDecoder:
 
         The result is ``target.consume(self.feed(data))``'s. A bad frame raises as in :meth:`feed`
         but with no ``exc.events`` (what came before is folded); the target's errors propagate.
-        The chunk is split by ``Decoder.feed_payloads`` when it has the common shape (no
-        per-frame tuples), else by ``feed_raw``.
 
         Raises:
             RemoteProtocolError: A frame is not valid for this protocol.
             LocalProtocolError: Called after :meth:`finish` or an error.
         """
-        self._check_open()
-        sse = self._sse
-        fast = sse.feed_payloads(data)
-        if fast is None:
-            try:
-                frames = sse.feed_raw(data)
-            except RemoteProtocolError as exc:
-                self._failed(exc)
-                raise
-            if not frames:
-                return
-            payloads: list[bytes] = [frame[1] for frame in frames]
-            names: Sequence[str] = [frame[0] for frame in frames]
-        else:
-            payloads, names = fast
-            if not payloads:
-                return
+        payloads, names = self._payloads(data)
+        if not payloads:
+            return
         self._target, self._buffers = target, {}
         end = self._frames + len(payloads)
         try:
