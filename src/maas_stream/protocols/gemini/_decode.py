@@ -35,6 +35,7 @@ import msgspec
 from msgspec import UNSET
 
 from ... import events as ev
+from ..._accumulate import KeyMap
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, TextPart, ToolCallPart
 from .._base import SSEStreamDecoder
@@ -291,7 +292,8 @@ class StreamDecoder(SSEStreamDecoder):
         super().__init__(**kwargs)
         self._started = False
         self._rid = ""
-        self._cands: dict[int, _Candidate] = {}
+        self._cands: KeyMap[_Candidate] = KeyMap()
+        """The candidates by index (one, nearly always: held inline)."""
         self._blocked: str | None = None
         self._error = False
         self._usage: Any = None
@@ -350,6 +352,8 @@ class StreamDecoder(SSEStreamDecoder):
         camel = camel_chunk_decoder.decode
         fold = self.fold_delta
         started = self._started
+        last: int | None = None  # the index looked up last, and what was found (a normal frame may add one)
+        found: _Candidate | None = None
         first = self._frames + 1
         for number, data in enumerate(payloads, first):
             try:
@@ -360,7 +364,10 @@ class StreamDecoder(SSEStreamDecoder):
                 cand = chunk.candidates[0]
                 content = cand.content
                 if content is not None and not cand.finish_reason and len(content.parts) == 1:
-                    c = cands.get(cand.index)
+                    index = cand.index
+                    if index != last:
+                        last, found = index, cands.get(index)
+                    c = found
                     part = content.parts[0]
                     text = part.text
                     if (
@@ -393,6 +400,7 @@ class StreamDecoder(SSEStreamDecoder):
                         continue
             self.normal(number, names[number - first], data)
             started = self._started
+            last = None
 
     def _flush_usage(self, out: list[ev.Event]) -> None:
         if self._usage is not None:
