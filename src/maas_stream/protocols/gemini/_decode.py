@@ -67,6 +67,8 @@ from ._wire import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ._wire import Chunk
+
 __all__ = ["SIGNATURE_TYPE", "StreamDecoder"]
 
 _FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, RemoteProtocolError)
@@ -286,7 +288,7 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_blocked", "_cands", "_error", "_rid", "_started", "_usage")
+    __slots__ = ("_blocked", "_cands", "_decoded", "_error", "_rid", "_started", "_usage")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -295,6 +297,8 @@ class StreamDecoder(SSEStreamDecoder):
         self._cands: KeyMap[_Candidate] = KeyMap()
         """The candidates by index (one, nearly always: held inline)."""
         self._blocked: str | None = None
+        self._decoded: tuple[bytes, Chunk] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self._error = False
         self._usage: Any = None
         """The latest ``usageMetadata``, not yet emitted. Gemini repeats usage on every chunk and
@@ -306,8 +310,13 @@ class StreamDecoder(SSEStreamDecoder):
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
         # keep-alive (or bad bytes) is told apart only when the decode fails.
+        decoded = self._decoded
         try:
-            chunk = decode_chunk(data)
+            if decoded is not None and decoded[0] is data:
+                self._decoded = None
+                chunk = decoded[1]
+            else:
+                chunk = decode_chunk(data)
         except msgspec.DecodeError:
             text = data if isinstance(data, str) else data.decode("utf-8", "replace")
             if not text.strip():
@@ -398,6 +407,8 @@ class StreamDecoder(SSEStreamDecoder):
                         if text and c.kind == "text":
                             c.last_text = c.key
                         continue
+            if chunk is not None:
+                self._decoded = (data, chunk)  # not decoded twice
             self.normal(number, names[number - first], data)
             started = self._started
             last = None
