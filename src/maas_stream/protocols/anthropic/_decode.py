@@ -56,11 +56,13 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_finish", "_provider_finish", "_raw", "_unknown", "_usage")
+    __slots__ = ("_decoded", "_finish", "_provider_finish", "_raw", "_unknown", "_usage")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._finish: FinishReason | None = None
+        self._decoded: tuple[bytes, Frame] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self._provider_finish: str | None = None
         self._raw: dict[int, dict[str, Any]] = {}
         self._usage: dict[str, Any] = {}
@@ -72,8 +74,13 @@ class StreamDecoder(SSEStreamDecoder):
     def on_frame(self, event: str, data: bytes | str) -> list[events.Event]:
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
         # keep-alive (or bad bytes) is told apart only when the decode fails.
+        decoded = self._decoded
         try:
-            frame = frame_decoder.decode(data)
+            if decoded is not None and decoded[0] is data:
+                self._decoded = None
+                frame = decoded[1]
+            else:
+                frame = frame_decoder.decode(data)
         except msgspec.DecodeError:
             text = data if isinstance(data, str) else data.decode("utf-8", "replace")
             if not text or text.isspace():
@@ -129,6 +136,8 @@ class StreamDecoder(SSEStreamDecoder):
                             continue  # an empty delta changes nothing
                         if self.fold_delta(0, index, text, args):
                             continue
+            if frame is not None:
+                self._decoded = (data, frame)  # not decoded twice: on_frame reads it once
             self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ message level

@@ -83,17 +83,24 @@ class StreamDecoder(SSEStreamDecoder):
 
     protocol = PROTOCOL
     direct = True
-    __slots__ = ("_model", "_started", "_steps")
+    __slots__ = ("_decoded", "_model", "_started", "_steps")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._steps: dict[int, _Step] = {}
         self._started = False
+        self._decoded: tuple[bytes, Envelope] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self._model: str | None = None
         """The model announced at the start (a final interaction naming another one wins)."""
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
-        env = _envelope(data)
+        decoded = self._decoded
+        if decoded is not None and decoded[0] is data:
+            self._decoded = None
+            env: Envelope | None = decoded[1]
+        else:
+            env = _envelope(data)
         if env is None:
             return []
         kind = env.event_type or event
@@ -133,6 +140,8 @@ class StreamDecoder(SSEStreamDecoder):
                         key: int | str = "call" if args else step.pos
                         if self.fold_delta(index, key, text, args):
                             continue
+            if env is not None:
+                self._decoded = (data, env)  # not decoded twice: on_frame reads it once
             self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ lifecycle

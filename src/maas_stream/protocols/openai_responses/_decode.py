@@ -108,12 +108,14 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_id_at", "_index_of", "_last", "_started", "_streamed", "duplicates")
+    __slots__ = ("_decoded", "_id_at", "_index_of", "_last", "_started", "_streamed", "duplicates")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._started = False
         self._last = -1
+        self._decoded: tuple[bytes, Envelope] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self.duplicates = 0
         self._index_of: dict[str, int] = {}
         """Item id → the output index the stream gave it."""
@@ -123,8 +125,13 @@ class StreamDecoder(SSEStreamDecoder):
         """Output index → how many characters of a client call's JSON arguments were streamed."""
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        decoded = self._decoded
         try:  # typed, straight from the bytes; only a frame that fails is looked at as text
-            env = envelope_decoder.decode(data)
+            if decoded is not None and decoded[0] is data:
+                self._decoded = None
+                env = decoded[1]
+            else:
+                env = envelope_decoder.decode(data)
         except msgspec.DecodeError:
             if _no_payload(data):
                 return []
@@ -185,6 +192,8 @@ class StreamDecoder(SSEStreamDecoder):
                         if seq is not None:
                             self._last = seq
                         continue
+            if env is not None:
+                self._decoded = (data, env)  # not decoded twice: on_frame reads it once
             self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ deltas
