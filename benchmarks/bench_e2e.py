@@ -14,15 +14,22 @@ counted) of several rounds:
   timeout (one watchdog per stream).
 
 Ratios are rates against ``aiter_bytes`` (1.0 = as fast as reading the bytes).
+
+To compare two versions of the library in ONE run, add ``--against DIR`` (a checkout, e.g.
+``/work/main``): a worker process runs that checkout's ``src`` on the same server, and each
+measurement alternates between this process and the worker (rows ``this`` and ``against``, each
+with its own ``aiter_bytes`` floor).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -95,48 +102,100 @@ READERS = {
 }
 
 
-async def measure(lib: Any, url: str) -> dict[str, float]:
-    best = dict.fromkeys(READERS, float("inf"))
-    async with lib.AsyncClient(timeout=60, trust_env=False) as client:
+LIBS = {"httpx2": httpx2, "httpx": httpx}
+
+
+async def timed(client: Any, url: str, reader: str) -> float:
+    """CPU seconds of this process for one stream read by ``reader``."""
+    gc.collect()
+    start = time.process_time()
+    async with client.stream("POST", url, json={}) as resp:
+        await READERS[reader](resp)
+    return time.process_time() - start
+
+
+class Against:
+    """The worker running another checkout's ``src`` (``--against DIR``): one measurement per request."""
+
+    def __init__(self, checkout: str, url: str) -> None:
+        src = Path(checkout) / "src"
+        env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{Path(__file__).parent}"}
+        args = [sys.executable, __file__, "--worker", url, *(["--quick"] if quick() else [])]
+        self.proc = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, lib: str, reader: str) -> float:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write(f"{lib} {reader}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the --against worker exited")
+        return float(line)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+async def worker(url: str) -> None:
+    """The ``--against`` side: read ``LIB READER`` lines, answer each with the CPU seconds taken."""
+    clients = {name: lib.AsyncClient(timeout=60, trust_env=False) for name, lib in LIBS.items()}
+    try:
+        while line := await anyio.to_thread.run_sync(sys.stdin.readline):
+            lib, reader = line.split()
+            print(await timed(clients[lib], url, reader), flush=True)
+    finally:
+        for client in clients.values():
+            await client.aclose()
+
+
+async def measure(lib: str, url: str, other: Against | None) -> dict[str, dict[str, float]]:
+    """Best CPU time per reader, for this process and the ``--against`` worker, interleaved."""
+    labels = ["this"] + ([] if other is None else ["against"])
+    best = {label: dict.fromkeys(READERS, float("inf")) for label in labels}
+    async with LIBS[lib].AsyncClient(timeout=60, trust_env=False) as client:
         for _ in range(ROUNDS):
-            for name, reader in READERS.items():
-                gc.collect()
-                start = time.process_time()
-                async with client.stream("POST", url, json={}) as resp:
-                    await reader(resp)
-                best[name] = min(best[name], time.process_time() - start)
+            for name in READERS:
+                best["this"][name] = min(best["this"][name], await timed(client, url, name))
+                if other is not None:
+                    took = await anyio.to_thread.run_sync(other.ask, lib, name)
+                    best["against"][name] = min(best["against"][name], took)
     return best
 
 
+def report(lib: str, label: str, t: dict[str, float]) -> None:
+    floor = t["aiter_bytes"]
+    version = LIBS[lib].__version__
+    print(f"\n{lib} {version}" + ("" if label == "this" else f" ({label})"))
+    for name, took in t.items():
+        print(f"  {name:20} {took / EVENTS * 1e6:7.2f} µs/event   {floor / took:5.2f}x aiter_bytes rate")
+    bench = f"e2e {lib}" + ("" if label == "this" else f" ({label})")
+    record(bench, "aaggregate vs aiter_bytes", floor / t["aaggregate"], ">= 0.8")
+    record(bench, "aaggregate vs split+decode", t["split+decode"] / t["aaggregate"], ">= 1.0")
+    record(bench, "aaggregate+timeouts vs aaggregate", t["aaggregate"] / t["aaggregate+timeouts"], "~1")
+
+
 def main() -> None:
+    if "--worker" in sys.argv:
+        anyio.run(worker, sys.argv[sys.argv.index("--worker") + 1])
+        return
     port = free_port()
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(EVENTS)])
+    other: Against | None = None
     try:
         wait_port(port, server)
         url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        if "--against" in sys.argv:
+            other = Against(sys.argv[sys.argv.index("--against") + 1], url)
         print(f"end to end over loopback: one Chat stream of {EVENTS:,} chunks, best of {ROUNDS}")
-        for lib in (httpx2, httpx):
-            t = anyio.run(measure, lib, url)
-            floor = t["aiter_bytes"]
-            print(f"\n{lib.__name__} {lib.__version__}")
-            for name, took in t.items():
-                print(
-                    f"  {name:20} {took / EVENTS * 1e6:7.2f} µs/event   {floor / took:5.2f}x aiter_bytes rate"
-                )
-            record(f"e2e {lib.__name__}", "aaggregate vs aiter_bytes", floor / t["aaggregate"], ">= 0.8")
-            record(
-                f"e2e {lib.__name__}",
-                "aaggregate vs split+decode",
-                t["split+decode"] / t["aaggregate"],
-                ">= 1.0",
-            )
-            record(
-                f"e2e {lib.__name__}",
-                "aaggregate+timeouts vs aaggregate",
-                t["aaggregate"] / t["aaggregate+timeouts"],
-                "~1",
-            )
+        for lib in LIBS:
+            for label, t in anyio.run(measure, lib, url, other).items():
+                report(lib, label, t)
     finally:
+        if other is not None:
+            other.close()
         server.terminate()
         server.wait(timeout=30)
 

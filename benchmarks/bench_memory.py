@@ -9,7 +9,13 @@ Run: ``python benchmarks/bench_memory.py`` (add ``--quick`` for a fast smoke run
 * idle in-flight stream, bridge: ``STREAMS`` concurrent requests served in this process by the
   bridge's ASGI app from an upstream that sent its first frames and stalls; bytes allocated
   per stream once every client has its first byte (the request tasks, the upstream reader,
-  the converter, the relay).
+  the converter, the relay), without and with the upstream's idle and total timeouts (what
+  ``maas-stream serve`` sets). The same harness around a bare ASGI app that answers the first
+  frame and waits (what the server's own task, its ``receive`` and the stalled upstream cost
+  here) is measured too; the difference is the bridge's own share.
+
+Add ``--against DIR`` (a checkout, e.g. ``/work/main``) to measure the bridge rows with that
+checkout's ``src`` too, in a subprocess, after this one's (``against`` rows).
 """
 
 from __future__ import annotations
@@ -17,17 +23,26 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import os
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 import maas_stream as ms
 from _harness import quick, record
-from maas_stream.bridge import Limits, create_app
+from maas_stream.bridge import Limits, Timeouts, create_app
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, MutableMapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+
+    App = Callable[
+        [MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]],
+        Awaitable[None],
+    ]
 
 STREAMS = 300 if quick() else 10_000
 
@@ -142,10 +157,14 @@ class StalledUpstream:
     """An Anthropic upstream that sends its first frames and then waits (until cancelled)."""
 
     protocol = "anthropic"
-    timeouts = None
+
+    def __init__(self, timeouts: Timeouts | None = None) -> None:
+        self.timeouts = timeouts
 
     @contextlib.asynccontextmanager
     async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
+        del body  # sent, not held (as HTTPUpstream)
+
         async def frames() -> AsyncIterator[bytes]:
             yield ANTHROPIC_START + anthropic(0)
             await anyio.sleep_forever()
@@ -156,8 +175,16 @@ class StalledUpstream:
         return None
 
 
-async def bridge_streams(count: int) -> float:
-    app = create_app(upstream=StalledUpstream(), limits=Limits(max_streams=None))
+async def bare_app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+    """The harness's own cost: read the request, answer the first frame, wait for the hang-up."""
+    await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": ANTHROPIC_START, "more_body": True})
+    await receive()
+
+
+async def bridge_streams(count: int, app: App) -> float:
+    """Bytes allocated per stream with ``count`` requests to ``app`` in flight, each past its first byte."""
     body = json.dumps(
         {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     ).encode()
@@ -212,12 +239,37 @@ async def bridge_streams(count: int) -> float:
     return used / count
 
 
+def bridge(label: str) -> None:
+    """The bridge rows: with and without upstream timeouts, and the harness alone."""
+    limits = Limits(max_streams=None)
+    plain = create_app(upstream=StalledUpstream(), limits=limits)
+    timed = create_app(upstream=StalledUpstream(Timeouts()), limits=limits)
+    harness = anyio.run(bridge_streams, STREAMS, bare_app)
+    suffix = "" if label == "this" else f" ({label})"
+    for name, app in (("no timeouts", plain), ("serve's timeouts", timed)):
+        per = anyio.run(bridge_streams, STREAMS, app)
+        print(
+            f"bridge {label:>7} (chat client <- anthropic upstream, {name}): {per / 1024:.2f} KiB per idle"
+            f" in-flight stream, {(per - harness) / 1024:.2f} KiB of it the bridge's own"
+            f" (harness {harness / 1024:.2f} KiB)"
+        )
+        what = "" if name == "no timeouts" else ", timeouts"
+        record(f"memory bridge{suffix}", f"idle stream KiB{what}", per / 1024, "<= 16")
+        record(f"memory bridge{suffix}", f"idle stream KiB{what}, bridge's own", (per - harness) / 1024)
+
+
 def main() -> None:
     print(f"{STREAMS:,} concurrent streams")
+    if "--label" in sys.argv:  # the --against subprocess
+        bridge(sys.argv[sys.argv.index("--label") + 1])
+        return
     library()
-    per = anyio.run(bridge_streams, STREAMS)
-    print(f"bridge (chat client <- anthropic upstream): {per / 1024:.2f} KiB per idle in-flight stream")
-    record("memory bridge", "idle stream KiB", per / 1024, "<= 16")
+    bridge("this")
+    if "--against" in sys.argv:
+        src = Path(sys.argv[sys.argv.index("--against") + 1]) / "src"
+        env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{Path(__file__).parent}"}
+        args = [sys.executable, __file__, "--label", "against", *(["--quick"] if quick() else [])]
+        subprocess.run(args, env=env, check=True)
 
 
 if __name__ == "__main__":

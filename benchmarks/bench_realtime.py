@@ -19,19 +19,25 @@ CPU time, contenders interleaved, best of several runs (``_harness.py``). Budget
 
 For the two websocket protocols it then splits (b), per line and in one run: the typed floor
 (the same newline split + the decoder's own typed ``msgspec`` decode of each line, nothing
-else), the decoder alone, the aggregator alone (fed the decoder's events, decoded beforehand),
-and the decoder with ``coalesce=True`` (each part's deltas that one chunk completes joined into
-one delta) followed by the aggregator: what an aggregate-only consumer can pay.
+else), the decoder alone (events), the aggregator alone (fed the decoder's events, decoded
+beforehand), the event path (decoder then aggregator) and ``ms.aggregate`` itself, where the
+decoder folds the streamed deltas straight into the parts (the direct fold). With
+``--against DIR`` (a checkout, e.g. ``/work/main``) the same ``ms.aggregate`` of that checkout's
+``src`` (loaded beside this one as ``maas_stream_against``) is measured in the same run,
+interleaved: before/after numbers on one loaded machine.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+import maas_stream as ms
 from _harness import LARGE, SMALL, bare_jsonl, bare_sse, best_of, chunks_of, measure, quick, record
 from maas_stream._aggregate import Aggregator
 from maas_stream.protocols import google_live, openai_realtime
@@ -398,6 +404,25 @@ def sdk_interactions(chunks: list[bytes]) -> int:
     return n
 
 
+def against() -> Any:
+    """The ``maas_stream`` of the checkout given with ``--against DIR`` (as ``maas_stream_against``), or ``None``."""
+    if "--against" not in sys.argv:
+        return None
+    name = "maas_stream_against"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = Path(sys.argv[sys.argv.index("--against") + 1]) / "src" / "maas_stream"
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its relative imports resolve inside it, apart from this maas_stream
+    spec.loader.exec_module(module)
+    return module
+
+
 def split_jsonl(protocol: str, data: bytes) -> None:
     """Where ``ms.aggregate``'s time goes on a websocket recording (see the module docstring)."""
     module = openai_realtime if protocol == "openai-realtime" else google_live
@@ -419,8 +444,8 @@ def split_jsonl(protocol: str, data: bytes) -> None:
                     n += 1
         return n
 
-    def decoded(coalesce: bool) -> list[list[Any]]:
-        decoder = module.StreamDecoder(coalesce=coalesce)
+    def decoded() -> list[list[Any]]:
+        decoder = module.StreamDecoder()
         return [decoder.feed(chunk) for chunk in chunks] + [decoder.finish()]
 
     def aggregated(batches: list[list[Any]]) -> object:
@@ -429,33 +454,39 @@ def split_jsonl(protocol: str, data: bytes) -> None:
             agg.consume(batch)
         return agg.finish()
 
-    batches = decoded(False)
-    assert aggregated(batches) == aggregated(decoded(True))
-    lines = bare_jsonl(chunks)
-    t = best_of(
-        {
-            "bare": bare_jsonl,
-            "typed": typed,
-            "decoder": lambda _: decoded(False),
-            "aggregator": lambda _: aggregated(batches),
-            "coalesced": lambda _: aggregated(decoded(True)),
-        },
-        chunks,
-        1 if quick() else (5 if lines > 10_000 else 9),
-    )
-    events = sum(map(len, batches))
-    print(f"  split per line ({events:,} events; ms.aggregate = decoder + aggregator):")
-    for name, label in (
+    batches = decoded()
+    assert aggregated(batches) == ms.aggregate(chunks, protocol=protocol)
+    fns: dict[str, Callable[[list[bytes]], object]] = {
+        "bare": bare_jsonl,
+        "typed": typed,
+        "decoder": lambda _: decoded(),
+        "aggregator": lambda _: aggregated(batches),
+        "events": lambda _: aggregated(decoded()),
+        "direct": lambda c: ms.aggregate(c, protocol=protocol),
+    }
+    labels = [
         ("bare", "bare split+msgspec.decode"),
         ("typed", "split + typed frame decode"),
-        ("decoder", "our decoder alone"),
+        ("decoder", "our decoder alone (events)"),
         ("aggregator", "Aggregator alone"),
-        ("coalesced", "decoder(coalesce) + Aggregator"),
-    ):
+        ("events", "decoder + Aggregator (events)"),
+        ("direct", "ms.aggregate (direct fold)"),
+    ]
+    other = against()
+    if other is not None:
+        fns["against"] = lambda c: other.aggregate(c, protocol=protocol)
+        labels.append(("against", "ms.aggregate of --against"))
+    lines = bare_jsonl(chunks)
+    t = best_of(fns, chunks, 1 if quick() else (5 if lines > 10_000 else 9))
+    events = sum(map(len, batches))
+    print(f"  split per line ({events:,} events; the event path = decoder + aggregator):")
+    for name, label in labels:
         print(f"    {label:32} {t[name] / lines * 1e6:6.2f} us/line   {t['bare'] / t[name]:5.2f}x bare")
-    record(
-        f"{protocol} {lines:,} ev", "coalesced decode+aggregate vs bare", t["bare"] / t["coalesced"], ">= 0.5"
-    )
+    bench = f"{protocol} {lines:,} ev"
+    record(bench, "direct fold (ms.aggregate) vs bare", t["bare"] / t["direct"], ">= 0.5")
+    if other is not None:
+        record(bench, "--against ms.aggregate vs bare", t["bare"] / t["against"])
+        record(bench, "speed-up over --against", t["against"] / t["direct"], ">= 1")
 
 
 CASES: list[
@@ -470,7 +501,11 @@ CASES: list[
 def main() -> None:
     """Run every case (or those named on the command line) and print events/s and the ratios."""
     print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}")
-    names = [a for a in sys.argv[1:] if not a.startswith("-")]
+    argv = sys.argv[1:]
+    if "--against" in argv:
+        at = argv.index("--against")
+        del argv[at : at + 2]
+    names = [a for a in argv if not a.startswith("-")]
     for name, make, bare, sdk, sdk_label in CASES:
         if names and name not in names:
             continue

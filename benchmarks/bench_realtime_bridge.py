@@ -1,24 +1,36 @@
-"""Benchmark: what the bridge adds to a realtime session, against a raw websocket relay.
+"""Benchmark: what the bridge adds to realtime sessions, against a raw websocket relay, at 1, 50 and 200 sessions.
 
-Run: ``python benchmarks/bench_realtime_bridge.py`` (add ``--quick`` for a fast smoke run).
+Run: ``python benchmarks/bench_realtime_bridge.py`` (add ``--quick`` for a fast smoke run). Linux
+only (CPU time and memory are read from ``/proc``).
 
-One process, one event loop, on 127.0.0.1: a fake OpenAI Realtime upstream (a ``websockets``
-server), a client (``websockets``), and between them one of
+Separate processes on 127.0.0.1: a fake OpenAI Realtime upstream (a ``websockets`` server), and
+between it and the clients (this process, ``websockets``) one of
 
-* ``direct``: no relay (the client talks to the upstream);
-* ``raw relay``: a 20-line ``websockets`` forwarder (:func:`raw_relay`): two tasks copying
-  messages both ways, nothing else;
-* ``bridge``: ``maas-stream``'s ASGI app under uvicorn (guard, routing, the upstream's key, the
-  session relay decoding every message for its usage and metrics).
+* ``direct``: no relay (the clients talk to the upstream);
+* ``raw relay``: a plain ``websockets`` forwarder (two tasks copying messages both ways, nothing
+  else), on the same event loop as the bridge (uvloop when installed);
+* ``this``: the bridge of this checkout, as ``maas-stream serve --upstream-protocol
+  openai-realtime`` runs it (uvicorn, guard, routing, the upstream's key, the session relay that
+  reads every message for its record and metrics);
+* ``against``: with ``--against DIR``, the bridge of another checkout (``DIR/src``), on the same
+  upstream, measured in the same run, interleaved with ``this``.
 
-Two measures, each the best of a few runs, interleaved so that load on the shared machine hits
-all alike:
+For each concurrency C (C sessions open at once), contenders interleaved per repetition, best of
+a few:
 
-* messages/s: the client asks for one response of :data:`DELTAS` ``response.output_text.delta``
-  events and reads them all (server → client throughput);
-* added latency per message: a client message answered at once by the upstream
-  (``conversation.item.create`` → ``conversation.item.added``), round-trip median over
-  :data:`PINGS` messages; the bridge's and the raw relay's extra time over ``direct``.
+* throughput: every session asks for one response (``response.create``) of ``TOTAL / C``
+  ``response.output_text.delta`` events and reads them all; messages/s over all sessions, and
+  the relay process's CPU time (user + system, ``/proc``) per message relayed;
+* latency: every session sends ``conversation.item.create`` messages the upstream answers at
+  once (``conversation.item.added``), paced so that the whole offers about :data:`RATE`
+  messages/s; the round trip's p50 and p99 over all sessions. "added" is the bridge's round trip
+  minus the raw relay's (both minus ``direct`` are printed too);
+* idle memory (first, before any load): :data:`IDLE` sessions opened and left idle; the relay
+  process's resident memory grown, per session (its upstream connection included).
+
+To profile the bridge under load, ``--py-spy FILE`` records ``this`` bridge with py-spy (raw
+folded stacks, 500 samples/s) for the whole run; ``--levels 1,50`` measures these concurrencies
+instead of :data:`LEVELS`; ``--no-idle`` skips the idle memory; ``--only stream`` or ``--only ping`` measures one of the two.
 
 Figures are ratios from one run on a shared machine, not budgets.
 """
@@ -27,194 +39,437 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
+import os
+import random
+import socket
+import subprocess
 import sys
+import textwrap
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-import uvicorn
 from websockets.asyncio.client import connect
-from websockets.asyncio.server import serve
 
-from _harness import record
-from maas_stream.bridge import Guard, Route, create_app
-from maas_stream.bridge._ws import WebSocketUpstream
+import maas_stream
+from _harness import quick, record
 
-QUICK = "--quick" in sys.argv
-DELTAS = 2000 if QUICK else 10000
-PINGS = 200 if QUICK else 1000
-RUNS = 2 if QUICK else 3
+LEVELS = (1, 4) if quick() else (1, 50, 200)
+"""Sessions open at once, per measurement (``--levels 1,50``: these instead)."""
+TOTAL = 4_000 if quick() else 40_000
+"""Deltas per throughput measurement, shared by the sessions (``TOTAL / C`` each)."""
+PINGS = 300 if quick() else 3_000
+"""Round trips per latency measurement, shared by the sessions (at least 10 each)."""
+RATE = 2_000
+"""Messages per second the latency measurement offers, all sessions together."""
+IDLE = 100 if quick() else 1_000
+REPEATS = 1 if quick() else 3
 KEY = "sk-bench-upstream-0123456789"
 BRIDGE_KEY = "bench-bridge-key-0123"
 
+UPSTREAM = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from websockets.asyncio.server import serve
 
-def _event(n: int, body: dict[str, Any]) -> str:
-    return json.dumps({"event_id": f"event_{n}", **body})
+    def event(n, body):
+        return json.dumps({"event_id": f"event_{n}", **body})
+
+    BASE = {"response_id": "resp_1", "item_id": "item_1", "output_index": 0, "content_index": 0}
+    DELTAS = [event(i, {"type": "response.output_text.delta", **BASE, "delta": f"word{i} "})
+              for i in range(100_000)]
+    ITEM = {"id": "item_1", "type": "message", "role": "assistant", "status": "in_progress",
+            "content": []}
+
+    async def session(ws):
+        await ws.send(event(0, {"type": "session.created",
+                                "session": {"type": "realtime", "id": "s"}}))
+        async for raw in ws:
+            msg = json.loads(raw)
+            if msg["type"] == "conversation.item.create":
+                await ws.send(event(1, {"type": "conversation.item.added",
+                                        "previous_item_id": None, "item": msg["item"]}))
+            elif msg["type"] == "response.create":
+                n = int(msg["response"]["metadata"]["deltas"])
+                response = {"object": "realtime.response", "id": "resp_1",
+                            "status": "in_progress", "output": []}
+                await ws.send(event(1, {"type": "response.created", "response": response}))
+                await ws.send(event(2, {"type": "response.output_item.added",
+                                        "response_id": "resp_1", "output_index": 0, "item": ITEM}))
+                await ws.send(event(3, {"type": "response.content_part.added", **BASE,
+                                        "part": {"type": "text", "text": ""}}))
+                for d in DELTAS[:n]:
+                    await ws.send(d)
+                done = {**response, "status": "completed",
+                        "usage": {"input_tokens": 5, "output_tokens": n, "total_tokens": n + 5}}
+                await ws.send(event(4, {"type": "response.done", "response": done}))
+
+    async def main():
+        async with serve(session, "127.0.0.1", int(sys.argv[1]), compression=None,
+                         max_size=None, backlog=4096):
+            await asyncio.Future()
+
+    try:
+        import uvloop
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+    """
+)
+
+RELAY = textwrap.dedent(
+    """
+    import asyncio, sys
+    from websockets.asyncio.client import connect
+    from websockets.asyncio.server import serve
+
+    UP = sys.argv[2]
+    KEY = sys.argv[3]
+
+    async def relay(client):
+        async with connect(UP, additional_headers={"authorization": f"Bearer {KEY}"},
+                           compression=None, max_size=None) as up:
+            async def pump(src, dst):
+                async for message in src:
+                    await dst.send(message)
+
+            tasks = [asyncio.ensure_future(pump(client, up)), asyncio.ensure_future(pump(up, client))]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                task.cancel()
+
+    async def main():
+        async with serve(relay, "127.0.0.1", int(sys.argv[1]), compression=None,
+                         max_size=None, backlog=4096):
+            await asyncio.Future()
+
+    try:
+        import uvloop
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+    """
+)
+
+BRIDGE = textwrap.dedent(
+    """
+    import sys
+    from maas_stream._cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
 
 
-async def upstream(ws: Any) -> None:
-    """The fake Realtime upstream: ``session.created``, then answers by message type."""
-    await ws.send(_event(0, {"type": "session.created", "session": {"type": "realtime", "id": "s"}}))
-    base = {"response_id": "resp_1", "item_id": "item_1", "output_index": 0, "content_index": 0}
-    deltas = [
-        _event(i, {"type": "response.output_text.delta", **base, "delta": f"word{i} "}) for i in range(DELTAS)
-    ]
-    item = {"id": "item_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
-    async for raw in ws:
-        msg = json.loads(raw)
-        if msg["type"] == "conversation.item.create":
-            await ws.send(
-                _event(1, {"type": "conversation.item.added", "previous_item_id": None, "item": msg["item"]})
-            )
-        elif msg["type"] == "response.create":
-            response = {"object": "realtime.response", "id": "resp_1", "status": "in_progress", "output": []}
-            await ws.send(_event(1, {"type": "response.created", "response": response}))
-            await ws.send(
-                _event(
-                    2,
-                    {
-                        "type": "response.output_item.added",
-                        "response_id": "resp_1",
-                        "output_index": 0,
-                        "item": item,
-                    },
-                )
-            )
-            await ws.send(
-                _event(
-                    3, {"type": "response.content_part.added", **base, "part": {"type": "text", "text": ""}}
-                )
-            )
-            for d in deltas:
-                await ws.send(d)
-            done = {
-                **response,
-                "status": "completed",
-                "usage": {"input_tokens": 5, "output_tokens": DELTAS, "total_tokens": DELTAS + 5},
-            }
-            await ws.send(_event(4, {"type": "response.done", "response": done}))
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
-async def raw_relay(client: Any, upstream_url: str) -> None:
-    """A plain websocket forwarder: the floor any relay pays."""
-    async with connect(
-        upstream_url, additional_headers={"authorization": f"Bearer {KEY}"}, compression=None, max_size=None
-    ) as up:
-
-        async def pump(src: Any, dst: Any) -> None:
-            async for message in src:
-                await dst.send(message)
-
-        tasks = [asyncio.ensure_future(pump(client, up)), asyncio.ensure_future(pump(up, client))]
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            task.cancel()
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def throughput(url: str, headers: dict[str, str]) -> float:
-    """Server → client messages per second for one response of ``DELTAS`` deltas."""
-    async with connect(url, additional_headers=headers, compression=None, max_size=None) as ws:
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process (KiB), from ``/proc/<pid>/status``."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"a server process exited early ({proc.returncode})")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@dataclass
+class Target:
+    """One contender: where the clients connect, and the process to measure (none for direct)."""
+
+    url: str
+    headers: dict[str, str]
+    pid: int | None
+
+
+@dataclass
+class Result:
+    """The best of the repetitions of one contender at one concurrency."""
+
+    rate: float = 0.0
+    cpu_stream: float = float("inf")
+    """CPU seconds per message relayed, throughput run."""
+    cpu_ping: float = float("inf")
+    """CPU seconds per message relayed, latency run."""
+    rtts: list[float] = field(default_factory=list)
+
+
+async def open_sessions(target: Target, n: int) -> list[Any]:
+    """``n`` sessions to ``target``, each past its ``session.created``."""
+
+    async def one() -> Any:
+        ws = await connect(
+            target.url, additional_headers=target.headers, compression=None, max_size=None, open_timeout=60
+        )
         await ws.recv()  # session.created
-        started = time.perf_counter()
-        await ws.send(json.dumps({"type": "response.create"}))
-        n = 0
-        while True:
-            n += 1
-            if json.loads(await ws.recv())["type"] == "response.done":
-                break
-        return n / (time.perf_counter() - started)
+        return ws
+
+    opened: list[Any] = []
+    for i in range(0, n, 50):  # in batches: the listen backlog and the handshakes stay sane
+        opened += await asyncio.gather(*(one() for _ in range(min(50, n - i))))
+    return opened
 
 
-async def latency(url: str, headers: dict[str, str]) -> float:
-    """Median round trip (seconds) of a client message answered at once by the upstream."""
+async def close_all(sessions: list[Any]) -> None:
+    await asyncio.gather(*(ws.close() for ws in sessions))
+
+
+async def stream_one(ws: Any, n: int) -> int:
+    """One response of ``n`` deltas read in full; the messages relayed (both ways)."""
+    await ws.send(json.dumps({"type": "response.create", "response": {"metadata": {"deltas": str(n)}}}))
+    for _ in range(n + 3):  # response.created, the item, the part, the deltas
+        await ws.recv()
+    last = await ws.recv()
+    if '"response.done"' not in last:
+        raise SystemExit(f"expected response.done, got {last[:200]!r}")
+    return n + 5
+
+
+async def ping_one(ws: Any, pings: int, interval: float) -> list[float]:
+    """``pings`` round trips, one every ``interval`` seconds (after a random start)."""
     item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ping"}]}
     message = json.dumps({"type": "conversation.item.create", "item": item})
     times = []
-    async with connect(url, additional_headers=headers, compression=None, max_size=None) as ws:
+    await asyncio.sleep(random.random() * interval)  # noqa: TID251
+    for _ in range(pings):
+        started = time.perf_counter()
+        await ws.send(message)
         await ws.recv()
-        for _ in range(PINGS):
-            started = time.perf_counter()
-            await ws.send(message)
-            await ws.recv()
-            times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        took = time.perf_counter() - started
+        times.append(took)
+        await asyncio.sleep(max(0.0, interval - took))  # noqa: TID251
+    return times
 
 
-async def main() -> None:
-    async def checked(ws: Any) -> None:
-        await upstream(ws)
+async def stream_all(target: Target, opened: list[Any], result: Result) -> None:
+    """Every session reads one response of ``TOTAL / C`` deltas; the best rate and CPU kept in ``result``."""
+    sessions = len(opened)
+    per = max(50, TOTAL // sessions)
+    before = cpu_seconds(target.pid) if target.pid else 0.0
+    started = time.perf_counter()
+    relayed = sum(await asyncio.gather(*(stream_one(ws, per) for ws in opened)))
+    took = time.perf_counter() - started
+    if target.pid:
+        used = (cpu_seconds(target.pid) - before) / relayed
+        result.cpu_stream = min(result.cpu_stream, used)
+    result.rate = max(result.rate, (relayed - sessions) / took)  # server -> client messages
 
-    up = await serve(checked, "127.0.0.1", 0, compression=None, max_size=None)
-    up_port = up.sockets[0].getsockname()[1]
+
+async def measure(target: Target, sessions: int, result: Result) -> None:
+    """One throughput run and one latency run of ``sessions`` sessions; the best kept in ``result``."""
+    opened = await open_sessions(target, sessions)
+    only = option("--only")
+    try:
+        if only == "ping":
+            result.rate = 1.0
+        else:
+            await stream_all(target, opened, result)
+        if only == "stream":
+            result.rtts = [1.0]
+            return
+        pings = max(10, PINGS // sessions)
+        interval = max(0.002, sessions / RATE)
+        before = cpu_seconds(target.pid) if target.pid else 0.0
+        rtts = [
+            t for ts in await asyncio.gather(*(ping_one(ws, pings, interval) for ws in opened)) for t in ts
+        ]
+        if target.pid:
+            used = (cpu_seconds(target.pid) - before) / (2 * len(rtts))
+            result.cpu_ping = min(result.cpu_ping, used)
+        if not result.rtts or pct(rtts, 0.5) < pct(result.rtts, 0.5):
+            result.rtts = rtts
+    finally:
+        await close_all(opened)
+
+
+async def idle_memory(target: Target) -> float:
+    """KiB of resident memory per idle session (its upstream connection included)."""
+    assert target.pid is not None
+    warm = await open_sessions(target, 20)  # modules, pools and buffers of a first session
+    await close_all(warm)
+    await asyncio.sleep(0.5)  # noqa: TID251
+    before = rss_kib(target.pid)
+    opened = await open_sessions(target, IDLE)
+    await asyncio.sleep(1.0)  # noqa: TID251
+    grown = rss_kib(target.pid) - before
+    await close_all(opened)
+    return grown / IDLE
+
+
+def against() -> str | None:
+    """The checkout given with ``--against DIR`` (its ``src`` is the second bridge's code), or ``None``."""
+    if "--against" not in sys.argv:
+        return None
+    return sys.argv[sys.argv.index("--against") + 1]
+
+
+def option(name: str) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
+def start() -> tuple[list[subprocess.Popen[bytes]], dict[str, Target]]:
+    """The upstream, the raw relay and one bridge per contender; the targets to measure."""
+    procs: list[subprocess.Popen[bytes]] = []
+    up_port = free_port()
+    upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port)])
+    procs.append(upstream)
+    wait_port(up_port, upstream)
     up_url = f"ws://127.0.0.1:{up_port}/v1/realtime?model={{model}}"
-
-    relay = await serve(
-        lambda ws: raw_relay(ws, up_url.replace("{model}", "bench")),
-        "127.0.0.1",
-        0,
-        compression=None,
-        max_size=None,
+    relay_port = free_port()
+    relay = subprocess.Popen(
+        [sys.executable, "-c", RELAY, str(relay_port), up_url.format(model="bench"), KEY]
     )
-    relay_port = relay.sockets[0].getsockname()[1]
-
-    app = create_app(
-        routes=[Route("*", WebSocketUpstream("openai-realtime", up_url, api_key=KEY))],
-        guard=Guard(keys=(BRIDGE_KEY,)),
-    )
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws_max_size=2**24)
-    )
-    task = asyncio.ensure_future(server.serve())
-    while not server.started:  # noqa: ASYNC110
-        await asyncio.sleep(0.01)  # noqa: TID251
-    bridge_port = server.servers[0].sockets[0].getsockname()[1]
-
+    procs.append(relay)
     targets = {
-        "direct": (up_url.replace("{model}", "bench"), {"authorization": f"Bearer {KEY}"}),
-        "raw relay": (f"ws://127.0.0.1:{relay_port}/v1/realtime?model=bench", {}),
-        "bridge": (
-            f"ws://127.0.0.1:{bridge_port}/v1/realtime?model=bench",
-            {"authorization": f"Bearer {BRIDGE_KEY}"},
-        ),
+        "direct": Target(up_url.format(model="bench"), {"authorization": f"Bearer {KEY}"}, None),
+        "raw relay": Target(f"ws://127.0.0.1:{relay_port}/v1/realtime?model=bench", {}, relay.pid),
     }
-    rates: dict[str, list[float]] = {k: [] for k in targets}
-    rtts: dict[str, list[float]] = {k: [] for k in targets}
-    for _ in range(RUNS):
-        for name, (url, headers) in targets.items():
-            rates[name].append(await throughput(url, headers))
-            rtts[name].append(await latency(url, headers))
-    best_rate = {k: max(v) for k, v in rates.items()}
-    best_rtt = {k: min(v) for k, v in rtts.items()}
-
-    print(f"realtime bridge, {DELTAS} deltas per response, {PINGS} round trips, best of {RUNS}")
-    print(f"{'':12} {'messages/s':>12} {'round trip':>12} {'added':>10}")
-    for name in targets:
-        added = (best_rtt[name] - best_rtt["direct"]) * 1e6
-        print(f"{name:12} {best_rate[name]:12,.0f} {best_rtt[name] * 1e6:10.0f}us {added:8.0f}us")
-    relay_added = best_rtt["raw relay"] - best_rtt["direct"]
-    bridge_added = best_rtt["bridge"] - best_rtt["direct"]
-    print(f"throughput: bridge / raw relay = {best_rate['bridge'] / best_rate['raw relay']:.2f}")
-    record(
-        "realtime bridge",
-        "messages/s vs raw relay",
-        best_rate["bridge"] / best_rate["raw relay"],
-        "measured (issue 14)",
-    )
-    if relay_added > 0:
-        record(
-            "realtime bridge", "added latency vs raw relay", bridge_added / relay_added, "measured (issue 14)"
+    # ``this`` is the maas_stream this script imports (whatever PYTHONPATH or the venv gave it).
+    contenders = {"this": str(Path(maas_stream.__file__).parent.parent)}
+    other = against()
+    if other is not None:
+        contenders["against"] = str(Path(other) / "src")
+    ports = {"raw relay": (relay_port, relay)}
+    for label, path in contenders.items():
+        env = {**os.environ, "OPENAI_API_KEY": KEY, "PYTHONPATH": path}
+        port = free_port()
+        args = ["serve", "--upstream-protocol", "openai-realtime", "--upstream-url", up_url]
+        args += ["--port", str(port), "--log-level", "warning", "--backlog", "4096"]
+        args += ["--bridge-key", BRIDGE_KEY]
+        proc = subprocess.Popen([sys.executable, "-c", BRIDGE, *args], env=env)
+        procs.append(proc)
+        ports[label] = (port, proc)
+        targets[label] = Target(
+            f"ws://127.0.0.1:{port}/v1/realtime?model=bench",
+            {"authorization": f"Bearer {BRIDGE_KEY}"},
+            proc.pid,
         )
-    print(
-        f"added latency per message: bridge / raw relay = {bridge_added / relay_added:.2f}"
-        if relay_added > 0
-        else ""
-    )
+    for port, proc in ports.values():
+        wait_port(port, proc)
+    return procs, targets
 
-    server.should_exit = True
-    await task
-    relay.close()
-    up.close()
+
+async def idle(targets: dict[str, Target], bridges: list[str]) -> None:
+    """Idle KiB per session of each relay process (first: resident memory does not shrink after a load)."""
+    print(f"idle sessions: {IDLE:,} open at once, resident memory grown per session")
+    for name, target in targets.items():
+        if target.pid is None:
+            continue
+        kib = await idle_memory(target)  # once: a second run would reuse the first's memory
+        print(f"{name:>19} {kib:8.1f} KiB/session")
+        if name in bridges:
+            record(
+                f"realtime bridge idle x{IDLE}" + ("" if name == "this" else f" ({name})"), "KiB/session", kib
+            )
+        else:
+            record(f"raw relay idle x{IDLE}", "KiB/session", kib, "floor")
+
+
+async def bench(targets: dict[str, Target]) -> None:
+    for target in targets.values():  # the first session loads the bridge's modules
+        await close_all(await open_sessions(target, 2))
+    bridges = [name for name in targets if name not in ("direct", "raw relay")]
+    if "--no-idle" not in sys.argv:
+        await idle(targets, bridges)
+    print()
+    print(
+        f"realtime bridge vs raw relay: {TOTAL:,} deltas and {PINGS:,} round trips per level, best of {REPEATS}"
+    )
+    print(
+        f"{'sessions':>8} {'':>10} {'messages/s':>11} {'vs relay':>9} {'CPU/msg':>9} {'CPU/ping':>9}"
+        f" {'rtt p50':>9} {'p99':>9} {'added p50':>10} {'p99':>9}"
+    )
+    levels = option("--levels")
+    for sessions in [int(n) for n in levels.split(",")] if levels else LEVELS:
+        results = {name: Result() for name in targets}
+        for _ in range(REPEATS):
+            for name, target in targets.items():
+                await measure(target, sessions, results[name])
+        relay = results["raw relay"]
+        r50, r99 = pct(relay.rtts, 0.5), pct(relay.rtts, 0.99)
+        for name, res in results.items():
+            p50, p99 = pct(res.rtts, 0.5), pct(res.rtts, 0.99)
+            cpu = f"{res.cpu_stream * 1e6:7.1f}µs" if res.cpu_stream < float("inf") else ""
+            ping = f"{res.cpu_ping * 1e6:7.1f}µs" if res.cpu_ping < float("inf") else ""
+            print(
+                f"{sessions:>8} {name:>10} {res.rate:>11,.0f} {res.rate / relay.rate:>9.2f} {cpu:>9} {ping:>9}"
+                f" {p50 * 1e3:>7.2f}ms {p99 * 1e3:>7.2f}ms {(p50 - r50) * 1e3:>8.2f}ms {(p99 - r99) * 1e3:>7.2f}ms"
+            )
+        for name in bridges:
+            res = results[name]
+            label = f"realtime bridge x{sessions}" + ("" if name == "this" else f" ({name})")
+            record(label, "messages/s bridge / raw relay", res.rate / relay.rate, "~1")
+            record(label, "bridge CPU µs/message (stream)", res.cpu_stream * 1e6, "<= 25")
+            record(label, "bridge CPU µs/message (ping)", res.cpu_ping * 1e6, "<= 25")
+            record(label, "raw relay CPU µs/message (stream)", relay.cpu_stream * 1e6, "floor")
+            record(label, "added latency p50 vs raw relay (ms)", (pct(res.rtts, 0.5) - r50) * 1e3, "<= 2")
+            record(label, "added latency p99 vs raw relay (ms)", (pct(res.rtts, 0.99) - r99) * 1e3, "<= 2")
+
+
+def main() -> None:
+    if not Path("/proc/self/stat").exists():
+        raise SystemExit("bench_realtime_bridge.py reads CPU times and memory from /proc (Linux)")
+    procs, targets = start()
+    spy: subprocess.Popen[bytes] | None = None
+    out = option("--py-spy")
+    if out is not None:
+        pid = targets["this"].pid
+        spy = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "-o",
+                out,
+                "-f",
+                "raw",
+                "-r",
+                "500",
+                "--pid",
+                str(pid),
+                "--nonblocking",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+    try:
+        try:
+            import uvloop
+        except ImportError:
+            asyncio.run(bench(targets))
+        else:
+            uvloop.run(bench(targets))
+    finally:
+        if spy is not None:
+            spy.send_signal(2)
+            spy.wait(timeout=60)
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -148,6 +148,7 @@ class SessionBridge:
         self.rates = sample_rates or SampleRates()
         self.http = upstream not in SESSION_PROTOCOLS
         self.same = client == upstream
+        """The session passes through (client and upstream speak one protocol): see :meth:`pass_client`."""
         self.drops = DropLog(upstream, client)
         """Every drop of the session so far (what each :class:`Translated` listed)."""
         self.config = REALTIME_DEFAULT if client == OPENAI_REALTIME else SessionConfig()
@@ -164,10 +165,11 @@ class SessionBridge:
         self._turns: HttpTurns | None = None
         if self.http:  # raises for a protocol without HTTP request bodies
             self._turns = HttpTurns(client, upstream, model=model, writer=self._out, calls=self._calls)
-        self._agg = StreamAggregator(None if self.http else upstream, emit=True)
         self._encoder: StreamEncoder | None = None
         if not self.http and not self.same:
             self._encoder = get_protocol(client).encoder()
+        # Only a translated session re-encodes the events; a passed-through one only reads them.
+        self._agg = StreamAggregator(None if self.http else upstream, emit=self._encoder is not None)
         self._reading = True
         self._setup_sent = False
         self._setup: dict[str, Any] | None = None
@@ -213,7 +215,8 @@ class SessionBridge:
         """
         out = Translated()
         if self.same:
-            return self._pass_client(message, out)
+            out.to_upstream.append(self.pass_client(message))
+            return out
         try:
             if self.client == OPENAI_REALTIME:
                 fmt = self.config.input_format or AudioFormat(rate=self.rates.realtime)
@@ -271,7 +274,20 @@ class SessionBridge:
 
     # ------------------------------------------------------------------ same protocol
 
-    def _pass_client(self, message: str | bytes, out: Translated) -> Translated:
+    def pass_client(self, message: str | bytes) -> str | bytes:
+        """The same protocol's client message to send upstream (read for the :attr:`session`).
+
+        The relay's fast path for a same-protocol session (:attr:`same`): what
+        ``from_client(message).to_upstream`` holds, without the :class:`Translated`. The message
+        passes untouched, but for a Live ``setup``, which names the route's model.
+
+        Raises:
+            LocalProtocolError: The session is not a same-protocol one.
+        """
+        if not self.same:
+            raise LocalProtocolError(
+                f"a {self.client} client of {self.upstream} is translated: use from_client()"
+            )
         forward = message
         if self.client == GOOGLE_LIVE and (
             "setup" in message if isinstance(message, str) else b"setup" in message
@@ -287,8 +303,22 @@ class SessionBridge:
                 forward = json_text(raw)
         if not self._is_audio(message):
             self._read(forward, "client")
-        out.to_upstream.append(forward)
-        return out
+        return forward
+
+    def pass_upstream(self, message: str | bytes) -> None:
+        """Read the same protocol's upstream message, relayed to the client untouched (for the :attr:`session`).
+
+        The relay's fast path for a same-protocol session (:attr:`same`): ``from_upstream``
+        would send ``message`` to the client and nothing else.
+
+        Raises:
+            LocalProtocolError: The session is not a same-protocol one.
+        """
+        if not self.same:
+            raise LocalProtocolError(
+                f"a {self.client} client of {self.upstream} is translated: use from_upstream()"
+            )
+        self._read(message, "server")
 
     def _read(self, message: str | bytes, direction: str) -> None:
         """Read a passed-through message for the Session; one it cannot read ends the reading.

@@ -88,12 +88,8 @@ class StreamAggregator:
         self.protocol = protocol
         self._decoder = spec.decoder()
         self._agg = Aggregator(protocol, emit=self._emit)
-        if not self._emit:
-            # Only the result counts: each framing's aggregate-only way (docs/architecture.md), the
-            # SSE decoders' direct fold and the session decoders' coalesced deltas.
-            self._direct = getattr(self._decoder, "direct", False)
-            if hasattr(self._decoder, "coalesce"):
-                self._decoder.coalesce = True
+        # Only the result counts: the direct fold (docs/architecture.md), SSE and JSON lines alike.
+        self._direct = not self._emit and getattr(self._decoder, "direct", False)
 
     @property
     def aggregator(self) -> Aggregator:

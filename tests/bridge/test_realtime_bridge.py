@@ -808,3 +808,32 @@ def test_a_route_to_a_protocol_with_neither_bodies_nor_sessions_is_refused(
         load_routes(routes)
     routes.write_text('[[routes]]\nmodel = "m"\nprotocol = "google-live"\n')
     assert isinstance(load_routes(routes).routes[0].upstream, WebSocketUpstream)
+
+
+@pytest.mark.parametrize(
+    ("text", "too_big"),
+    [
+        ("a" * 3000, False),  # exactly the limit
+        ("€" * 1000, False),  # 3000 bytes in 1000 characters
+        ("€" * 1001, True),  # 3003 bytes: measured in bytes, not characters
+        ("a" * 749 + "€" * 751, True),  # 749 + 2253 bytes
+    ],
+)
+async def test_a_client_text_is_limited_by_its_utf8_size(text: str, too_big: bool) -> None:
+    from maas_stream.bridge._ws import ClientSocket, MessageTooBig
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.receive", "text": text}
+
+    async def send(message: Any) -> None:
+        raise AssertionError("nothing is sent")
+
+    ws = ClientSocket({"type": "websocket"}, receive, send, max_message=3000)
+    if too_big:
+        with pytest.raises(MessageTooBig) as caught:
+            await ws.receive()
+        assert caught.value.size == len(text.encode())
+        assert ws.received == 0
+    else:
+        assert await ws.receive() == text
+        assert ws.received == 1

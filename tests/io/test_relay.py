@@ -1,8 +1,7 @@
-"""aconvert_into (the bridge's relay) and the watchdog timeouts: coalescing, first frame, semantics."""
+"""aconvert_into (the bridge's relay) and the O(1) timeouts: writes per read, first frame, semantics."""
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -11,7 +10,7 @@ import msgspec
 import pytest
 
 import maas_stream as ms
-from maas_stream.io._stream import _BURST, _SLICE, aconvert_into
+from maas_stream.io._stream import _SLICE, aconvert_into
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -47,7 +46,7 @@ class Source:
             yield frame
 
 
-async def test_a_burst_goes_out_in_few_writes_with_the_same_bytes() -> None:
+async def test_each_read_is_written_before_the_next_with_the_same_bytes() -> None:
     src = Source(FRAMES)
     writes: list[tuple[int, bytes]] = []
 
@@ -59,8 +58,21 @@ async def test_a_burst_goes_out_in_few_writes_with_the_same_bytes() -> None:
         b"".join(FRAMES), to="anthropic", protocol="openai-chat"
     )
     assert writes[0][0] == 1  # the first frame went out before the second read
-    assert len(writes) <= 2 + math.ceil(len(FRAMES) / _BURST)  # not one write per frame
-    assert len(writes) >= 2
+    reads = [r for r, _ in writes]
+    assert reads == sorted(set(reads))  # one write per read at most, in order: nothing is held back
+
+
+async def test_a_burst_read_at_once_goes_out_in_one_write() -> None:
+    burst = b"".join(FRAMES[:20])
+    assert len(burst) < _SLICE
+    writes: list[bytes] = []
+
+    async def write(data: bytes) -> None:
+        writes.append(data)
+
+    await aconvert_into(Source([burst, END]).gen(), write, to="anthropic", protocol="openai-chat")
+    assert len(writes) == 2  # the burst, then the end: not one write per frame
+    assert b"".join(writes) == ms.convert(burst + END, to="anthropic", protocol="openai-chat")
 
 
 async def test_a_stall_is_an_idle_timeout_after_what_came_before_was_written() -> None:
@@ -187,3 +199,124 @@ async def test_aaggregate_keeps_every_byte_before_a_failure_in_the_partial_respo
         Source([data[i : i + 7] for i in range(0, len(data), 7)]).gen(), protocol="openai-chat"
     )
     assert whole.messages[0].content[0].text == text  # type: ignore[union-attr]
+
+
+async def test_aconvert_a_generator_ends_a_stall_with_the_idle_timeout_and_its_frame() -> None:
+    src = Source(FRAMES, stall_after=3)
+    out: list[bytes] = []
+
+    async def read_all() -> None:
+        async for piece in ms.aconvert(src.gen(), to="anthropic", protocol="openai-chat", idle_timeout=0.2):
+            out.append(piece)
+
+    with anyio.fail_after(5), pytest.raises(ms.IdleTimeoutError) as info:
+        await read_all()
+    assert b"w2 " in b"".join(out)
+    assert out[-1] == info.value.error_frame  # the in-band error went out last
+    assert b"event: error" in out[-1]
+
+
+async def test_astream_a_generator_ends_at_the_total_timeout() -> None:
+    src = Source(FRAMES, stall_after=2)
+    events = []
+
+    async def read_all() -> None:
+        async for event in ms.astream(src.gen(), protocol="openai-chat", idle_timeout=30, total_timeout=0.3):
+            events.append(event)
+
+    with anyio.fail_after(5), pytest.raises(ms.StreamTimeoutError) as info:
+        await read_all()
+    assert info.value.phase == "total"
+    assert events  # what came before was yielded
+
+
+async def test_a_cancellation_from_outside_stays_a_cancellation_under_timeouts() -> None:
+    src = Source(FRAMES, stall_after=2)
+    written = bytearray()
+
+    async def write(data: bytes) -> None:
+        written.extend(data)
+
+    with anyio.fail_after(5):
+        with anyio.move_on_after(0.2) as scope:
+            await aconvert_into(src.gen(), write, to="anthropic", protocol="openai-chat", idle_timeout=30)
+    assert scope.cancelled_caught  # no timeout error: the caller's own cancellation
+    assert b"w1 " in written
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_timed_reads_arm_the_loop_timer_once_per_idle_period_not_per_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """O(1) timeouts: a flowing stream read through an async generator does not schedule a timer
+    (or a cancel scope's) per read."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    arms = 0
+    call_at = loop.call_at
+
+    def counting(*args: object, **kwargs: object) -> asyncio.TimerHandle:
+        nonlocal arms
+        arms += 1
+        return call_at(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loop, "call_at", counting)
+    frames = [chunk(i) for i in range(1000)] + [END]
+    out = [
+        piece
+        async for piece in ms.aconvert(
+            Source(frames).gen(), to="anthropic", protocol="openai-chat", idle_timeout=60, total_timeout=600
+        )
+    ]
+    assert b"w999 " in b"".join(out)
+    response = await ms.aaggregate(Source(frames).gen(), protocol="openai-chat", idle_timeout=60)
+    assert response.status == "completed"
+    assert arms <= 4
+
+
+async def test_aaggregate_under_timeouts_leaves_a_cancellation_from_outside_alone() -> None:
+    src = Source(FRAMES, stall_after=5)
+    with anyio.fail_after(5):
+        with anyio.move_on_after(0.2) as scope:
+            await ms.aaggregate(src.gen(), protocol="openai-chat", idle_timeout=30, total_timeout=60)
+    assert scope.cancelled_caught  # no timeout error: the caller's own cancellation
+    assert src.reads == 5
+
+
+async def test_aaggregate_an_idle_stall_after_a_burst_keeps_the_burst() -> None:
+    src = Source(FRAMES, stall_after=40)
+    with anyio.fail_after(5), pytest.raises(ms.IdleTimeoutError) as info:
+        await ms.aaggregate(src.gen(), protocol="openai-chat", idle_timeout=0.2)
+    partial = info.value.partial
+    assert partial is not None
+    assert partial.messages[0].content[0].text == "".join(f"w{i} " for i in range(40))  # type: ignore[union-attr]
+    assert info.value.received == sum(len(f) for f in FRAMES[:40])
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_read_refused_at_the_total_deadline_leaves_the_task_alone() -> None:
+    """The total deadline passed before a read began: that read raises, and the reader's timer
+    does not cancel the task later (nothing is being read)."""
+    import time
+
+    from maas_stream.io._source import AsyncReader
+
+    async def source() -> AsyncIterator[bytes]:
+        yield FRAMES[0]
+        time.sleep(0.15)  # noqa: ASYNC251 - the loop is held: the deadline passes, no read waits
+        yield FRAMES[1]
+
+    reader = AsyncReader(source(), idle_timeout=0.05, total_timeout=0.1)
+    assert await reader.read() == FRAMES[0]
+
+    async def two_reads() -> None:
+        await reader.read()
+        await reader.read()
+
+    with pytest.raises(ms.StreamTimeoutError) as info:
+        await two_reads()
+    assert info.value.phase == "total"
+    with anyio.fail_after(5):
+        await anyio.sleep(0.2)  # past the idle limit: a stale stamp would cancel this sleep
+    await reader.aclose()

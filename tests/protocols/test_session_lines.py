@@ -155,12 +155,22 @@ def test_client_lines_between_server_lines_keep_their_place() -> None:
     assert texts[0] < tool[0] < texts[1]
 
 
-# ---------------------------------------------------------------- coalescing (aggregate-only consumers)
+# ---------------------------------------------------------------- the direct fold (aggregate-only consumers)
 
 
-def aggregate(protocol: str, data: bytes, size: int, *, coalesce: bool) -> tuple[ms.Response, int]:
-    """The aggregate of a recording fed in chunks of ``size``, and how many events it took."""
-    decoder = DECODERS[protocol](coalesce=coalesce)
+class Counting(ms.StreamAggregator):
+    """Counts the events applied the normal way (the rest went straight into the parts)."""
+
+    applied = 0
+
+    def consume(self, events: list[ev.Event]) -> None:
+        self.applied += len(events)
+        super().consume(events)
+
+
+def by_events(protocol: str, data: bytes, size: int) -> tuple[ms.Response, int]:
+    """The event path: the aggregate of a recording fed in chunks of ``size``, and its event count."""
+    decoder = DECODERS[protocol]()
     agg = Aggregator(protocol)
     count = 0
     for i in range(0, len(data), size):
@@ -172,12 +182,20 @@ def aggregate(protocol: str, data: bytes, size: int, *, coalesce: bool) -> tuple
     return agg.finish(), count + len(events)
 
 
+def folded(protocol: str, data: bytes, size: int) -> tuple[ms.Response, int]:
+    """The direct fold (``ms.aggregate``'s way): the aggregate, and how many events it still applied."""
+    agg = Counting(protocol)
+    for i in range(0, len(data), size):
+        agg.feed(data[i : i + size])
+    return agg.finish(), agg.applied
+
+
 @pytest.mark.parametrize("path", files())
 @pytest.mark.parametrize("size", [1, 97, 1 << 20])
-def test_coalesced_deltas_aggregate_the_same(path: Path, size: int) -> None:
+def test_folded_deltas_aggregate_the_same(path: Path, size: int) -> None:
     data = path.read_bytes()
-    expected, count = aggregate(path.parent.name, data, size, coalesce=False)
-    got, fewer = aggregate(path.parent.name, data, size, coalesce=True)
+    expected, count = by_events(path.parent.name, data, size)
+    got, fewer = folded(path.parent.name, data, size)
     assert got == expected
     assert fewer <= count
 
@@ -190,19 +208,22 @@ def test_coalesced_deltas_aggregate_the_same(path: Path, size: int) -> None:
         ("google-live", lambda i: {"serverContent": {"outputTranscription": {"text": f"w{i} "}}}),
     ],
 )
-def test_a_chunk_of_deltas_of_one_part_is_one_delta(protocol: str, delta: Any) -> None:
-    decoder = DECODERS[protocol](coalesce=True)
-    decoder.feed(line("server", delta(0)))  # the part starts
-    out = decoder.feed(b"".join(line("server", delta(i)) for i in range(1, 51)))
-    assert len(out) == 1
-    only = out[0]
-    assert isinstance(only, (ev.TextDelta, ev.AudioDelta))
-    text = only.text if isinstance(only, ev.TextDelta) else only.transcript
-    assert text == "".join(f"w{i} " for i in range(1, 51))
+def test_the_deltas_of_an_open_part_apply_no_event(protocol: str, delta: Any) -> None:
+    agg = Counting(protocol)
+    agg.feed(line("server", delta(0)))  # the session and the part start: events
+    started = agg.applied
+    assert started > 0
+    agg.feed(b"".join(line("server", delta(i)) for i in range(1, 51)))
+    assert agg.applied == started  # fifty deltas, straight into the part
+    response = agg.finish()
+    assert response == by_events(protocol, b"".join(line("server", delta(i)) for i in range(51)), 1 << 20)[0]
+    parts = [p for m in response.messages if isinstance(m.content, list) for p in m.content]
+    texts = [getattr(p, "text", None) or getattr(p, "transcript", None) for p in parts]
+    assert "".join(f"w{i} " for i in range(51)) in texts
 
 
 @pytest.mark.parametrize("protocol", list(DECODERS))
-def test_padded_base64_audio_is_never_joined_as_text(protocol: str) -> None:
+def test_padded_base64_audio_folds_as_bytes_not_text(protocol: str) -> None:
     chunks = ["AQI=", "AwQ=", "BQYH", "CAkK"]  # bytes 1..10; the first two are padded
     if protocol == "openai-realtime":
         base = {"type": "response.output_audio.delta", "item_id": "item_1", "content_index": 0}
@@ -210,8 +231,8 @@ def test_padded_base64_audio_is_never_joined_as_text(protocol: str) -> None:
     else:
         parts = [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": c}} for c in chunks]
         data = b"".join(line("server", {"serverContent": {"modelTurn": {"parts": [p]}}}) for p in parts)
-    expected, _ = aggregate(protocol, data, 1 << 20, coalesce=False)
-    got, _ = aggregate(protocol, data, 1 << 20, coalesce=True)
+    expected, _ = by_events(protocol, data, 1 << 20)
+    got, _ = folded(protocol, data, 1 << 20)
     assert got == expected
     audio = [p for m in got.messages if isinstance(m.content, list) for p in m.content]
     assert [base64.b64decode(p.data) for p in audio if isinstance(p, AudioPart) and p.data] == [
@@ -220,13 +241,23 @@ def test_padded_base64_audio_is_never_joined_as_text(protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", list(DECODERS))
-def test_coalesced_bad_line_keeps_the_held_deltas_before_it_and_none_of_its_own(protocol: str) -> None:
+def test_folded_bad_line_keeps_the_deltas_before_it_and_none_of_its_own(protocol: str) -> None:
     good, bad = _bad_line_case(protocol)
     with pytest.raises(ms.RemoteProtocolError) as plain:
         DECODERS[protocol]().feed(good + bad)
-    with pytest.raises(ms.RemoteProtocolError) as held:
-        DECODERS[protocol](coalesce=True).feed(good + bad)
-    assert held.value.frame == plain.value.frame == 3
-    texts = [e.text for e in held.value.events if isinstance(e, ev.TextDelta)]
-    assert "".join(texts) == "".join(e.text for e in plain.value.events if isinstance(e, ev.TextDelta))
-    assert "".join(texts) == "HiHi"
+    agg = Counting(protocol)
+    agg.feed(good)
+    with pytest.raises(ms.RemoteProtocolError) as folded_error:
+        agg.feed(good + bad)
+    assert plain.value.frame == 3
+    assert folded_error.value.frame == 5  # two good lines fed before
+    partial = folded_error.value.partial
+    assert partial is not None
+    texts = [
+        p.text
+        for m in partial.messages
+        if isinstance(m.content, list)
+        for p in m.content
+        if hasattr(p, "text")
+    ]
+    assert "".join(t for t in texts if t) == "HiHiHiHi"

@@ -822,6 +822,41 @@ def test_the_same_protocol_passes_through_and_is_still_read(protocol: str) -> No
     assert response.messages[0].content == [ms.TextPart(text="Same.")]
 
 
+@pytest.mark.parametrize("protocol", [RT, LIVE])
+def test_the_relay_fast_path_sends_and_reads_what_the_translated_path_does(protocol: str) -> None:
+    # The websocket relay calls pass_client / pass_upstream for a same-protocol session: the
+    # same messages go on, and the Session read on the side is the same.
+    slow = ms.SessionBridge(protocol, protocol, model="m")
+    fast = ms.SessionBridge(protocol, protocol, model="m")
+    if protocol == RT:
+        sent = [_j({"type": "response.create"}), _j({"type": "input_audio_buffer.append", "audio": "AAAA"})]
+        served = [_j(e) for e in _rt_text_response("resp_1", "item_1", "Same.")]
+    else:
+        sent = [_j({"setup": {"model": "models/alias"}}), _j({"clientContent": {"turnComplete": True}})]
+        served = [
+            _j({"setupComplete": {}}),
+            _j({"serverContent": {"modelTurn": {"parts": [{"text": "Same."}]}}}),
+            _j({"serverContent": {"turnComplete": True}}),
+        ]
+    for msg in sent:
+        assert [fast.pass_client(msg)] == slow.from_client(msg).to_upstream
+    for msg in served:
+        assert slow.from_upstream(msg).to_client == [msg]
+        fast.pass_upstream(msg)
+    assert fast.session == slow.session
+    assert fast.session.responses[0].messages[0].content == [ms.TextPart(text="Same.")]
+    if protocol == LIVE:
+        assert json.loads(fast.pass_client(sent[0]))["setup"]["model"] == "models/m"  # the route's model
+
+
+def test_the_relay_fast_path_refuses_a_translated_session() -> None:
+    bridge = ms.SessionBridge(RT, LIVE, model="m")
+    with pytest.raises(ms.LocalProtocolError, match="translated"):
+        bridge.pass_client(_j({"type": "response.create"}))
+    with pytest.raises(ms.LocalProtocolError, match="translated"):
+        bridge.pass_upstream(_j({"setupComplete": {}}))
+
+
 # ------------------------------------------------------------------ HTTP upstream
 
 

@@ -1,9 +1,10 @@
 """The direct fold gives what the event path gives: same responses, same errors, same partials.
 
 ``ms.aggregate`` (and ``StreamAggregator(emit=False)``) fold common deltas straight into the
-aggregator's part buffers (``protocols/_base.py``); the event path is ``decoder.feed`` then
-``Aggregator.consume``. Every recording, every corpus stream and the benchmarks' synthetic
-streams are folded both ways, whole, in network-sized chunks and byte by byte, and compared.
+aggregator's part buffers (``protocols/_base.py``), SSE and session (JSON-lines) decoders alike;
+the event path is ``decoder.feed`` then ``Aggregator.consume``. Every recording, every corpus
+stream and the benchmarks' synthetic streams are folded both ways, whole, in network-sized chunks
+and byte by byte, and compared.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SSE = ["openai-chat", "openai-responses", "anthropic", "gemini", "google-interactions"]
-DIRECT = ["openai-chat", "anthropic", "openai-responses", "gemini", "google-interactions"]
-"""The protocols whose decoders fold common frames directly (``direct``)."""
+SESSION = ["openai-realtime", "google-live"]
+DIRECT = [*SSE, *SESSION]
+"""The protocols whose decoders fold common frames directly (``direct``): all of them."""
 
 
 def by_events(protocol: str, chunks: list[bytes]) -> ms.Response:
@@ -62,7 +64,7 @@ def assert_same(protocol: str, data: bytes, size: int) -> None:
 
 def _streams() -> list[object]:
     out: list[object] = []
-    for protocol in SSE:
+    for protocol in DIRECT:
         for p in params(recordings(protocol) + corpus(protocol)):
             out.append(pytest.param(protocol, p.values[0], id=p.id, marks=p.marks))  # type: ignore[attr-defined]
     return out
@@ -111,6 +113,8 @@ SYNTH: dict[str, Callable[[], bytes]] = {
     "openai-responses": lambda: _bench("bench_openai_responses").synthesize(500),
     "anthropic": lambda: _bench("bench_anthropic").synth(200, 200)[0],
     "gemini": lambda: _bench("bench_gemini").synth(500),
+    "openai-realtime": lambda: _bench("bench_realtime").realtime_stream(600),
+    "google-live": lambda: _bench("bench_realtime").live_stream(600),
 }
 
 
@@ -139,8 +143,8 @@ def test_the_direct_protocols_fold_directly(protocol: str) -> None:
     agg = Counting(protocol)
     agg.feed(data)
     assert agg.finish() == ms.aggregate(data, protocol=protocol)
-    frames = data.count(b"data:")
-    assert 0 < agg.applied < frames // 4  # the synthetic streams are mostly text and arguments deltas
+    frames = data.count(b"\n") if protocol in SESSION else data.count(b"data:")
+    assert 0 < agg.applied < frames // 4  # the synthetic streams are mostly text, arguments and audio deltas
 
 
 def _chat(*chunks: dict[str, Any]) -> bytes:
@@ -328,3 +332,210 @@ ANTHROPIC_CASES = {
 @pytest.mark.parametrize("size", [1, 4096])
 def test_anthropic_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
     assert_same("anthropic", ANTHROPIC_CASES[name], size)
+
+
+# ---------------------------------------------------------------- session (JSON-lines) decoders
+
+
+def _lines(*frames: tuple[str, Any]) -> bytes:
+    return b"".join(
+        json.dumps({"dir": d, "msg": m}, separators=(",", ":")).encode() + b"\n" for d, m in frames
+    )
+
+
+def _rt(kind: str, delta: Any, item_id: str = "m", index: int = 0, **fields: Any) -> tuple[str, Any]:
+    return (
+        "server",
+        {
+            "type": f"response.{kind}.delta",
+            "item_id": item_id,
+            "content_index": index,
+            "delta": delta,
+            **fields,
+        },
+    )
+
+
+def _realtime(*middle: tuple[str, Any]) -> bytes:
+    item = {"id": "m", "type": "message", "role": "assistant", "content": []}
+    call = {"id": "f", "type": "function_call", "name": "g", "call_id": "c", "arguments": ""}
+    return _lines(
+        ("server", {"type": "session.created", "session": {"model": "gpt-realtime"}}),
+        ("server", {"type": "response.created", "response": {"id": "r", "status": "in_progress"}}),
+        ("server", {"type": "response.output_item.added", "item": item}),
+        (
+            "server",
+            {
+                "type": "response.content_part.added",
+                "item_id": "m",
+                "content_index": 0,
+                "part": {"type": "text"},
+            },
+        ),
+        (
+            "server",
+            {
+                "type": "response.content_part.added",
+                "item_id": "m",
+                "content_index": 1,
+                "part": {"type": "audio"},
+            },
+        ),
+        ("server", {"type": "response.output_item.added", "item": call}),
+        *middle,
+        ("server", {"type": "response.done", "response": {"id": "r", "status": "completed", "output": []}}),
+    )
+
+
+REALTIME_CASES = {
+    "text, audio, transcript and arguments": _realtime(
+        *[_rt("output_text", f"t{i} ") for i in range(70)],
+        *[_rt("output_audio", "AAAA" if i % 3 else "AQI=", index=1) for i in range(30)],
+        *[_rt("output_audio_transcript", f"s{i} ", index=1) for i in range(70)],
+        *[
+            ("server", {"type": "response.function_call_arguments.delta", "item_id": "f", "delta": p})
+            for p in ['{"a"', ":1}"]
+        ],
+    ),
+    "beta names, an empty delta and a null one": _realtime(
+        _rt("text", "a"),
+        _rt("text", ""),
+        _rt("text", None),
+        _rt("audio", "AQI=", index=1),
+        _rt("audio_transcript", "b", index=1),
+    ),
+    "deltas for a part or an item never added": _realtime(
+        _rt("output_text", "x", index=5), _rt("output_text", "y", item_id="nope"), _rt("output_text", "z")
+    ),
+    "a client line and a session line between deltas": _realtime(
+        _rt("output_text", "a"),
+        ("client", {"type": "input_audio_buffer.append", "audio": "AAAA"}),
+        _rt("output_text", "b"),
+        ("server", {"type": "rate_limits.updated", "rate_limits": []}),
+        _rt("output_text", "c"),
+    ),
+    "deltas after the part and the item are done": _realtime(
+        _rt("output_text", "a"),
+        ("server", {"type": "response.content_part.done", "item_id": "m", "content_index": 0, "part": {}}),
+        _rt("output_text", "late"),
+        (
+            "server",
+            {"type": "response.output_item.done", "item": {"id": "m", "type": "message", "content": []}},
+        ),
+        _rt("output_text", "later"),
+    ),
+    "a delta before anything else": _lines(_rt("output_text", "first"), _rt("output_text", "second")),
+    "a mistyped field no delta reads": _realtime(
+        _rt("output_text", "a"), _rt("output_text", "b", item={"x": 1}, call_id=5)
+    ),
+    "a mistyped delta": _realtime(_rt("output_text", "a"), _rt("output_text", 5)),
+    "a line that is no JSON": _realtime(_rt("output_text", "a"))
+    + b"{nope\n"
+    + _lines(_rt("output_text", "b")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REALTIME_CASES))
+@pytest.mark.parametrize("size", [1, 7, 4096])
+def test_realtime_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
+    assert_same("openai-realtime", REALTIME_CASES[name], size)
+
+
+def _live(*parts: Any, transcript: str | None = None, **more: Any) -> tuple[str, Any]:
+    content: dict[str, Any] = {"modelTurn": {"parts": list(parts)}} if parts else {}
+    if transcript is not None:
+        content["outputTranscription"] = {"text": transcript}
+    return ("server", {"serverContent": content, **more})
+
+
+AUDIO = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "AAAA"}}
+PADDED = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "AQI="}}
+
+
+def _session(*middle: tuple[str, Any]) -> bytes:
+    return _lines(
+        ("client", {"setup": {"model": "models/gemini-live"}}),
+        ("server", {"setupComplete": {}}),
+        *middle,
+        ("server", {"serverContent": {"turnComplete": True}}),
+    )
+
+
+LIVE_CASES = {
+    "text, thought, audio and transcript": _session(
+        _live({"text": "plan", "thought": True}),
+        *[_live({"text": f"p{i} ", "thought": True}) for i in range(40)],
+        *[_live({"text": f"w{i} "}) for i in range(70)],
+        *[_live(AUDIO if i % 4 else PADDED) for i in range(30)],
+        *[_live(transcript=f"s{i} ") for i in range(70)],
+    ),
+    "a transcript before the audio and audio of another kind": _session(
+        _live(transcript="early"),
+        _live({"inlineData": {"mimeType": "image/png", "data": "AAAA"}}),
+        _live(AUDIO),
+        _live({"inlineData": {"mimeType": "audio/pcm", "data": ""}}),
+        _live({"inlineData": {"mimeType": "audio/pcm"}}),
+        _live(AUDIO, transcript="both"),
+        _live(transcript=""),
+    ),
+    "text and thought alternating, signatures, empty text": _session(
+        _live({"text": "a"}),
+        _live({"text": "b", "thought": True}),
+        _live({"text": "c", "thought": True}),
+        _live({"text": "d", "thought": True, "thoughtSignature": "c2ln"}),
+        _live({"text": "e", "thought": True}),
+        _live({"text": "f"}),
+        _live({"text": ""}),
+        _live({"text": "g", "thought": False}),
+        _live({"text": "h"}, {"text": "i"}),
+        _live({"text": "j"}),
+    ),
+    "text lines written otherwise": _session(_live({"text": "a"}))
+    + b'{"dir": "server", "msg": {"serverContent": {"modelTurn": {"parts": [{"text": "b"}]}}}}\n'
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text": "c" }]}}}}\n'
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"d","thought":true}]}}}}\n'
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"e"},{"text":"f"}]}}}}\n'
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"g"}]}}}}\r\n'
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"\\u00e9\\n"}]}}}}\n'
+    + _lines(_live({"text": "h"})),
+    "turn ends, usage, a tool call and a client answer between deltas": _session(
+        _live({"text": "a"}),
+        _live({"text": "b"}, usageMetadata={"totalTokenCount": 3}),
+        _live({"text": "c"}),
+        ("server", {"toolCall": {"functionCalls": [{"id": "c1", "name": "f", "args": {}}]}}),
+        _live({"text": "d"}),
+        ("client", {"toolResponse": {"functionResponses": [{"id": "c1", "name": "f", "response": {}}]}}),
+        _live({"text": "e"}),
+        _live({"text": "f"}, turnComplete=True),
+        _live({"text": "g"}),
+        ("server", {"serverContent": {"interrupted": True}}),
+        _live({"text": "h"}),
+        ("server", {"serverContent": {"generationComplete": True}}),
+        _live({"text": "i"}),
+        ("server", {"serverContent": {"inputTranscription": {"text": "hi"}}}),
+        _live({"text": "j"}),
+        ("server", {"serverContent": {"modelTurn": {"parts": [{"text": "k"}]}, "unknownKey": 1}}),
+    ),
+    "text before any turn or setup": _lines(_live({"text": "first"}), _live({"text": "second"})),
+    "a mistyped field beside the text": _session(_live({"text": "a"}), _live({"text": "b"}, usageMetadata=5)),
+    "a mistyped text": _session(_live({"text": "a"}), _live({"text": 5})),
+    "a text line cut short": _session(_live({"text": "a"}))
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"b}]}}}}\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIVE_CASES))
+@pytest.mark.parametrize("size", [1, 7, 4096])
+def test_live_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
+    assert_same("google-live", LIVE_CASES[name], size)
+
+
+@pytest.mark.parametrize("protocol", SESSION)
+def test_a_live_connection_aggregates_what_the_folded_recording_does(protocol: str) -> None:
+    """``feed_message`` (one websocket message at a time) takes the event path; the result is the same."""
+    data = SYNTH[protocol]()
+    agg = ms.StreamAggregator(protocol)
+    for text in data.splitlines():
+        frame = json.loads(text)
+        agg.feed_message(json.dumps(frame["msg"]), direction=frame["dir"])
+    assert agg.finish() == ms.aggregate(data, protocol=protocol)

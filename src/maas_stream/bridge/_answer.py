@@ -1,7 +1,7 @@
 """The answer to one converted request: the upstream stream opened, then streamed or aggregated.
 
 A streaming request is answered with the upstream's stream converted into the client's protocol
-(:func:`maas_stream.io._stream.aconvert_into`: one ASGI message per burst of frames, the first
+(:func:`maas_stream.io._stream.aconvert_into`: one ASGI message per read of frames, the first
 frame out before the second read); a non-streaming one with the client protocol's JSON body,
 built from the aggregate of the upstream stream (the upstream is always asked to stream). A
 fault before the first byte is raised as :class:`~._request.Rejected` (the upstream's status
@@ -31,7 +31,7 @@ from .._registry import get_protocol
 from ..io import ProviderHTTPError, StreamIOError, aaggregate
 from ..io._exceptions import error_summary
 from ..io._stream import aconvert_into
-from ._asgi import send_json, watch_disconnect
+from ._asgi import hangup_watcher, send_json, watch_disconnect
 from ._failures import upstream_failure
 from ._request import Rejected
 from ._stateful import encoder_options, identified
@@ -75,6 +75,26 @@ async def run_exchange(app: BridgeApp, client: str, request: Any, receive: Recei
     The hang-up is watched from the start (connecting, waiting for the upstream's headers,
     streaming, aggregating for a non-streaming answer): nothing is held for a client gone.
     """
+    with anyio.CancelScope() as scope:
+        watcher = hangup_watcher(receive, scope)
+        if watcher is None:  # trio: the watcher runs in a task group
+            await _run_in_group(app, client, request, receive, send)
+            return
+        try:
+            await open_upstream(app, client, request, send)
+            return
+        finally:
+            watcher.cancel()
+    _client_gone(app)  # the scope was cancelled: the watcher saw the hang-up
+
+
+def _client_gone(app: BridgeApp) -> None:
+    app.stats.client_gone += 1
+    log.info("bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol)
+
+
+async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Receive, send: Send) -> None:
+    """:func:`run_exchange` with the hang-up watched from a task group (trio)."""
     done = False
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
@@ -89,10 +109,7 @@ async def run_exchange(app: BridgeApp, client: str, request: Any, receive: Recei
     if failure is not None:
         raise failure
     if not done:
-        app.stats.client_gone += 1
-        log.info(
-            "bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol
-        )
+        _client_gone(app)
 
 
 async def open_upstream(app: BridgeApp, client: str, request: Any, send: Send) -> None:
@@ -101,7 +118,9 @@ async def open_upstream(app: BridgeApp, client: str, request: Any, send: Send) -
     timeouts = getattr(app.upstream, "timeouts", None)
     started = anyio.current_time()
     try:
-        async with app.upstream.open(request.body, model=request.envelope.model) as source:
+        body, request.body = request.body, {}  # sent once: not held while the stream lasts
+        async with app.upstream.open(body, model=request.envelope.model) as source:
+            del body
             total = getattr(timeouts, "total", None)
             left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
             reading = Reading(getattr(timeouts, "idle", None), left, len(request.dropped))
@@ -141,8 +160,9 @@ async def stream(
     started = False
 
     async def write(data: bytes) -> None:
-        # One ASGI message (one socket write) per piece: aconvert_into joins the frames of
-        # a burst, so a busy stream costs a send per burst, not per frame.
+        # One ASGI message (one socket write) per piece: aconvert_into writes the output of
+        # one read at once, and the transport hands a burst over in one read, so a busy
+        # stream costs a send per burst, not per frame.
         nonlocal started
         if not started:
             started = True
@@ -206,7 +226,7 @@ async def answer(app: BridgeApp, client: str, source: Any, reading: Reading, sen
     app.stats.streams += 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reading:
     """How one upstream stream is read: its idle limit, the time left of its total, the drops."""
 

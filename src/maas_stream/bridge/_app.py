@@ -343,6 +343,7 @@ class BridgeApp:
             turn = await stateful.begin(match.spec, body, owner, upstream)
             body = body if turn is None else turn.body
         request = upstream_request(match, body, get_protocol(upstream), drop_params=drop, caps=caps)
+        del body  # the client's decoded body is not held for the stream's length (the raw bytes are)
         if stateful is not None and turn is not None:
             turn.convert(request)
             if turn.store:

@@ -87,7 +87,7 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-@dataclass
+@dataclass(slots=True)
 class Exchange:
     """One request as the operator sees it."""
 

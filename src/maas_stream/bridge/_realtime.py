@@ -13,7 +13,11 @@ connects over the ASGI ``websocket`` protocol. Per session:
    key (a refused or failed handshake is the client's HTTP error before accepting, or its close
    once accepted);
 4. two tasks relay messages, client → upstream and upstream → client, each through the session
-   translator (``from_client``/``from_upstream``); what it drops is counted and logged.
+   translator (``from_client``/``from_upstream``); what it drops is counted and logged. A
+   same-protocol session takes the translator's fast path (``pass_client``/``pass_upstream``):
+   each message goes on as it came, read on the side for the record. A third task enforces the
+   idle limit: one deadline per session that every message moves forward (a time stored, no
+   timer or cancel scope per message).
 
 Ends, both ways: a client close closes the upstream with the same code; an upstream close is
 passed on with its code and reason. An upstream failure (a close with an error code, a dropped
@@ -41,6 +45,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -109,7 +114,8 @@ class _Session:
         """Messages received from the upstream."""
         self.end: End | None = None
         self.counted = False
-        self._last = anyio.current_time()
+        self._last = monotonic()
+        """When the last message crossed, either way (the idle limit's clock)."""
         self._secrets: tuple[str, ...] = app._secrets
         self._requests: list[Any] = []
         """Turn requests for an HTTP upstream, waiting to be sent (one turn at a time)."""
@@ -336,7 +342,7 @@ class _Session:
                     total_timeout=getattr(timeouts, "total", None),
                 )
                 while (chunk := await reader.read()) is not None:
-                    self._last = anyio.current_time()
+                    self._last = monotonic()
                     data = chunk.encode() if isinstance(chunk, str) else chunk
                     await self._deliver(None, self.translator.upstream_http(data))
         except ProviderHTTPError as exc:
@@ -373,11 +379,17 @@ class _Session:
     async def _client_to_upstream(self, conn: Any, scope: anyio.CancelScope) -> None:
         from websockets.exceptions import ConnectionClosed
 
+        translator, receive = self.translator, self.ws.receive
+        # The same protocol passes through: each message goes on as it came (read on the side).
+        passing = translator.same
         try:
             while self.end is None:
-                message = await self.ws.receive()
-                self._last = anyio.current_time()
-                await self._deliver(conn, self.translator.from_client(message))
+                message = await receive()
+                self._last = monotonic()
+                if passing:
+                    await conn.send(translator.pass_client(message))
+                else:
+                    await self._deliver(conn, translator.from_client(message))
         except ClientGone as gone:
             self._ended(End("client", gone.code, gone.reason))
         except MessageTooBig as exc:
@@ -389,12 +401,20 @@ class _Session:
     async def _upstream_to_client(self, conn: Any, scope: anyio.CancelScope) -> None:
         from websockets.exceptions import ConnectionClosed
 
+        translator, recv, send, exchange = self.translator, conn.recv, self.ws.send, self.exchange
+        passing = translator.same
         try:
             while self.end is None:
-                message = await conn.recv()
+                message = await recv()
                 self.upstream_in += 1
-                self._last = anyio.current_time()
-                await self._deliver(conn, self.translator.from_upstream(message))
+                self._last = monotonic()
+                if passing:
+                    translator.pass_upstream(message)
+                    if exchange.first_byte is None:
+                        exchange.first_byte = time.perf_counter() - exchange.start
+                    await send(message)
+                else:
+                    await self._deliver(conn, translator.from_upstream(message))
         except ConnectionClosed as exc:
             self._ended(upstream_end(exc))
         except ClientGone as gone:  # a send to a client already gone
@@ -404,8 +424,8 @@ class _Session:
     async def _watch_idle(self, scope: anyio.CancelScope) -> None:
         idle = self.limits.idle_timeout
         assert idle is not None
-        while True:
-            left = self._last + idle - anyio.current_time()
+        while True:  # one deadline per session, moved forward by every message (no scope per receive)
+            left = self._last + idle - monotonic()
             if left <= 0:
                 self._ended(
                     End(

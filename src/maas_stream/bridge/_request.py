@@ -65,12 +65,13 @@ def envelope_codec(spec: ProtocolSpec, role: str) -> EnvelopeCodec:
     return codec
 
 
-@dataclass(frozen=True)
+@dataclass
 class UpstreamRequest:
     """A client request converted for the upstream."""
 
     body: dict[str, Any]
-    """The upstream request body (always a streaming request)."""
+    """The upstream request body (always a streaming request); emptied once it was handed to the
+    upstream, so that a long stream does not hold it (a fallback converts the request anew)."""
     envelope: Envelope
     """The client's envelope (``stream`` says whether the client wants a stream)."""
     dropped: list[Dropped]

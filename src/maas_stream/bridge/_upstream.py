@@ -303,6 +303,8 @@ class HTTPUpstream:
             body = {**body, "model": self.model}
         # Quoted whole (a '/' too): a model name never reaches another path of the provider.
         url = self.url.replace("{model}", quote(self.model or model or "", safe=":@+"))
+        content = msgspec.json.encode(body)  # (the content-type is in the headers)
+        del body  # not held while the stream lasts
         async with aconnect(
             self._get_client(),
             "POST",
@@ -311,7 +313,7 @@ class HTTPUpstream:
             idle_timeout=self.timeouts.idle,
             first_byte_timeout=self.timeouts.first_byte,
             total_timeout=self.timeouts.total,
-            content=msgspec.json.encode(body),  # (the content-type is in the headers)
+            content=content,
             headers=self._headers,
         ) as source:
             yield source.response

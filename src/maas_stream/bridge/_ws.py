@@ -152,11 +152,16 @@ class ClientSocket:
             self.closed = True
             raise ClientGone(message.get("code"), message.get("reason") or "")
         assert kind == "websocket.receive", kind  # the ASGI server's contract
-        text = message.get("text")
-        data: str | bytes = text if text is not None else message.get("bytes") or b""
-        size = len(data.encode()) if isinstance(data, str) else len(data)
-        if size > self.max_message:
-            raise MessageTooBig(size, self.max_message)
+        text: str | None = message.get("text")
+        if text is not None:
+            # UTF-8 takes at most 4 bytes a character: only a long text is encoded to be measured.
+            if len(text) * 4 > self.max_message and (size := len(text.encode())) > self.max_message:
+                raise MessageTooBig(size, self.max_message)
+            self.received += 1
+            return text
+        data: bytes = message.get("bytes") or b""
+        if len(data) > self.max_message:
+            raise MessageTooBig(len(data), self.max_message)
         self.received += 1
         return data
 

@@ -13,10 +13,13 @@ Kinds, told apart by duck typing (no import of httpx or websockets):
   frame, its event name, id and retry kept, for the protocol decoder.
 
 Readers pull one chunk per call (no queue), check the HTTP status before the first read, and
-close the source exactly once. The optional idle and total timeouts cost O(1) per stream where the
-caller can host a task (:meth:`AsyncReader.watch`: one watchdog task per stream, each read only
-stamps the time it began); an async generator, which cannot host a task across its yields, gets
-one cancel scope per read instead.
+close the source exactly once. The optional idle and total timeouts cost O(1) per stream, async
+generators (``astream``, ``aconvert``) included: each read only stamps the time it began. On
+asyncio the event loop's own timer heap is the shared timer: one timer handle per stream, re-armed
+at most once per idle period, cancels the task of a read that passed its limit (the cancellation
+is taken back and turned into the timeout error at the read, as ``asyncio.timeout`` does); no task
+and no cancel scope per stream or per read. On trio a stream read through :meth:`AsyncReader.watch`
+gets one watchdog task, and a read outside it one cancel scope (trio's scopes are cheap).
 
 The status and content-type check and the translation of transport errors are ``_checks.py``'s
 rule: a reader calls them, it must not judge a response or an exception itself. It must not
@@ -25,6 +28,7 @@ contain protocol logic.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar
@@ -47,12 +51,14 @@ def _loop_clock() -> Callable[[], float]:
 
     On asyncio it is the loop's own ``time`` (what anyio reads); elsewhere ``anyio.current_time``.
     """
-    import asyncio  # only to read the running loop's clock; no asyncio primitive is used
-
     try:
         return asyncio.get_running_loop().time
     except RuntimeError:
         return anyio.current_time
+
+
+_CANCEL_MSG = "maas_stream: read timed out"
+"""The message of the cancellation the timer sends (told apart from any other in a traceback)."""
 
 
 def unwrap(source: Any) -> Any:
@@ -138,6 +144,29 @@ class AsyncReader:
         TypeError: ``source`` is none of the supported kinds.
     """
 
+    __slots__ = (
+        "_checked",
+        "_clock",
+        "_close",
+        "_closed",
+        "_deadline",
+        "_exhausted",
+        "_fired",
+        "_handle",
+        "_iter",
+        "_loop",
+        "_response_iter",
+        "_since",
+        "_task",
+        "_timed",
+        "_watched",
+        "idle_timeout",
+        "kind",
+        "received",
+        "source",
+        "total_timeout",
+    )
+
     def __init__(
         self,
         source: Any,
@@ -156,6 +185,11 @@ class AsyncReader:
         self._since: float | None = None
         self._clock: Callable[[], float] = anyio.current_time
         self._fired: tuple[float, str] | None = None
+        self._timed = idle_timeout is not None or total_timeout is not None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The asyncio loop whose timer enforces the timeouts (``None``: not on asyncio, or none)."""
+        self._handle: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[Any] | None = None
         self._checked = not _is_response(source)
         self._close = close
         self._closed = False
@@ -208,10 +242,12 @@ class AsyncReader:
             if not self._checked:
                 self._checked = True
                 await check_response(self.source)
-            if self._watched:
-                item = await self._watched_read()
-            elif self.idle_timeout is None and self.total_timeout is None:
+            if not self._timed:
                 item = await anext(self._iter)
+            elif self._loop is not None or self._on_asyncio():
+                item = await self._timed_read()
+            elif self._watched:
+                item = await self._watched_read()
             else:
                 timeout, phase = self._limit()
                 assert timeout is not None
@@ -240,6 +276,171 @@ class AsyncReader:
             self.received += 1
         return item  # type: ignore[no-any-return]
 
+    async def drain(self, feed: Callable[[bytes], object], batch: int) -> None:
+        """Read a byte stream to its end, handing ``feed`` the chunks joined in batches of ``batch`` bytes.
+
+        For a reader no one waits on chunk by chunk (``aaggregate``): one loop over the source's
+        iterator, no call per chunk, the same checks, timeouts and errors as :meth:`read`.
+        Everything read is fed before an error is raised.
+
+        Raises:
+            ProviderHTTPError: As :meth:`read`; so do the others.
+        """
+        pending: list[bytes] = []
+        size = 0
+
+        def flush() -> None:
+            nonlocal size
+            data = pending[0] if len(pending) == 1 else b"".join(pending)
+            pending.clear()
+            size = 0
+            feed(data)
+
+        try:
+            if self._timed and self._loop is None and not self._on_asyncio():
+                # trio with timeouts: a read at a time (see read)
+                while (item := await self.read()) is not None:
+                    pending.append(item)  # type: ignore[arg-type]
+                    size += len(item)
+                    if size >= batch:
+                        flush()
+            else:
+                await self._drain(pending, flush, batch)
+        finally:
+            if pending:  # what was read before a failure counts
+                flush()
+
+    async def _drain(self, pending: list[bytes], flush: Callable[[], None], batch: int) -> None:
+        received = self.received
+        timed = self._timed
+        task = None
+        try:
+            if not self._checked:
+                self._checked = True
+                await check_response(self.source)
+            if timed:
+                self._task = task = asyncio.current_task()
+                self._begin_read()
+            size = 0
+            async for item in self._iter:
+                if type(item) is not bytes:
+                    item = reframe(item)
+                received += len(item)
+                pending.append(item)
+                size += len(item)
+                if size >= batch:
+                    flush()
+                    size = 0
+                if timed:  # the next read begins (the timer does the rest)
+                    self.received = received
+                    self._begin_read()
+        except asyncio.CancelledError:
+            self.received = received
+            error = self._timed_out(task)
+            if error is None:
+                raise
+            raise error from None
+        except Exception as exc:
+            self.received = received
+            mapped = None if isinstance(exc, StreamTimeoutError) else transport_error(exc, received=received)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        finally:
+            self._exhausted = True
+            self._since = None
+            self.received = received
+
+    def _begin_read(self) -> None:
+        """Stamp the time a read begins; arm the timer if it lapsed (see :meth:`_timed_read`).
+
+        Raises:
+            StreamTimeoutError: The total deadline has passed already.
+        """
+        since = self._clock()
+        deadline = self._deadline
+        if deadline is not None and since >= deadline:
+            assert self.total_timeout is not None
+            raise self._timeout_error(self.total_timeout, "total")
+        self._since = since
+        if self._handle is None:
+            self._arm(since)
+
+    def _timed_out(self, task: asyncio.Task[Any] | None) -> StreamTimeoutError | None:
+        """The timeout error a cancellation during a timed read stands for, or ``None``.
+
+        When the timer sent it, the cancellation is taken back from the task; a cancellation
+        from elsewhere (``None``) goes on, and so does one sent from elsewhere too.
+        """
+        fired = self._fired
+        if fired is None or task is None:
+            return None
+        task.uncancel()
+        if task.cancelling():
+            return None
+        return self._timeout_error(*fired)
+
+    def _on_asyncio(self) -> bool:
+        """Whether the timeouts run on the asyncio loop's timer (decided at the first timed read)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # trio (anyio's other backend)
+            return False
+        self._loop, self._clock = loop, loop.time
+        if self.total_timeout is not None and self._deadline is None:
+            self._deadline = loop.time() + self.total_timeout
+        return True
+
+    async def _timed_read(self) -> Any:
+        """One read under the loop's timer (asyncio): the time it began is stamped, nothing else.
+
+        The timer handle (:meth:`_check`) is armed by the first read after it lapsed; when it
+        finds this read past its limit it cancels the reading task, and the cancellation is taken
+        back here and raised as the timeout error (a cancellation from anywhere else goes on).
+        """
+        self._begin_read()
+        self._task = task = asyncio.current_task()
+        try:
+            return await anext(self._iter)
+        except asyncio.CancelledError:
+            error = self._timed_out(task)
+            if error is None:
+                raise
+            raise error from None
+        finally:
+            self._since = None
+
+    def _arm(self, since: float) -> None:
+        """Arm the timer for the read that began at ``since`` (its idle limit, or the deadline)."""
+        idle, deadline = self.idle_timeout, self._deadline
+        wake = since + idle if idle is not None else math.inf
+        if deadline is not None and deadline < wake:
+            wake = deadline
+        assert self._loop is not None
+        self._handle = self._loop.call_at(wake, self._check)
+
+    def _check(self) -> None:
+        """The timer: cancel the read in progress if it passed its limit, else re-arm for it.
+
+        Between reads it lapses (the next read arms it again), so a flowing stream costs one
+        timer event per idle period, not one per read.
+        """
+        self._handle = None
+        since, task = self._since, self._task
+        if since is None or task is None or self._fired is not None:
+            return
+        now = self._clock()
+        idle, deadline = self.idle_timeout, self._deadline
+        if deadline is not None and now >= deadline:
+            assert self.total_timeout is not None
+            self._fired = (self.total_timeout, "total")
+        elif idle is not None and now >= since + idle:
+            self._fired = (idle, "idle")
+        else:
+            self._arm(since)
+            return
+        task.cancel(_CANCEL_MSG)
+
     async def _watched_read(self) -> Any:
         """One read under the watchdog: only the time it began is stamped (see :meth:`watch`)."""
         since = self._clock()
@@ -256,9 +457,10 @@ class AsyncReader:
     async def watch(self, body: Callable[[], Awaitable[_T]]) -> _T:
         """Run ``body`` (a loop reading from this reader) under the idle and total timeouts.
 
-        One watchdog task per stream enforces both: each read only stamps the time it began, and
-        the watchdog wakes when the read in progress would pass its limit (the idle limit after
-        its start, or the total deadline), at most once per idle period while data flows. The
+        Each read only stamps the time it began; on asyncio the loop's timer (see the module
+        docstring) does the rest and ``body`` is simply awaited. On trio one watchdog task per
+        stream wakes when the read in progress would pass its limit (the idle limit after its
+        start, or the total deadline), at most once per idle period while data flows. The
         semantics are those of a timeout on each read: only the time spent waiting for the
         source counts, not the time ``body`` spends between reads (a slow client, for example).
         Without timeouts ``body`` is simply awaited.
@@ -273,8 +475,8 @@ class AsyncReader:
             IdleTimeoutError: A read waited longer than ``idle_timeout``.
             StreamTimeoutError: A read was still waiting at the ``total_timeout`` deadline.
         """
-        if self.idle_timeout is None and self.total_timeout is None:
-            return await body()
+        if not self._timed or self._loop is not None or self._on_asyncio():
+            return await body()  # (on asyncio each read is timed by the loop's timer)
         self._clock = clock = _loop_clock()
         if self.total_timeout is not None and self._deadline is None:
             self._deadline = clock() + self.total_timeout
@@ -354,6 +556,10 @@ class AsyncReader:
         if self._closed:
             return
         self._closed = True
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._task = None
         with anyio.CancelScope(shield=True):
             if self._response_iter:
                 await self._close_response()

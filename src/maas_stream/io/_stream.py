@@ -39,10 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["aaggregate", "aconvert", "aconvert_into", "astream", "iter_convert", "stream"]
 
-_OUTBOX_LIMIT = 256 * 1024
-"""Converted bytes waiting for the writer beyond which the reading side waits (backpressure)."""
 _BURST = 32
-"""Reads converted without the writer getting to run before the reading side yields (fairness)."""
+"""Reads converted and written without waiting for the source before the relay yields (fairness)."""
 _BATCH = 16 * 1024
 """Bytes :func:`aaggregate` reads before feeding them to the pipeline at once (no one reads its
 events as they come, so only the final response's content counts, not when each chunk is fed)."""
@@ -189,36 +187,22 @@ async def aaggregate(
     """
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     pipe = StreamAggregator(protocol)
-    pending: list[bytes] = []  # chunks read, not yet fed: nobody waits for events in between
 
-    def flush() -> None:
-        data = pending[0] if len(pending) == 1 else b"".join(pending)
-        pending.clear()
-        pipe.feed(data)
-
-    async def read_all() -> None:
-        read, kind, size = reader.read, reader.kind, 0
-        while (item := await read()) is not None:
-            if kind == "messages":
-                pipe.feed_message(item)
-                continue
-            # Bytes are fed in batches of _BATCH (the decoders do not care where the bytes
-            # are cut): the pipeline's cost per call is paid per batch, not per chunk.
-            pending.append(item)  # type: ignore[arg-type]
-            size += len(item)
-            if size >= _BATCH:
-                flush()
-                size = 0
-        if pending:
-            flush()
+    async def read_messages() -> None:
+        while (item := await reader.read()) is not None:
+            pipe.feed_message(item)
 
     try:
-        await reader.watch(read_all)  # one watchdog for the timeouts, not a scope per read
+        if reader.kind == "messages":
+            await reader.watch(read_messages)
+        else:
+            # Bytes are fed in batches of _BATCH (the decoders do not care where the bytes are
+            # cut): the pipeline's cost per call is paid per batch, not per chunk; everything
+            # read before a failure is fed before it is raised.
+            await reader.watch(lambda: reader.drain(pipe.feed, _BATCH))
         pipe.finish_events()
         return pipe.finish()
     except StreamIOError as exc:
-        if pending:  # everything received before the failure counts
-            flush()
         pipe.fail(stream_error(exc))
         exc.partial = pipe.finish()
         raise
@@ -297,92 +281,6 @@ async def aconvert(
         await reader.aclose()
 
 
-class _Outbox:
-    """Converted output on its way to a slow or fast writer: one write for all that is waiting.
-
-    The reading side :meth:`put` s what each read produced and goes on reading while the source
-    has data ready; the writer task runs whenever the reading side waits (for the source, or at
-    a fairness checkpoint) and writes everything waiting as ONE call. When the source sends one
-    frame per read and the client keeps up, each frame still goes out at once; under load the
-    frames of a burst share one write instead of one socket write each.
-    """
-
-    __slots__ = ("_write", "closed", "failure", "first", "parts", "room", "size", "unflushed", "wake")
-
-    def __init__(self, write: Callable[[bytes], Awaitable[None]]) -> None:
-        self._write = write
-        self.parts: list[bytes] = []
-        self.size = 0
-        self.unflushed = 0
-        self.wake = anyio.Event()
-        self.room: anyio.Event | None = None
-        self.closed = False
-        self.failure: Exception | None = None
-        self.first = True
-
-    def put(self, data: bytes) -> None:
-        self.parts.append(data)
-        self.size += len(data)
-        self.unflushed += 1
-        self.wake.set()
-
-    async def pace(self, *, turn: bool = False) -> None:
-        """Wait for the writer past the buffer limit; yield to other streams after a long burst.
-
-        The first output waits for the writer too: the first frame goes out before the second
-        input frame is read (the time to first byte is never traded for fewer writes). With
-        ``turn`` the reading side yields in any case (between the slices of one large read).
-        """
-        if self.first or self.size >= _OUTBOX_LIMIT:
-            self.first = False
-            self.room = room = anyio.Event()
-            await room.wait()
-        elif turn or self.unflushed >= _BURST:
-            await anyio.lowlevel.checkpoint()  # lets the writer and every other stream run
-
-    async def run(self, scope: anyio.CancelScope) -> None:
-        """The writer task: write what waits, until closed and empty; a failed write cancels ``scope``."""
-        try:
-            while True:
-                await self.wake.wait()
-                self.wake = anyio.Event()
-                while self.parts:
-                    parts = self.parts
-                    data = parts[0] if len(parts) == 1 else b"".join(parts)
-                    self.parts, self.size, self.unflushed = [], 0, 0
-                    if self.room is not None:
-                        self.room.set()
-                        self.room = None
-                    await self._write(data)
-                if self.closed:
-                    return
-        except Exception as exc:
-            self.failure = exc  # raised by serve(), outside the task group (which would wrap it)
-            scope.cancel()
-
-    async def serve(self, body: Callable[[], Awaitable[None]]) -> None:
-        """Run ``body`` (which puts) with the writer alongside; return when all is written.
-
-        Raises:
-            Exception: What ``body`` raised (after everything it put before was written), or
-                what a write raised.
-        """
-        failure: Exception | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.run, tg.cancel_scope)
-            try:
-                await body()
-            except Exception as exc:
-                failure = exc
-            finally:
-                self.closed = True
-                self.wake.set()
-        if self.failure is not None:
-            raise self.failure
-        if failure is not None:
-            raise failure
-
-
 async def aconvert_into(
     source: Any,
     write: Callable[[bytes], Awaitable[None]],
@@ -397,11 +295,14 @@ async def aconvert_into(
 ) -> None:
     """Convert like :func:`aconvert`, handing the output to ``write`` instead of yielding it.
 
-    For a server relaying a stream (the bridge): the output of one read is written as soon as
-    the source makes the reader wait, and everything converted meanwhile goes out in ONE
-    ``write`` (a burst of frames is one socket write, not one each); after a long burst the
-    reader yields so that other streams are served too. The idle and total timeouts cost one
-    watchdog task per stream, not a cancel scope per read.
+    For a server relaying a stream (the bridge): the output of each read is written at once,
+    inline (no writer task: an idle stream holds nothing but its reader and converter), so a
+    burst the transport hands over in one read is one ``write``, and a slow client makes the
+    relay wait before it reads on (backpressure, nothing buffered). A read larger than
+    ``_SLICE`` bytes is converted and written a slice at a time, and after ``_BURST`` reads
+    that did not wait the relay yields, so that other streams are served too. The idle and
+    total timeouts cost O(1) per stream (see :class:`~._source.AsyncReader`); only the time
+    spent waiting for the source counts, not the time spent writing.
 
     On a failure nothing more is written: everything converted before it has been written, and
     the error is raised with ``exc.error_frame`` (the target's in-band error, for the caller to
@@ -430,21 +331,25 @@ async def aconvert_into(
     """
     conv = StreamConverter(to, protocol=protocol, **options)
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
-    outbox = _Outbox(write)
 
     async def relay() -> None:
-        read, kind, put, pace = reader.read, reader.kind, outbox.put, outbox.pace
+        read, kind, convert, checkpoint = reader.read, reader.kind, _convert, anyio.lowlevel.checkpoint
+        turn = 0
         while (item := await read()) is not None:
             if len(item) > _SLICE and kind == "bytes":
                 await sliced(item)  # type: ignore[arg-type]
                 continue
-            out = _convert(conv, kind, item)
+            out = convert(conv, kind, item)
             if out:
-                put(out)
-                await pace()
+                await write(out)
+            turn += 1
+            if turn >= _BURST:
+                # A source and a client that never make the relay wait would hold the loop.
+                turn = 0
+                await checkpoint()
         out = _finish(conv, reader.received)
         if out:
-            put(out)
+            await write(out)
 
     async def sliced(item: bytes) -> None:
         # One read holding many frames (a burst) is converted a slice at a time, yielding
@@ -455,15 +360,13 @@ async def aconvert_into(
             out = conv.feed(item[start:cut] if start or cut < end else item)
             start = cut
             if out:
-                outbox.put(out)
+                await write(out)
             if start < end:
-                await outbox.pace(turn=True)
-            elif out:
-                await outbox.pace()
+                await anyio.lowlevel.checkpoint()
 
     try:
         try:
-            await outbox.serve(lambda: reader.watch(relay))
+            await reader.watch(relay)
         except (ProviderHTTPError, UnexpectedContentTypeError):
             raise  # refused before any stream: the caller answers with a status
         except (StreamIOError, RemoteProtocolError, ConversionError) as exc:

@@ -17,10 +17,12 @@ more, its docstring says what and why.
 It must not do IO, and must not apply the aggregator's rules (finish reasons, cancellation,
 remainders of final values).
 
-The direct fold (:meth:`SSEStreamDecoder.feed_into`, docs/architecture.md): a ``direct`` decoder
-appends common text/arguments deltas to part buffers the target hands out (the part exists, deltas
-go straight in); any other frame goes as events, in order, and makes it forget every buffer it
-was handed. A protocol's ``fold_frames`` decides only which of its frames are common.
+The direct fold (:class:`DirectFold`, docs/architecture.md): a ``direct`` decoder appends common
+text, arguments and audio deltas to part buffers the target hands out (the part exists, deltas go
+straight in); any other frame goes as events, in order, and makes it forget every buffer it was
+handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
+``fold_frames``) and JSON lines (``_jsonl``, each session protocol's ``fold_lines``); a protocol
+decides only which of its frames are common.
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ if TYPE_CHECKING:
     from ..events import Event, Key
 
 __all__ = [
+    "ARGS",
+    "AUDIO",
+    "TEXT",
+    "TRANSCRIPT",
+    "DirectFold",
     "EventEncoder",
     "FoldTarget",
     "Framing",
@@ -150,14 +157,16 @@ class EventEncoder:
 
 
 class PartBuffers(Protocol):
-    """What a direct fold appends to: a part's text and arguments fragments (``add_fragment``)."""
+    """What a direct fold appends to: a part's text and arguments fragments (``add_fragment``), its audio."""
 
     text: list[str]
     args: list[str]
+    audio_data: list[str] | None
+    audio_transcript: list[str] | None
 
 
 class FoldTarget(Protocol):
-    """Where :meth:`SSEStreamDecoder.feed_into` folds a stream: the aggregator's side of the direct fold."""
+    """Where a decoder's ``feed_into`` folds a stream: the aggregator's side of the direct fold."""
 
     def consume(self, events: list[Event]) -> None:
         """Apply a frame's events the normal way (in order, nothing handed on)."""
@@ -171,6 +180,86 @@ class FoldTarget(Protocol):
 _IDLE: Final[dict[Any, Any]] = {}
 """A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
 
+TEXT: Final = 0
+""":meth:`DirectFold.fold_delta` appends to the part's text (``False`` says the same)."""
+ARGS: Final = 1
+"""... to the part's arguments (``True`` says the same)."""
+AUDIO: Final = 2
+"""... to the audio part's base64 data chunks (kept apart, as ``AudioDelta.data`` is)."""
+TRANSCRIPT: Final = 3
+"""... to the audio part's transcript."""
+
+
+class DirectFold:
+    """The decoders' half of the direct fold (module docstring), one home for both framings.
+
+    A framing's ``feed_into`` sets :attr:`_target` and fresh :attr:`_buffers` for one chunk and
+    restores both after it (:meth:`_fold_begin`, :meth:`_fold_end`); its protocol hands each common delta to :meth:`fold_delta` and every
+    other frame to the framing's ``normal``, which calls :meth:`_forget` before the frame's
+    events reach the target.
+    """
+
+    direct: ClassVar[bool] = False
+    """Whether the protocol folds common frames directly (``feed_into`` is worth it)."""
+
+    __slots__ = ("_buffers", "_target")
+
+    def __init__(self) -> None:
+        self._target: FoldTarget | None = None
+        self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
+        """Buffers :meth:`fold_delta` got from the target since the last normal frame of this ``feed_into``."""
+
+    def _fold_begin(self, target: FoldTarget) -> None:
+        """A chunk's fold starts: deltas may go into ``target``'s parts."""
+        self._target, self._buffers = target, {}
+
+    def _fold_end(self) -> None:
+        """A chunk's fold ended (or failed): while idle, no cycle and no part kept alive."""
+        self._target, self._buffers = None, _IDLE
+
+    def _forget(self, events: list[Event]) -> None:
+        """Hand a normal frame's events to the target, forgetting every buffer it handed out."""
+        self._buffers.clear()
+        if events:
+            target = self._target
+            assert target is not None
+            target.consume(events)
+
+    def fold_delta(self, message: Key, part: Key, text: str, args: int = TEXT) -> bool:
+        """Append a common delta to a buffer of its part; ``False``: go the normal way.
+
+        ``args`` names the buffer: :data:`TEXT` (``False``), :data:`ARGS` (``True``),
+        :data:`AUDIO` or :data:`TRANSCRIPT`. The buffers come from ``self._buffers`` or the target
+        (kept until the next normal frame); text, arguments and transcripts are joined as they
+        come (``add_fragment``'s rule, inlined: this runs once per event), audio chunks are kept
+        apart (base64 joins as bytes, not text), as the aggregator does with each delta event.
+        """
+        found = self._buffers.get((message, part))
+        if found is None:
+            target = self._target
+            found = target.part_buffers(message, part) if target is not None else None
+            if found is None:
+                return False
+            self._buffers[message, part] = found
+        if args < AUDIO:
+            buf = found.args if args else found.text
+        elif args == AUDIO:
+            if found.audio_data is None:
+                found.audio_data = [text]
+            else:
+                found.audio_data.append(text)
+            return True
+        else:
+            held = found.audio_transcript
+            if held is None:
+                found.audio_transcript = [text]
+                return True
+            buf = held
+        buf.append(text)
+        if len(buf) >= FRAGMENTS:
+            compact(buf)
+        return True
+
 
 _NO_WARNINGS: Final = cast("list[str]", ())
 """No findings: shared by the decoders that have none (an empty list is 56 bytes a stream). A
@@ -183,26 +272,23 @@ class _State(enum.Enum):
     ERROR = "ERROR"
 
 
-class SSEStreamDecoder:
+class SSEStreamDecoder(DirectFold):
     """Base for protocols carried over SSE: framing, frame numbers and error wrapping.
 
     Subclasses implement :meth:`on_frame` (or :meth:`on_event`), which turns one SSE event into
-    stream events, and may override :meth:`on_finish`.
+    stream events, and may override :meth:`on_finish`. A ``direct`` one overrides
+    :meth:`fold_frames` (:class:`DirectFold`).
     """
 
     protocol: ClassVar[str] = ""
-    direct: ClassVar[bool] = False
-    """Whether :meth:`fold_frames` folds common frames directly (:meth:`feed_into` is worth it)."""
 
-    __slots__ = ("_buffers", "_frames", "_sse", "_state", "_target", "warnings")
+    __slots__ = ("_frames", "_sse", "_state", "warnings")
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        super().__init__()
         self._sse = Decoder(max_event_size=max_event_size)
         self._frames = 0
         self._state = _State.OPEN
-        self._target: FoldTarget | None = None
-        self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
-        """Buffers :meth:`fold_delta` got from the target since the last normal frame of this :meth:`feed_into`."""
         self.warnings: list[str] = _NO_WARNINGS
         """Findings that did not stop decoding (a sequence gap, say); they end up in
         ``Response.warnings``. Add one with :meth:`warn`."""
@@ -281,12 +367,12 @@ class SSEStreamDecoder:
         payloads, names = self._payloads(data)
         if not payloads:
             return
-        self._target, self._buffers = target, {}
+        self._fold_begin(target)
         end = self._frames + len(payloads)
         try:
             self.fold_frames(payloads, names)
         finally:
-            self._target, self._buffers = None, _IDLE  # while idle: no cycle, no parts kept alive
+            self._fold_end()
         self._frames = end
 
     def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
@@ -310,30 +396,7 @@ class SSEStreamDecoder:
             raise self._wrap(exc, event, payload, []) from exc
         if self.warnings:
             events += flush_warnings(self.warnings)
-        self._buffers.clear()
-        if events:
-            target = self._target
-            assert target is not None
-            target.consume(events)
-
-    def fold_delta(self, message: Key, part: Key, text: str, args: bool = False) -> bool:
-        """Append a common delta to its part's text (or ``args``) buffer; ``False``: go :meth:`normal`.
-
-        The buffers come from ``self._buffers`` or the target (kept until the next normal frame);
-        they are joined as they come (``add_fragment``'s rule, inlined: this runs once per event).
-        """
-        found = self._buffers.get((message, part))
-        if found is None:
-            target = self._target
-            found = target.part_buffers(message, part) if target is not None else None
-            if found is None:
-                return False
-            self._buffers[message, part] = found
-        buf = found.args if args else found.text
-        buf.append(text)
-        if len(buf) >= FRAGMENTS:
-            compact(buf)
-        return True
+        self._forget(events)
 
     def warn(self, text: str) -> None:
         """Note a finding that does not stop decoding (flushed as a ``StreamWarning`` after the frame)."""

@@ -3,8 +3,10 @@
 A recording holds one ``{"dir": "client" | "server", "msg": {...}}`` line per websocket
 message; a live connection feeds messages with ``feed_message``. This module owns the line
 framing (completed lines, the held partial line and its size bound), the state rules of
-``feed``/``feed_message``/``finish`` for these decoders, and the message wrapper a typed
-one-pass decoder hands on. The SSE twin and what every decoder shares are in ``_base``.
+``feed``/``feed_message``/``finish`` for these decoders, their side of the direct fold
+(:meth:`JSONLinesStreamDecoder.feed_into`: a line is folded directly or goes :meth:`~JSONLinesStreamDecoder.normal`),
+and the message wrapper a typed one-pass decoder hands on. The SSE twin and what every decoder
+shares (``DirectFold``) are in ``_base``.
 
 It must not do IO, and must not apply the aggregator's rules.
 """
@@ -17,7 +19,7 @@ import msgspec
 
 from .._exceptions import LocalProtocolError, RemoteProtocolError
 from ..sse import DEFAULT_MAX_EVENT_SIZE
-from ._base import _DECODE_FAULTS, _State, flush_warnings
+from ._base import _DECODE_FAULTS, DirectFold, FoldTarget, _State, flush_warnings
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -58,16 +60,18 @@ class _WSFrame(msgspec.Struct):
 _ws_frame = msgspec.json.Decoder(_WSFrame)
 
 
-class JSONLinesStreamDecoder:
+class JSONLinesStreamDecoder(DirectFold):
     """Base for websocket protocols recorded as JSON lines ``{"dir": ..., "msg": {...}}``.
 
     Subclasses implement :meth:`on_message` for one message (client or server direction).
-    Live connections feed messages directly with :meth:`feed_message`.
+    Live connections feed messages directly with :meth:`feed_message`. A ``direct`` one
+    overrides :meth:`fold_lines` (``DirectFold``).
     """
 
     protocol: ClassVar[str] = ""
 
     def __init__(self, *, max_line_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        super().__init__()
         self._max = max_line_size
         self._pending: list[bytes] = []
         self._pending_size = 0
@@ -99,6 +103,45 @@ class JSONLinesStreamDecoder:
         if lines:
             self._lines(lines, out)
         return out
+
+    def feed_into(self, data: bytes, target: FoldTarget) -> None:
+        """Decode a chunk and fold it into ``target`` (the direct fold, ``_base``).
+
+        The result is ``target.consume(self.feed(data))``'s. A bad line raises as in :meth:`feed`,
+        but ``exc.events`` holds only what was not folded yet (:meth:`normal`); the target's errors
+        propagate.
+
+        Raises:
+            RemoteProtocolError: A line is not a valid frame.
+            LocalProtocolError: Called after :meth:`finish` or an error.
+        """
+        lines = self._whole_lines(data)
+        if not lines:
+            return
+        self._fold_begin(target)
+        try:
+            self.fold_lines(lines)
+        finally:
+            self._fold_end()
+
+    def fold_lines(self, lines: list[bytes]) -> None:
+        """Fold one chunk's whole lines in order; by default they all go :meth:`normal`.
+
+        A ``direct`` protocol hands each common line's delta to ``fold_delta`` (counting it in
+        ``_frames``) and hands the other lines to :meth:`normal`, consecutive ones together;
+        all or nothing per line.
+        """
+        self.normal(lines)
+
+    def normal(self, lines: list[bytes]) -> None:
+        """Fold consecutive whole lines as events; forget the buffers handed out (``DirectFold._forget``).
+
+        A bad line raises as in :meth:`feed`: ``exc.events`` holds the events of the lines before
+        it in ``lines`` (not applied yet; the aggregator applies them before its partial result).
+        """
+        events: list[Event] = []
+        self._lines(lines, events)
+        self._forget(events)
 
     def _whole_lines(self, data: bytes) -> list[bytes]:
         """Check the state, then the chunk's completed lines (the rest is held, its size bounded)."""

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from .._model import Message
-    from ..events import Key
 
 __all__ = [
     "Frame",
@@ -127,33 +126,16 @@ class SessionDecoder(JSONLinesStreamDecoder):
     whole chunk. Per line that is one msgspec decode and one call into the protocol: no untyped
     envelope, no per-line list, no wrapper object unless a message is kept whole.
 
-    With :attr:`coalesce`, the streamed deltas a chunk completes are not one event each: a
-    subclass holds them in :attr:`_runs` and each part's run comes out as one delta
-    (:meth:`_flush`), so a consumer that only aggregates pays per chunk, not per provider frame,
-    for the bulk of a session. Deltas of different parts may be held together: a part's text
-    only ever grows at its end, so joining each part's run and handing the runs on in the order
-    their parts first appeared gives the aggregate the same text and creates parts in the same
-    order. Any other event first hands on what is held.
+    When only the result counts, the session decoders fold directly (``direct``, ``_base``):
+    a subclass's :meth:`fold_lines` hands a line that only continues an open part's text,
+    arguments, audio or transcript to ``fold_delta`` and every other line to ``normal``.
     """
 
     frame_decoder: ClassVar[Any]
+    direct: ClassVar[bool] = True
 
-    def __init__(self, *, coalesce: bool = False, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.coalesce = coalesce
-        """Whether :meth:`feed` joins the streamed deltas of each part that one chunk completes.
-
-        Off by default: one event per provider frame, which a re-encoder or a relay needs.
-        ``StreamAggregator(emit=False)`` (``aggregate``, ``aaggregate``) switches it on; the
-        aggregate is the same, with fewer events.
-        Runs never outlive a call: every event a chunk completes is returned by its ``feed``.
-        """
-        self._runs: dict[tuple[Any, Key, Key], list[str]] = {}
-        """Held deltas by (kind, message, part), in the order their parts first appeared; the kind
-        is a delta class, or ``"data"`` / ``"transcript"`` for audio. Base64 audio joins as text
-        only in whole unpadded groups: a subclass holds no other audio chunk."""
-        self._flushed = 0
-        """Where the last :meth:`_flush` left ``out``: a bad line's own events start there."""
         self._model: str | None = None
         """The session's model (from its setup), for each ``ResponseStart``."""
         self._started = False
@@ -180,37 +162,13 @@ class SessionDecoder(JSONLinesStreamDecoder):
             self._ours = False
             out.append(events.ResponseDone(**done))
 
-    def _flush(self, out: list[events.Event]) -> None:
-        """Hand on the held runs, one delta each (call before appending any other event)."""
-        if self._runs:
-            for (kind, message, part), pieces in self._runs.items():
-                text = pieces[0] if len(pieces) == 1 else "".join(pieces)
-                if kind == "data":
-                    out.append(events.AudioDelta(message=message, part=part, data=text))
-                elif kind == "transcript":
-                    out.append(events.AudioDelta(message=message, part=part, transcript=text))
-                elif kind is events.ArgumentsDelta:
-                    out.append(events.ArgumentsDelta(message=message, part=part, delta=text))
-                else:
-                    out.append(kind(message=message, part=part, text=text))
-            self._runs.clear()
-        self._flushed = len(out)
-
     def _server_line(self, message: Any, line: bytes, out: list[events.Event]) -> None:
         """Append the events of one typed server message; ``line`` is its recorded line.
 
         A subclass that keeps the message whole wraps the line (``WrappedLine(line)``) for
-        ``raw_message``; the common deltas never need it. Nothing is held when it is called.
+        ``raw_message``; the common deltas never need it.
         """
         raise NotImplementedError
-
-    def _held_line(self, message: Any, line: bytes, out: list[events.Event]) -> None:
-        """:meth:`_server_line` when :attr:`coalesce` is on: a subclass holds its streamed deltas.
-
-        Any other message goes to :meth:`_server_line` after :meth:`_flush`.
-        """
-        self._flush(out)
-        self._server_line(message, line, out)
 
     def _line(self, line: bytes) -> list[events.Event]:
         out: list[events.Event] = []
@@ -220,10 +178,9 @@ class SessionDecoder(JSONLinesStreamDecoder):
     def _lines(self, lines: list[bytes], out: list[events.Event]) -> None:
         """Append the events of whole lines to ``out``; a bad line raises with those before it."""
         decode = self.frame_decoder.decode
-        on_server = self._held_line if self.coalesce else self._server_line
+        on_server = self._server_line
         warnings = self.warnings  # flush_warnings empties it in place
         slow = super()._line
-        self._flushed = 0
         frames = self._frames  # counted here, stored back before anything else reads it
         for line in lines:
             if not line:
@@ -234,7 +191,6 @@ class SessionDecoder(JSONLinesStreamDecoder):
                 frame = None
             if frame is None:
                 if line.strip():  # client lines, odd frames: the base path (errors included)
-                    self._flush(out)
                     self._frames = frames
                     try:
                         out += slow(line)
@@ -249,23 +205,19 @@ class SessionDecoder(JSONLinesStreamDecoder):
                 on_server(frame.msg, line, out)
             except _DECODE_FAULTS as exc:
                 self._frames = frames
-                del out[max(mark, self._flushed) :]  # the bad line's own events
-                self._flush(out)
+                del out[mark:]  # the bad line's own events
                 raise self._fault(exc, line, out) from exc
             except RemoteProtocolError as exc:
                 self._frames = frames
-                del out[max(mark, self._flushed) :]
-                self._flush(out)
+                del out[mark:]
                 self._state = _State.ERROR
                 exc.protocol = exc.protocol or self.protocol
                 exc.frame = exc.frame or frames
                 exc.events = out
                 raise
             if warnings:
-                self._flush(out)
                 out += flush_warnings(warnings)
         self._frames = frames
-        self._flush(out)
 
     def _fault(self, exc: Exception, line: bytes, before: list[events.Event]) -> RemoteProtocolError:
         self._state = _State.ERROR

@@ -33,9 +33,9 @@ and model for ``ResponseStart``. Item state (which calls exist, their status) is
 aggregator's: a cancellation names the call by id.
 
 Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); a message's text
-is decoded untyped only when it, or one of its parts, is kept whole. With ``coalesce``, a
-message that only continues the open turn's text, thought, audio or transcript is held in
-per-part runs that one chunk hands on as one delta each.
+is decoded untyped only when it, or one of its parts, is kept whole. Folded directly
+(:meth:`StreamDecoder.fold_lines`), a message that only continues the open turn's text, thought,
+audio or transcript goes straight into its part's buffers.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, ImagePart, MessageStatus, ReasoningPart, TextPart, ToolResultPart
+from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
@@ -66,6 +67,42 @@ CLIENT_KEYS: Final[dict[str, str]] = {
 """Client message keys (camelCase and the Python SDK's snake_case) → canonical camelCase name."""
 
 _SESSION_KEYS: Final = ("setupComplete", "toolCallCancellation", "goAway", "sessionResumptionUpdate")
+
+
+_HEAD: Final = b'{"dir":"server","msg":{"serverContent":{'
+_TEXT_HEAD: Final = _HEAD + b'"modelTurn":{"parts":[{"text":'
+_AUDIO_HEAD: Final = _HEAD + b'"modelTurn":{"parts":[{"inlineData":{"mimeType":'
+_AUDIO_DATA: Final = b',"data":'
+_TRANSCRIPT_HEAD: Final = _HEAD + b'"outputTranscription":{"text":'
+"""The common lines as recorded, around their JSON strings: a line that is ``_TEXT_HEAD`` + a string
++ ``}]}}}}`` is a message of one text part and nothing else (likewise one audio chunk,
+``_AUDIO_HEAD`` + mime type + ``_AUDIO_DATA`` + data + ``}}]}}}}``, and one output transcription,
+``_TRANSCRIPT_HEAD`` + text + ``}}}}``), so its strings are all :meth:`StreamDecoder.fold_lines`
+decodes. Any other line, or one whose pieces are not exactly strings, is decoded whole."""
+_str = msgspec.json.Decoder(str).decode
+_TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
+
+_TEXT, _THOUGHT = TEXT, -1
+"""A common delta's kind (``StreamDecoder._delta``): ``fold_delta``'s buffer, and thought text."""
+
+
+def _recorded_delta(line: bytes) -> tuple[int, str] | None:
+    """The delta (kind, text) of a common line as recorded (``_TEXT_HEAD``...), or ``None``."""
+    try:
+        if line.startswith(_TEXT_HEAD):
+            if line.endswith(b"}]}}}}"):
+                return (_TEXT, _str(line[_TEXT_AT:-6]))
+        elif line.startswith(_AUDIO_HEAD):
+            if line.endswith(b"}}]}}}}"):
+                body = line[_AUDIO_AT:-7]
+                at = body.find(_AUDIO_DATA)
+                if at > 0 and _str(body[:at]).startswith("audio/"):
+                    return (AUDIO, _str(body[at + 8 :]))
+        elif line.startswith(_TRANSCRIPT_HEAD) and line.endswith(b"}}}}"):
+            return (TRANSCRIPT, _str(line[_TRANSCRIPT_AT:-4]))
+    except _DECODE_FAULTS:
+        pass  # not exactly strings: the whole decode says what the line is
+    return None
 
 
 def _raw(line: bytes | str, whole: bool) -> Any:
@@ -149,17 +186,61 @@ class StreamDecoder(SessionDecoder):
                 return  # the common case: a piece of a model turn
         self._turn_end(message, content, line, whole, out)
 
-    def _held_line(self, message: ServerMessage, line: bytes, out: list[ev.Event]) -> None:
-        if not (self._msg_open and self._hold(message)):
-            if self._runs:
-                self._flush(out)
-            self._server_line(message, line, out)
+    def fold_lines(self, lines: list[bytes]) -> None:
+        """Fold a chunk's lines: a message that only continues an open part goes to ``fold_delta``.
 
-    def _hold(self, message: ServerMessage) -> bool:
-        """Hold a message's deltas as runs if it only continues the open turn's parts (``coalesce``).
+        A common line as recorded (``_TEXT_HEAD``...) needs only its strings decoded; any other
+        is decoded whole (the same typed decode as ``feed``, so a line folded is one the event
+        path accepts) and asked :meth:`_delta`. A delta folds when the decoder's state says it
+        continues an open part, after the lines held before it went ``normal`` (they may open
+        that part); every other line is held, and consecutive held lines go ``normal`` together.
+        """
+        decode = frame_decoder.decode
+        fold = self.fold_delta
+        held: list[bytes] = []
+        frames = self._frames
+        for line in lines:
+            if not line:
+                continue
+            delta = _recorded_delta(line)
+            if delta is None:
+                try:
+                    message: ServerMessage | None = decode(line).msg
+                except _DECODE_FAULTS:
+                    message = None  # a client line, an odd or bad one: the normal way says which
+                if message is not None:
+                    delta = self._delta(message)
+            if delta is not None and delta[1]:
+                if held:
+                    self._frames = frames
+                    self.normal(held)
+                    frames = self._frames
+                    held = []
+                kind, piece = delta
+                if self._msg_open:
+                    if kind <= _TEXT:
+                        last = "thought" if kind == _THOUGHT else "text"
+                        folded = self._last == last and fold(self._turn, self._pos, piece)
+                    else:
+                        folded = self._audio and fold(self._turn, "audio", piece, kind)
+                    if folded:
+                        frames += 1
+                        continue
+            held.append(line)
+        if held:
+            self._frames = frames
+            self.normal(held)
+            frames = self._frames
+        self._frames = frames
 
-        False, holding nothing, for a message that does anything else (starts a part, ends the
-        turn, carries a call, usage or a session key, ...): that one takes the general path.
+    @staticmethod
+    def _delta(message: ServerMessage) -> tuple[int, str] | None:
+        """The one delta a message holds (kind, text), if that is all it holds; else ``None``.
+
+        One text or thought part without a signature, one audio chunk, or one output
+        transcription fragment: its events are that one delta when it continues the open part
+        (:meth:`_server_line`). A message that does anything else (ends the turn, carries a
+        call, usage or a session key, ...) is no delta.
         """
         content = message.server_content
         if (
@@ -176,54 +257,23 @@ class StreamDecoder(SessionDecoder):
             or message.go_away is not None
             or message.session_resumption_update is not None
         ):
-            return False
+            return None
         turn = content.model_turn
-        parts = turn.parts if turn is not None else []
-        for part in parts:
-            if part.text is not None:
-                if part.thought_signature is not None or self._last != (
-                    "thought" if part.thought else "text"
-                ):
-                    return False
-            else:
-                blob = part.inline_data
-                data = blob.data if blob is not None else None
-                if (
-                    not self._audio
-                    or not data
-                    or len(data) % 4  # whole unpadded base64 groups join as text; others go alone
-                    or data.endswith("=")
-                    or not (blob.mime_type or "").startswith("audio/")  # type: ignore[union-attr]
-                ):
-                    return False
         transcript = content.output_transcription
         text = transcript.text if transcript is not None else None
-        if text and not self._audio:
-            return False
-        runs = self._runs
-        key: tuple[Any, int, int | str]
-        for part in parts:
-            if part.text is not None:
-                if not part.text:
-                    continue
-                key = (ev.ReasoningDelta if part.thought else ev.TextDelta, self._turn, self._pos)
-                piece = part.text
-            else:
-                key = ("data", self._turn, "audio")
-                piece = part.inline_data.data  # type: ignore[union-attr,assignment]
-            run = runs.get(key)
-            if run is None:
-                runs[key] = [piece]
-            else:
-                run.append(piece)
-        if text:
-            key = ("transcript", self._turn, "audio")
-            run = runs.get(key)
-            if run is None:
-                runs[key] = [text]
-            else:
-                run.append(text)
-        return True
+        if turn is None or not turn.parts:
+            return (TRANSCRIPT, text) if text else None
+        if text or len(turn.parts) != 1:
+            return None
+        part = turn.parts[0]
+        if part.text is not None:
+            if part.thought_signature is not None:
+                return None
+            return (_THOUGHT if part.thought else _TEXT, part.text)
+        blob = part.inline_data
+        if blob is None or not blob.data or not (blob.mime_type or "").startswith("audio/"):
+            return None
+        return (AUDIO, blob.data)
 
     def _turn_end(
         self,

@@ -38,8 +38,8 @@ end). Item values and statuses are the aggregator's.
 
 Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); the streamed
 deltas (text, audio, transcript, call arguments: nearly every event of a session) go straight
-from the typed event to their delta event, or, with ``coalesce``, into per-part runs that one
-chunk hands on as one delta each.
+from the typed event to their delta event, or, folded directly (:meth:`StreamDecoder.fold_lines`),
+straight into their part's buffers.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, Role, ToolCallPart
+from .._base import _DECODE_FAULTS, ARGS, AUDIO, TEXT, TRANSCRIPT
 from .._jsonl import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
@@ -76,14 +77,13 @@ _QUIET: Final = frozenset(
         "response.audio_transcript.done",
     }
 )
-_HELD: Final[dict[str, Any]] = {
-    **dict.fromkeys(_TEXT, ev.TextDelta),
-    **dict.fromkeys(_AUDIO, "data"),
-    **dict.fromkeys(_TRANSCRIPT, "transcript"),
-    "response.function_call_arguments.delta": ev.ArgumentsDelta,
+_FOLDS: Final[dict[str, int]] = {
+    **dict.fromkeys(_TEXT, TEXT),
+    **dict.fromkeys(_AUDIO, AUDIO),
+    **dict.fromkeys(_TRANSCRIPT, TRANSCRIPT),
+    "response.function_call_arguments.delta": ARGS,
 }
-"""The streamed deltas a coalescing decoder holds as runs, by the kind of run (``SessionDecoder._runs``)."""
-_ARGUMENTS: Final = ev.ArgumentsDelta
+"""The streamed deltas folded directly, by the buffer they go to (``fold_delta``)."""
 _ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
@@ -140,27 +140,49 @@ class StreamDecoder(SessionDecoder):
             "error": self._on_error,
         }
 
-    def _held_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
-        kind = _HELD.get(event.type)
-        text = event.delta
-        if kind is not None and text and self._started:
-            key: tuple[Any, str, int | str] | None
-            if kind is _ARGUMENTS:
-                key = (kind, event.item_id or "", "call")
-            elif kind != "data" or not (len(text) % 4 or text.endswith("=")):
-                key = (kind, event.item_id or "", event.content_index)
-            else:
-                key = None  # a padded base64 chunk goes out alone, after what is held
-            if key is not None:
-                run = self._runs.get(key)
-                if run is None:
-                    self._runs[key] = [text]
-                else:
-                    run.append(text)
-                return
-        if self._runs:
-            self._flush(out)
-        self._server_line(event, line, out)
+    def fold_lines(self, lines: list[bytes]) -> None:
+        """Fold a chunk's lines: a streamed delta of a started session goes to ``fold_delta``.
+
+        Its event would be one delta with the same key and text (:meth:`_server_line`), so
+        appending it to the existing part is what the aggregator would do. It folds after the
+        lines held before it went ``normal`` (they may start the session or add the part); every
+        other line (an empty delta, a part the target does not hand out, ...) is held, and
+        consecutive held lines go ``normal`` together.
+        """
+        decode = frame_decoder.decode
+        folds = _FOLDS
+        fold = self.fold_delta
+        held: list[bytes] = []
+        frames = self._frames
+        started = self._started  # only a normal line starts the session
+        for line in lines:
+            if not line:
+                continue
+            try:
+                event: ServerEvent | None = decode(line).msg
+            except _DECODE_FAULTS:
+                event = None  # a client line, an odd or bad one: the normal way says which
+            if event is not None:
+                into = folds.get(event.type)
+                text = event.delta
+                if into is not None and text:
+                    if held:
+                        self._frames = frames
+                        self.normal(held)
+                        frames = self._frames
+                        started = self._started
+                        held = []
+                    if started and fold(
+                        event.item_id or "", "call" if into == ARGS else event.content_index, text, into
+                    ):
+                        frames += 1
+                        continue
+            held.append(line)
+        if held:
+            self._frames = frames
+            self.normal(held)
+            frames = self._frames
+        self._frames = frames
 
     def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
         delta = self._deltas.get(event.type)
