@@ -22,6 +22,7 @@ import msgspec
 
 from ._accumulate import (
     AggregatorState,
+    KeyMap,
     MessageState,
     PartState,
     RareState,
@@ -105,7 +106,7 @@ class Fold:
         self._messages: list[MessageState] = []
         self._first_open = 0
         """No message before this index is open (messages never reopen)."""
-        self._by_key: dict[Key, MessageState] = {}
+        self._by_key: KeyMap[MessageState] = KeyMap()
         self._start: ResponseStart | None = None
         self._id: str | None = None
         self._model: str | None = None

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import httpx_sse
 import pytest
 from httpx_sse._decoders import SSEDecoder
@@ -189,3 +191,73 @@ def test_differential_against_httpx_sse(text: str, chunk: int) -> None:
 
 def test_httpx_sse_is_importable_for_the_io_layer() -> None:
     assert hasattr(httpx_sse, "aconnect_sse")
+
+
+# --------------------------------------------------------------------- feed_payloads == feed_raw
+
+common_event = st.one_of(
+    st.tuples(st.just(""), value).map(lambda t: f"data: {t[1]}"),
+    st.tuples(st.sampled_from(["delta", "error", "", "x y"]), value).map(
+        lambda t: f"event: {t[0]}\ndata: {t[1]}"
+    ),
+    line,  # now and then something the line machine must read
+)
+common_stream = st.tuples(
+    st.lists(common_event, max_size=30), st.sampled_from(["\n", "\r\n", "\r", "mixed"])
+).map(
+    lambda t: "".join(
+        (e + "\n\n").replace("\n", ["\n", "\r\n"][i % 2] if t[1] == "mixed" else t[1])
+        for i, e in enumerate(t[0])
+    )
+)
+
+
+def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
+    bounds = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(common_stream, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12), st.booleans())
+def test_feed_payloads_splits_as_feed_raw_does(text: str, cuts: list[int], cut_short: bool) -> None:
+    """Each chunk through feed_payloads, or feed_raw where it says None: the same events, count, cut."""
+    data = text.encode()
+    if cut_short and data:
+        data = data[: len(data) * 2 // 3]  # a stream cut inside an event
+    reference, decoder = Decoder(), Decoder()
+    expected: list[tuple[str, bytes]] = []
+    got: list[tuple[str, bytes]] = []
+    for chunk in _chunks(data, cuts):
+        expected += [(event, payload) for event, payload, _, _ in reference.feed_raw(chunk)]
+        fast = decoder.feed_payloads(chunk)
+        if fast is None:
+            got += [(event, payload) for event, payload, _, _ in decoder.feed_raw(chunk)]
+        else:
+            payloads, names = fast
+            assert len(names) == len(payloads)
+            got += [(names[i], p) for i, p in enumerate(payloads)]
+    reference.finish()
+    decoder.finish()
+    assert got == expected
+    assert (decoder.truncated, decoder.events) == (reference.truncated, reference.events)
+
+
+def test_feed_payloads_takes_the_common_shapes_whole() -> None:
+    lf = b"data: {}\n\nevent: delta\ndata: [1]\n\n"
+    crlf = b"data: {}\r\n\r\ndata: [1]\r\n\r\n"
+    for data in (b"data: {}\n\ndata: [1]\n\n", crlf):
+        decoder = Decoder()
+        decoder.feed_raw(b"\n")  # past the BOM check
+        got = decoder.feed_payloads(data)
+        assert got is not None
+        assert (got[0], list(got[1])) == ([b"{}", b"[1]"], ["message", "message"])
+    decoder = Decoder()
+    decoder.feed_raw(b"\n")
+    got = decoder.feed_payloads(b"event: a\ndata: {}\n\nevent: b\ndata: [1]\n\nevent: c\ndata: [")
+    assert got is not None
+    assert (got[0], list(got[1])) == ([b"{}", b"[1]"], ["a", "b"])
+    got = decoder.feed_payloads(b"2]\n\n")  # the kept "event:" line and the data's start, then its end
+    assert got is not None
+    assert (got[0], list(got[1])) == ([b"[2]"], ["c"])
+    assert decoder.feed_payloads(lf.replace(b"data: [1]", b"data: [1]\ndata: 2")) is None  # two data lines
+    assert decoder.feed_payloads(b"data: 1\r\n\r\ndata: 2\n\n") is None  # mixed line endings

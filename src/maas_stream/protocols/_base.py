@@ -28,8 +28,8 @@ decides only which of its frames are common.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias, cast
 
 import msgspec
 
@@ -261,6 +261,11 @@ class DirectFold:
         return True
 
 
+_NO_WARNINGS: Final = cast("list[str]", ())
+"""No findings: shared by the decoders that have none (an empty list is 56 bytes a stream). A
+tuple, so an ``append`` to it fails at once; :meth:`SSEStreamDecoder.warn` makes the list."""
+
+
 class _State(enum.Enum):
     OPEN = "OPEN"
     CLOSED = "CLOSED"
@@ -284,9 +289,9 @@ class SSEStreamDecoder(DirectFold):
         self._sse = Decoder(max_event_size=max_event_size)
         self._frames = 0
         self._state = _State.OPEN
-        self.warnings: list[str] = []
+        self.warnings: list[str] = _NO_WARNINGS
         """Findings that did not stop decoding (a sequence gap, say); they end up in
-        ``Response.warnings``."""
+        ``Response.warnings``. Add one with :meth:`warn`."""
 
     @property
     def frames(self) -> int:
@@ -306,11 +311,13 @@ class SSEStreamDecoder(DirectFold):
                 frame number); the decoder is unusable afterwards.
             LocalProtocolError: Called after :meth:`finish` or an error.
         """
-        frames = self._split(data)
+        payloads, names = self._payloads(data)
         out: list[Event] = []
         on_frame = self.on_frame
-        for event, payload, _, _ in frames:
-            self._frames += 1
+        first = self._frames + 1
+        for number, payload in enumerate(payloads, first):
+            self._frames = number
+            event = names[number - first]
             try:
                 out += on_frame(event, payload)
             except _INPUT_FAULTS as exc:
@@ -319,18 +326,33 @@ class SSEStreamDecoder(DirectFold):
                 out += flush_warnings(self.warnings)
         return out
 
-    def _split(self, data: bytes) -> list[tuple[str, bytes, str, int | None]]:
-        """Check the state, then split a chunk into its frames (``Decoder.feed_raw``)."""
+    def _payloads(self, data: bytes) -> tuple[list[bytes], Sequence[str]]:
+        """Check the state, then split a chunk into its frames' data and event types.
+
+        ``Decoder.feed_payloads`` when the chunk has the common shape (no per-frame tuples),
+        else ``feed_raw``.
+        """
+        self._check_open()
+        sse = self._sse
+        fast = sse.feed_payloads(data)
+        if fast is not None:
+            return fast
+        try:
+            frames = sse.feed_raw(data)
+        except RemoteProtocolError as exc:
+            self._failed(exc)
+            raise
+        return [frame[1] for frame in frames], [frame[0] for frame in frames]
+
+    def _check_open(self) -> None:
         if self._state is not _State.OPEN:
             raise LocalProtocolError(
                 f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
             )
-        try:
-            return self._sse.feed_raw(data)
-        except RemoteProtocolError as exc:
-            self._state = _State.ERROR
-            exc.protocol = self.protocol
-            raise
+
+    def _failed(self, exc: RemoteProtocolError) -> None:
+        self._state = _State.ERROR
+        exc.protocol = self.protocol
 
     def feed_into(self, data: bytes, target: FoldTarget) -> None:
         """Decode a chunk and fold it into ``target`` (the direct fold, module docstring).
@@ -342,25 +364,28 @@ class SSEStreamDecoder(DirectFold):
             RemoteProtocolError: A frame is not valid for this protocol.
             LocalProtocolError: Called after :meth:`finish` or an error.
         """
-        frames = self._split(data)
-        if not frames:
+        payloads, names = self._payloads(data)
+        if not payloads:
             return
         self._fold_begin(target)
-        end = self._frames + len(frames)
+        end = self._frames + len(payloads)
         try:
-            self.fold_frames(frames)
+            self.fold_frames(payloads, names)
         finally:
             self._fold_end()
         self._frames = end
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
-        """Fold one chunk's frames in order; by default each goes :meth:`normal`.
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
+        """Fold one chunk's frames (their data, and their event types by position) in order.
 
-        A ``direct`` protocol hands each common frame's delta to :meth:`fold_delta` and hands any other frame, numbered
-        ``enumerate(frames, self.frames + 1)``, to :meth:`normal`; all or nothing per frame.
+        By default each goes :meth:`normal`. A ``direct`` protocol hands each common frame's
+        delta to :meth:`fold_delta` and hands any other frame, numbered
+        ``enumerate(payloads, self.frames + 1)``, to :meth:`normal` with its event type
+        (``names[number - self.frames - 1]``, read only then); all or nothing per frame.
         """
-        for number, (event, payload, _, _) in enumerate(frames, self._frames + 1):
-            self.normal(number, event, payload)
+        first = self._frames + 1
+        for number, payload in enumerate(payloads, first):
+            self.normal(number, names[number - first], payload)
 
     def normal(self, number: int, event: str, payload: bytes) -> None:
         """Fold frame ``number`` as events, in order; forget the buffers handed out (see above)."""
@@ -372,6 +397,13 @@ class SSEStreamDecoder(DirectFold):
         if self.warnings:
             events += flush_warnings(self.warnings)
         self._forget(events)
+
+    def warn(self, text: str) -> None:
+        """Note a finding that does not stop decoding (flushed as a ``StreamWarning`` after the frame)."""
+        if self.warnings:
+            self.warnings.append(text)
+        else:
+            self.warnings = [text]
 
     def feed_event(self, sse_event: ServerSentEvent) -> list[Event]:
         """Decode one already-framed SSE event (from httpx-sse, say).
@@ -434,7 +466,7 @@ class SSEStreamDecoder(DirectFold):
             # Lazily decoded pieces (kept raw until the end) can fail only now.
             raise self._wrap(exc, "message", b"", []) from exc
         if self._sse.truncated:
-            self.warnings.append("the stream ended inside a frame; that partial frame was dropped")
+            self.warn("the stream ended inside a frame; that partial frame was dropped")
         return out + flush_warnings(self.warnings)
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:

@@ -40,7 +40,7 @@ from ._blocks import (
 from ._wire import Delta, Frame, frame_decoder
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 __all__ = ["StreamDecoder"]
 
@@ -56,11 +56,13 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_finish", "_provider_finish", "_raw", "_unknown", "_usage")
+    __slots__ = ("_decoded", "_finish", "_provider_finish", "_raw", "_unknown", "_usage")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._finish: FinishReason | None = None
+        self._decoded: tuple[bytes, Frame] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self._provider_finish: str | None = None
         self._raw: dict[int, dict[str, Any]] = {}
         self._usage: dict[str, Any] = {}
@@ -72,8 +74,13 @@ class StreamDecoder(SSEStreamDecoder):
     def on_frame(self, event: str, data: bytes | str) -> list[events.Event]:
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
         # keep-alive (or bad bytes) is told apart only when the decode fails.
+        decoded = self._decoded
         try:
-            frame = frame_decoder.decode(data)
+            if decoded is not None and decoded[0] is data:
+                self._decoded = None
+                frame = decoded[1]
+            else:
+                frame = frame_decoder.decode(data)
         except msgspec.DecodeError:
             text = data if isinstance(data, str) else data.decode("utf-8", "replace")
             if not text or text.isspace():
@@ -96,19 +103,20 @@ class StreamDecoder(SSEStreamDecoder):
             return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
         return handler(self, frame, data)
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold text, tool-input and thinking deltas of started blocks directly; the rest go :meth:`normal`.
 
         Such a frame's only event is its delta (:meth:`on_frame`'s common case), so it appends
         to the block's text or arguments; anything else, or a block not started, goes as events.
         """
         decode = frame_decoder.decode
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        first = self._frames + 1
+        for number, data in enumerate(payloads, first):
             try:
                 frame = decode(data)
             except _FAULTS:
                 frame = None
-            if frame is not None and (frame.type or event) == "content_block_delta":
+            if frame is not None and frame.type == "content_block_delta":
                 delta = frame.delta
                 index = frame.index
                 if delta is not None and index not in self._unknown:
@@ -128,7 +136,9 @@ class StreamDecoder(SSEStreamDecoder):
                             continue  # an empty delta changes nothing
                         if self.fold_delta(0, index, text, args):
                             continue
-            self.normal(number, event, data)
+            if frame is not None:
+                self._decoded = (data, frame)  # not decoded twice: on_frame reads it once
+            self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ message level
 

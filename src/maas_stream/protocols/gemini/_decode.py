@@ -29,12 +29,13 @@ It keeps only framing-local state per candidate (the current run and the open st
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from msgspec import UNSET
 
 from ... import events as ev
+from ..._accumulate import KeyMap
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, TextPart, ToolCallPart
 from .._base import SSEStreamDecoder
@@ -62,6 +63,11 @@ from ._wire import (
     raw_part,
     response_fields,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ._wire import Chunk
 
 __all__ = ["SIGNATURE_TYPE", "StreamDecoder"]
 
@@ -106,8 +112,16 @@ class _Candidate:
         self.cut = False
         self.finish: str | None = None
         self.last_text: int | None = None
-        self.fields: dict[str, Any] = {}
-        """Candidate fields with no canonical home (the latest of each)."""
+        self.fields: dict[str, Any] | None = None
+        """Candidate fields with no canonical home (the latest of each; made on first use)."""
+
+    def note(self, fields: dict[str, Any]) -> None:
+        """Keep the latest of each of a chunk's candidate fields with no canonical home."""
+        if fields:
+            if self.fields is None:
+                self.fields = fields
+            else:
+                self.fields.update(fields)
 
     # ------------------------------------------------------------------ parts
 
@@ -157,7 +171,7 @@ class _Candidate:
 
     def annotate(self, out: list[ev.Event]) -> None:
         """The candidate's citations, on its last text run (or a new empty one)."""
-        citations = citations_from_wire(self.fields)
+        citations = citations_from_wire(self.fields or {})
         if not citations:
             return
         key = self.last_text
@@ -274,14 +288,17 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_blocked", "_cands", "_error", "_rid", "_started", "_usage")
+    __slots__ = ("_blocked", "_cands", "_decoded", "_error", "_rid", "_started", "_usage")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._started = False
         self._rid = ""
-        self._cands: dict[int, _Candidate] = {}
+        self._cands: KeyMap[_Candidate] = KeyMap()
+        """The candidates by index (one, nearly always: held inline)."""
         self._blocked: str | None = None
+        self._decoded: tuple[bytes, Chunk] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self._error = False
         self._usage: Any = None
         """The latest ``usageMetadata``, not yet emitted. Gemini repeats usage on every chunk and
@@ -293,8 +310,13 @@ class StreamDecoder(SSEStreamDecoder):
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
         # keep-alive (or bad bytes) is told apart only when the decode fails.
+        decoded = self._decoded
         try:
-            chunk = decode_chunk(data)
+            if decoded is not None and decoded[0] is data:
+                self._decoded = None
+                chunk = decoded[1]
+            else:
+                chunk = decode_chunk(data)
         except msgspec.DecodeError:
             text = data if isinstance(data, str) else data.decode("utf-8", "replace")
             if not text.strip():
@@ -327,7 +349,7 @@ class StreamDecoder(SSEStreamDecoder):
             self._candidate(cand, position, data, out)
         return out
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold chunks that continue a candidate's open text or thought run directly.
 
         Such a chunk (one candidate, seen before, one text part of the run's kind without a
@@ -337,39 +359,59 @@ class StreamDecoder(SSEStreamDecoder):
         """
         cands = self._cands
         camel = camel_chunk_decoder.decode
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        fold = self.fold_delta
+        started = self._started
+        last: int | None = None  # the index looked up last, and what was found (a normal frame may add one)
+        found: _Candidate | None = None
+        first = self._frames + 1
+        for number, data in enumerate(payloads, first):
             try:
-                chunk = decode_chunk(data) if b"_" in data else camel(data)
+                chunk = decode_chunk(data) if 0x5F in data else camel(data)  # "_": memchr
             except _FAULTS:
                 chunk = None
-            if chunk is not None and chunk.error is None and self._started and len(chunk.candidates) == 1:
+            if chunk is not None and started and chunk.error is None and len(chunk.candidates) == 1:
                 cand = chunk.candidates[0]
-                c = cands.get(cand.index)
                 content = cand.content
-                if (
-                    c is not None
-                    and not cand.finish_reason
-                    and content is not None
-                    and len(content.parts) == 1
-                ):
+                if content is not None and not cand.finish_reason and len(content.parts) == 1:
+                    index = cand.index
+                    if index != last:
+                        last, found = index, cands.get(index)
+                    c = found
                     part = content.parts[0]
                     text = part.text
                     if (
-                        text is not UNSET
-                        and c.kind == ("thought" if part.thought else "text")
+                        c is not None
+                        and text is not UNSET
                         and not part.thought_signature
+                        and c.kind == ("thought" if part.thought else "text")
+                        and (not text or fold(c.index, c.key, text))
                     ):
-                        if not text or self.fold_delta(c.index, c.key, text):
-                            if chunk.usage_metadata:
-                                self._usage = chunk.usage_metadata
+                        usage = chunk.usage_metadata
+                        if usage:
+                            self._usage = usage
+                        if chunk.prompt_feedback is not None:
                             blocked = block_reason(chunk)
                             if blocked is not None:
                                 self._blocked = blocked
-                            c.fields.update(candidate_fields(cand))
-                            if text and c.kind == "text":
-                                c.last_text = c.key
-                            continue
-            self.normal(number, event, data)
+                        if (
+                            cand.safety_ratings
+                            or cand.grounding_metadata
+                            or cand.citation_metadata
+                            or cand.url_context_metadata
+                            or cand.finish_message
+                            or cand.avg_logprobs
+                            or cand.logprobs_result
+                            or cand.token_count
+                        ):
+                            c.note(candidate_fields(cand))
+                        if text and c.kind == "text":
+                            c.last_text = c.key
+                        continue
+            if chunk is not None:
+                self._decoded = (data, chunk)  # not decoded twice
+            self.normal(number, names[number - first], data)
+            started = self._started
+            last = None
 
     def _flush_usage(self, out: list[ev.Event]) -> None:
         if self._usage is not None:
@@ -412,7 +454,7 @@ class StreamDecoder(SSEStreamDecoder):
             for n, part in enumerate(content.parts):
                 if not c.part(part, out):
                     c.unknown(raw_part(data, position, n), out)
-        c.fields.update(candidate_fields(cand))
+        c.note(candidate_fields(cand))
         if cand.finish_reason:
             c.finish = cand.finish_reason
             self._close_candidate(c, out, cand.finish_reason)
@@ -429,7 +471,7 @@ class StreamDecoder(SSEStreamDecoder):
             choice_index=c.index,
             finish_reason=reason,
             provider=PROTOCOL,
-            provider_raw=dict(c.fields) or None,
+            provider_raw=dict(c.fields) if c.fields else None,
         )
         out.append(
             ev.MessageDone(

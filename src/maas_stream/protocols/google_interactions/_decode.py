@@ -21,7 +21,7 @@ raise anything else for what the provider sent.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -45,6 +45,9 @@ from ._steps import (
     usage_from,
 )
 from ._wire import Delta, Envelope, InteractionFields, check_depth, decode_raw, envelope_decoder
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["StreamDecoder"]
 
@@ -80,17 +83,24 @@ class StreamDecoder(SSEStreamDecoder):
 
     protocol = PROTOCOL
     direct = True
-    __slots__ = ("_model", "_started", "_steps")
+    __slots__ = ("_decoded", "_model", "_started", "_steps")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._steps: dict[int, _Step] = {}
         self._started = False
+        self._decoded: tuple[bytes, Envelope] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self._model: str | None = None
         """The model announced at the start (a final interaction naming another one wins)."""
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
-        env = _envelope(data)
+        decoded = self._decoded
+        if decoded is not None and decoded[0] is data:
+            self._decoded = None
+            env: Envelope | None = decoded[1]
+        else:
+            env = _envelope(data)
         if env is None:
             return []
         kind = env.event_type or event
@@ -102,7 +112,7 @@ class StreamDecoder(SSEStreamDecoder):
         handler(self, env, data, out)
         return out
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold a step's text deltas (in its open text part) and arguments deltas directly.
 
         Such a delta's only event is itself (:meth:`_on_delta`); any other frame, or a step not
@@ -110,12 +120,13 @@ class StreamDecoder(SSEStreamDecoder):
         """
         decode = envelope_decoder.decode
         steps = self._steps
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        first = self._frames + 1
+        for number, data in enumerate(payloads, first):
             try:
                 env = decode(data)
             except _FAULTS:
                 env = None
-            if env is not None and (env.event_type or event) in _DELTA_TYPES:
+            if env is not None and env.event_type in _DELTA_TYPES:
                 delta = env.delta
                 index = env.index
                 step = steps.get(index) if index is not None else None
@@ -129,7 +140,9 @@ class StreamDecoder(SSEStreamDecoder):
                         key: int | str = "call" if args else step.pos
                         if self.fold_delta(index, key, text, args):
                             continue
-            self.normal(number, event, data)
+            if env is not None:
+                self._decoded = (data, env)  # not decoded twice: on_frame reads it once
+            self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ lifecycle
 

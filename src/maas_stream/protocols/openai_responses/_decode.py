@@ -45,7 +45,7 @@ from ._meta import error_from, finish_from, response_fields, usage_from
 from ._wire import Envelope, envelope_decoder
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from ...events import Event
 
@@ -108,12 +108,14 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_id_at", "_index_of", "_last", "_started", "_streamed", "duplicates")
+    __slots__ = ("_decoded", "_id_at", "_index_of", "_last", "_started", "_streamed", "duplicates")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._started = False
         self._last = -1
+        self._decoded: tuple[bytes, Envelope] | None = None
+        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self.duplicates = 0
         self._index_of: dict[str, int] = {}
         """Item id → the output index the stream gave it."""
@@ -123,8 +125,13 @@ class StreamDecoder(SSEStreamDecoder):
         """Output index → how many characters of a client call's JSON arguments were streamed."""
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
+        decoded = self._decoded
         try:  # typed, straight from the bytes; only a frame that fails is looked at as text
-            env = envelope_decoder.decode(data)
+            if decoded is not None and decoded[0] is data:
+                self._decoded = None
+                env = decoded[1]
+            else:
+                env = envelope_decoder.decode(data)
         except msgspec.DecodeError:
             if _no_payload(data):
                 return []
@@ -135,7 +142,7 @@ class StreamDecoder(SSEStreamDecoder):
                 self.duplicates += 1
                 return []
             if seq != self._last + 1:
-                self.warnings.append(
+                self.warn(
                     f"sequence_number jumped from {self._last} to {seq}: events {self._last + 1}..{seq - 1} are missing"
                 )
             self._last = seq
@@ -157,20 +164,21 @@ class StreamDecoder(SSEStreamDecoder):
             return []
         return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
 
-    def fold_frames(self, frames: list[tuple[str, bytes, str, int | None]]) -> None:
+    def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold text, refusal, reasoning-text and arguments deltas directly; the rest go :meth:`normal`.
 
         Such an event, in sequence and without log-probabilities, is one delta (see
         :data:`_FOLDED`) into a part that exists already; anything else goes as events.
         """
         decode = envelope_decoder.decode
-        for number, (event, data, _, _) in enumerate(frames, self._frames + 1):
+        first = self._frames + 1
+        for number, data in enumerate(payloads, first):
             try:
                 env = decode(data)
             except _FAULTS:
                 env = None
             if env is not None:
-                route = _FOLDED.get(env.type or event)
+                route = _FOLDED.get(env.type)
                 seq = env.sequence_number
                 if route is not None and not env.logprobs and (seq is None or seq == self._last + 1):
                     delta = env.delta
@@ -184,7 +192,9 @@ class StreamDecoder(SSEStreamDecoder):
                         if seq is not None:
                             self._last = seq
                         continue
-            self.normal(number, event, data)
+            if env is not None:
+                self._decoded = (data, env)  # not decoded twice: on_frame reads it once
+            self.normal(number, names[number - first], data)
 
     # ------------------------------------------------------------------ deltas
 
