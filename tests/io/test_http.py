@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ import pytest
 import maas_stream as ms
 
 from ..conftest import params, recordings
-from .loopback import Conn, send_recording, serve
+from .loopback import Conn, odd_chunks, send_recording, serve
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -120,6 +121,41 @@ async def test_aconvert_yields_while_the_server_is_still_sending(lib: ModuleType
     assert sent_before_gate[0] < len(data)
     assert len(outputs) > 1
     assert b"".join(outputs) == ms.convert(data, to="openai-chat", protocol="openai-chat")
+
+
+def encoded(data: bytes, encoding: str) -> Any:
+    """A script that sends ``data`` with ``content-encoding: encoding`` (gzip: compressed)."""
+    body = gzip.compress(data) if "gzip" in encoding else data
+
+    async def script(conn: Conn) -> None:
+        await conn.start(headers={"content-encoding": encoding})
+        for chunk in odd_chunks(body):
+            await conn.send(chunk)
+        await conn.end()
+
+    return script
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "identity", "gzip, identity"])
+async def test_content_encoded_body_is_decoded(lib: ModuleType, encoding: str) -> None:
+    # A body without an encoding is read raw (no httpx decoder layer); any other is decoded.
+    data = DATA[TOOLS]
+    agg = ms.StreamAggregator("openai-chat", emit=True)
+    expected = agg.feed(data) + agg.finish_events()
+    async with serve(encoded(data, encoding)) as server, client(lib) as c:
+        async with c.stream("POST", server.url) as resp:
+            assert await ms.aaggregate(resp, protocol="openai-chat") == ms.aggregate(data)
+            assert resp.is_closed
+        async with c.stream("POST", server.url) as resp:
+            assert [ev async for ev in ms.astream(resp, protocol="openai-chat")] == expected
+
+
+async def test_a_response_already_read_is_read_from_its_content(lib: ModuleType) -> None:
+    data = DATA[TOOLS]
+    async with serve(send_recording(data, pause=0)) as server, client(lib) as c:
+        async with c.stream("POST", server.url) as resp:
+            await resp.aread()
+            assert await ms.aaggregate(resp, protocol="openai-chat") == ms.aggregate(data)
 
 
 def stall_after(parts: list[bytes]) -> Any:
