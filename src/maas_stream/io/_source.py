@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar
 
@@ -55,6 +56,19 @@ def _loop_clock() -> Callable[[], float]:
         return asyncio.get_running_loop().time
     except RuntimeError:
         return anyio.current_time
+
+
+def _asyncio_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """The loop's clock: ``time.monotonic`` itself when the loop's ``time`` is asyncio's own.
+
+    ``BaseEventLoop.time`` only returns ``time.monotonic()``; calling that directly saves a
+    Python call per read (the timed readers stamp every read). Any other loop's ``time``
+    (uvloop's, a test's) is used as it is.
+    """
+    clock: Callable[[], float] = loop.time
+    if getattr(clock, "__func__", None) is asyncio.BaseEventLoop.time:  # (not patched on the loop)
+        clock = time.monotonic
+    return clock
 
 
 _CANCEL_MSG = "maas_stream: read timed out"
@@ -274,7 +288,23 @@ class AsyncReader:
             if not self._timed:
                 item = await anext(self._iter)
             elif self._loop is not None or self._on_asyncio():
-                item = await self._timed_read()
+                # One read under the loop's timer: the time it began is stamped, nothing else.
+                # The timer handle (_check) is armed by the first read after it lapsed; when it
+                # finds this read past its limit it cancels the reading task, and the
+                # cancellation is taken back here and raised as the timeout error (one from
+                # anywhere else goes on). Inline, not a coroutine of its own: it runs per read.
+                # The loop is passed to current_task, which otherwise looks it up (3.11).
+                self._begin_read()
+                self._task = task = asyncio.current_task(self._loop)
+                try:
+                    item = await anext(self._iter)
+                except asyncio.CancelledError:
+                    error = self._timed_out(task)
+                    if error is None:
+                        raise
+                    raise error from None
+                finally:
+                    self._since = None
             elif self._watched:
                 item = await self._watched_read()
             else:
@@ -343,6 +373,7 @@ class AsyncReader:
         received = self.received
         timed = self._timed
         task = None
+        clock, deadline = self._clock, self._deadline  # (both set by _on_asyncio, fixed after)
         try:
             if not self._checked:
                 self._checked = True
@@ -360,9 +391,14 @@ class AsyncReader:
                 if size >= batch:
                     flush()
                     size = 0
-                if timed:  # the next read begins (the timer does the rest)
+                if timed:  # the next read begins (the timer does the rest): _begin_read, inline
                     self.received = received
-                    self._begin_read()
+                    since = clock()
+                    if deadline is not None and since >= deadline:
+                        self._begin_read()  # raises the total timeout
+                    self._since = since
+                    if self._handle is None:
+                        self._arm(since)
         except asyncio.CancelledError:
             self.received = received
             error = self._timed_out(task)
@@ -381,7 +417,7 @@ class AsyncReader:
             self.received = received
 
     def _begin_read(self) -> None:
-        """Stamp the time a read begins; arm the timer if it lapsed (see :meth:`_timed_read`).
+        """Stamp the time a read begins; arm the timer if it lapsed (see :meth:`read`).
 
         Raises:
             StreamTimeoutError: The total deadline has passed already.
@@ -415,29 +451,10 @@ class AsyncReader:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # trio (anyio's other backend)
             return False
-        self._loop, self._clock = loop, loop.time
+        self._loop, self._clock = loop, _asyncio_clock(loop)
         if self.total_timeout is not None and self._deadline is None:
             self._deadline = loop.time() + self.total_timeout
         return True
-
-    async def _timed_read(self) -> Any:
-        """One read under the loop's timer (asyncio): the time it began is stamped, nothing else.
-
-        The timer handle (:meth:`_check`) is armed by the first read after it lapsed; when it
-        finds this read past its limit it cancels the reading task, and the cancellation is taken
-        back here and raised as the timeout error (a cancellation from anywhere else goes on).
-        """
-        self._begin_read()
-        self._task = task = asyncio.current_task()
-        try:
-            return await anext(self._iter)
-        except asyncio.CancelledError:
-            error = self._timed_out(task)
-            if error is None:
-                raise
-            raise error from None
-        finally:
-            self._since = None
 
     def _arm(self, since: float) -> None:
         """Arm the timer for the read that began at ``since`` (its idle limit, or the deadline)."""
