@@ -309,3 +309,23 @@ async def test_aconnect_streams_and_sends_accept_header(lib: ModuleType) -> None
     assert got == ms.aggregate(data, protocol="openai-chat")
     assert server.requests[0].headers["accept"] == "text/event-stream"
     assert server.requests[0].body == b'{"stream":true}'
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "identity", None])
+def test_sync_readers_decode_a_content_encoded_body(lib: ModuleType, encoding: str | None) -> None:
+    data = DATA[TOOLS]
+    agg = ms.StreamAggregator("openai-chat", emit=True)
+    expected = agg.feed(data) + agg.finish_events()
+    body = gzip.compress(data) if encoding == "gzip" else data
+    headers = {"content-type": "text/event-stream"} | ({"content-encoding": encoding} if encoding else {})
+
+    def handler(request: Any) -> Any:
+        return lib.Response(200, headers=headers, content=iter(odd_chunks(body)))  # not read ahead
+
+    with lib.Client(transport=lib.MockTransport(handler)) as c:
+        with c.stream("POST", "http://test/") as resp:
+            assert list(ms.stream(resp, protocol="openai-chat")) == expected
+            assert resp.is_closed
+        with c.stream("POST", "http://test/") as resp:
+            resp.read()
+            assert list(ms.stream(resp, protocol="openai-chat")) == expected

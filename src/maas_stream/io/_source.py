@@ -174,6 +174,18 @@ def _response_chunks(response: Any) -> AsyncIterator[bytes]:
     return response.aiter_bytes()  # type: ignore[no-any-return]
 
 
+def _sync_response_chunks(response: Any) -> Iterable[bytes]:
+    """The synchronous twin of :func:`_response_chunks` (``iter_raw`` or ``iter_bytes``)."""
+    raw = getattr(response, "iter_raw", None)
+    if (
+        raw is not None
+        and getattr(response, "is_stream_consumed", None) is False
+        and _identity_encoded(response)
+    ):
+        return raw()  # type: ignore[no-any-return]
+    return response.iter_bytes()  # type: ignore[no-any-return]
+
+
 class AsyncReader:
     """Pull chunks (or websocket messages) from an async source, one read at a time.
 
@@ -652,7 +664,7 @@ class SyncReader:
         self._iter: Iterator[Any]
         if hasattr(source, "iter_bytes") and hasattr(source, "close"):
             self.kind = "bytes"
-            self._iter = iter(source.iter_bytes())
+            self._iter = iter(_sync_response_chunks(source))
         elif _is_websocket(source) and isinstance(source, Iterable):
             self.kind = "messages"
             self._iter = iter(source)
