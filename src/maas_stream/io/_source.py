@@ -4,7 +4,9 @@ Kinds, told apart by duck typing (no import of httpx or websockets):
 
 * an httpx / httpx2 streaming response (``aiter_bytes`` + ``aclose``, or ``iter_bytes`` +
   ``close``), also when wrapped by an official SDK (``.http_response`` of a raw streaming
-  response, ``.response`` of an SDK ``Stream`` not yet iterated);
+  response, ``.response`` of an SDK ``Stream`` not yet iterated); a body sent without a
+  content encoding is read with ``aiter_raw`` / ``iter_raw`` (the same bytes, without httpx's
+  decoding layer), any other with ``aiter_bytes`` / ``iter_bytes``;
 * a websocket (``recv`` + ``send``, like the ``websockets`` library's connections): each message
   is one frame of a JSON-lines protocol;
 * an httpx-sse or httpx2 ``EventSource`` (its response's bytes are read: nothing is parsed twice);
