@@ -8,10 +8,14 @@ library, three ways, interleaved, best CPU time (``time.process_time``: the serv
 counted) of several rounds:
 
 * ``aiter_bytes``: merely reading the response's bytes (the transport floor);
+* ``aiter_raw``: reading them without httpx's content-decoding layer (what the library reads
+  a response sent without a content encoding with);
 * split + untyped decode: our SSE split and ``msgspec.json.decode`` of every payload (a bare
   reader that builds nothing);
 * ``ms.aaggregate``: the whole library (decode, aggregate, final response), also with an idle
-  timeout (one watchdog per stream).
+  timeout (one watchdog per stream);
+* ``ms.astream`` (canonical events) and ``ms.aconvert`` (to Anthropic SSE): the per-read
+  paths, which feed the pipeline chunk by chunk.
 
 Ratios are rates against ``aiter_bytes`` (1.0 = as fast as reading the bytes).
 
@@ -77,6 +81,11 @@ async def bytes_only(resp: Any) -> None:
         pass
 
 
+async def raw_only(resp: Any) -> None:
+    async for _ in resp.aiter_raw():
+        pass
+
+
 async def split_decode(resp: Any) -> None:
     decoder, decode = Decoder(), msgspec.json.decode
     async for chunk in resp.aiter_bytes():
@@ -94,11 +103,24 @@ async def aggregate_idle(resp: Any) -> None:
     assert response.status == "completed"
 
 
+async def events(resp: Any) -> None:
+    async for _ in ms.astream(resp, protocol="openai-chat"):
+        pass
+
+
+async def convert(resp: Any) -> None:
+    async for _ in ms.aconvert(resp, to="anthropic", protocol="openai-chat"):
+        pass
+
+
 READERS = {
     "aiter_bytes": bytes_only,
+    "aiter_raw": raw_only,
     "split+decode": split_decode,
     "aaggregate": aggregate,
     "aaggregate+timeouts": aggregate_idle,
+    "astream": events,
+    "aconvert": convert,
 }
 
 
@@ -175,6 +197,8 @@ def report(lib: str, label: str, t: dict[str, float]) -> None:
     record(bench, "aaggregate vs aiter_bytes", floor / t["aaggregate"], ">= 0.8")
     record(bench, "aaggregate vs split+decode", t["split+decode"] / t["aaggregate"], ">= 1.0")
     record(bench, "aaggregate+timeouts vs aaggregate", t["aaggregate"] / t["aaggregate+timeouts"], "~1")
+    record(bench, "astream vs aiter_bytes", floor / t["astream"])
+    record(bench, "aconvert vs aiter_bytes", floor / t["aconvert"])
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ import pytest
 import maas_stream as ms
 
 from ..conftest import params, recordings
-from .loopback import Conn, send_recording, serve
+from .loopback import Conn, odd_chunks, send_recording, serve
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -120,6 +121,41 @@ async def test_aconvert_yields_while_the_server_is_still_sending(lib: ModuleType
     assert sent_before_gate[0] < len(data)
     assert len(outputs) > 1
     assert b"".join(outputs) == ms.convert(data, to="openai-chat", protocol="openai-chat")
+
+
+def encoded(data: bytes, encoding: str) -> Any:
+    """A script that sends ``data`` with ``content-encoding: encoding`` (gzip: compressed)."""
+    body = gzip.compress(data) if "gzip" in encoding else data
+
+    async def script(conn: Conn) -> None:
+        await conn.start(headers={"content-encoding": encoding})
+        for chunk in odd_chunks(body):
+            await conn.send(chunk)
+        await conn.end()
+
+    return script
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "identity", "gzip, identity"])
+async def test_content_encoded_body_is_decoded(lib: ModuleType, encoding: str) -> None:
+    # A body without an encoding is read raw (no httpx decoder layer); any other is decoded.
+    data = DATA[TOOLS]
+    agg = ms.StreamAggregator("openai-chat", emit=True)
+    expected = agg.feed(data) + agg.finish_events()
+    async with serve(encoded(data, encoding)) as server, client(lib) as c:
+        async with c.stream("POST", server.url) as resp:
+            assert await ms.aaggregate(resp, protocol="openai-chat") == ms.aggregate(data)
+            assert resp.is_closed
+        async with c.stream("POST", server.url) as resp:
+            assert [ev async for ev in ms.astream(resp, protocol="openai-chat")] == expected
+
+
+async def test_a_response_already_read_is_read_from_its_content(lib: ModuleType) -> None:
+    data = DATA[TOOLS]
+    async with serve(send_recording(data, pause=0)) as server, client(lib) as c:
+        async with c.stream("POST", server.url) as resp:
+            await resp.aread()
+            assert await ms.aaggregate(resp, protocol="openai-chat") == ms.aggregate(data)
 
 
 def stall_after(parts: list[bytes]) -> Any:
@@ -273,3 +309,23 @@ async def test_aconnect_streams_and_sends_accept_header(lib: ModuleType) -> None
     assert got == ms.aggregate(data, protocol="openai-chat")
     assert server.requests[0].headers["accept"] == "text/event-stream"
     assert server.requests[0].body == b'{"stream":true}'
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "identity", None])
+def test_sync_readers_decode_a_content_encoded_body(lib: ModuleType, encoding: str | None) -> None:
+    data = DATA[TOOLS]
+    agg = ms.StreamAggregator("openai-chat", emit=True)
+    expected = agg.feed(data) + agg.finish_events()
+    body = gzip.compress(data) if encoding == "gzip" else data
+    headers = {"content-type": "text/event-stream"} | ({"content-encoding": encoding} if encoding else {})
+
+    def handler(request: Any) -> Any:
+        return lib.Response(200, headers=headers, content=iter(odd_chunks(body)))  # not read ahead
+
+    with lib.Client(transport=lib.MockTransport(handler)) as c:
+        with c.stream("POST", "http://test/") as resp:
+            assert list(ms.stream(resp, protocol="openai-chat")) == expected
+            assert resp.is_closed
+        with c.stream("POST", "http://test/") as resp:
+            resp.read()
+            assert list(ms.stream(resp, protocol="openai-chat")) == expected

@@ -4,7 +4,9 @@ Kinds, told apart by duck typing (no import of httpx or websockets):
 
 * an httpx / httpx2 streaming response (``aiter_bytes`` + ``aclose``, or ``iter_bytes`` +
   ``close``), also when wrapped by an official SDK (``.http_response`` of a raw streaming
-  response, ``.response`` of an SDK ``Stream`` not yet iterated);
+  response, ``.response`` of an SDK ``Stream`` not yet iterated); a body sent without a
+  content encoding is read with ``aiter_raw`` / ``iter_raw`` (the same bytes, without httpx's
+  decoding layer), any other with ``aiter_bytes`` / ``iter_bytes``;
 * a websocket (``recv`` + ``send``, like the ``websockets`` library's connections): each message
   is one frame of a JSON-lines protocol;
 * an httpx-sse or httpx2 ``EventSource`` (its response's bytes are read: nothing is parsed twice);
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar
 
@@ -55,6 +58,19 @@ def _loop_clock() -> Callable[[], float]:
         return asyncio.get_running_loop().time
     except RuntimeError:
         return anyio.current_time
+
+
+def _asyncio_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """The loop's clock: ``time.monotonic`` itself when the loop's ``time`` is asyncio's own.
+
+    ``BaseEventLoop.time`` only returns ``time.monotonic()``; calling that directly saves a
+    Python call per read (the timed readers stamp every read). Any other loop's ``time``
+    (uvloop's, a test's) is used as it is.
+    """
+    clock: Callable[[], float] = loop.time
+    if getattr(clock, "__func__", None) is asyncio.BaseEventLoop.time:  # (not patched on the loop)
+        clock = time.monotonic
+    return clock
 
 
 _CANCEL_MSG = "maas_stream: read timed out"
@@ -131,6 +147,47 @@ def _is_websocket(obj: Any) -> bool:
     return hasattr(obj, "recv") and hasattr(obj, "send")
 
 
+def _identity_encoded(response: Any) -> bool:
+    """Whether the response's body is sent as is (no ``content-encoding`` but ``identity``)."""
+    headers = getattr(response, "headers", None)
+    get_list = getattr(headers, "get_list", None)
+    if get_list is None:
+        return False
+    return all(
+        value.strip().lower() == "identity" for value in get_list("content-encoding", split_commas=True)
+    )
+
+
+def _response_chunks(response: Any) -> AsyncIterator[bytes]:
+    """The body of an httpx / httpx2 streaming response, chunk by chunk, content decoded.
+
+    A body sent without a content encoding is read with ``aiter_raw``: the same bytes as
+    ``aiter_bytes`` yields then (its decoder is the identity and its chunker passes chunks
+    through), one async generator and two calls per chunk fewer. Anything else (gzip, a body
+    already read, a response-like object without ``aiter_raw``) is read with ``aiter_bytes``.
+    """
+    raw = getattr(response, "aiter_raw", None)
+    if (
+        raw is not None
+        and getattr(response, "is_stream_consumed", None) is False
+        and _identity_encoded(response)
+    ):
+        return raw()  # type: ignore[no-any-return]
+    return response.aiter_bytes()  # type: ignore[no-any-return]
+
+
+def _sync_response_chunks(response: Any) -> Iterable[bytes]:
+    """The synchronous twin of :func:`_response_chunks` (``iter_raw`` or ``iter_bytes``)."""
+    raw = getattr(response, "iter_raw", None)
+    if (
+        raw is not None
+        and getattr(response, "is_stream_consumed", None) is False
+        and _identity_encoded(response)
+    ):
+        return raw()  # type: ignore[no-any-return]
+    return response.iter_bytes()  # type: ignore[no-any-return]
+
+
 class AsyncReader:
     """Pull chunks (or websocket messages) from an async source, one read at a time.
 
@@ -199,7 +256,7 @@ class AsyncReader:
         self._iter: AsyncIterator[Any]
         if hasattr(source, "aiter_bytes") and hasattr(source, "aclose"):
             self.kind = "bytes"
-            self._iter = source.aiter_bytes()
+            self._iter = _response_chunks(source)
             self._response_iter = True
         elif _is_websocket(source) and isinstance(source, AsyncIterable):
             self.kind = "messages"
@@ -245,7 +302,23 @@ class AsyncReader:
             if not self._timed:
                 item = await anext(self._iter)
             elif self._loop is not None or self._on_asyncio():
-                item = await self._timed_read()
+                # One read under the loop's timer: the time it began is stamped, nothing else.
+                # The timer handle (_check) is armed by the first read after it lapsed; when it
+                # finds this read past its limit it cancels the reading task, and the
+                # cancellation is taken back here and raised as the timeout error (one from
+                # anywhere else goes on). Inline, not a coroutine of its own: it runs per read.
+                # The loop is passed to current_task, which otherwise looks it up (3.11).
+                self._begin_read()
+                self._task = task = asyncio.current_task(self._loop)
+                try:
+                    item = await anext(self._iter)
+                except asyncio.CancelledError:
+                    error = self._timed_out(task)
+                    if error is None:
+                        raise
+                    raise error from None
+                finally:
+                    self._since = None
             elif self._watched:
                 item = await self._watched_read()
             else:
@@ -314,6 +387,7 @@ class AsyncReader:
         received = self.received
         timed = self._timed
         task = None
+        clock, deadline = self._clock, self._deadline  # (both set by _on_asyncio, fixed after)
         try:
             if not self._checked:
                 self._checked = True
@@ -331,9 +405,14 @@ class AsyncReader:
                 if size >= batch:
                     flush()
                     size = 0
-                if timed:  # the next read begins (the timer does the rest)
+                if timed:  # the next read begins (the timer does the rest): _begin_read, inline
                     self.received = received
-                    self._begin_read()
+                    since = clock()
+                    if deadline is not None and since >= deadline:
+                        self._begin_read()  # raises the total timeout
+                    self._since = since
+                    if self._handle is None:
+                        self._arm(since)
         except asyncio.CancelledError:
             self.received = received
             error = self._timed_out(task)
@@ -352,7 +431,7 @@ class AsyncReader:
             self.received = received
 
     def _begin_read(self) -> None:
-        """Stamp the time a read begins; arm the timer if it lapsed (see :meth:`_timed_read`).
+        """Stamp the time a read begins; arm the timer if it lapsed (see :meth:`read`).
 
         Raises:
             StreamTimeoutError: The total deadline has passed already.
@@ -386,29 +465,10 @@ class AsyncReader:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # trio (anyio's other backend)
             return False
-        self._loop, self._clock = loop, loop.time
+        self._loop, self._clock = loop, _asyncio_clock(loop)
         if self.total_timeout is not None and self._deadline is None:
             self._deadline = loop.time() + self.total_timeout
         return True
-
-    async def _timed_read(self) -> Any:
-        """One read under the loop's timer (asyncio): the time it began is stamped, nothing else.
-
-        The timer handle (:meth:`_check`) is armed by the first read after it lapsed; when it
-        finds this read past its limit it cancels the reading task, and the cancellation is taken
-        back here and raised as the timeout error (a cancellation from anywhere else goes on).
-        """
-        self._begin_read()
-        self._task = task = asyncio.current_task()
-        try:
-            return await anext(self._iter)
-        except asyncio.CancelledError:
-            error = self._timed_out(task)
-            if error is None:
-                raise
-            raise error from None
-        finally:
-            self._since = None
 
     def _arm(self, since: float) -> None:
         """Arm the timer for the read that began at ``since`` (its idle limit, or the deadline)."""
@@ -606,7 +666,7 @@ class SyncReader:
         self._iter: Iterator[Any]
         if hasattr(source, "iter_bytes") and hasattr(source, "close"):
             self.kind = "bytes"
-            self._iter = iter(source.iter_bytes())
+            self._iter = iter(_sync_response_chunks(source))
         elif _is_websocket(source) and isinstance(source, Iterable):
             self.kind = "messages"
             self._iter = iter(source)
