@@ -421,6 +421,86 @@ def test_summary_deltas_fold_directly(protocol: str, data: bytes) -> None:
     assert 0 < agg.applied < 20  # of ~80-170 summary deltas
 
 
+def _gemini(*parts: Any, finish: bool = True) -> bytes:
+    """A Gemini stream: one chunk per item (a part, or a whole chunk given as a dict with "chunk")."""
+    frames = []
+    for i, item in enumerate(parts):
+        if isinstance(item, dict) and "chunk" in item:
+            body = item["chunk"]
+        else:
+            cand: dict[str, Any] = {"content": {"role": "model", "parts": [item]}, "index": 0}
+            body = {"candidates": [cand], "usageMetadata": {"totalTokenCount": i}, "responseId": "r"}
+        frames.append(body)
+    if finish:
+        frames.append(
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]}
+        )
+    return b"".join(b"data: " + json.dumps(f).encode() + b"\r\n\r\n" for f in frames)
+
+
+def _said(text: str, thought: bool = False, **more: Any) -> dict[str, Any]:
+    return {"text": text, **({"thought": True} if thought else {}), **more}
+
+
+_FC = {"functionCall": {"name": "f", "args": {"a": 1}}}
+
+GEMINI_CASES = {
+    "thought and text runs switching": _gemini(
+        *[_said(f"p{i} ", thought=(i // 3) % 2 == 0) for i in range(30)]
+    ),
+    "signed text parts, empty ones, a call between runs": _gemini(
+        _said("a", thought=True),
+        _said("b", thought=True, thoughtSignature="c2ln"),
+        _said("c", thought=True, thoughtSignature="c2ln"),
+        _said(""),
+        _said("d"),
+        _said("", thought=True),
+        _FC,
+        _said("e"),
+        _said("f", thought=True),
+        _said("g"),
+    ),
+    "a streamed call, then text": _gemini(
+        _said("a"),
+        {
+            "functionCall": {
+                "name": "f",
+                "partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}],
+                "willContinue": True,
+            }
+        },
+        _said("b", thought=True),
+        _said("c"),
+    ),
+    "a switch with candidate fields, then an error": _gemini(
+        _said("a"),
+        {
+            "chunk": {
+                "candidates": [
+                    {"content": {"parts": [_said("b", thought=True)]}, "index": 0, "tokenCount": 3}
+                ]
+            }
+        },
+        _said("c"),
+        {"chunk": {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}},
+        finish=False,
+    ),
+    "a second candidate switching runs": _gemini(
+        _said("a"),
+        {"chunk": {"candidates": [{"content": {"parts": [_said("x", thought=True)]}, "index": 1}]}},
+        {"chunk": {"candidates": [{"content": {"parts": [_said("y")]}, "index": 1}]}},
+        _said("b", thought=True),
+        {"chunk": {"candidates": [{"content": {"parts": [_said("z", thought=True)]}, "index": 1}]}},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMINI_CASES))
+@pytest.mark.parametrize("size", [1, 4096])
+def test_gemini_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
+    assert_same("gemini", GEMINI_CASES[name], size)
+
+
 def _anthropic(*middle: dict[str, Any]) -> bytes:
     start = {"type": "message_start", "message": {"id": "m", "model": "c", "content": [], "usage": {}}}
     return _sse([start, *middle, {"type": "message_stop"}])
