@@ -18,7 +18,7 @@ It must not do IO, and must not apply the aggregator's rules (finish reasons, ca
 remainders of final values).
 
 The direct fold (:class:`DirectFold`, docs/architecture.md): a ``direct`` decoder appends common
-text, arguments and audio deltas to part buffers the target hands out (the part exists, deltas go
+text, arguments, summary and audio deltas to part buffers the target hands out (the part exists, deltas go
 straight in); any other frame goes as events, in order, and makes it forget every buffer it was
 handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
 ``fold_frames``) and JSON lines (``_jsonl``, each session protocol's ``fold_lines``); a protocol
