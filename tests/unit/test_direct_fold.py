@@ -472,6 +472,23 @@ GEMINI_CASES = {
         _said("b", thought=True),
         _said("c"),
     ),
+    "calls back to back, signed, streamed over chunks": _gemini(
+        _FC,
+        {**_FC, "thoughtSignature": "c2ln"},
+        _said("a"),
+        {
+            "functionCall": {
+                "name": "g",
+                "partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}],
+                "willContinue": True,
+            }
+        },
+        {"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "y"}], "willContinue": True}},
+        {"functionCall": {"partialArgs": [{"jsonPath": "$.b", "numberValue": 2}], "willContinue": True}},
+        {"functionCall": {}},
+        _FC,
+        _said("b", thought=True),
+    ),
     "a switch with candidate fields, then an error": _gemini(
         _said("a"),
         {
