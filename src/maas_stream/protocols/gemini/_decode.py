@@ -355,9 +355,8 @@ class StreamDecoder(SSEStreamDecoder):
         Such a chunk (one candidate, seen before, one text part of the run's kind without a
         signature, no finish reason, no error) makes at most one delta; its framing state (usage,
         a block reason, the candidate's extra fields) is kept as :meth:`on_frame` keeps it. A
-        chunk of that shape whose text part opens a run (a thought after text, say), or whose one
-        part is a function call, makes its part's events as :meth:`on_frame` would
-        (``_Candidate.part``, which knows every text and call part), handed to the target with
+        chunk of that shape whose text part opens a run (a thought after text, say) makes its
+        part's events as :meth:`on_frame` would (``_Candidate.part``), handed to the target with
         nothing else to do. Any other chunk goes :meth:`normal`.
         """
         cands = self._cands
@@ -384,11 +383,11 @@ class StreamDecoder(SSEStreamDecoder):
                     text = part.text
                     if (
                         c is not None
-                        and (text is not UNSET or part.function_call is not None)
+                        and text is not UNSET
+                        and c.kind != "stream"
                         and (
                             not text or fold(c.index, c.key, text)
-                            if text is not UNSET
-                            and c.kind == ("thought" if part.thought else "text")
+                            if c.kind == ("thought" if part.thought else "text")
                             and not part.thought_signature
                             else self._open_run(c, part)
                         )
@@ -421,7 +420,7 @@ class StreamDecoder(SSEStreamDecoder):
             last = None
 
     def _open_run(self, c: _Candidate, part: WirePart) -> bool:
-        """A text part that opens a run (or signs one), or a call part: its events, as :meth:`on_frame` makes them."""
+        """A text part that opens a run (or signs one): its events, as :meth:`on_frame` makes them."""
         out: list[ev.Event] = []
         c.part(part, out)
         self._forget(out)
