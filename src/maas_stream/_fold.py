@@ -159,11 +159,12 @@ class Fold:
             self._started += 1
 
     def part_buffers(self, message: Key, part: Key) -> PartState | None:
-        """The part a decoder may fold text and arguments deltas into directly, or ``None``.
+        """The part a decoder may fold text, arguments, summary and audio deltas into directly, or ``None``.
 
         The aggregator's half of the direct fold (``protocols/_base.py``): a part is handed out
         only when it exists and a delta would go straight into its buffers (:meth:`_on_text`,
-        :meth:`_on_args`) with nothing handed on, so appending to it is what the event would do.
+        :meth:`_on_args`, :meth:`_on_summary` once the part has a summary, :meth:`_on_audio`)
+        with nothing handed on, so appending to it is what the event would do.
         """
         if self._state is not AggregatorState.STREAMING or self.emit:
             return None

@@ -287,10 +287,235 @@ RESPONSES_CASES = {
 }
 
 
+def _summary(delta: Any, index: Any = 0, output_index: int = 1) -> dict[str, Any]:
+    return {
+        "type": "response.reasoning_summary_text.delta",
+        "output_index": output_index,
+        "summary_index": index,
+        "delta": delta,
+    }
+
+
+def _summary_part(index: int) -> dict[str, Any]:
+    return {
+        "type": "response.reasoning_summary_part.added",
+        "output_index": 1,
+        "summary_index": index,
+        "part": {"type": "summary_text", "text": ""},
+    }
+
+
+_REASONING = {
+    "type": "response.output_item.added",
+    "output_index": 1,
+    "item": {"id": "rs", "type": "reasoning", "summary": [{"type": "summary_text", "text": "base "}]},
+}
+
+RESPONSES_CASES |= {
+    "summary deltas, a normal frame, more deltas": _responses(
+        _REASONING,
+        _summary_part(0),
+        *[_summary(f"s{i} ") for i in range(40)],
+        _text("between"),
+        *[_summary(f"u{i} ") for i in range(40)],
+        _summary_part(1),
+        *[_summary(f"v{i} ", index=1) for i in range(40)],
+        *[_summary(f"w{i} ", index=0) for i in range(5)],
+    ),
+    "summary deltas before any part event": _responses(
+        _REASONING, *[_summary(f"s{i} ") for i in range(10)], _summary("x", index=3), _summary("y", index=3)
+    ),
+    "empty, mistyped and unnumbered-index summary deltas": _responses(
+        _REASONING,
+        _summary("a"),
+        _summary(""),
+        _summary("b", index=2),
+        _summary("", index=4),
+        _summary(7),
+        _summary("c", index=None),
+        _summary("d"),
+    ),
+    "a summary delta for an item never added": _responses(
+        _summary("a", output_index=5), _summary("b", output_index=5)
+    ),
+    "a negative summary index mid-stream": _responses(
+        _REASONING, _summary("a"), _summary("b"), _summary("c", index=-1), _summary("d")
+    ),
+}
+
+
 @pytest.mark.parametrize("name", sorted(RESPONSES_CASES))
 @pytest.mark.parametrize("size", [1, 4096])
 def test_responses_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
     assert_same("openai-responses", RESPONSES_CASES[name], size)
+
+
+def _steps(*middle: dict[str, Any]) -> bytes:
+    """An Interactions stream: a thought step (index 0) open around ``middle``, then the end."""
+    created = {"interaction": {"id": "i", "status": "in_progress", "model": "g"}}
+    frames: list[dict[str, Any]] = [
+        {"event_type": "interaction.created", **created},
+        {"event_type": "step.start", "index": 0, "step": {"type": "thought"}},
+        *middle,
+        {"event_type": "step.stop", "index": 0},
+        {"event_type": "interaction.completed", "interaction": {"id": "i", "status": "completed"}},
+    ]
+    return b"".join(
+        b"event: " + f["event_type"].encode() + b"\ndata: " + json.dumps(f).encode() + b"\n\n" for f in frames
+    )
+
+
+def _thought(text: Any, index: Any = 0, kind: str = "text") -> dict[str, Any]:
+    content = {"type": kind, "text": text}
+    return {
+        "event_type": "step.delta",
+        "index": index,
+        "delta": {"type": "thought_summary", "content": content},
+    }
+
+
+_SIGNATURE = {
+    "event_type": "step.delta",
+    "index": 0,
+    "delta": {"type": "thought_signature", "signature": "c2ln"},
+}
+_CALL = {"event_type": "step.start", "index": 1, "step": {"id": "c", "type": "function_call", "name": "f"}}
+
+INTERACTIONS_CASES = {
+    "summary deltas, a normal frame, more deltas": _steps(
+        *[_thought(f"t{i} ") for i in range(40)], _SIGNATURE, *[_thought(f"u{i} ") for i in range(40)]
+    ),
+    "empty, mistyped and non-text summaries": _steps(
+        _thought("a"), _thought(""), _thought("b"), _thought(3), _thought("c", kind="image"), _thought("d")
+    ),
+    "summaries of a call step, and of a step never started": _steps(
+        _CALL,
+        *[_thought(f"c{i} ", index=1) for i in range(10)],
+        {"event_type": "step.stop", "index": 1},
+        *[_thought(f"n{i} ", index=2) for i in range(10)],
+    ),
+    "a summary delta without an index mid-stream": _steps(
+        *[_thought(f"t{i} ") for i in range(10)], _thought("x", index=None), _thought("y")
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTERACTIONS_CASES))
+@pytest.mark.parametrize("size", [1, 4096])
+def test_interactions_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
+    assert_same("google-interactions", INTERACTIONS_CASES[name], size)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "data"),
+    [
+        ("google-interactions", INTERACTIONS_CASES["summary deltas, a normal frame, more deltas"]),
+        ("openai-responses", RESPONSES_CASES["summary deltas, a normal frame, more deltas"]),
+    ],
+)
+def test_summary_deltas_fold_directly(protocol: str, data: bytes) -> None:
+    """After the first of a run, a part's summary deltas reach it without an event applied."""
+    agg = Counting(protocol)
+    agg.feed(data)
+    assert agg.finish() == ms.aggregate(data, protocol=protocol)
+    assert 0 < agg.applied < 20  # of ~80-170 summary deltas
+
+
+def _gemini(*parts: Any, finish: bool = True) -> bytes:
+    """A Gemini stream: one chunk per item (a part, or a whole chunk given as a dict with "chunk")."""
+    frames = []
+    for i, item in enumerate(parts):
+        if isinstance(item, dict) and "chunk" in item:
+            body = item["chunk"]
+        else:
+            cand: dict[str, Any] = {"content": {"role": "model", "parts": [item]}, "index": 0}
+            body = {"candidates": [cand], "usageMetadata": {"totalTokenCount": i}, "responseId": "r"}
+        frames.append(body)
+    if finish:
+        frames.append(
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]}
+        )
+    return b"".join(b"data: " + json.dumps(f).encode() + b"\r\n\r\n" for f in frames)
+
+
+def _said(text: str, thought: bool = False, **more: Any) -> dict[str, Any]:
+    return {"text": text, **({"thought": True} if thought else {}), **more}
+
+
+_FC = {"functionCall": {"name": "f", "args": {"a": 1}}}
+
+GEMINI_CASES = {
+    "thought and text runs switching": _gemini(
+        *[_said(f"p{i} ", thought=(i // 3) % 2 == 0) for i in range(30)]
+    ),
+    "signed text parts, empty ones, a call between runs": _gemini(
+        _said("a", thought=True),
+        _said("b", thought=True, thoughtSignature="c2ln"),
+        _said("c", thought=True, thoughtSignature="c2ln"),
+        _said(""),
+        _said("d"),
+        _said("", thought=True),
+        _FC,
+        _said("e"),
+        _said("f", thought=True),
+        _said("g"),
+    ),
+    "a streamed call, then text": _gemini(
+        _said("a"),
+        {
+            "functionCall": {
+                "name": "f",
+                "partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}],
+                "willContinue": True,
+            }
+        },
+        _said("b", thought=True),
+        _said("c"),
+    ),
+    "calls back to back, signed, streamed over chunks": _gemini(
+        _FC,
+        {**_FC, "thoughtSignature": "c2ln"},
+        _said("a"),
+        {
+            "functionCall": {
+                "name": "g",
+                "partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}],
+                "willContinue": True,
+            }
+        },
+        {"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "y"}], "willContinue": True}},
+        {"functionCall": {"partialArgs": [{"jsonPath": "$.b", "numberValue": 2}], "willContinue": True}},
+        {"functionCall": {}},
+        _FC,
+        _said("b", thought=True),
+    ),
+    "a switch with candidate fields, then an error": _gemini(
+        _said("a"),
+        {
+            "chunk": {
+                "candidates": [
+                    {"content": {"parts": [_said("b", thought=True)]}, "index": 0, "tokenCount": 3}
+                ]
+            }
+        },
+        _said("c"),
+        {"chunk": {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}},
+        finish=False,
+    ),
+    "a second candidate switching runs": _gemini(
+        _said("a"),
+        {"chunk": {"candidates": [{"content": {"parts": [_said("x", thought=True)]}, "index": 1}]}},
+        {"chunk": {"candidates": [{"content": {"parts": [_said("y")]}, "index": 1}]}},
+        _said("b", thought=True),
+        {"chunk": {"candidates": [{"content": {"parts": [_said("z", thought=True)]}, "index": 1}]}},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMINI_CASES))
+@pytest.mark.parametrize("size", [1, 4096])
+def test_gemini_edge_cases_fold_the_same_both_ways(name: str, size: int) -> None:
+    assert_same("gemini", GEMINI_CASES[name], size)
 
 
 def _anthropic(*middle: dict[str, Any]) -> bytes:

@@ -18,7 +18,7 @@ It must not do IO, and must not apply the aggregator's rules (finish reasons, ca
 remainders of final values).
 
 The direct fold (:class:`DirectFold`, docs/architecture.md): a ``direct`` decoder appends common
-text, arguments and audio deltas to part buffers the target hands out (the part exists, deltas go
+text, arguments, summary and audio deltas to part buffers the target hands out (the part exists, deltas go
 straight in); any other frame goes as events, in order, and makes it forget every buffer it was
 handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
 ``fold_frames``) and JSON lines (``_jsonl``, each session protocol's ``fold_lines``); a protocol
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARGS",
     "AUDIO",
+    "SUMMARY",
     "TEXT",
     "TRANSCRIPT",
     "DirectFold",
@@ -157,10 +158,15 @@ class EventEncoder:
 
 
 class PartBuffers(Protocol):
-    """What a direct fold appends to: a part's text and arguments fragments (``add_fragment``), its audio."""
+    """What a direct fold appends to: a part's text and arguments fragments (``add_fragment``), its audio.
+
+    ``summary`` holds a reasoning part's summary entries by index once its first summary delta
+    went the normal way (``None`` before: the aggregator builds it from the part's base).
+    """
 
     text: list[str]
     args: list[str]
+    summary: dict[int, list[str]] | None
     audio_data: list[str] | None
     audio_transcript: list[str] | None
 
@@ -181,13 +187,15 @@ _IDLE: Final[dict[Any, Any]] = {}
 """A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
 
 TEXT: Final = 0
-""":meth:`DirectFold.fold_delta` appends to the part's text (``False`` says the same)."""
+""":meth:`DirectFold.fold_delta` appends to the part's text (also a reasoning part's thinking)."""
 ARGS: Final = 1
-"""... to the part's arguments (``True`` says the same)."""
+"""... to the part's arguments."""
 AUDIO: Final = 2
 """... to the audio part's base64 data chunks (kept apart, as ``AudioDelta.data`` is)."""
 TRANSCRIPT: Final = 3
 """... to the audio part's transcript."""
+SUMMARY: Final = 4
+"""... to the reasoning part's summary entry ``index`` (a non-empty ``SummaryDelta``'s text)."""
 
 
 class DirectFold:
@@ -202,59 +210,81 @@ class DirectFold:
     direct: ClassVar[bool] = False
     """Whether the protocol folds common frames directly (``feed_into`` is worth it)."""
 
-    __slots__ = ("_buffers", "_target")
+    __slots__ = ("_buffers", "_hot", "_hot_message", "_hot_part", "_target")
 
     def __init__(self) -> None:
         self._target: FoldTarget | None = None
         self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
         """Buffers :meth:`fold_delta` got from the target since the last normal frame of this ``feed_into``."""
+        self._hot: PartBuffers | None = None
+        """The buffers :meth:`fold_delta` used last (one of :attr:`_buffers`), for the keys below:
+        a run of deltas to one part skips the dictionary."""
+        self._hot_message: Key = 0
+        self._hot_part: Key = 0
 
     def _fold_begin(self, target: FoldTarget) -> None:
         """A chunk's fold starts: deltas may go into ``target``'s parts."""
-        self._target, self._buffers = target, {}
+        self._target, self._buffers, self._hot = target, {}, None
 
     def _fold_end(self) -> None:
         """A chunk's fold ended (or failed): while idle, no cycle and no part kept alive."""
-        self._target, self._buffers = None, _IDLE
+        self._target, self._buffers, self._hot = None, _IDLE, None
 
     def _forget(self, events: list[Event]) -> None:
         """Hand a normal frame's events to the target, forgetting every buffer it handed out."""
         self._buffers.clear()
+        self._hot = None
         if events:
             target = self._target
             assert target is not None
             target.consume(events)
 
-    def fold_delta(self, message: Key, part: Key, text: str, args: int = TEXT) -> bool:
+    def fold_delta(self, message: Key, part: Key, text: str, kind: int = TEXT, index: int = 0) -> bool:
         """Append a common delta to a buffer of its part; ``False``: go the normal way.
 
-        ``args`` names the buffer: :data:`TEXT` (``False``), :data:`ARGS` (``True``),
-        :data:`AUDIO` or :data:`TRANSCRIPT`. The buffers come from ``self._buffers`` or the target
-        (kept until the next normal frame); text, arguments and transcripts are joined as they
-        come (``add_fragment``'s rule, inlined: this runs once per event), audio chunks are kept
-        apart (base64 joins as bytes, not text), as the aggregator does with each delta event.
+        ``kind`` names the buffer: :data:`TEXT`, :data:`ARGS`, :data:`AUDIO`, :data:`TRANSCRIPT`
+        or :data:`SUMMARY` (entry ``index``; ``text`` not empty, and only once the part has a
+        summary, else ``False``). The buffers come from the last call's, ``self._buffers`` or the
+        target (kept until the next normal frame); text, arguments, transcripts and summaries are
+        joined as they come (``add_fragment``'s rule, inlined: this runs once per event), audio
+        chunks are kept apart (base64 joins as bytes, not text), as the aggregator does with each
+        delta event.
         """
-        found = self._buffers.get((message, part))
-        if found is None:
-            target = self._target
-            found = target.part_buffers(message, part) if target is not None else None
+        found = self._hot
+        if found is None or part != self._hot_part or message != self._hot_message:
+            found = self._buffers.get((message, part))
             if found is None:
-                return False
-            self._buffers[message, part] = found
-        if args < AUDIO:
-            buf = found.args if args else found.text
-        elif args == AUDIO:
+                target = self._target
+                found = target.part_buffers(message, part) if target is not None else None
+                if found is None:
+                    return False
+                self._buffers[message, part] = found
+            self._hot, self._hot_message, self._hot_part = found, message, part
+        if kind == TEXT:
+            buf = found.text
+        elif kind == ARGS:
+            buf = found.args
+        elif kind == AUDIO:
             if found.audio_data is None:
                 found.audio_data = [text]
             else:
                 found.audio_data.append(text)
             return True
-        else:
+        elif kind == TRANSCRIPT:
             held = found.audio_transcript
             if held is None:
                 found.audio_transcript = [text]
                 return True
             buf = held
+        else:
+            summary = found.summary
+            if summary is None or not text:
+                return False
+            entry = summary.get(index)
+            if entry is None:
+                summary[index] = [text]
+                return True
+            buf = entry
         buf.append(text)
         if len(buf) >= FRAGMENTS:
             compact(buf)

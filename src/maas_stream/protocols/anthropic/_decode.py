@@ -25,7 +25,7 @@ import msgspec
 from ... import events
 from ..._exceptions import RemoteProtocolError
 from ..._model import FinishReason, UnknownPart
-from .._base import SSEStreamDecoder
+from .._base import ARGS, TEXT, SSEStreamDecoder
 from .._names import ANTHROPIC as PROTOCOL
 from ._blocks import (
     KNOWN_RAW_TYPES,
@@ -121,8 +121,9 @@ class StreamDecoder(SSEStreamDecoder):
                 index = frame.index
                 if delta is not None and index not in self._unknown:
                     dtype = delta.type
-                    args = dtype == "input_json_delta"
-                    if args:
+                    kind = TEXT
+                    if dtype == "input_json_delta":
+                        kind = ARGS
                         text = delta.partial_json
                     elif dtype == "text_delta":
                         text = delta.text
@@ -134,7 +135,7 @@ class StreamDecoder(SSEStreamDecoder):
                     if dtype:
                         if not text:
                             continue  # an empty delta changes nothing
-                        if self.fold_delta(0, index, text, args):
+                        if self.fold_delta(0, index, text, kind):
                             continue
             if frame is not None:
                 self._decoded = (data, frame)  # not decoded twice: on_frame reads it once

@@ -354,8 +354,10 @@ class StreamDecoder(SSEStreamDecoder):
 
         Such a chunk (one candidate, seen before, one text part of the run's kind without a
         signature, no finish reason, no error) makes at most one delta; its framing state (usage,
-        a block reason, the candidate's extra fields) is kept as :meth:`on_frame` keeps it. Any
-        other chunk goes :meth:`normal`.
+        a block reason, the candidate's extra fields) is kept as :meth:`on_frame` keeps it. A
+        chunk of that shape whose text part opens a run (a thought after text, say) makes its
+        part's events as :meth:`on_frame` would (``_Candidate.part``), handed to the target with
+        nothing else to do. Any other chunk goes :meth:`normal`.
         """
         cands = self._cands
         camel = camel_chunk_decoder.decode
@@ -382,9 +384,13 @@ class StreamDecoder(SSEStreamDecoder):
                     if (
                         c is not None
                         and text is not UNSET
-                        and not part.thought_signature
-                        and c.kind == ("thought" if part.thought else "text")
-                        and (not text or fold(c.index, c.key, text))
+                        and c.kind != "stream"
+                        and (
+                            not text or fold(c.index, c.key, text)
+                            if c.kind == ("thought" if part.thought else "text")
+                            and not part.thought_signature
+                            else self._open_run(c, part)
+                        )
                     ):
                         usage = chunk.usage_metadata
                         if usage:
@@ -412,6 +418,13 @@ class StreamDecoder(SSEStreamDecoder):
             self.normal(number, names[number - first], data)
             started = self._started
             last = None
+
+    def _open_run(self, c: _Candidate, part: WirePart) -> bool:
+        """A text part that opens a run (or signs one): its events, as :meth:`on_frame` makes them."""
+        out: list[ev.Event] = []
+        c.part(part, out)
+        self._forget(out)
+        return True
 
     def _flush_usage(self, out: list[ev.Event]) -> None:
         if self._usage is not None:

@@ -28,7 +28,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, Part, TextPart
-from .._base import SSEStreamDecoder
+from .._base import ARGS, SUMMARY, SSEStreamDecoder
 from .._names import GOOGLE_INTERACTIONS as PROTOCOL
 from ._content import citation_from, part_from_content
 from ._steps import (
@@ -113,10 +113,11 @@ class StreamDecoder(SSEStreamDecoder):
         return out
 
     def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
-        """Fold a step's text deltas (in its open text part) and arguments deltas directly.
+        """Fold a step's text deltas (in its open text part), arguments and summary deltas directly.
 
-        Such a delta's only event is itself (:meth:`_on_delta`); any other frame, or a step not
-        started, goes :meth:`normal`.
+        Such a delta's only event is itself (:meth:`_on_delta`, :meth:`_other_delta`); any other
+        frame, or a step not started, goes :meth:`normal`. A text summary delta appends to entry 0
+        of the step's main part once that has a summary (``fold_delta``'s :data:`SUMMARY`).
         """
         decode = envelope_decoder.decode
         steps = self._steps
@@ -132,17 +133,32 @@ class StreamDecoder(SSEStreamDecoder):
                 step = steps.get(index) if index is not None else None
                 if delta is not None and step is not None and index is not None:
                     dtype = delta.type
-                    args = dtype == "arguments_delta" and step.buffer is None
-                    if args or (dtype == "text" and step.last == "text"):
-                        text = delta.arguments if args else delta.text
-                        if not text or not isinstance(text, str):
-                            continue  # no event
-                        key: int | str = "call" if args else step.pos
-                        if self.fold_delta(index, key, text, args):
+                    if dtype == "text":
+                        if step.last == "text":
+                            text = delta.text
+                            if not text:
+                                continue  # no event
+                            if self.fold_delta(index, step.pos, text):
+                                continue
+                    elif step.buffer is None:
+                        if dtype == "arguments_delta":
+                            text = delta.arguments
+                            if not text or not isinstance(text, str):
+                                continue  # no event
+                            if self.fold_delta(index, "call", text, ARGS):
+                                continue
+                        elif dtype == "thought_summary" and self._fold_summary(index, step, delta.content):
                             continue
             if env is not None:
                 self._decoded = (data, env)  # not decoded twice: on_frame reads it once
             self.normal(number, names[number - first], data)
+
+    def _fold_summary(self, index: int, step: _Step, content: Any) -> bool:
+        """Fold a text summary delta (:meth:`_other_delta`'s ``SummaryDelta``) directly, if it can be."""
+        if type(content) is not dict or content.get("type") != "text":
+            return False
+        text = content.get("text")
+        return type(text) is str and self.fold_delta(index, _main(step), text, SUMMARY)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -305,7 +321,7 @@ class StreamDecoder(SSEStreamDecoder):
         self, index: int, step: _Step, delta: Delta, data: bytes | str, out: list[ev.Event]
     ) -> None:
         dtype = delta.type
-        main: int | str = "call" if step.kind in ("call", "mcp_call") else 0
+        main = _main(step)
         if dtype == "thought_signature":
             if delta.signature is not None:
                 out.append(ev.SignatureDelta(message=index, part=main, signature=delta.signature))
@@ -378,6 +394,11 @@ _DELTA_TYPES: Final = frozenset({"step.delta", "content.delta"})
 
 _FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 """A frame the direct fold cannot read goes the normal way, which reports it (or skips it)."""
+
+
+def _main(step: _Step) -> int | str:
+    """The key of a step's main part (a call's, or the first): what signatures and summaries go to."""
+    return "call" if step.kind in ("call", "mcp_call") else 0
 
 
 def _index(env: Envelope) -> int:

@@ -15,7 +15,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import ReasoningPart, ToolCallPart
-from .._base import SSEStreamDecoder
+from .._base import ARGS, SSEStreamDecoder
 from ._map import (
     LEGACY,
     PROTOCOL,
@@ -156,7 +156,7 @@ class StreamDecoder(SSEStreamDecoder):
                             args = fn.arguments
                             if not args:
                                 continue
-                            if self.fold_delta(index, call.index, args, args=True):
+                            if self.fold_delta(index, call.index, args, ARGS):
                                 continue
             self.normal(number, event, data)
             plain = self._have_id and not self._done

@@ -37,7 +37,7 @@ from msgspec.structs import replace
 from ... import events
 from ..._exceptions import RemoteProtocolError
 from ..._model import ImagePart, ToolCallPart, UnknownPart
-from .._base import SSEStreamDecoder
+from .._base import ARGS, SUMMARY, TEXT, SSEStreamDecoder
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._openai import citation_from_annotation
 from ._items import CALL_TYPES, content_part, escaped, item_message, item_parts, stream_prefix
@@ -165,7 +165,7 @@ class StreamDecoder(SSEStreamDecoder):
         return [events.UnknownEvent(provider_type=kind, raw=msgspec.json.decode(data))]
 
     def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
-        """Fold text, refusal, reasoning-text and arguments deltas directly; the rest go :meth:`normal`.
+        """Fold text, refusal, reasoning, summary and arguments deltas directly; the rest go :meth:`normal`.
 
         Such an event, in sequence and without log-probabilities, is one delta (see
         :data:`_FOLDED`) into a part that exists already; anything else goes as events.
@@ -182,13 +182,24 @@ class StreamDecoder(SSEStreamDecoder):
                 seq = env.sequence_number
                 if route is not None and not env.logprobs and (seq is None or seq == self._last + 1):
                     delta = env.delta
-                    if not delta or not isinstance(delta, str):
+                    message = env.output_index or 0
+                    if route == "summary":
+                        # Even an empty one names an entry: only text goes straight in.
+                        index = env.summary_index or 0
+                        folded = (
+                            type(delta) is str
+                            and index >= 0
+                            and self.fold_delta(message, "reasoning", delta, SUMMARY, index)
+                        )
+                    elif not delta or not isinstance(delta, str):
                         if seq is not None:
                             self._last = seq
                         continue  # an empty delta changes nothing
-                    message = env.output_index or 0
-                    key = (env.content_index or 0) if route == "content" else route
-                    if self.fold_delta(message, key, delta, route == "call"):
+                    elif route == "content":
+                        folded = self.fold_delta(message, env.content_index or 0, delta)
+                    else:
+                        folded = self.fold_delta(message, route, delta, ARGS if route == "call" else TEXT)
+                    if folded:
                         if seq is not None:
                             self._last = seq
                         continue
@@ -449,13 +460,15 @@ _FOLDED: Final = {
     "response.output_text.delta": "content",
     "response.refusal.delta": "content",
     "response.reasoning_text.delta": "reasoning",
+    "response.reasoning_summary_text.delta": "summary",
     "response.function_call_arguments.delta": "call",
     "response.custom_tool_call_input.delta": "call",
     "response.mcp_call_arguments.delta": "call",
     "response.code_interpreter_call_code.delta": "call",
 }
 """The events :meth:`StreamDecoder.fold_frames` folds directly, by the part key their delta goes
-to: ``"content"`` (the content index, text), ``"reasoning"`` (text) or ``"call"`` (arguments)."""
+to: ``"content"`` (the content index, text), ``"reasoning"`` (text), ``"call"`` (arguments), or
+``"summary"``: the ``"reasoning"`` part's summary entry ``summary_index`` (``SUMMARY``)."""
 
 _FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 """A frame the direct fold cannot read goes the normal way, which reports it (or skips a blank one)."""
