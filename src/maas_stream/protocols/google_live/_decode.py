@@ -40,6 +40,7 @@ audio or transcript goes straight into its part's buffers.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Final
 
 import msgspec
@@ -51,7 +52,7 @@ from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
-from ._wire import LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
+from ._wire import Blob, LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
 __all__ = ["CLIENT_KEYS", "StreamDecoder"]
 
@@ -79,8 +80,44 @@ _TRANSCRIPT_HEAD: Final = _HEAD + b'"outputTranscription":{"text":'
 ``_AUDIO_HEAD`` + mime type + ``_AUDIO_DATA`` + data + ``}}]}}}}``, and one output transcription,
 ``_TRANSCRIPT_HEAD`` + text + ``}}}}``), so its strings are all :meth:`StreamDecoder.fold_lines`
 decodes. Any other line, or one whose pieces are not exactly strings, is decoded whole."""
+_TEXT_END, _AUDIO_END, _TRANSCRIPT_END = b'"}]}}}}', b'"}}]}}}}', b'"}}}}'
+"""How a common line ends: its last string, then the fixed closing (a line whose last value is no
+string, a thought's ``"thought":true`` say, is no common line: it would fail its whole run)."""
+_BLOB_AT: Final = len(_HEAD + b'"modelTurn":{"parts":[{"inlineData":')
+"""Where the ``inlineData`` object of a common audio line starts (it ends 6 bytes before the line does)."""
 _str = msgspec.json.Decoder(str).decode
+_strings = msgspec.json.Decoder(list[str]).decode
+_audio_values = msgspec.json.Decoder(list[Blob | str]).decode
+"""A run's values (``StreamDecoder._fold_run``): texts; or audio ``inlineData`` and transcriptions."""
 _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
+
+_TEXT_RUN, _AUDIO_RUN = 1, 2
+"""The runs of common lines that fold together: one text part; one audio part and its transcription."""
+
+
+_mime_of = operator.attrgetter("mime_type")
+_data_of = operator.attrgetter("data")
+
+
+def _deltas(group: int, values: list[Any]) -> tuple[list[str], list[str]] | None:
+    """A run's deltas (audio chunks, texts) if each value is one; else ``None``.
+
+    A delta is a non-empty text (or transcription), or an audio chunk (non-empty data) of an
+    ``audio/`` type: what :meth:`StreamDecoder._delta` says of its line.
+    """
+    if group == _TEXT_RUN:
+        return None if "" in values else ([], values)
+    said = [v for v in values if type(v) is str]
+    if "" in said:
+        return None
+    blobs = [v for v in values if type(v) is not str]
+    chunks = list(map(_data_of, blobs))
+    if None in chunks or "" in chunks:
+        return None
+    if not all((mime or "").startswith("audio/") for mime in set(map(_mime_of, blobs))):
+        return None
+    return chunks, said
+
 
 _TEXT, _THOUGHT = TEXT, -1
 """A common delta's kind (``StreamDecoder._delta``): ``fold_delta``'s buffer, and thought text."""
@@ -187,13 +224,98 @@ class StreamDecoder(SessionDecoder):
         self._turn_end(message, content, line, whole, out)
 
     def fold_lines(self, lines: list[bytes]) -> None:
-        """Fold a chunk's lines: a message that only continues an open part goes to ``fold_delta``.
+        """Fold a chunk's lines: a message that only continues an open part goes to its buffer.
 
-        A common line as recorded (``_TEXT_HEAD``...) needs only its strings decoded; any other
-        is decoded whole (the same typed decode as ``feed``, so a line folded is one the event
-        path accepts) and asked :meth:`_delta`. A delta folds when the decoder's state says it
-        continues an open part, after the lines held before it went ``normal`` (they may open
-        that part); every other line is held, and consecutive held lines go ``normal`` together.
+        A common line as recorded (``_TEXT_HEAD``...) needs only its strings decoded: a run of
+        consecutive ones of the same part (text; or audio and its transcription) is decoded in
+        ONE msgspec call and folds with one append per buffer (:meth:`_fold_run`). Any other
+        line takes :meth:`_fold_each` (decoded whole, the same typed decode as ``feed``, then
+        folded or held). A delta folds when the decoder's state says it continues an open part,
+        after the lines before it went ``normal`` (they may open that part).
+        """
+        other: list[bytes] = []
+        run: list[bytes] = []
+        pieces: list[bytes] = []
+        group = 0
+        for line in lines:
+            if line.startswith(_TEXT_HEAD) and line.endswith(_TEXT_END):
+                kind, piece = _TEXT_RUN, line[_TEXT_AT:-6]
+            elif line.startswith(_AUDIO_HEAD) and line.endswith(_AUDIO_END):
+                kind, piece = _AUDIO_RUN, line[_BLOB_AT:-6]
+            elif line.startswith(_TRANSCRIPT_HEAD) and line.endswith(_TRANSCRIPT_END):
+                kind, piece = _AUDIO_RUN, line[_TRANSCRIPT_AT:-4]
+            else:
+                if run:
+                    self._fold_run(group, run, pieces)
+                    run, pieces = [], []
+                other.append(line)
+                continue
+            if kind != group or other:
+                if run:
+                    self._fold_run(group, run, pieces)
+                    run, pieces = [], []
+                if other:
+                    self._fold_each(other)
+                    other = []
+                group = kind
+            run.append(line)
+            pieces.append(piece)
+        if run:
+            self._fold_run(group, run, pieces)
+        if other:
+            self._fold_each(other)
+
+    def _fold_run(self, group: int, run: list[bytes], pieces: list[bytes]) -> None:
+        """Fold a run of common lines of one part (``pieces``: their JSON values), or take them one by one.
+
+        The run's values are decoded in one call; unless each line holds exactly one of them, of
+        the recorded type, and each is a delta (a non-empty text; an audio chunk of an ``audio/``
+        type), the run goes :meth:`_fold_each`, which says what the lines are (errors included).
+        Its deltas fold together once the decoder's state says they continue the open part
+        (folding changes no state, so then all of them do); until then its lines go ``normal``
+        one at a time, as :meth:`_fold_each` would send them.
+        """
+        joined = b"[" + b",".join(pieces) + b"]"
+        values: list[Any]
+        try:
+            values = _strings(joined) if group == _TEXT_RUN else _audio_values(joined)
+        except _DECODE_FAULTS:
+            values = []
+        if len(values) != len(run) or _deltas(group, values) is None:
+            self._fold_each(run)
+            return
+        for i in range(len(run)):
+            if self._msg_open and self._fold_values(group, values[i:] if i else values):
+                self._frames += len(run) - i
+                return
+            self.normal([run[i]])
+
+    def _fold_values(self, group: int, values: list[Any]) -> bool:
+        """Fold a run's deltas if they continue the open part (one append per buffer); else nothing."""
+        if group == _TEXT_RUN:
+            text = values[0] if len(values) == 1 else "".join(values)
+            return self._last == "text" and self.fold_delta(self._turn, self._pos, text)
+        if not self._audio:
+            return False
+        deltas = _deltas(group, values)
+        assert deltas is not None  # checked by _fold_run
+        chunks, said = deltas
+        if chunks:
+            if not self.fold_delta(self._turn, "audio", chunks[0], AUDIO):
+                return False
+            if len(chunks) > 1:
+                held = self._buffers[self._turn, "audio"].audio_data
+                assert held is not None  # fold_delta just appended the first chunk
+                held += chunks[1:]
+        # The same part's buffers: once the audio folded, its transcript does too.
+        return not said or self.fold_delta(
+            self._turn, "audio", said[0] if len(said) == 1 else "".join(said), TRANSCRIPT
+        )
+
+    def _fold_each(self, lines: list[bytes]) -> None:
+        """Fold lines one at a time: a delta continuing the open part folds, every other line is held.
+
+        Consecutive held lines go ``normal`` together, before the next delta is tried.
         """
         decode = frame_decoder.decode
         fold = self.fold_delta
