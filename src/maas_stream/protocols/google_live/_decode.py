@@ -281,25 +281,29 @@ class StreamDecoder(SessionDecoder):
             values = _strings(joined) if group == _TEXT_RUN else _audio_values(joined)
         except _DECODE_FAULTS:
             values = []
-        if len(values) != len(run) or _deltas(group, values) is None:
+        deltas = _deltas(group, values) if len(values) == len(run) else None
+        if deltas is None:
             self._fold_each(run)
             return
         for i in range(len(run)):
-            if self._msg_open and self._fold_values(group, values[i:] if i else values):
+            if i:
+                deltas = _deltas(group, values[i:])
+                assert deltas is not None  # the run's values were all deltas
+            if self._msg_open and self._fold_values(group, *deltas):
                 self._frames += len(run) - i
                 return
             self.normal([run[i]])
 
-    def _fold_values(self, group: int, values: list[Any]) -> bool:
-        """Fold a run's deltas if they continue the open part (one append per buffer); else nothing."""
+    def _fold_values(self, group: int, chunks: list[str], texts: list[str]) -> bool:
+        """Fold a run's deltas if they continue the open part (one append per buffer); else nothing.
+
+        ``chunks`` are its audio chunks, ``texts`` its texts or transcriptions (``_deltas``).
+        """
+        text = texts[0] if len(texts) == 1 else "".join(texts)
         if group == _TEXT_RUN:
-            text = values[0] if len(values) == 1 else "".join(values)
             return self._last == "text" and self.fold_delta(self._turn, self._pos, text)
         if not self._audio:
             return False
-        deltas = _deltas(group, values)
-        assert deltas is not None  # checked by _fold_run
-        chunks, said = deltas
         if chunks:
             if not self.fold_delta(self._turn, "audio", chunks[0], AUDIO):
                 return False
@@ -308,9 +312,7 @@ class StreamDecoder(SessionDecoder):
                 assert held is not None  # fold_delta just appended the first chunk
                 held += chunks[1:]
         # The same part's buffers: once the audio folded, its transcript does too.
-        return not said or self.fold_delta(
-            self._turn, "audio", said[0] if len(said) == 1 else "".join(said), TRANSCRIPT
-        )
+        return not texts or self.fold_delta(self._turn, "audio", text, TRANSCRIPT)
 
     def _fold_each(self, lines: list[bytes]) -> None:
         """Fold lines one at a time: a delta continuing the open part folds, every other line is held.
