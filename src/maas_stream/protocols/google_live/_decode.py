@@ -52,7 +52,7 @@ from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
-from ._wire import Blob, LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
+from ._wire import AudioChunk, LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
 __all__ = ["CLIENT_KEYS", "StreamDecoder"]
 
@@ -87,8 +87,12 @@ _BLOB_AT: Final = len(_HEAD + b'"modelTurn":{"parts":[{"inlineData":')
 """Where the ``inlineData`` object of a common audio line starts (it ends 6 bytes before the line does)."""
 _str = msgspec.json.Decoder(str).decode
 _strings = msgspec.json.Decoder(list[str]).decode
-_audio_values = msgspec.json.Decoder(list[Blob | str]).decode
-"""A run's values (``StreamDecoder._fold_run``): texts; or audio ``inlineData`` and transcriptions."""
+_chunks = msgspec.json.Decoder(list[AudioChunk]).decode
+"""A run's values (``_run_deltas``): texts or transcriptions; audio ``inlineData``."""
+_TEXT_JOINT: Final = _TEXT_END[1:] + b"\n" + _TEXT_HEAD
+"""Where two common text lines meet in a run joined with newlines (a comma in its array)."""
+_KIND_AT, _MODEL_TURN = len(_HEAD) + 1, ord("m")
+"""Which common line of an audio run: ``"modelTurn"`` (audio) or ``"outputTranscription"``."""
 _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
 
 _TEXT_RUN, _AUDIO_RUN = 1, 2
@@ -99,24 +103,31 @@ _mime_of = operator.attrgetter("mime_type")
 _data_of = operator.attrgetter("data")
 
 
-def _deltas(group: int, values: list[Any]) -> tuple[list[str], list[str]] | None:
-    """A run's deltas (audio chunks, texts) if each value is one; else ``None``.
+def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | None:
+    """A run's deltas (audio chunks, texts or transcriptions), each value decoded in ONE call per kind.
 
-    A delta is a non-empty text (or transcription), or an audio chunk (non-empty data) of an
-    ``audio/`` type: what :meth:`StreamDecoder._delta` says of its line.
+    ``None`` unless each line holds exactly one value of its kind and each is a delta: a
+    non-empty text, or an audio chunk (non-empty data) of an ``audio/`` type, what
+    :meth:`StreamDecoder._delta` says of its line. A text run's array is its lines joined with
+    each line's fixed ends cut at once (no JSON string holds a raw newline, so each joint is one
+    line end); were a line odd, the array would not hold one string per line.
     """
-    if group == _TEXT_RUN:
-        return None if "" in values else ([], values)
-    said = [v for v in values if type(v) is str]
-    if "" in said:
+    try:
+        if group == _TEXT_RUN:
+            texts = _strings(b"[" + b"\n".join(run).replace(_TEXT_JOINT, b",")[_TEXT_AT:-6] + b"]")
+            return ([], texts) if len(texts) == len(run) and "" not in texts else None
+        audio = [line[_BLOB_AT:-6] for line in run if line[_KIND_AT] == _MODEL_TURN]
+        said = [line[_TRANSCRIPT_AT:-4] for line in run if line[_KIND_AT] != _MODEL_TURN]
+        blobs = _chunks(b"[" + b",".join(audio) + b"]") if audio else []
+        texts = _strings(b"[" + b",".join(said) + b"]") if said else []
+    except _DECODE_FAULTS:
         return None
-    blobs = [v for v in values if type(v) is not str]
+    if len(blobs) != len(audio) or len(texts) != len(said) or "" in texts:
+        return None
     chunks = list(map(_data_of, blobs))
-    if None in chunks or "" in chunks:
+    if "" in chunks or not all(mime.startswith("audio/") for mime in set(map(_mime_of, blobs))):
         return None
-    if not all((mime or "").startswith("audio/") for mime in set(map(_mime_of, blobs))):
-        return None
-    return chunks, said
+    return chunks, texts
 
 
 _TEXT, _THOUGHT = TEXT, -1
@@ -235,60 +246,51 @@ class StreamDecoder(SessionDecoder):
         """
         other: list[bytes] = []
         run: list[bytes] = []
-        pieces: list[bytes] = []
         group = 0
         for line in lines:
             if line.startswith(_TEXT_HEAD) and line.endswith(_TEXT_END):
-                kind, piece = _TEXT_RUN, line[_TEXT_AT:-6]
-            elif line.startswith(_AUDIO_HEAD) and line.endswith(_AUDIO_END):
-                kind, piece = _AUDIO_RUN, line[_BLOB_AT:-6]
-            elif line.startswith(_TRANSCRIPT_HEAD) and line.endswith(_TRANSCRIPT_END):
-                kind, piece = _AUDIO_RUN, line[_TRANSCRIPT_AT:-4]
+                kind = _TEXT_RUN
+            elif (line.startswith(_AUDIO_HEAD) and line.endswith(_AUDIO_END)) or (
+                line.startswith(_TRANSCRIPT_HEAD) and line.endswith(_TRANSCRIPT_END)
+            ):
+                kind = _AUDIO_RUN
             else:
                 if run:
-                    self._fold_run(group, run, pieces)
-                    run, pieces = [], []
+                    self._fold_run(group, run)
+                    run = []
                 other.append(line)
                 continue
             if kind != group or other:
                 if run:
-                    self._fold_run(group, run, pieces)
-                    run, pieces = [], []
+                    self._fold_run(group, run)
+                    run = []
                 if other:
                     self._fold_each(other)
                     other = []
                 group = kind
             run.append(line)
-            pieces.append(piece)
         if run:
-            self._fold_run(group, run, pieces)
+            self._fold_run(group, run)
         if other:
             self._fold_each(other)
 
-    def _fold_run(self, group: int, run: list[bytes], pieces: list[bytes]) -> None:
-        """Fold a run of common lines of one part (``pieces``: their JSON values), or take them one by one.
+    def _fold_run(self, group: int, run: list[bytes]) -> None:
+        """Fold a run of common lines of one part, or take its lines one by one.
 
-        The run's values are decoded in one call; unless each line holds exactly one of them, of
-        the recorded type, and each is a delta (a non-empty text; an audio chunk of an ``audio/``
-        type), the run goes :meth:`_fold_each`, which says what the lines are (errors included).
-        Its deltas fold together once the decoder's state says they continue the open part
-        (folding changes no state, so then all of them do); until then its lines go ``normal``
-        one at a time, as :meth:`_fold_each` would send them.
+        Unless each line holds one delta (``_run_deltas``), the run goes :meth:`_fold_each`, which
+        says what the lines are (errors included). Its deltas fold together once the decoder's
+        state says they continue the open part (folding changes no state, so then all of them
+        do); until then its lines go ``normal`` one at a time, as :meth:`_fold_each` would send
+        them.
         """
-        joined = b"[" + b",".join(pieces) + b"]"
-        values: list[Any]
-        try:
-            values = _strings(joined) if group == _TEXT_RUN else _audio_values(joined)
-        except _DECODE_FAULTS:
-            values = []
-        deltas = _deltas(group, values) if len(values) == len(run) else None
+        deltas = _run_deltas(group, run)
         if deltas is None:
             self._fold_each(run)
             return
         for i in range(len(run)):
             if i:
-                deltas = _deltas(group, values[i:])
-                assert deltas is not None  # the run's values were all deltas
+                deltas = _run_deltas(group, run[i:])
+                assert deltas is not None  # the whole run's were
             if self._msg_open and self._fold_values(group, *deltas):
                 self._frames += len(run) - i
                 return
@@ -297,7 +299,7 @@ class StreamDecoder(SessionDecoder):
     def _fold_values(self, group: int, chunks: list[str], texts: list[str]) -> bool:
         """Fold a run's deltas if they continue the open part (one append per buffer); else nothing.
 
-        ``chunks`` are its audio chunks, ``texts`` its texts or transcriptions (``_deltas``).
+        ``chunks`` are its audio chunks, ``texts`` its texts or transcriptions (``_run_deltas``).
         """
         text = texts[0] if len(texts) == 1 else "".join(texts)
         if group == _TEXT_RUN:
