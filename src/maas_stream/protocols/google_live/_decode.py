@@ -35,7 +35,9 @@ aggregator's: a cancellation names the call by id.
 Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); a message's text
 is decoded untyped only when it, or one of its parts, is kept whole. Folded directly
 (:meth:`StreamDecoder.fold_lines`), a message that only continues the open turn's text, thought,
-audio or transcript goes straight into its part's buffers.
+audio or transcript goes straight into its part's buffers: a run of consecutive common lines as
+recorded (one part's text, or its audio and transcription) is decoded in one msgspec call per
+kind and folds with one append per buffer.
 """
 
 from __future__ import annotations
