@@ -677,6 +677,13 @@ AUDIO = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "AAAA"}}
 PADDED = {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "AQI="}}
 
 
+def _opened(*middle: tuple[str, Any]) -> bytes:
+    """A session's start and ``middle``, with no turn end (more lines may follow as bytes)."""
+    return _lines(
+        ("client", {"setup": {"model": "models/gemini-live"}}), ("server", {"setupComplete": {}}), *middle
+    )
+
+
 def _session(*middle: tuple[str, Any]) -> bytes:
     return _lines(
         ("client", {"setup": {"model": "models/gemini-live"}}),
@@ -746,6 +753,52 @@ LIVE_CASES = {
     "a mistyped text": _session(_live({"text": "a"}), _live({"text": 5})),
     "a text line cut short": _session(_live({"text": "a"}))
     + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"b}]}}}}\n',
+    # Runs of common lines (decoded in one call, ``google_live._decode``): a bad or odd line
+    # inside a run gives the event path's error and partial result, or its fold.
+    "a bad string inside a text run": _opened(*[_live({"text": f"w{i} "}) for i in range(5)])
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"\\x"}]}}}}\n'
+    + _lines(*[_live({"text": f"v{i} "}) for i in range(5)]),
+    "two strings in one text line of a run": _opened(*[_live({"text": f"w{i} "}) for i in range(3)])
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"a","b"}]}}}}\n'
+    + _lines(_live({"text": "c"})),
+    "an empty text inside a text run": _opened(
+        *[_live({"text": f"w{i} "}) for i in range(3)], _live({"text": ""}), _live({"text": "x"})
+    ),
+    "a mistyped audio chunk inside an audio run": _opened(
+        _live({"text": "a"}),
+        *[_live(AUDIO, transcript=None) for _ in range(3)],
+        _live({"inlineData": {"mimeType": "audio/pcm", "data": 5}}),
+        _live(AUDIO),
+    ),
+    "odd audio values inside audio runs": _opened(
+        _live(AUDIO),
+        _live(transcript="a"),
+        _live({"inlineData": {"mimeType": None, "data": "AAAA"}}),
+        _live(AUDIO),
+        _live({"inlineData": {"mimeType": "image/png", "data": "AAAA"}}),
+        _live(transcript="b"),
+        _live(AUDIO),
+        _live(transcript=""),
+        _live(AUDIO),
+        _live({"inlineData": {"mimeType": "audio/pcm", "data": "AAAA", "displayName": "x"}}),
+        _live(transcript="c"),
+    )
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineData":'
+    + b'{"mimeType":"audio/pcm","data":"AAAA","data":"BBBB"}}]}}}}\n'
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineData":'
+    + b'{"mimeType":"audio/pcm","data":"AAAA"},{"text":"x"}}]}}}}\n'
+    + _lines(_live(AUDIO), _live(transcript="d")),
+    "runs that open their part": _opened(
+        *[_live(transcript=f"s{i} ") for i in range(4)],
+        *[_live(AUDIO) for _ in range(3)],
+        *[_live({"text": f"w{i} "}) for i in range(4)],
+        _live({"text": "t", "thought": True}),
+        *[_live({"text": f"v{i} "}) for i in range(4)],
+        *[_live(AUDIO) for _ in range(3)],
+    ),
+    "a run cut by a bad line": _opened(*[_live({"text": f"w{i} "}) for i in range(4)])
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"b}]}}}}\n'
+    + _lines(*[_live(AUDIO) for _ in range(3)]),
 }
 
 

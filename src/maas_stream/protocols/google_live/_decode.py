@@ -35,11 +35,14 @@ aggregator's: a cancellation names the call by id.
 Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); a message's text
 is decoded untyped only when it, or one of its parts, is kept whole. Folded directly
 (:meth:`StreamDecoder.fold_lines`), a message that only continues the open turn's text, thought,
-audio or transcript goes straight into its part's buffers.
+audio or transcript goes straight into its part's buffers: a run of consecutive common lines as
+recorded (one part's text, or its audio and transcription) is decoded in one msgspec call per
+kind and folds with one append per buffer.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Final
 
 import msgspec
@@ -51,7 +54,7 @@ from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
-from ._wire import LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
+from ._wire import AudioChunk, LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
 __all__ = ["CLIENT_KEYS", "StreamDecoder"]
 
@@ -79,8 +82,55 @@ _TRANSCRIPT_HEAD: Final = _HEAD + b'"outputTranscription":{"text":'
 ``_AUDIO_HEAD`` + mime type + ``_AUDIO_DATA`` + data + ``}}]}}}}``, and one output transcription,
 ``_TRANSCRIPT_HEAD`` + text + ``}}}}``), so its strings are all :meth:`StreamDecoder.fold_lines`
 decodes. Any other line, or one whose pieces are not exactly strings, is decoded whole."""
+_TEXT_END, _AUDIO_END, _TRANSCRIPT_END = b'"}]}}}}', b'"}}]}}}}', b'"}}}}'
+"""How a common line ends: its last string, then the fixed closing (a line whose last value is no
+string, a thought's ``"thought":true`` say, is no common line: it would fail its whole run)."""
+_BLOB_AT: Final = len(_HEAD + b'"modelTurn":{"parts":[{"inlineData":')
+"""Where the ``inlineData`` object of a common audio line starts (it ends 6 bytes before the line does)."""
 _str = msgspec.json.Decoder(str).decode
+_strings = msgspec.json.Decoder(list[str]).decode
+_chunks = msgspec.json.Decoder(list[AudioChunk]).decode
+"""A run's values (``_run_deltas``): texts or transcriptions; audio ``inlineData``."""
+_TEXT_JOINT: Final = _TEXT_END[1:] + b"\n" + _TEXT_HEAD
+"""Where two common text lines meet in a run joined with newlines (a comma in its array)."""
+_KIND_AT, _MODEL_TURN = len(_HEAD) + 1, ord("m")
+"""Which common line of an audio run: ``"modelTurn"`` (audio) or ``"outputTranscription"``."""
 _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
+
+_TEXT_RUN, _AUDIO_RUN = 1, 2
+"""The runs of common lines that fold together: one text part; one audio part and its transcription."""
+
+
+_mime_of = operator.attrgetter("mime_type")
+_data_of = operator.attrgetter("data")
+
+
+def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | None:
+    """A run's deltas (audio chunks, texts or transcriptions), each value decoded in ONE call per kind.
+
+    ``None`` unless each line holds exactly one value of its kind and each is a delta: a
+    non-empty text, or an audio chunk (non-empty data) of an ``audio/`` type, what
+    :meth:`StreamDecoder._delta` says of its line. A text run's array is its lines joined with
+    each line's fixed ends cut at once (no JSON string holds a raw newline, so each joint is one
+    line end); were a line odd, the array would not hold one string per line.
+    """
+    try:
+        if group == _TEXT_RUN:
+            texts = _strings(b"[" + b"\n".join(run).replace(_TEXT_JOINT, b",")[_TEXT_AT:-6] + b"]")
+            return ([], texts) if len(texts) == len(run) and "" not in texts else None
+        audio = [line[_BLOB_AT:-6] for line in run if line[_KIND_AT] == _MODEL_TURN]
+        said = [line[_TRANSCRIPT_AT:-4] for line in run if line[_KIND_AT] != _MODEL_TURN]
+        blobs = _chunks(b"[" + b",".join(audio) + b"]") if audio else []
+        texts = _strings(b"[" + b",".join(said) + b"]") if said else []
+    except _DECODE_FAULTS:
+        return None
+    if len(blobs) != len(audio) or len(texts) != len(said) or "" in texts:
+        return None
+    chunks = list(map(_data_of, blobs))
+    if "" in chunks or not all(mime.startswith("audio/") for mime in set(map(_mime_of, blobs))):
+        return None
+    return chunks, texts
+
 
 _TEXT, _THOUGHT = TEXT, -1
 """A common delta's kind (``StreamDecoder._delta``): ``fold_delta``'s buffer, and thought text."""
@@ -187,13 +237,91 @@ class StreamDecoder(SessionDecoder):
         self._turn_end(message, content, line, whole, out)
 
     def fold_lines(self, lines: list[bytes]) -> None:
-        """Fold a chunk's lines: a message that only continues an open part goes to ``fold_delta``.
+        """Fold a chunk's lines: a message that only continues an open part goes to its buffer.
 
-        A common line as recorded (``_TEXT_HEAD``...) needs only its strings decoded; any other
-        is decoded whole (the same typed decode as ``feed``, so a line folded is one the event
-        path accepts) and asked :meth:`_delta`. A delta folds when the decoder's state says it
-        continues an open part, after the lines held before it went ``normal`` (they may open
-        that part); every other line is held, and consecutive held lines go ``normal`` together.
+        A common line as recorded (``_TEXT_HEAD``...) needs only its strings decoded: a run of
+        consecutive ones of the same part (text; or audio and its transcription) is decoded in
+        ONE msgspec call and folds with one append per buffer (:meth:`_fold_run`). Any other
+        line takes :meth:`_fold_each` (decoded whole, the same typed decode as ``feed``, then
+        folded or held). A delta folds when the decoder's state says it continues an open part,
+        after the lines before it went ``normal`` (they may open that part).
+        """
+        other: list[bytes] = []
+        run: list[bytes] = []
+        group = 0
+        for line in lines:
+            if line.startswith(_TEXT_HEAD) and line.endswith(_TEXT_END):
+                kind = _TEXT_RUN
+            elif (line.startswith(_AUDIO_HEAD) and line.endswith(_AUDIO_END)) or (
+                line.startswith(_TRANSCRIPT_HEAD) and line.endswith(_TRANSCRIPT_END)
+            ):
+                kind = _AUDIO_RUN
+            else:
+                if run:
+                    self._fold_run(group, run)
+                    run = []
+                other.append(line)
+                continue
+            if kind != group or other:
+                if run:
+                    self._fold_run(group, run)
+                    run = []
+                if other:
+                    self._fold_each(other)
+                    other = []
+                group = kind
+            run.append(line)
+        if run:
+            self._fold_run(group, run)
+        if other:
+            self._fold_each(other)
+
+    def _fold_run(self, group: int, run: list[bytes]) -> None:
+        """Fold a run of common lines of one part, or take its lines one by one.
+
+        Unless each line holds one delta (``_run_deltas``), the run goes :meth:`_fold_each`, which
+        says what the lines are (errors included). Its deltas fold together once the decoder's
+        state says they continue the open part (folding changes no state, so then all of them
+        do); until then its lines go ``normal`` one at a time, as :meth:`_fold_each` would send
+        them.
+        """
+        deltas = _run_deltas(group, run)
+        if deltas is None:
+            self._fold_each(run)
+            return
+        for i in range(len(run)):
+            if i:
+                deltas = _run_deltas(group, run[i:])
+                assert deltas is not None  # the whole run's were
+            if self._msg_open and self._fold_values(group, *deltas):
+                self._frames += len(run) - i
+                return
+            self.normal([run[i]])
+
+    def _fold_values(self, group: int, chunks: list[str], texts: list[str]) -> bool:
+        """Fold a run's deltas if they continue the open part (one append per buffer); else nothing.
+
+        ``chunks`` are its audio chunks, ``texts`` its texts or transcriptions (``_run_deltas``).
+        """
+        text = texts[0] if len(texts) == 1 else "".join(texts)
+        if group == _TEXT_RUN:
+            return self._last == "text" and self.fold_delta(self._turn, self._pos, text)
+        if not self._audio:
+            return False
+        if chunks:
+            if not self.fold_delta(self._turn, "audio", chunks[0], AUDIO):
+                return False
+            if len(chunks) > 1:
+                held = self._buffers[self._turn, "audio"].audio_data
+                assert held is not None  # fold_delta just appended the first chunk
+                held += chunks[1:]
+        # The same part's buffers: once the audio folded, its transcript does too.
+        return not texts or self.fold_delta(self._turn, "audio", text, TRANSCRIPT)
+
+    def _fold_each(self, lines: list[bytes]) -> None:
+        """Fold lines one at a time: a delta continuing the open part folds, every other line is held.
+
+        Consecutive held lines go ``normal`` together, before the next delta is tried.
         """
         decode = frame_decoder.decode
         fold = self.fold_delta
