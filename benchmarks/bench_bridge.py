@@ -248,11 +248,15 @@ def bench_flavour(flavour: str) -> None:
             direct: Sample | None = None
             via: dict[str, Sample | None] = dict.fromkeys(urls)
             whole: dict[str, Sample | None] = dict.fromkeys(urls)
+            order = list(urls.items())
             for _ in range(REPEATS):
                 direct = better(
                     direct, measure(direct_url, ANTHROPIC_BODY, streams, (upstream.pid, upstream.pid))
                 )
-                for label, url in urls.items():
+                # The contender measured first in a repetition tends to look worse: the order
+                # turns each repetition.
+                order = order[1:] + order[:1]
+                for label, url in order:
                     pids = (bridges[label].pid, upstream.pid)
                     via[label] = better(via[label], measure(url, CHAT_BODY, streams, pids))
                     whole[label] = better(whole[label], measure(url, CHAT_WHOLE, streams, pids))

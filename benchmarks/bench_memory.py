@@ -153,6 +153,24 @@ def library() -> None:
         record(f"memory {protocol}", "after 500 deltas KiB / content KiB", used / content, "~1")
 
 
+async def frames() -> AsyncIterator[bytes]:
+    """The stalled upstream stream: its first frames, then nothing until cancelled."""
+    yield ANTHROPIC_START + anthropic(0)
+    await anyio.sleep_forever()
+
+
+class Stalled(contextlib.AbstractAsyncContextManager[Any]):
+    """One exchange with the stalled upstream (a slotted context manager, as HTTPUpstream's)."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> AsyncIterator[bytes]:
+        return frames()
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
 class StalledUpstream:
     """An Anthropic upstream that sends its first frames and then waits (until cancelled)."""
 
@@ -161,15 +179,10 @@ class StalledUpstream:
     def __init__(self, timeouts: Timeouts | None = None) -> None:
         self.timeouts = timeouts
 
-    @contextlib.asynccontextmanager
-    async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
-        del body  # sent, not held (as HTTPUpstream)
-
-        async def frames() -> AsyncIterator[bytes]:
-            yield ANTHROPIC_START + anthropic(0)
-            await anyio.sleep_forever()
-
-        yield frames()
+    def open(self, body: dict[str, Any], *, model: str | None) -> contextlib.AbstractAsyncContextManager[Any]:
+        # Sent, not held; a slotted context manager around the exchange (as HTTPUpstream).
+        del body
+        return Stalled()
 
     async def aclose(self) -> None:
         return None

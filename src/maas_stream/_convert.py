@@ -106,6 +106,22 @@ class StreamConverter:
         **options: Passed to the target's ``StreamEncoder``.
     """
 
+    __slots__ = (
+        "_all_streams",
+        "_cancelled",
+        "_checked",
+        "_encoder",
+        "_logged",
+        "_options",
+        "_source",
+        "_split",
+        "_streams",
+        "fail_closed",
+        "response",
+        "session",
+        "target",
+    )  # (no per-stream ``__dict__``: thousands of idle streams)
+
     def __init__(
         self, to: str, *, protocol: str | None = None, fail_closed: bool = True, **options: Any
     ) -> None:

@@ -210,7 +210,7 @@ class Unread:
     canonical field."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Envelope:
     """A request's fields besides the conversation, in canonical terms (see the module doc)."""
 
@@ -445,7 +445,9 @@ class EnvelopeCodec:
                 path = f"{prefix}.{k}"
                 if k not in own and path not in consumed:
                     env.native[path] = settings[k]
-        env.native_affects_output = frozenset(k for k in env.native if k in self.affects_output)
+        affected = [k for k in env.native if k in self.affects_output]
+        if affected:  # (else the shared empty default: an empty frozenset costs 216 bytes)
+            env.native_affects_output = frozenset(affected)
         return env
 
     def _read_settings(self, body: Mapping[str, Any], env: Envelope) -> Mapping[str, Any] | None:

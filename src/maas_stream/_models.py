@@ -17,6 +17,7 @@ It must not know any wire protocol (canonical field names only) or do IO.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -90,7 +91,16 @@ def model_caps(model: str | None, overrides: dict[str, ModelCaps] | None = None)
     if not model:
         return DEFAULT_CAPS
     name = model.removeprefix("models/").lower()
-    for pattern, caps in (*(overrides or {}).items(), *_FAMILIES):
+    for pattern, caps in (overrides or {}).items():
         if fnmatch.fnmatchcase(name, pattern.lower()):
+            return caps
+    return _family_caps(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _family_caps(name: str) -> ModelCaps:
+    """The built-in table's answer for a lower-case model name (cached: one glob per family)."""
+    for pattern, caps in _FAMILIES:
+        if fnmatch.fnmatchcase(name, pattern):
             return caps
     return DEFAULT_CAPS

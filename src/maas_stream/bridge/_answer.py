@@ -157,18 +157,7 @@ async def stream(
         *((k.encode(), v.encode()) for k, v in answer_headers(app, reading.dropped).items()),
     ]
     lossy: list[Dropped] = []
-    started = False
-
-    async def write(data: bytes) -> None:
-        # One ASGI message (one socket write) per piece: aconvert_into writes the output of
-        # one read at once, and the transport hands a burst over in one read, so a busy
-        # stream costs a send per burst, not per frame.
-        nonlocal started
-        if not started:
-            started = True
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": data, "more_body": True})
-
+    write = _Writer(send, headers)
     failure: MaasStreamError | None = None
     try:
         await aconvert_into(
@@ -188,9 +177,9 @@ async def stream(
         # aconvert_into logged each record when it happened; here they are only counted.
         for rec in lossy:
             app.stats.dropped[rec.kind] += rec.count
-    if failure is not None and not started:
+    if failure is not None and not write.started:
         raise upstream_failure(app.upstream.protocol, failure)
-    if not started:
+    if not write.started:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
     tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
     await send({"type": "http.response.body", "body": tail, "more_body": False})
@@ -224,6 +213,28 @@ async def answer(app: BridgeApp, client: str, source: Any, reading: Reading, sen
         app.stats.dropped[rec.kind] += rec.count
     await send_json(send, 200, body, answer_headers(app, reading.dropped))
     app.stats.streams += 1
+
+
+class _Writer:
+    """The ``write`` of a streamed answer: the response start before the first piece.
+
+    One ASGI message (one socket write) per piece: ``aconvert_into`` writes the output of one
+    read at once, and the transport hands a burst over in one read, so a busy stream costs a
+    send per burst, not per frame. (A slotted object: cheaper per idle stream than a closure.)
+    """
+
+    __slots__ = ("_headers", "_send", "started")
+
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+        self._send = send
+        self._headers = headers
+        self.started = False
+
+    async def __call__(self, data: bytes) -> None:
+        if not self.started:
+            self.started = True
+            await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
 
 
 @dataclass(frozen=True, slots=True)

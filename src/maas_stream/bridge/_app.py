@@ -154,33 +154,11 @@ class BridgeApp:
         exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         headers = request_headers(scope)
         cors = self.guard.cors_headers(headers)
-        finished = False
-
-        async def observed_send(message: Message) -> None:
-            nonlocal finished
-            if message["type"] == "http.response.start":
-                exchange.status = message["status"]
-                raw = [*message.get("headers", ()), *cors]
-                exchange.streamed = (
-                    bool(exchange.client) and (b"content-type", b"application/json") not in raw
-                )
-                message = {**message, "headers": raw}
-            elif message["type"] == "http.response.body":
-                if exchange.first_byte is None and message.get("body"):
-                    exchange.first_byte = time.perf_counter() - exchange.start
-                finished = not message.get("more_body", False)
-            await send(message)
-
-        async def observed_receive() -> Message:
-            message = await receive()
-            if message["type"] == "http.disconnect" and not finished:
-                exchange.left = True
-            return message
-
+        observed = _Observed(exchange, cors, receive, send)
         if self.metrics.enabled:
             self.metrics.in_flight.inc()
         try:
-            await self._serve(scope, headers, exchange, observed_receive, observed_send)
+            await self._serve(scope, headers, exchange, observed.receive, observed.send)
         finally:
             if self.metrics.enabled:
                 self.metrics.in_flight.dec()
@@ -483,3 +461,40 @@ def create_app(
         store = open_store(store)
     stateful = Stateful(store, native_state=native_state) if store is not None else None
     return BridgeApp(router, guard=guard, limits=limits, drop_params=drop_params, stateful=stateful)
+
+
+class _Observed:
+    """The ``send`` and ``receive`` of one request, recording what passes in its :class:`Exchange`.
+
+    A slotted object with two methods: cheaper per request than two closures and their cells.
+    """
+
+    __slots__ = ("_cors", "_exchange", "_finished", "_receive", "_send")
+
+    def __init__(
+        self, exchange: Exchange, cors: list[tuple[bytes, bytes]], receive: Receive, send: Send
+    ) -> None:
+        self._exchange = exchange
+        self._cors = cors
+        self._receive = receive
+        self._send = send
+        self._finished = False
+
+    async def send(self, message: Message) -> None:
+        exchange = self._exchange
+        if message["type"] == "http.response.start":
+            exchange.status = message["status"]
+            raw = [*message.get("headers", ()), *self._cors]
+            exchange.streamed = bool(exchange.client) and (b"content-type", b"application/json") not in raw
+            message = {**message, "headers": raw}
+        elif message["type"] == "http.response.body":
+            if exchange.first_byte is None and message.get("body"):
+                exchange.first_byte = time.perf_counter() - exchange.start
+            self._finished = not message.get("more_body", False)
+        await self._send(message)
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.disconnect" and not self._finished:
+            self._exchange.left = True
+        return message

@@ -75,10 +75,13 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
 
 
 async def _watch_bare(receive: Receive, scope: anyio.CancelScope) -> None:
+    # watch_disconnect inlined: one coroutine frame less per idle stream.
     try:
-        await watch_disconnect(receive, scope)
+        while (await receive())["type"] != "http.disconnect":
+            pass
     except Exception:  # no one awaits a bare task: a server that cannot tell is a client gone
-        scope.cancel()
+        pass
+    scope.cancel()
 
 
 def hangup_watcher(receive: Receive, scope: anyio.CancelScope) -> asyncio.Task[None] | None:

@@ -289,8 +289,7 @@ class HTTPUpstream:
             self._client = new_client(self.timeouts, self.max_connections)
         return self._client
 
-    @contextlib.asynccontextmanager
-    async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
+    def open(self, body: dict[str, Any], *, model: str | None) -> contextlib.AbstractAsyncContextManager[Any]:
         """POST ``body`` and give the checked streaming response.
 
         Raises:
@@ -305,19 +304,19 @@ class HTTPUpstream:
         # Quoted whole (a '/' too): a model name never reaches another path of the provider.
         url = self.url.replace("{model}", quote(self.model or model or "", safe=":@+"))
         content = msgspec.json.encode(body)  # (the content-type is in the headers)
-        del body  # not held while the stream lasts
-        async with aconnect(
-            self._get_client(),
-            "POST",
-            url,
-            protocol=self._protocol,
-            idle_timeout=self.timeouts.idle,
-            first_byte_timeout=self.timeouts.first_byte,
-            total_timeout=self.timeouts.total,
-            content=content,
-            headers=self._headers,
-        ) as source:
-            yield source.response
+        return _Response(
+            aconnect(
+                self._get_client(),
+                "POST",
+                url,
+                protocol=self._protocol,
+                idle_timeout=self.timeouts.idle,
+                first_byte_timeout=self.timeouts.first_byte,
+                total_timeout=self.timeouts.total,
+                content=content,
+                headers=self._headers,
+            )
+        )
 
     async def count_tokens(self, body: dict[str, Any], *, model: str | None) -> int | None:
         """The provider's count of ``body``'s input tokens, from its count endpoint.
@@ -370,3 +369,23 @@ class HTTPUpstream:
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+class _Response(contextlib.AbstractAsyncContextManager[Any]):
+    """The response of an :func:`~maas_stream.io.aconnect` exchange, as a context manager.
+
+    A slotted object around the exchange's own context manager: a generator-based one would
+    add its generator, its frame and the loop's record of it to every idle stream.
+    """
+
+    __slots__ = ("_exchange",)
+
+    def __init__(self, exchange: contextlib.AbstractAsyncContextManager[Any]) -> None:
+        self._exchange = exchange
+
+    async def __aenter__(self) -> Any:
+        source = await self._exchange.__aenter__()
+        return source.response
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._exchange.__aexit__(*exc)

@@ -337,7 +337,7 @@ async def aconvert_into(
         turn = 0
         while (item := await read()) is not None:
             if len(item) > _SLICE and kind == "bytes":
-                await sliced(item)  # type: ignore[arg-type]
+                await _sliced(conv, write, item)  # type: ignore[arg-type]
                 continue
             out = convert(conv, kind, item)
             if out:
@@ -350,19 +350,6 @@ async def aconvert_into(
         out = _finish(conv, reader.received)
         if out:
             await write(out)
-
-    async def sliced(item: bytes) -> None:
-        # One read holding many frames (a burst) is converted a slice at a time, yielding
-        # between slices: no stream holds the loop for a whole burst while others wait.
-        start, end = 0, len(item)
-        while start < end:
-            cut = item.find(b"\n", start + _SLICE) + 1 or end
-            out = conv.feed(item[start:cut] if start or cut < end else item)
-            start = cut
-            if out:
-                await write(out)
-            if start < end:
-                await anyio.lowlevel.checkpoint()
 
     try:
         try:
@@ -421,3 +408,20 @@ def iter_convert(
         if lossy is not None:
             lossy.extend(conv.lossy)
         reader.close()
+
+
+async def _sliced(conv: StreamConverter, write: Callable[[bytes], Awaitable[None]], item: bytes) -> None:
+    """Convert and write one read holding many frames (a burst) a slice at a time.
+
+    It yields between slices: no stream holds the loop for a whole burst while others wait. (A
+    module function, not a closure of :func:`aconvert_into`: nothing per idle stream.)
+    """
+    start, end = 0, len(item)
+    while start < end:
+        cut = item.find(b"\n", start + _SLICE) + 1 or end
+        out = conv.feed(item[start:cut] if start or cut < end else item)
+        start = cut
+        if out:
+            await write(out)
+        if start < end:
+            await anyio.lowlevel.checkpoint()

@@ -82,8 +82,8 @@ class StreamEncoder(PartWriter, EventEncoder):
         self._fixed_model = model is not None
         self._model = model
         self._finish: dict[int, FinishReason] = {}
-        self._finished: set[int] = set()
-        self._explicit: set[int] = set()
+        self._finished: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
+        self._explicit: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
         self._usage: Usage | None = None
         self._ended = False
 
@@ -128,11 +128,11 @@ class StreamEncoder(PartWriter, EventEncoder):
     def _on_message_start(self, ev: MessageStart) -> bytes:
         if ev.role not in ("assistant", "model"):
             self.drops.add("message", f"{ev.role} message in the output")
-            self._skipped.add(ev.message)
+            self._skipped[ev.message] = None
             return b""
         choice = ev.choice_index if ev.choice_index is not None else 0
         if ev.choice_index is not None:
-            self._explicit.add(choice)
+            self._explicit[choice] = None
         if isinstance(ev.message, int):
             self._choices[ev.message] = choice
         return self._announce(choice)
@@ -150,7 +150,7 @@ class StreamEncoder(PartWriter, EventEncoder):
 
     def _finish_chunk(self, choice: int, reason: FinishReason) -> bytes:
         head = self._flush_annotations(choice) if self._held else b""
-        self._finished.add(choice)
+        self._finished[choice] = None
         legacy_only = choice in self._legacy and not self._tools.get(choice)
         wire = finish_to_wire(reason, legacy_only=legacy_only)
         return head + self._chunk(choice, {}, finish_reason=wire)

@@ -101,13 +101,13 @@ class PartWriter:
         self._model: str | None = None
         self._header: dict[str, Any] = {"created": 0}
         self._choices: dict[int, int] = {}
-        self._announced: set[int] = set()
+        self._announced: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
         self._parts: dict[tuple[int, int], _Out] = {}
         self._tools: dict[int, int] = {}
-        self._legacy: set[int] = set()
+        self._legacy: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
         self._details: dict[int, int] = {}
         self._held: dict[int, list[dict[str, Any]]] = {}
-        self._skipped: set[Any] = set()
+        self._skipped: dict[Any, None] = {}  # (a set: an empty dict is a third of an empty set)
         """Source messages that are not the model's (user, tool...): their parts are not written."""
 
     # ------------------------------------------------------------------ framing
@@ -146,7 +146,7 @@ class PartWriter:
     def _announce(self, choice: int) -> bytes:
         if choice in self._announced:
             return b""
-        self._announced.add(choice)
+        self._announced[choice] = None
         return self._chunk(choice, {"role": "assistant", "content": ""})
 
     def _flush_annotations(self, choice: int) -> bytes:
@@ -185,7 +185,7 @@ class PartWriter:
     def _call_start(self, key: tuple[int, int], choice: int, value: ToolCallPart) -> bytes:
         if value.item_id == LEGACY and self._source == PROTOCOL:
             self._parts[key] = _Out("tool", choice, field=LEGACY)
-            self._legacy.add(choice)
+            self._legacy[choice] = None
             return self._chunk(choice, {LEGACY: legacy_to_wire(value, "")})
         tool = self._tools.get(choice, 0)
         self._tools[choice] = tool + 1
