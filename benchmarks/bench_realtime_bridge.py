@@ -457,7 +457,7 @@ def main() -> None:
         )
     try:
         try:
-            import uvloop
+            import uvloop  # type: ignore[import-not-found, unused-ignore]  # optional (uvicorn[standard])
         except ImportError:
             asyncio.run(bench(targets))
         else:
