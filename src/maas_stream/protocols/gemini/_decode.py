@@ -62,6 +62,8 @@ from ._wire import (
     fold_decoders,
     normalize,
     raw_part,
+    reencoded,
+    renamed,
     response_fields,
 )
 
@@ -276,11 +278,12 @@ class _Candidate:
         out.append(ev.PartDone(message=self.index, part=self.key, value=value))
 
 
-def _plan(c: _Candidate, parts: list[FoldPart]) -> list[str] | None:
+def _plan(c: _Candidate, parts: list[FoldPart], data: bytes) -> list[str] | None:
     """The arguments of a candidate's whole calls, if every part is common; else ``None``.
 
     Common: text that continues a run unsigned or opens one (signed or not), and whole calls
-    whose arguments read (a streamed one, a signature on an open run, bad arguments: ``None``).
+    whose arguments read (a streamed one, a signature on an open run, bad arguments: ``None``);
+    ``args`` are re-encoded where the normal way renames the chunk's names (and so re-encodes them).
     Follows the run state as :meth:`_Candidate.part` would change it, without changing it.
     """
     kind, signed = c.kind, c.signed
@@ -303,6 +306,8 @@ def _plan(c: _Candidate, parts: list[FoldPart]) -> list[str] | None:
         if call.name is None and call.args is UNSET and not call.partial_args:
             continue
         try:
+            if call.args is not UNSET and renamed(data):
+                call = msgspec.structs.replace(call, args=reencoded(call.args))
             args.append(call_arguments(call))
         except _FAULTS:
             return None
@@ -417,7 +422,7 @@ class StreamDecoder(SSEStreamDecoder):
                             if chunk.usage_metadata:
                                 self._usage = chunk.usage_metadata
                             continue
-                    if self._fold_chunk(chunk):
+                    if self._fold_chunk(chunk, data):
                         if chunk.usage_metadata:
                             self._usage = chunk.usage_metadata
                         continue
@@ -433,7 +438,7 @@ class StreamDecoder(SSEStreamDecoder):
         self._snake = not self._snake
         return chunk
 
-    def _fold_chunk(self, chunk: FoldChunk) -> bool:
+    def _fold_chunk(self, chunk: FoldChunk, data: bytes) -> bool:
         """Fold a chunk of known candidates and common parts, as :meth:`on_frame` would; ``False``: untouched.
 
         All or nothing: every part is checked first (a call's arguments read, so bad ones go the
@@ -449,7 +454,7 @@ class StreamDecoder(SSEStreamDecoder):
             if c is None or c.finish is not None or c.kind == "stream":
                 return False
             parts = cand.content.parts if cand.content is not None else []
-            args = _plan(c, parts)
+            args = _plan(c, parts, data)
             if args is None:
                 return False
             plans.append((c, parts, args))

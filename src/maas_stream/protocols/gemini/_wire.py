@@ -46,6 +46,8 @@ __all__ = [
     "fold_decoders",
     "normalize",
     "raw_part",
+    "reencoded",
+    "renamed",
     "response_fields",
     "snake_keys",
 ]
@@ -292,7 +294,8 @@ def normalize(value: Any) -> Any:
     return value
 
 
-def _snake(data: bytes | str) -> bool:
+def renamed(data: bytes | str) -> bool:
+    """Whether :func:`decode_chunk` renames this payload's keys (and so re-encodes ``args``)."""
     # "_" not in data is a C-speed scan that clears almost every chunk; the regex runs rarely.
     if isinstance(data, bytes):
         return 0x5F in data and _SNAKE_KEY_BYTES.search(data) is not None  # an int: memchr
@@ -308,11 +311,16 @@ def decode_chunk(data: bytes | str) -> Chunk:
         RemoteProtocolError: JSON nested too deeply to decode.
     """
     try:
-        if not _snake(data):
+        if not renamed(data):
             return _chunk.decode(data)
         return _chunk.decode(_json.encode(normalize(_any.decode(data))))
     except RecursionError as exc:
         raise RemoteProtocolError("JSON nested too deeply") from exc
+
+
+def reencoded(raw: msgspec.Raw) -> msgspec.Raw:
+    """A free-form value as :func:`decode_chunk` gives it from a payload it renames (decoded, encoded again)."""
+    return msgspec.Raw(_json.encode(_any.decode(raw)))
 
 
 def decode_part(raw: dict[str, Any]) -> WirePart:
@@ -368,7 +376,7 @@ def block_reason(chunk: Chunk) -> str | None:
 def raw_part(data: bytes | str, candidate: int, part: int) -> Any:
     """The JSON value of one part of a chunk (for parts of an unknown kind, kept whole)."""
     value = _any.decode(data)
-    if _snake(data):
+    if renamed(data):
         value = normalize(value)
     return value["candidates"][candidate]["content"]["parts"][part]
 
