@@ -400,6 +400,19 @@ CASES: dict[str, list[Any]] = {
         _chunks(_cand(_text("b"))),
         _chunks(_cand(_CALL)),
     ],
+    "citations go on the last text run the fold opened": [
+        _chunks(_cand(_text("a"))),
+        _chunks(_cand(_text("b", thought=True))),
+        _chunks(_cand(_text("c"))),
+        _chunks(_cand(_text("d", thought=True))),
+        _chunks(
+            _cand(
+                _text(""),
+                finishReason="STOP",
+                citationMetadata={"citations": [{"startIndex": 0, "endIndex": 1, "uri": "https://e.x"}]},
+            )
+        ),
+    ],
     "the first chunk switches runs": [
         _chunks(_cand(_text("a", thought=True), _text("b"), _CALL)),
         _chunks(_cand(_text("c", thought=True))),
