@@ -78,6 +78,8 @@ _FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, 
 """A chunk the direct fold cannot read goes the normal way, which reports it (or skips a blank one)."""
 
 _EMPTY_TEXT: Final = TextPart(text="")
+_NO_CALLS: Final[Iterator[str]] = iter(())
+"""The arguments of a chunk without whole calls."""
 
 
 class _Candidate:
@@ -398,6 +400,8 @@ class StreamDecoder(SSEStreamDecoder):
         fold = self.fold_delta
         decode = fold_decoders[self._snake].decode
         started = self._started
+        last = -1  # the candidate index looked up last, and what was found (a normal frame may add one)
+        c: _Candidate | None = None
         first = self._frames + 1
         for number, data in enumerate(payloads, first):
             if started:
@@ -411,23 +415,31 @@ class StreamDecoder(SSEStreamDecoder):
                     if len(cs) == 1 and (content := cs[0].content) is not None and len(content.parts) == 1:
                         part = content.parts[0]
                         text = part.text
-                        c = cands.get(cs[0].index)
-                        if (
-                            c is not None
-                            and text is not UNSET
-                            and not part.thought_signature
-                            and c.kind == ("thought" if part.thought else "text")
-                            and (not text or fold(c.index, c.key, text))
-                        ):
-                            if chunk.usage_metadata:
-                                self._usage = chunk.usage_metadata
-                            continue
+                        index = cs[0].index
+                        if index != last:
+                            last, c = index, cands.get(index)
+                        if c is not None and text is not UNSET:
+                            kind = "thought" if part.thought else "text"
+                            if c.kind == kind and not part.thought_signature:
+                                done = not text or fold(index, c.key, text)
+                            else:  # a run opens: _fold_chunk's work for one text part
+                                done = (
+                                    c.kind != "stream"
+                                    and c.finish is None
+                                    and (c.kind != kind or c.signed)
+                                    and self._fold_part(c, part, _NO_CALLS)
+                                )
+                            if done:
+                                if chunk.usage_metadata:
+                                    self._usage = chunk.usage_metadata
+                                continue
                     if self._fold_chunk(chunk, data):
                         if chunk.usage_metadata:
                             self._usage = chunk.usage_metadata
                         continue
             self.normal(number, names[number - first], data)
             started = self._started
+            last = -1
 
     def _other_names(self, data: bytes) -> FoldChunk | None:
         """A chunk the last naming did not read, read with the other (kept for the next ones)."""
