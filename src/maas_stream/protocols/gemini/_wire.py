@@ -6,6 +6,11 @@ means "not this kind". The Structs below declare only the fields the decoder rea
 names, so :func:`decode_chunk` falls back to a schema-aware key normaliser when a payload uses
 them (free-form objects such as ``functionCall.args`` are never rewritten).
 
+The direct fold reads common chunks with lean twins (:class:`FoldChunk` and the Structs under
+it, plus their :func:`snake_keys` variants) that declare only what the fold reads and refuse
+unknown fields: unlike the Structs above they are a gate, not the decoder of record, and a chunk
+they refuse goes the normal way whole (which ignores or keeps unknown fields as ever).
+
 They are ``gc=False``: decoded fresh per chunk, they hold only strings, numbers and plain JSON
 values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
 in ``benchmarks/bench_gemini.py``.
