@@ -214,10 +214,15 @@ class Decoder:
             self._data
             or self._retry is not None
             or self._pending_cr
-            or self._bom_pending
             or 10 not in chunk  # an int: memchr (a one-byte bytes needle is searched far slower)
         ):
             return None  # inside an event, a rare case to settle first, or nothing ends here
+        if self._bom_pending:
+            # A fresh decoder: the first chunk takes the whole-chunk split too, unless it may
+            # start with a BOM (what is pending then is the start of one).
+            if self._pending or chunk[0] == 0xEF:
+                return None
+            self._bom_pending = False  # as feed_raw would settle it: no BOM here
         data = b"".join(self._pending) + chunk if self._pending else chunk
         if self._event:
             # feed_raw stopped after an event's "event:" line: read from that line again.
