@@ -454,15 +454,17 @@ class Detector:
         """The protocol, when the stream opens with a plain frame that decides it; else ``None``.
 
         Plain: one ``data:`` line, or one ``event:`` and one ``data:`` line, ended by a blank
-        line, LF endings. Read straight from the first bytes, as the SSE decoder would frame it;
-        when it does not decide, nothing is changed and the decoder frames from the start.
+        line, LF or CRLF endings. Read straight from the first bytes, as the SSE decoder would
+        frame it; when it does not decide, nothing is changed and the decoder frames from the start.
         """
-        end = head.find(b"\n\n")  # the first frame's end: only the bytes up to it are read
+        lf = head.find(b"\n")
+        nl = b"\r\n" if lf > 0 and head[lf - 1] == 0x0D else b"\n"
+        end = head.find(nl + nl)  # the first frame's end: only the bytes up to it are read
         if end < 0:
             return None
-        block = head[:end]
+        block = head[:end].replace(b"\r\n", b"\n") if nl == b"\r\n" else head[:end]
         if 13 in block:
-            return None
+            return None  # a lone CR: the decoder's
         if block[:6] == b"data: " and 10 not in block:
             event, data = "message", block[6:]
         elif block[:7] == b"event: ":
