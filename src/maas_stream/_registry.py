@@ -468,10 +468,14 @@ class Detector:
         if block[:6] == b"data: " and 10 not in block:
             event, data = "message", block[6:]
         elif block[:7] == b"event: ":
-            nl = block.find(b"\n")
-            if nl < 0 or block[nl + 1 : nl + 7] != b"data: " or block.find(b"\n", nl + 1) >= 0:
+            line_end = block.find(b"\n")
+            if (
+                line_end < 0
+                or block[line_end + 1 : line_end + 7] != b"data: "
+                or block.find(b"\n", line_end + 1) >= 0
+            ):
                 return None
-            event, data = block[7:nl].decode("utf-8", "replace") or "message", block[nl + 7 :]
+            event, data = block[7:line_end].decode("utf-8", "replace") or "message", block[line_end + 7 :]
         else:
             return None
         name = self._events([ServerSentEvent(event, data.decode("utf-8", "replace"))])
