@@ -457,6 +457,8 @@ class Detector:
         line, LF or CRLF endings. Read straight from the first bytes, as the SSE decoder would
         frame it; when it does not decide, nothing is changed and the decoder frames from the start.
         """
+        if head[:6] != b"data: " and head[:7] != b"event: ":
+            return None  # no search for a first frame's end behind comments or blank lines
         lf = head.find(b"\n")
         nl = b"\r\n" if lf > 0 and head[lf - 1] == 0x0D else b"\n"
         end = head.find(nl + nl)  # the first frame's end: only the bytes up to it are read
