@@ -7,14 +7,20 @@ per-event split ``maas_stream.sse.Decoder.feed_raw`` (the floor issue 18's goals
 against), for JSON lines a newline split. The direct fold now splits a chunk of common-shape
 events whole (``Decoder.feed_payloads``), so a second SSE floor with that split is reported
 beside it (``decode vs bare (chunk split)``): the floor as our own fastest framing would set it.
+
+``--against DIR`` loads another checkout's ``src/maas_stream`` too, as the module
+``maas_stream_against`` (both in one process, measured interleaved): :func:`measure` then adds
+its ``ms.aggregate`` beside ours (``this vs --against``), for a change's before and after.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -24,11 +30,49 @@ from maas_stream.sse import Decoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from types import ModuleType
 
 
 def quick() -> bool:
     """True when the script was run with ``--quick`` (fewer repetitions, for a smoke run)."""
     return "--quick" in sys.argv
+
+
+def _against_dir() -> str | None:
+    """The DIR of ``--against DIR`` (or ``--against=DIR``), if given."""
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):
+        if arg.startswith("--against="):
+            return arg.removeprefix("--against=")
+        if arg == "--against" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+_AGAINST: list[ModuleType | None] = []
+
+
+def against() -> ModuleType | None:
+    """The library of the checkout given with ``--against DIR`` (``None`` without it).
+
+    Loaded from ``DIR/src/maas_stream`` as the module ``maas_stream_against``: a distinct name,
+    so both libraries run in one process (their relative imports stay inside each).
+    """
+    if not _AGAINST:
+        where = _against_dir()
+        module = None
+        if where is not None:
+            init = Path(where).resolve() / "src" / "maas_stream" / "__init__.py"
+            spec = importlib.util.spec_from_file_location(
+                "maas_stream_against", init, submodule_search_locations=[str(init.parent)]
+            )
+            if spec is None or spec.loader is None:
+                raise SystemExit(f"--against {where}: no maas_stream package at {init.parent}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        _AGAINST.append(module)
+    return _AGAINST[0]
 
 
 SMALL, LARGE = (100, 300) if quick() else (2_000, 30_000)
@@ -94,11 +138,11 @@ def bare_jsonl(chunks: list[bytes]) -> int:
     return n
 
 
-def aggregate(protocol: str) -> Callable[[list[bytes]], object]:
-    """``ms.aggregate`` of the chunks (decode + aggregate)."""
+def aggregate(protocol: str, lib: ModuleType = ms) -> Callable[[list[bytes]], object]:
+    """``ms.aggregate`` of the chunks (decode + aggregate); ``lib``'s (:func:`against`) if given."""
 
     def run(chunks: list[bytes]) -> object:
-        return ms.aggregate(chunks, protocol=protocol)
+        return lib.aggregate(chunks, protocol=protocol)
 
     return run
 
@@ -123,14 +167,25 @@ def flatness(protocol: str, small: dict[str, float], large: dict[str, float]) ->
 def best_of(
     fns: Mapping[str, Callable[[list[bytes]], object]], chunks: list[bytes], repeat: int
 ) -> dict[str, float]:
-    """Best CPU time (process_time) of each function, runs interleaved so load hits all alike."""
+    """Best CPU time (process_time) of each function, runs interleaved so load hits all alike.
+
+    The heap is frozen once (``gc.freeze``: collections then skip what is already there) rather
+    than collected before every run, which flushes the CPU caches; the contenders' order rotates
+    each round (in a fixed order whichever ran second was favoured).
+    """
     best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            gc.collect()
-            start = time.process_time()
-            fn(chunks)
-            best[name] = min(best[name], time.process_time() - start)
+    order = list(fns.items())
+    gc.collect()
+    gc.freeze()
+    try:
+        for round_ in range(repeat):
+            shift = round_ % len(order)
+            for name, fn in order[shift:] + order[:shift]:
+                start = time.process_time()
+                fn(chunks)
+                best[name] = min(best[name], time.process_time() - start)
+    finally:
+        gc.unfreeze()
     return best
 
 
@@ -151,10 +206,13 @@ def measure(
     chunks = chunks_of(data)
     events = bare(chunks)
     big = events > 10_000
-    repeat = 1 if quick() else (5 if big else 9)
+    repeat = 1 if quick() else (5 if big else 31)
     fns = {"bare": bare, "ours": aggregate(protocol), "enc": reencode(protocol)}
     if bare is bare_sse:
         fns["bare_chunked"] = bare_sse_chunked
+    other = against()
+    if other is not None:
+        fns["against"] = aggregate(protocol, other)
     t = best_of(fns, chunks, repeat)
     t_sdk = best_of({"sdk": sdk}, chunks, 1 if big or quick() else 2)["sdk"]
     t_bare, t_ours, t_enc = t["bare"], t["ours"], t["enc"]
@@ -175,6 +233,12 @@ def measure(
             f"  bare, chunk split          {events / t['bare_chunked']:12,.0f} ev/s   ms.aggregate is"
             f" {ratios['decode_vs_bare_chunked']:5.2f}x this floor"
         )
+    if "against" in t:
+        ratios["vs_against"] = t["against"] / t_ours
+        print(
+            f"  ms.aggregate of --against  {events / t['against']:12,.0f} ev/s   this is"
+            f" {ratios['vs_against']:5.2f}x as fast"
+        )
     print(f"  {sdk_label:26} {events / t_sdk:12,.0f} ev/s   ours is {ratios['vs_sdk']:5.1f}x faster (>= 10)")
     print(
         f"  ms.convert (re-encode)     {events / t_enc:12,.0f} ev/s   re-encode adds {ratios['reencode']:4.2f}x decode (<= 2)"
@@ -183,6 +247,8 @@ def measure(
     record(name, "decode vs bare", ratios["decode_vs_bare"], ">= 1.0")
     if "decode_vs_bare_chunked" in ratios:
         record(name, "decode vs bare (chunk split)", ratios["decode_vs_bare_chunked"], "info")
+    if "vs_against" in ratios:
+        record(name, "this vs --against", ratios["vs_against"], "info")
     record(name, "vs SDK", ratios["vs_sdk"], ">= 10")
     record(name, "re-encode / decode", ratios["reencode"], "<= 1")
     return ratios

@@ -11,6 +11,8 @@ Everything is measured on the same bytes in one process and reported as ratios:
 * per-event cost on a 2k- vs a 30k-event stream (flat is the budget);
 * our SSE decoder vs httpx-sse's decoder on the same bytes (ours is kept only if faster);
 * memory per idle in-flight stream (budget: <= 2 KiB) with 10,000 concurrent streams.
+
+``--against DIR`` adds another checkout's ``ms.aggregate`` (``_harness.against``) beside ours.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import gc
 import json
 import sys
-import time
 import tracemalloc
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ import openai
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 import maas_stream as ms
-from _harness import LARGE, SMALL, bare_sse_chunked, record
+from _harness import LARGE, SMALL, against, aggregate, bare_sse_chunked, best_of, record
 from maas_stream.sse import Decoder
 
 if TYPE_CHECKING:
@@ -171,20 +172,6 @@ def sse_httpx(chunks: list[bytes]) -> int:
     return n
 
 
-def best_of(
-    fns: dict[str, Callable[[list[bytes]], int]], chunks: list[bytes], repeat: int
-) -> dict[str, float]:
-    """Best CPU time (process_time) of each function, runs interleaved so load hits all alike."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            gc.collect()
-            start = time.process_time()
-            fn(chunks)
-            best[name] = min(best[name], time.process_time() - start)
-    return best
-
-
 def idle_stream_memory(count: int) -> float:
     """Bytes per idle in-flight stream: aggregators that have read one chunk and wait."""
     first = synth_stream(4).split(b"\n\n")[0] + b"\n\n"
@@ -205,25 +192,24 @@ def idle_stream_memory(count: int) -> float:
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    repeat = 3 if quick else 9
+    other = against()
     print(f"python {sys.version.split()[0]}, msgspec {msgspec.__version__}, openai {openai.__version__}")
     per_event: dict[int, float] = {}
     for n in (SMALL, LARGE):
         data = synth_stream(n)
         chunks = chunks_of(data)
         events = data.count(b"\n\n")
-        t = best_of(
-            {
-                "bare": bare,
-                "bare_chunked": bare_sse_chunked,
-                "ours": ours,
-                "enc": reencode,
-                "sse": sse_ours,
-                "sse_httpx": sse_httpx,
-            },
-            chunks,
-            repeat,
-        )
+        fns: dict[str, Callable[[list[bytes]], object]] = {
+            "bare": bare,
+            "bare_chunked": bare_sse_chunked,
+            "ours": ours,
+            "enc": reencode,
+            "sse": sse_ours,
+            "sse_httpx": sse_httpx,
+        }
+        if other is not None:
+            fns["against"] = aggregate("openai-chat", other)
+        t = best_of(fns, chunks, 3 if quick else (31 if n == SMALL else 9))
         t_bare, t_ours, t_enc, t_sse, t_sse_httpx = t["bare"], t["ours"], t["enc"], t["sse"], t["sse_httpx"]
         t_sdk = best_of({"sdk": sdk(data)}, chunks, 1 if n > 10_000 else 2)["sdk"]
         per_event[n] = t_ours / events
@@ -233,6 +219,10 @@ def main() -> None:
             f"  ms.aggregate               {events / t_ours:12,.0f} ev/s   {t_bare / t_ours:5.2f}x bare (>= 0.5)"
         )
         print(f"  bare, chunk split: ms.aggregate is {t['bare_chunked'] / t_ours:5.2f}x this floor")
+        if "against" in t:
+            print(
+                f"  --against's ms.aggregate   {events / t['against']:12,.0f} ev/s   this is {t['against'] / t_ours:5.2f}x as fast"
+            )
         print(
             f"  openai SDK stream()        {events / t_sdk:12,.0f} ev/s   ours is {t_sdk / t_ours:5.1f}x faster (>= 10)"
         )
@@ -246,6 +236,8 @@ def main() -> None:
         name = f"openai-chat {events:,} ev"
         record(name, "decode vs bare", t_bare / t_ours, ">= 1.0")
         record(name, "decode vs bare (chunk split)", t["bare_chunked"] / t_ours, "info")
+        if "against" in t:
+            record(name, "this vs --against", t["against"] / t_ours, "info")
         record(name, "vs SDK", t_sdk / t_ours, ">= 10")
         record(name, "re-encode / decode", (t_enc - t_ours) / t_ours, "<= 1")
     flat = per_event[LARGE] / per_event[SMALL]

@@ -5,8 +5,9 @@ Run: ``python benchmarks/run_all.py`` (all of ``benchmarks/bench_*.py``, or thos
 ``tests/test_benchmarks_quick.py``), and its figures mean nothing. Each benchmark runs in its own
 process; its detailed output is shown unless ``--quiet``; the lines it marks with
 ``_harness.RATIO_MARK`` become the rows of the table. With ``--quick`` the benchmarks run side
-by side (their figures are not meant to be read). The exit code is non-zero when a benchmark
-failed or reported nothing.
+by side (their figures are not meant to be read). ``--against DIR`` (a checkout) is passed on
+to the benchmarks that take it (their source names ``--against``): they measure that checkout's
+library beside this one. The exit code is non-zero when a benchmark failed or reported nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ HERE = Path(__file__).parent
 
 def run(script: Path, flags: list[str], quiet: bool) -> tuple[list[dict[str, object]], str | None]:
     """The ratios one benchmark reported, and why it failed (``None`` when it did not)."""
+    if "--against" in flags and "--against" not in script.read_text():
+        at = flags.index("--against")
+        flags = flags[:at] + flags[at + 2 :]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent / "src"), os.environ.get("PYTHONPATH")])),
@@ -55,9 +59,14 @@ def run(script: Path, flags: list[str], quiet: bool) -> tuple[list[dict[str, obj
 
 
 def main() -> int:
-    flags = [a for a in sys.argv[1:] if a.startswith("--") and a != "--quiet"]
-    quiet = "--quiet" in sys.argv
-    names = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = sys.argv[1:]
+    against: list[str] = []
+    if "--against" in args:  # its value is the next argument, not a benchmark's name
+        at = args.index("--against")
+        against, args = args[at : at + 2], args[:at] + args[at + 2 :]
+    flags = [a for a in args if a.startswith("--") and a != "--quiet"] + against
+    quiet = "--quiet" in args
+    names = [a for a in args if not a.startswith("--")]
     scripts = sorted(HERE.glob("bench_*.py"))
     if names:
         scripts = [s for s in scripts if s.stem.removeprefix("bench_") in names]

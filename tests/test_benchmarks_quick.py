@@ -31,5 +31,14 @@ def test_every_benchmark_runs_in_quick_mode() -> None:
         line.split()[0].rstrip(",")
         for line in table[table.index(next(x for x in table if x.startswith("benchmark"))) + 1 :]
     }
-    for name in ("bridge", "e2e", "openai-chat", "anthropic", "gemini", "openai-responses", "detection"):
+    for name in (
+        "bridge",
+        "e2e",
+        "openai-chat",
+        "anthropic",
+        "gemini",
+        "openai-responses",
+        "detection",
+        "tiny",
+    ):
         assert name in benches, f"{name} reported nothing:\n{proc.stdout[-3000:]}"

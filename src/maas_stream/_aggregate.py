@@ -166,7 +166,12 @@ class Aggregator(Lifecycle):
             LocalProtocolError: Called after :meth:`finish` or after an error.
         """
         out = _DISCARD
-        self._apply(events, out)
+        handlers = self._handlers
+        streaming = AggregatorState.STREAMING
+        for event in events:  # _apply's loop, inlined: this runs once per frame
+            if self._state is not streaming:
+                self._check_late(event)
+            handlers[type(event)](self, event, out)
         out.clear()
 
     def feed_all(self, events: Iterable[Event]) -> list[Event]:

@@ -381,6 +381,12 @@ def detect_protocol(head: bytes, *, final: bool = False) -> str | None:
 _MAX_FRAMES: Final = 8
 """How many leading frames detection looks at before giving up."""
 
+_FIRST_SLICE: Final = 512
+"""How many bytes detection frames first; each next slice is twice the last."""
+
+_BLANK: Final = b"\xef\xbb\xbf \t\r\n"
+"""What may come before the first frame (a BOM, blank lines), skipped to tell the framing."""
+
 
 class Detector:
     """Incremental protocol detection: feed the first chunks, get a name once a frame decides.
@@ -399,6 +405,8 @@ class Detector:
         self._sse = Decoder()
         self._line: list[bytes] = []
         self._frames = 0
+        self._step = _FIRST_SLICE
+        """How many bytes the next slice framed holds (it doubles after each)."""
 
     @property
     def head(self) -> bytes:
@@ -416,14 +424,66 @@ class Detector:
         self._chunks.append(data)
         self.size += len(data)
         if self._framing is None:
-            stripped = self.head.lstrip(b"\xef\xbb\xbf \t\r\n")
+            head = self.head
+            stripped = head[:_FIRST_SLICE].lstrip(_BLANK) or head.lstrip(_BLANK)
             if not stripped:
                 return None
             self._framing = "jsonl" if stripped.startswith(b"{") else "sse"
-            data = self.head
-        if self._framing == "jsonl":
-            return self._lines(data)
+            data = head
+            if self._framing == "sse":
+                name = self._plain_first(head)
+                if name is not None:
+                    return name
+        frame = self._lines if self._framing == "jsonl" else self._sse_frames
+        # Only as much as it takes: slices from _FIRST_SLICE bytes on, each twice the last (a
+        # whole recording passed as one bytes object is not framed to read its first frame).
+        at, size = 0, len(data)
+        while at < size:
+            step = self._step
+            self._step = step * 2
+            name = frame(data if at == 0 and step >= size else data[at : at + step])
+            if name is not None:
+                return name
+            at += step
+        return None
+
+    def _sse_frames(self, data: bytes) -> str | None:
         return self._events(self._sse.feed(data))
+
+    def _plain_first(self, head: bytes) -> str | None:
+        """The protocol, when the stream opens with a plain frame that decides it; else ``None``.
+
+        Plain: one ``data:`` line, or one ``event:`` and one ``data:`` line, ended by a blank
+        line, LF or CRLF endings. Read straight from the first bytes, as the SSE decoder would
+        frame it; when it does not decide, nothing is changed and the decoder frames from the start.
+        """
+        if head[:6] != b"data: " and head[:7] != b"event: ":
+            return None  # no search for a first frame's end behind comments or blank lines
+        lf = head.find(b"\n")
+        nl = b"\r\n" if lf > 0 and head[lf - 1] == 0x0D else b"\n"
+        end = head.find(nl + nl)  # the first frame's end: only the bytes up to it are read
+        if end < 0:
+            return None
+        block = head[:end].replace(b"\r\n", b"\n") if nl == b"\r\n" else head[:end]
+        if 13 in block:
+            return None  # a lone CR: the decoder's
+        if block[:6] == b"data: " and 10 not in block:
+            event, data = "message", block[6:]
+        elif block[:7] == b"event: ":
+            line_end = block.find(b"\n")
+            if (
+                line_end < 0
+                or block[line_end + 1 : line_end + 7] != b"data: "
+                or block.find(b"\n", line_end + 1) >= 0
+            ):
+                return None
+            event, data = block[7:line_end].decode("utf-8", "replace") or "message", block[line_end + 7 :]
+        else:
+            return None
+        name = self._events([ServerSentEvent(event, data.decode("utf-8", "replace"))])
+        if name is None:
+            self._frames = 0  # the decoder reads this frame again
+        return name
 
     def finish(self) -> str:
         """All bytes are in: decide, or fail.

@@ -179,8 +179,19 @@ class StreamAggregator:
         return self._aggregate(events)
 
     def consume(self, events: list[Event]) -> None:
-        """Apply a frame's events (the direct fold's normal way; ``FoldTarget``)."""
-        self._aggregate(events)
+        """Apply a frame's events (the direct fold's normal way; ``FoldTarget``).
+
+        :meth:`_aggregate` without ``emit`` (the direct fold's case), inlined: it runs per frame.
+        """
+        if not self._recognised and events:
+            self._recognised = any(type(e) not in _UNRECOGNISED for e in events)
+        agg = self._agg
+        assert agg is not None
+        try:
+            agg.consume(events)
+        except ProtocolError as exc:
+            exc.partial = agg.snapshot()
+            raise
 
     def part_buffers(self, message: Key, part: Key) -> PartState | None:
         """The part a direct delta may go to (``FoldTarget``; the aggregator decides)."""
@@ -244,6 +255,8 @@ class StreamAggregator:
     def finish_events(self) -> list[Event]:
         """End the input; return the last canonical events (closing what is still open).
 
+        Without ``emit`` there are none: what is open is closed by :meth:`finish`, in its one pass.
+
         Raises:
             ProtocolDetectionError: Nothing arrived from which to tell the protocol.
         """
@@ -267,7 +280,7 @@ class StreamAggregator:
         except ProtocolError as exc:
             self._salvage(exc)
             raise
-        return out + agg.finish_events()
+        return out + agg.finish_events() if self._emit else out
 
     def finish(self) -> Response:
         """End the input and return the final response.
@@ -355,6 +368,8 @@ def _checked(chunks: Iterable[object]) -> Iterator[bytes]:
 
 
 def chunks_of(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    if type(data) is list or type(data) is tuple:
+        return _checked(data)  # no HTTP response is a list: not probed for one
     if isinstance(data, bytes | bytearray | memoryview):
         return (bytes(data),)
     if isinstance(data, str) or not isinstance(data, Iterable) or _is_http(data):

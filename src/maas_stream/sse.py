@@ -199,11 +199,12 @@ class Decoder:
         ``data:`` line, or one ``event:`` line and one ``data:`` line, all ended the same way
         (LF or CRLF), with at most the start of a next line after them, it returns the events'
         data and types (``"message"`` when none is given); a type is decoded only when read.
-        The checks and the split are done on the whole chunk, in C, not line by line. Otherwise
-        it returns ``None`` and changes nothing: pass the chunk to :meth:`feed_raw`. What it keeps
-        for the next chunk (LF line endings, no CR) is what :meth:`feed_raw` reads as a pending
-        line: the start of a line, or, on LF streams, a whole ``event:`` line and the start of
-        the next (``finish`` then finds the stream cut inside an event either way).
+        The checks and the split are done on the whole chunk, in C, not line by line (a fresh
+        decoder's first chunk too, when it cannot start with a BOM). Otherwise it returns ``None``
+        and changes nothing that :meth:`feed_raw` would read otherwise: pass the chunk to it.
+        What it keeps for the next chunk (LF line endings, no CR) is what :meth:`feed_raw` reads
+        as a pending line: the start of a line, or, on LF streams, a whole ``event:`` line and
+        the start of the next (``finish`` then finds the stream cut inside an event either way).
 
         Raises:
             LocalProtocolError: Called after :meth:`finish` or after an error.
@@ -214,10 +215,15 @@ class Decoder:
             self._data
             or self._retry is not None
             or self._pending_cr
-            or self._bom_pending
             or 10 not in chunk  # an int: memchr (a one-byte bytes needle is searched far slower)
         ):
             return None  # inside an event, a rare case to settle first, or nothing ends here
+        if self._bom_pending:
+            # A fresh decoder: the first chunk takes the whole-chunk split too, unless it may
+            # start with a BOM (what is pending then is the start of one).
+            if self._pending or chunk[0] == 0xEF:
+                return None
+            self._bom_pending = False  # as feed_raw would settle it: no BOM here
         data = b"".join(self._pending) + chunk if self._pending else chunk
         if self._event:
             # feed_raw stopped after an event's "event:" line: read from that line again.
