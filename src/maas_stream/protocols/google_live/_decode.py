@@ -101,7 +101,7 @@ _TEXT_RUN, _AUDIO_RUN = 1, 2
 """The runs of common lines that fold together: one text part; one audio part and its transcription."""
 _PREFIX: Final = 70
 _COMMON: Final[dict[bytes, tuple[int, bytes, bytes]]] = {
-    head[:_PREFIX]: (group, head, end)
+    head[:_PREFIX]: (group, end, head[_PREFIX:] and head)
     for group, head, end in (
         (_TEXT_RUN, _TEXT_HEAD, _TEXT_END),
         (_AUDIO_RUN, _AUDIO_HEAD, _AUDIO_END),
@@ -109,9 +109,14 @@ _COMMON: Final[dict[bytes, tuple[int, bytes, bytes]]] = {
     )
 }
 """The common lines by their first :data:`_PREFIX` bytes (one dictionary look-up per line): the run
-each belongs to, its whole head and its end (``fold_lines`` checks both)."""
+each belongs to, its end, and its head when longer than that (``_AUDIO_HEAD``: checked too)."""
 
 
+_kind_of = operator.itemgetter(_KIND_AT)
+_blob_of = operator.itemgetter(slice(_BLOB_AT, -6))
+_said_of = operator.itemgetter(slice(_TRANSCRIPT_AT, -4))
+_ALTERNATING: Final = b"mo" * 512
+"""An audio run's lines as recorded, chunk then transcription (``_run_deltas`` splits it by slicing)."""
 _mime_of = operator.attrgetter("mime_type")
 _data_of = operator.attrgetter("data")
 
@@ -129,13 +134,24 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
         if group == _TEXT_RUN:
             texts = _strings(b"[" + b"\n".join(run).replace(_TEXT_JOINT, b",")[_TEXT_AT:-6] + b"]")
             return ([], texts) if len(texts) == len(run) and "" not in texts else None
-        audio = [line[_BLOB_AT:-6] for line in run if line[_KIND_AT] == _MODEL_TURN]
-        said = [line[_TRANSCRIPT_AT:-4] for line in run if line[_KIND_AT] != _MODEL_TURN]
-        blobs = _chunks(b"[" + b",".join(audio) + b"]") if audio else []
-        texts = _strings(b"[" + b",".join(said) + b"]") if said else []
+        kinds = bytes(map(_kind_of, run))  # each line's: audio (``m``) or transcription (``o``)
+        said = kinds.count(b"o")
+        if not said:
+            audio, spoken = run, []
+        elif said == len(run):
+            audio, spoken = [], run
+        elif _ALTERNATING.startswith(kinds):
+            audio, spoken = run[0::2], run[1::2]
+        elif _ALTERNATING.startswith(kinds, 1):
+            audio, spoken = run[1::2], run[0::2]
+        else:
+            audio = [line for line in run if line[_KIND_AT] == _MODEL_TURN]
+            spoken = [line for line in run if line[_KIND_AT] != _MODEL_TURN]
+        blobs = _chunks(b"[" + b",".join(map(_blob_of, audio)) + b"]") if audio else []
+        texts = _strings(b"[" + b",".join(map(_said_of, spoken)) + b"]") if said else []
     except _DECODE_FAULTS:
         return None
-    if len(blobs) != len(audio) or len(texts) != len(said) or "" in texts:
+    if len(blobs) != len(audio) or len(texts) != said or "" in texts:
         return None
     chunks = list(map(_data_of, blobs))
     if "" in chunks or not all(mime.startswith("audio/") for mime in set(map(_mime_of, blobs))):
@@ -264,7 +280,7 @@ class StreamDecoder(SessionDecoder):
         common = _COMMON.get
         for line in lines:
             shape = common(line[:_PREFIX])
-            if shape is None or not (line.endswith(shape[2]) and line.startswith(shape[1])):
+            if shape is None or not line.endswith(shape[1]) or (shape[2] and not line.startswith(shape[2])):
                 if run:
                     self._fold_run(group, run)
                     run = []
@@ -298,14 +314,17 @@ class StreamDecoder(SessionDecoder):
         if deltas is None:
             self._fold_each(run)
             return
-        for i in range(len(run)):
-            if i:
-                deltas = _run_deltas(group, run[i:])
-                assert deltas is not None  # the whole run's were
-            if self._msg_open and self._fold_values(group, *deltas):
+        chunks, texts = deltas
+        for i, line in enumerate(run):
+            if self._msg_open and self._fold_values(group, chunks, texts):
                 self._frames += len(run) - i
                 return
-            self.normal([run[i]])
+            self.normal([line])
+            # The line's delta went with it: the rest are the next lines'.
+            if group == _AUDIO_RUN and line[_KIND_AT] == _MODEL_TURN:
+                chunks = chunks[1:]
+            else:
+                texts = texts[1:]
 
     def _fold_values(self, group: int, chunks: list[str], texts: list[str]) -> bool:
         """Fold a run's deltas if they continue the open part (one append per buffer); else nothing.
