@@ -25,9 +25,9 @@ from maas_stream.events import AudioDelta, MessageStart, PartStart, ResponseStar
 from maas_stream.protocols import google_live
 from maas_stream.protocols._base import AUDIO, TEXT, TRANSCRIPT
 from maas_stream.protocols._session import NOT_SERVER
-from tests.conftest import corpus, params, recordings
 from tests.unit.test_direct_fold import AUDIO as AUDIO_PART
 from tests.unit.test_direct_fold import PADDED, SESSION, _lines, _live, _opened, _realtime, _rt, _session
+from tests.unit.test_direct_fold import _streams as every_stream
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -93,11 +93,7 @@ def assert_same(protocol: str, data: bytes, chunks: list[bytes]) -> tuple[Any, .
 
 
 def _streams() -> list[object]:
-    out: list[object] = []
-    for protocol in SESSION:
-        for p in params(recordings(protocol) + corpus(protocol)):
-            out.append(pytest.param(protocol, p.values[0], id=p.id, marks=p.marks))  # type: ignore[attr-defined]
-    return out
+    return [p for p in every_stream() if p.values[0] in SESSION]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("protocol", "path"), _streams())
