@@ -168,15 +168,15 @@ def _recorded_delta(line: bytes) -> tuple[int, str] | None:
     """The delta (kind, text) of a common line as recorded (``_TEXT_HEAD``...), or ``None``."""
     try:
         if line.startswith(_TEXT_HEAD):
-            if line.endswith(b"}]}}}}"):
+            if line.endswith(_TEXT_END):  # a thought's ends otherwise: no failed decode for it
                 return (_TEXT, _str(line[_TEXT_AT:-6]))
         elif line.startswith(_AUDIO_HEAD):
-            if line.endswith(b"}}]}}}}"):
+            if line.endswith(_AUDIO_END):
                 body = line[_AUDIO_AT:-7]
                 at = body.find(_AUDIO_DATA)
                 if at > 0 and _str(body[:at]).startswith("audio/"):
                     return (AUDIO, _str(body[at + 8 :]))
-        elif line.startswith(_TRANSCRIPT_HEAD) and line.endswith(b"}}}}"):
+        elif line.startswith(_TRANSCRIPT_HEAD) and line.endswith(_TRANSCRIPT_END):
             return (TRANSCRIPT, _str(line[_TRANSCRIPT_AT:-4]))
     except _DECODE_FAULTS:
         pass  # not exactly strings: the whole decode says what the line is
