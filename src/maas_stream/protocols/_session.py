@@ -132,7 +132,9 @@ class SessionDecoder(JSONLinesStreamDecoder):
 
     When only the result counts, the session decoders fold directly (``direct``, ``_base``):
     a subclass's :meth:`fold_lines` hands a line that only continues an open part's text,
-    arguments, audio or transcript to ``fold_delta`` and every other line to ``normal``.
+    arguments, audio or transcript to ``fold_delta`` (a run of them to ``fold_deltas``) and
+    every other line to ``normal``, or to :meth:`normal_decoded` once it decoded the line; a line
+    with no events (``generationComplete``, a quiet ``.done``) is only counted.
     """
 
     frame_decoder: ClassVar[Any]
