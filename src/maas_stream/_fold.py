@@ -171,6 +171,34 @@ class Fold:
         msg = self._by_key.get(message)
         return None if msg is None else msg.parts_by_key.get(part)
 
+    def open_part(
+        self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
+    ) -> PartState | None:
+        """Close part ``close`` (if given) and open ``part`` as ``value``, handing nothing on.
+
+        The aggregator's other half of the direct fold: what ``PartDone(close)``, then
+        ``PartStart(part, value)`` (then ``PartDone(part)`` when ``done``) would leave, for a
+        decoder that switches runs or gets a whole call in one frame. ``None`` (nothing done)
+        unless the message exists, ``part`` is new, a call has its id, and deltas go straight in
+        (:meth:`part_buffers`); else the new part.
+        """
+        if self._state is not AggregatorState.STREAMING or self.emit:
+            return None
+        msg = self._by_key.get(message)
+        if msg is None or msg.parts_by_key.get(part) is not None:
+            return None
+        if isinstance(value, ToolCallPart) and not value.id:
+            return None  # the event path gives it an id: let it
+        out: list[Event] = []
+        if close is not None:
+            old = msg.parts_by_key.get(close)
+            if old is not None:
+                self._close_part(msg, old, None, out)
+        new = self._new_part(msg, part, value, out)
+        if done:
+            self._close_part(msg, new, None, out)
+        return new
+
     # ------------------------------------------------------------------ hooks (the emitter's)
 
     def _opened_message(self, msg: MessageState, out: list[Event]) -> None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from ._accumulate import PartState
     from ._interfaces import StreamDecoder
+    from ._model import Part
     from .events import Event, Key
 
 __all__ = ["StreamAggregator", "aggregate", "aggregate_session", "chunks_of"]
@@ -186,6 +187,14 @@ class StreamAggregator:
         agg = self._agg
         assert agg is not None
         return agg.part_buffers(message, part)
+
+    def open_part(
+        self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
+    ) -> PartState | None:
+        """Switch parts without events (``FoldTarget``; the aggregator decides)."""
+        agg = self._agg
+        assert agg is not None
+        return agg.open_part(message, close, part, value, done)
 
     @property
     def recognised(self) -> bool:

@@ -19,8 +19,9 @@ remainders of final values).
 
 The direct fold (:class:`DirectFold`, docs/architecture.md): a ``direct`` decoder appends common
 text, arguments, summary and audio deltas to part buffers the target hands out (the part exists, deltas go
-straight in); any other frame goes as events, in order, and makes it forget every buffer it was
-handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
+straight in), and may close a part and open the next without events (:meth:`DirectFold.fold_part`:
+a run of text ends, a whole call arrives); any other frame goes as events, in order, and makes it
+forget every buffer it was handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
 ``fold_frames``) and JSON lines (``_jsonl``, each session protocol's ``fold_lines``); a protocol
 decides only which of its frames are common.
 """
@@ -38,7 +39,7 @@ from .._exceptions import LocalProtocolError, RemoteProtocolError
 from .._interfaces import Framing as Framing
 from .._interfaces import StreamDecoder as StreamDecoder
 from .._interfaces import StreamEncoder as StreamEncoder
-from .._model import Message
+from .._model import Message, Part
 from ..events import (
     AnnotationAdded,
     ArgumentsDelta,
@@ -182,6 +183,16 @@ class FoldTarget(Protocol):
         """The part's buffers if it exists and deltas go straight in (kept until :meth:`consume`)."""
         ...
 
+    def open_part(
+        self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
+    ) -> PartBuffers | None:
+        """Close ``close``, open ``part`` as ``value`` (and close it when ``done``) without events.
+
+        What ``PartDone``/``PartStart``/``PartDone`` would leave; the new part's buffers, or
+        ``None`` (nothing done) when deltas do not go straight in or the part cannot open so.
+        """
+        ...
+
 
 _IDLE: Final[dict[Any, Any]] = {}
 """A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
@@ -239,6 +250,38 @@ class DirectFold:
             assert target is not None
             target.consume(events)
 
+    def fold_part(
+        self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
+    ) -> PartBuffers | None:
+        """Close part ``close`` and open ``part`` in the target without events (``FoldTarget.open_part``).
+
+        The new part's buffers become the ones :meth:`fold_delta` uses next; ``None``: nothing was
+        done, go the normal way.
+        """
+        target = self._target
+        found = target.open_part(message, close, part, value, done) if target is not None else None
+        if found is not None:
+            self._buffers[message, part] = found
+            self._hot, self._hot_message, self._hot_part = found, message, part
+        return found
+
+    def text_buffer(self, message: Key, part: Key) -> PartBuffers | None:
+        """The buffers of a part deltas may go into: the last call's, ``self._buffers`` or the target's.
+
+        Kept until the next normal frame; ``None``: go the normal way.
+        """
+        found = self._hot
+        if found is None or part != self._hot_part or message != self._hot_message:
+            found = self._buffers.get((message, part))
+            if found is None:
+                target = self._target
+                found = target.part_buffers(message, part) if target is not None else None
+                if found is None:
+                    return None
+                self._buffers[message, part] = found
+            self._hot, self._hot_message, self._hot_part = found, message, part
+        return found
+
     def fold_delta(self, message: Key, part: Key, text: str, kind: int = TEXT, index: int = 0) -> bool:
         """Append a common delta to a buffer of its part; ``False``: go the normal way.
 
@@ -252,14 +295,9 @@ class DirectFold:
         """
         found = self._hot
         if found is None or part != self._hot_part or message != self._hot_message:
-            found = self._buffers.get((message, part))
+            found = self.text_buffer(message, part)
             if found is None:
-                target = self._target
-                found = target.part_buffers(message, part) if target is not None else None
-                if found is None:
-                    return False
-                self._buffers[message, part] = found
-            self._hot, self._hot_message, self._hot_part = found, message, part
+                return False
         if kind == TEXT:
             buf = found.text
         elif kind == ARGS:

@@ -56,18 +56,21 @@ from ._wire import (
     FunctionCall,
     WirePart,
     block_reason,
-    camel_chunk_decoder,
     candidate_fields,
     decode_any,
     decode_chunk,
+    fold_decoders,
+    normalize,
     raw_part,
+    reencoded,
+    renamed,
     response_fields,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
-    from ._wire import Chunk
+    from ._wire import FoldChunk, FoldPart
 
 __all__ = ["SIGNATURE_TYPE", "StreamDecoder"]
 
@@ -75,6 +78,8 @@ _FAULTS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, 
 """A chunk the direct fold cannot read goes the normal way, which reports it (or skips a blank one)."""
 
 _EMPTY_TEXT: Final = TextPart(text="")
+_NO_CALLS: Final[Iterator[str]] = iter(())
+"""The arguments of a chunk without whole calls."""
 
 
 class _Candidate:
@@ -275,6 +280,43 @@ class _Candidate:
         out.append(ev.PartDone(message=self.index, part=self.key, value=value))
 
 
+def _plan(c: _Candidate, parts: list[FoldPart], data: bytes) -> list[str] | None:
+    """The arguments of a candidate's whole calls, if every part is common; else ``None``.
+
+    Common: text that continues a run unsigned or opens one (signed or not), and whole calls
+    whose arguments read (a streamed one, a signature on an open run, bad arguments: ``None``);
+    ``args`` are re-encoded where the normal way renames the chunk's names (and so re-encodes them).
+    Follows the run state as :meth:`_Candidate.part` would change it, without changing it.
+    """
+    kind, signed = c.kind, c.signed
+    args: list[str] = []
+    for part in parts:
+        text = part.text
+        sig = part.thought_signature
+        if text is not UNSET:
+            run = "thought" if part.thought else "text"
+            if not text and not sig:
+                continue
+            if kind != run or (sig and signed):
+                kind, signed = run, bool(sig)
+            elif sig:
+                return None  # a signature for the open run: a SignatureDelta
+            continue
+        call = part.function_call
+        if call is None or call.will_continue:
+            return None
+        if call.name is None and call.args is UNSET and not call.partial_args:
+            continue
+        try:
+            if call.args is not UNSET and renamed(data):
+                call = msgspec.structs.replace(call, args=reencoded(call.args))
+            args.append(call_arguments(call))
+        except _FAULTS:
+            return None
+        kind, signed = "", False
+    return args
+
+
 class StreamDecoder(SSEStreamDecoder):
     """Decode a Gemini ``streamGenerateContent?alt=sse`` stream (Gemini API and Vertex).
 
@@ -288,7 +330,7 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_blocked", "_cands", "_decoded", "_error", "_rid", "_started", "_usage")
+    __slots__ = ("_blocked", "_cands", "_error", "_rid", "_snake", "_started", "_usage")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -297,8 +339,8 @@ class StreamDecoder(SSEStreamDecoder):
         self._cands: KeyMap[_Candidate] = KeyMap()
         """The candidates by index (one, nearly always: held inline)."""
         self._blocked: str | None = None
-        self._decoded: tuple[bytes, Chunk] | None = None
-        """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
+        self._snake = False
+        """The direct fold read the last chunk with snake_case names (``_wire.fold_decoders[1]``)."""
         self._error = False
         self._usage: Any = None
         """The latest ``usageMetadata``, not yet emitted. Gemini repeats usage on every chunk and
@@ -310,13 +352,8 @@ class StreamDecoder(SSEStreamDecoder):
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
         # keep-alive (or bad bytes) is told apart only when the decode fails.
-        decoded = self._decoded
         try:
-            if decoded is not None and decoded[0] is data:
-                self._decoded = None
-                chunk = decoded[1]
-            else:
-                chunk = decode_chunk(data)
+            chunk = decode_chunk(data)
         except msgspec.DecodeError:
             text = data if isinstance(data, str) else data.decode("utf-8", "replace")
             if not text.strip():
@@ -350,85 +387,137 @@ class StreamDecoder(SSEStreamDecoder):
         return out
 
     def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
-        """Fold chunks that continue a candidate's open text or thought run directly.
+        """Fold each chunk that holds only common parts directly, all or nothing per chunk.
 
-        Such a chunk (one candidate, seen before, one text part of the run's kind without a
-        signature, no finish reason, no error) makes at most one delta; its framing state (usage,
-        a block reason, the candidate's extra fields) is kept as :meth:`on_frame` keeps it. A
-        chunk of that shape whose text part opens a run (a thought after text, say) makes its
-        part's events as :meth:`on_frame` would (``_Candidate.part``), handed to the target with
-        nothing else to do. Any other chunk goes :meth:`normal`.
+        A chunk is read with the lean :class:`~._wire.FoldChunk` (camelCase or snake_case
+        names, whichever read the last one); one that does not decode so (a finish reason, an
+        error, candidate metadata, another part kind, an unknown field) goes :meth:`normal`. A
+        common chunk continues a text or thought run (:meth:`fold_delta`), opens the next run
+        or holds whole calls (:meth:`_fold_chunk`), with the state :meth:`on_frame` leaves;
+        its usage is kept as :meth:`on_frame` keeps it.
         """
         cands = self._cands
-        camel = camel_chunk_decoder.decode
         fold = self.fold_delta
+        decode = fold_decoders[self._snake].decode
         started = self._started
-        last: int | None = None  # the index looked up last, and what was found (a normal frame may add one)
-        found: _Candidate | None = None
+        last = -1  # the candidate index looked up last, and what was found (a normal frame may add one)
+        c: _Candidate | None = None
         first = self._frames + 1
         for number, data in enumerate(payloads, first):
-            try:
-                chunk = decode_chunk(data) if 0x5F in data else camel(data)  # "_": memchr
-            except _FAULTS:
-                chunk = None
-            if chunk is not None and started and chunk.error is None and len(chunk.candidates) == 1:
-                cand = chunk.candidates[0]
-                content = cand.content
-                if content is not None and not cand.finish_reason and len(content.parts) == 1:
-                    index = cand.index
-                    if index != last:
-                        last, found = index, cands.get(index)
-                    c = found
-                    part = content.parts[0]
-                    text = part.text
-                    if (
-                        c is not None
-                        and text is not UNSET
-                        and c.kind != "stream"
-                        and (
-                            not text or fold(c.index, c.key, text)
-                            if c.kind == ("thought" if part.thought else "text")
-                            and not part.thought_signature
-                            else self._open_run(c, part)
-                        )
-                    ):
-                        usage = chunk.usage_metadata
-                        if usage:
-                            self._usage = usage
-                        if chunk.prompt_feedback is not None:
-                            blocked = block_reason(chunk)
-                            if blocked is not None:
-                                self._blocked = blocked
-                        if (
-                            cand.safety_ratings
-                            or cand.grounding_metadata
-                            or cand.citation_metadata
-                            or cand.url_context_metadata
-                            or cand.finish_message
-                            or cand.avg_logprobs
-                            or cand.logprobs_result
-                            or cand.token_count
-                        ):
-                            c.note(candidate_fields(cand))
-                        if text and c.kind == "text":
-                            c.last_text = c.key
+            if started:
+                try:
+                    chunk: FoldChunk | None = decode(data)
+                except _FAULTS:
+                    chunk = self._other_names(data)
+                    decode = fold_decoders[self._snake].decode
+                if chunk is not None:
+                    cs = chunk.candidates
+                    if len(cs) == 1 and (content := cs[0].content) is not None and len(content.parts) == 1:
+                        part = content.parts[0]
+                        text = part.text
+                        index = cs[0].index
+                        if index != last:
+                            last, c = index, cands.get(index)
+                        if c is not None and text is not UNSET:
+                            kind = "thought" if part.thought else "text"
+                            if c.kind == kind and not part.thought_signature:
+                                done = not text or fold(index, c.key, text)
+                            else:  # a run opens: _fold_chunk's work for one text part
+                                done = (
+                                    c.kind != "stream"
+                                    and c.finish is None
+                                    and (c.kind != kind or c.signed)
+                                    and self._fold_part(c, part, _NO_CALLS)
+                                )
+                            if done:
+                                if chunk.usage_metadata:
+                                    self._usage = chunk.usage_metadata
+                                continue
+                    if self._fold_chunk(chunk, data):
+                        if chunk.usage_metadata:
+                            self._usage = chunk.usage_metadata
                         continue
-            if chunk is not None:
-                self._decoded = (data, chunk)  # not decoded twice
             self.normal(number, names[number - first], data)
             started = self._started
-            last = None
+            last = -1
 
-    def _open_run(self, c: _Candidate, part: WirePart) -> bool:
-        """A text part that opens a run (or signs one): its events, as :meth:`on_frame` makes them."""
-        out: list[ev.Event] = []
-        c.part(part, out)
-        self._forget(out)
+    def _other_names(self, data: bytes) -> FoldChunk | None:
+        """A chunk the last naming did not read, read with the other (kept for the next ones)."""
+        try:
+            chunk = fold_decoders[not self._snake].decode(data)
+        except _FAULTS:
+            return None
+        self._snake = not self._snake
+        return chunk
+
+    def _fold_chunk(self, chunk: FoldChunk, data: bytes) -> bool:
+        """Fold a chunk of known candidates and common parts, as :meth:`on_frame` would; ``False``: untouched.
+
+        All or nothing: every part is checked first (a call's arguments read, so bad ones go the
+        normal way and fail there), then applied; only the first change can be refused (the
+        target is not folding directly), before anything changed.
+        """
+        cs = chunk.candidates
+        if len(cs) > 1 and len({cand.index for cand in cs}) != len(cs):
+            return False
+        plans: list[tuple[_Candidate, list[FoldPart], list[str]]] = []
+        for cand in cs:
+            c = self._cands.get(cand.index)
+            if c is None or c.finish is not None or c.kind == "stream":
+                return False
+            parts = cand.content.parts if cand.content is not None else []
+            args = _plan(c, parts, data)
+            if args is None:
+                return False
+            plans.append((c, parts, args))
+        changed = False
+        for c, parts, args in plans:
+            calls = iter(args)
+            for part in parts:
+                if not self._fold_part(c, part, calls):
+                    assert not changed, "the target refused a part after folding one"
+                    return False
+                changed = True
+        return True
+
+    def _fold_part(self, c: _Candidate, part: FoldPart, args: Iterator[str]) -> bool:
+        """Fold one part :func:`_plan` found common; ``False``: the target refused, nothing changed."""
+        index = c.index
+        close = c.key if c.kind in ("text", "thought") else None
+        text = part.text
+        sig = part.thought_signature
+        if text is not UNSET:
+            kind = "thought" if part.thought else "text"
+            if not text and not sig:
+                return True
+            if c.kind == kind and not sig:
+                return not text or self.fold_delta(index, c.key, text)
+            value = text_part("", thought=kind == "thought", signature=sig or None)
+            if self.fold_part(index, close, c.key + 1, value) is None:
+                return False
+            c.key += 1
+            c.kind = kind
+            c.signed = bool(sig)
+            if kind == "text":
+                c.last_text = c.key
+            return not text or self.fold_delta(index, c.key, text)
+        call = part.function_call
+        assert call is not None
+        if call.name is None and call.args is UNSET and not call.partial_args:
+            return True  # a bare terminal marker with no call open
+        call_id = f"{SYNTH_PREFIX}{c.rid}_{index}_{c.calls + 1}"
+        whole = call_part(call, call_id, sig, next(args))
+        if self.fold_part(index, close, c.key + 1, whole, done=True) is None:
+            return False
+        c.key += 1
+        c.kind = ""
+        c.signed = False
+        c.calls += 1
         return True
 
     def _flush_usage(self, out: list[ev.Event]) -> None:
         if self._usage is not None:
-            usage = usage_from_wire(decode_any(self._usage))
+            usage = usage_from_wire(normalize(decode_any(self._usage)))
             self._usage = None
             if usage is not None:
                 out.append(ev.UsageUpdate(usage=usage))

@@ -6,6 +6,11 @@ means "not this kind". The Structs below declare only the fields the decoder rea
 names, so :func:`decode_chunk` falls back to a schema-aware key normaliser when a payload uses
 them (free-form objects such as ``functionCall.args`` are never rewritten).
 
+The direct fold reads common chunks with lean twins (:class:`FoldChunk` and the Structs under
+it, plus their :func:`snake_keys` variants) that declare only what the fold reads and refuse
+unknown fields: unlike the Structs above they are a gate, not the decoder of record, and a chunk
+they refuse goes the normal way whole (which ignores or keeps unknown fields as ever).
+
 They are ``gc=False``: decoded fresh per chunk, they hold only strings, numbers and plain JSON
 values, so they cannot form reference cycles; leaving them out of the cycle collector is measured
 in ``benchmarks/bench_gemini.py``.
@@ -16,7 +21,7 @@ It must not hold state, build events or know canonical types.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -31,18 +36,25 @@ __all__ = [
     "Content",
     "ExecutableCode",
     "FileData",
+    "FoldCandidate",
+    "FoldChunk",
+    "FoldContent",
+    "FoldPart",
     "FunctionCall",
     "PartialArg",
     "WirePart",
     "block_reason",
-    "camel_chunk_decoder",
     "candidate_fields",
     "decode_any",
     "decode_chunk",
     "decode_part",
+    "fold_decoders",
     "normalize",
     "raw_part",
+    "reencoded",
+    "renamed",
     "response_fields",
+    "snake_keys",
 ]
 
 
@@ -158,6 +170,90 @@ class Chunk(msgspec.Struct, rename="camel", gc=False):
     error: Any = None
 
 
+# ---------------------------------------------------------------------- the direct fold's chunks
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def _lean(cls: type[S], rename: Literal["camel", "lower"], types: dict[str, Any]) -> type[S]:
+    """``cls`` refusing unknown fields, its names renamed by ``rename``, nested Structs swapped per ``types``."""
+    fields: list[tuple[str, Any, Any]] = []
+    for f in msgspec.structs.fields(cls):
+        default = (
+            f.default
+            if f.default_factory is msgspec.NODEFAULT
+            else msgspec.field(default_factory=f.default_factory)
+        )
+        fields.append((f.name, types.get(f.name, f.type), default))
+    lean = msgspec.defstruct(
+        cls.__name__, fields, bases=(cls,), rename=rename, forbid_unknown_fields=True, gc=False
+    )
+    return cast("type[S]", lean)
+
+
+def snake_keys(cls: type[S], **types: Any) -> type[S]:
+    """The variant of a fold Struct that reads the SDK's snake_case names (``types``: its nested Structs')."""
+    return _lean(cls, "lower", types)
+
+
+if TYPE_CHECKING:
+    FoldArg = PartialArg
+    FoldCall = FunctionCall
+else:
+    FoldArg = _lean(PartialArg, "camel", {})
+    FoldCall = _lean(FunctionCall, "camel", {"partial_args": list[FoldArg] | None})
+"""A ``partialArgs`` entry and a ``functionCall`` as the fold reads them: unknown names refused (a
+snake_case one among camelCase ones must go the normal way, which renames it)."""
+
+
+class FoldPart(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    """A part as the direct fold reads it: text (or a thought) or a ``functionCall``, nothing else."""
+
+    text: str | UnsetType = UNSET
+    thought: bool | None = None
+    thought_signature: str | None = None
+    function_call: FoldCall | None = None
+
+
+class FoldContent(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    """``content`` as the direct fold reads it."""
+
+    role: str | None = None
+    parts: list[FoldPart] = msgspec.field(default_factory=list)
+
+
+class FoldCandidate(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    """A candidate as the direct fold reads it: no finish reason and no field without a canonical home."""
+
+    content: FoldContent | None = None
+    index: int = 0
+
+
+class FoldChunk(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    """A chunk as the direct fold reads it (the fields a common chunk has, typed as :class:`Chunk` types them).
+
+    Unknown fields are refused, so a chunk with anything else (a finish reason, an error,
+    candidate metadata, another part kind) fails to decode and goes the normal way whole.
+    """
+
+    candidates: list[FoldCandidate] = msgspec.field(default_factory=list)
+    usage_metadata: msgspec.Raw = _NO_RAW
+    model_version: str | None = None
+    response_id: str | None = None
+    create_time: msgspec.Raw = _NO_RAW
+
+
+_snake_arg: Final = snake_keys(FoldArg)
+_snake_call: Final = snake_keys(FoldCall, partial_args=list[_snake_arg] | None)  # type: ignore[valid-type]
+_snake_part: Final = snake_keys(FoldPart, function_call=_snake_call | None)
+_snake_content: Final = snake_keys(FoldContent, parts=list[_snake_part])  # type: ignore[valid-type]
+_snake_candidate: Final = snake_keys(FoldCandidate, content=_snake_content | None)
+_snake_chunk: Final = snake_keys(FoldChunk, candidates=list[_snake_candidate])  # type: ignore[valid-type]
+
+fold_decoders: Final = (msgspec.json.Decoder(FoldChunk), msgspec.json.Decoder(_snake_chunk))
+"""The direct fold's decoders: camelCase names (what servers send), then snake_case (the SDK's)."""
+
+
 CANDIDATE_EXTRAS: Final = (
     ("finish_message", "finishMessage"),
     ("safety_ratings", "safetyRatings"),
@@ -171,9 +267,6 @@ CANDIDATE_EXTRAS: Final = (
 """Candidate fields with no canonical home: (attribute, wire name), kept raw per candidate."""
 
 _chunk: Final = msgspec.json.Decoder(Chunk)
-camel_chunk_decoder: Final = _chunk
-"""Decodes a chunk whose names are all camelCase: :func:`decode_chunk` without its check, for
-a payload with no ``_`` at all (the direct fold's hot path; a deep one raises ``RecursionError``)."""
 _part: Final = msgspec.json.Decoder(WirePart)
 _any: Final = msgspec.json.Decoder()
 _json: Final = msgspec.json.Encoder()
@@ -206,7 +299,8 @@ def normalize(value: Any) -> Any:
     return value
 
 
-def _snake(data: bytes | str) -> bool:
+def renamed(data: bytes | str) -> bool:
+    """Whether :func:`decode_chunk` renames this payload's keys (and so re-encodes ``args``)."""
     # "_" not in data is a C-speed scan that clears almost every chunk; the regex runs rarely.
     if isinstance(data, bytes):
         return 0x5F in data and _SNAKE_KEY_BYTES.search(data) is not None  # an int: memchr
@@ -222,11 +316,16 @@ def decode_chunk(data: bytes | str) -> Chunk:
         RemoteProtocolError: JSON nested too deeply to decode.
     """
     try:
-        if not _snake(data):
+        if not renamed(data):
             return _chunk.decode(data)
         return _chunk.decode(_json.encode(normalize(_any.decode(data))))
     except RecursionError as exc:
         raise RemoteProtocolError("JSON nested too deeply") from exc
+
+
+def reencoded(raw: msgspec.Raw) -> msgspec.Raw:
+    """A free-form value as :func:`decode_chunk` gives it from a payload it renames (decoded, encoded again)."""
+    return msgspec.Raw(_json.encode(_any.decode(raw)))
 
 
 def decode_part(raw: dict[str, Any]) -> WirePart:
@@ -282,7 +381,7 @@ def block_reason(chunk: Chunk) -> str | None:
 def raw_part(data: bytes | str, candidate: int, part: int) -> Any:
     """The JSON value of one part of a chunk (for parts of an unknown kind, kept whole)."""
     value = _any.decode(data)
-    if _snake(data):
+    if renamed(data):
         value = normalize(value)
     return value["candidates"][candidate]["content"]["parts"][part]
 
