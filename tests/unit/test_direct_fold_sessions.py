@@ -336,6 +336,9 @@ class Target:
     def part_buffers(self, message: Any, part: Any) -> Buffers | None:
         return self.part if (message, part) == (0, 0) else None
 
+    def open_part(self, message: Any, close: Any, part: Any, value: Any, done: bool = False) -> None:
+        return None
+
 
 @pytest.mark.parametrize(
     ("pieces", "kept"),
@@ -379,3 +382,15 @@ def test_normal_decoded_takes_decoded_lines_and_markers() -> None:
     assert kinds[:4] == [ResponseStart, UnknownEvent, MessageStart, PartStart]  # the client line read
     assert decoder.frames == 3
     assert not [e for e in target.consumed if isinstance(e, AudioDelta)]
+
+
+def test_a_text_run_after_a_thought_opens_its_part_directly() -> None:
+    """The run's first line opens the text part in the target (``fold_part``): no event applied for it."""
+    data = _opened(_live({"text": "plan", "thought": True}), *[_live({"text": f"w{i} "}) for i in range(5)])
+    agg = Counting("google-live")
+    agg.feed(data)
+    assert not [e for e in agg.applied if isinstance(e, TextDelta | PartStart) and e.part == 1]
+    assert agg.finish() == ms.aggregate([data[:1], data[1:]], protocol="google-live")
+    assert assert_same("google-live", data, [data])[2].messages[0].content[1] == ms.TextPart(
+        text="w0 w1 w2 w3 w4 "
+    )

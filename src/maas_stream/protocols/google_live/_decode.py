@@ -332,7 +332,13 @@ class StreamDecoder(SessionDecoder):
         ``chunks`` are its audio chunks, ``texts`` its texts or transcriptions (``_run_deltas``).
         """
         if group == _TEXT_RUN:
-            return self._last == "text" and self.fold_deltas(self._turn, self._pos, texts)
+            if self._last != "text":
+                # The run opens the turn's next text part (what ``_text`` sends as a PartStart).
+                if not self.fold_part(self._turn, None, self._pos + 1, TextPart(text="")):
+                    return False
+                self._pos += 1
+                self._last = "text"
+            return self.fold_deltas(self._turn, self._pos, texts)
         if not self._audio:
             return False
         if chunks and not self.fold_deltas(self._turn, "audio", chunks, AUDIO):
