@@ -330,6 +330,8 @@ class StreamDecoder(SessionDecoder):
         """Fold a run's deltas if they continue the open part (one append per buffer); else nothing.
 
         ``chunks`` are its audio chunks, ``texts`` its texts or transcriptions (``_run_deltas``).
+        A text run that starts the turn's next part (after a thought, a call) opens it in the
+        target first (``fold_part``: what its first line's ``PartStart`` would do).
         """
         if group == _TEXT_RUN:
             if self._last != "text":
