@@ -59,6 +59,7 @@ __all__ = [
     "remainder",
     "same_call",
     "turn_finish",
+    "whole_groups",
 ]
 
 INCOMPLETE_FINISH: Final = frozenset({"length", "content_filter"})
@@ -210,6 +211,19 @@ def compact(buf: list[str]) -> None:
     buf.append(merged)
 
 
+def whole_groups(chunks: list[str]) -> bool:
+    """Whether base64 chunks are whole 4-character groups without padding (:func:`join_base64`'s rule).
+
+    Joined as text, such chunks are joined as the bytes they encode, and what follows them joins
+    as bytes alike: a run of audio deltas whose all but last are such groups may be kept as one
+    chunk (``"".join``) with the same result.
+    """
+    if any(n % 4 for n in set(map(len, chunks))):
+        return False
+    # Audio deltas come in runs of one length: the set is one length, and no "=" is a quick no.
+    return "=" not in "".join(chunks) or not any(c.endswith("=") for c in chunks)
+
+
 def join_base64(chunks: list[str]) -> str:
     """Concatenate base64 chunks as the bytes they encode, not as text.
 
@@ -219,7 +233,7 @@ def join_base64(chunks: list[str]) -> str:
     groups without padding (the common case) join as text, which is the same thing. A chunk
     that is not valid base64 is kept as sent (joined as text): nothing received is lost.
     """
-    if all(len(c) % 4 == 0 and not c.endswith("=") for c in chunks[:-1]):
+    if whole_groups(chunks[:-1]):
         return "".join(chunks)
     try:
         raw = b"".join(base64.b64decode(c, validate=True) for c in chunks)

@@ -14,6 +14,7 @@ cross-protocol rule (finish reasons, replay: see the aggregator and ``_replay``)
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar
 
 import msgspec
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .._model import Message
 
 __all__ = [
+    "NOT_SERVER",
     "Frame",
     "SessionDecoder",
     "SessionEncoder",
@@ -43,6 +45,8 @@ __all__ = [
 
 _json = msgspec.json.Encoder()
 _M = TypeVar("_M")
+NOT_SERVER: Final[Any] = object()
+"""A line decoded beforehand that is no recorded server line (``SessionDecoder.normal_decoded``)."""
 _SERVER: Final = b'{"dir":"server","msg":'
 _CLIENT: Final = b'{"dir":"client","msg":'
 
@@ -128,7 +132,9 @@ class SessionDecoder(JSONLinesStreamDecoder):
 
     When only the result counts, the session decoders fold directly (``direct``, ``_base``):
     a subclass's :meth:`fold_lines` hands a line that only continues an open part's text,
-    arguments, audio or transcript to ``fold_delta`` and every other line to ``normal``.
+    arguments, audio or transcript to ``fold_delta`` (a run of them to ``fold_deltas``) and
+    every other line to ``normal``, or to :meth:`normal_decoded` once it decoded the line; a line
+    with no events (``generationComplete``, a quiet ``.done``) is only counted.
     """
 
     frame_decoder: ClassVar[Any]
@@ -175,21 +181,36 @@ class SessionDecoder(JSONLinesStreamDecoder):
         self._lines([line], out)
         return out
 
-    def _lines(self, lines: list[bytes], out: list[events.Event]) -> None:
-        """Append the events of whole lines to ``out``; a bad line raises with those before it."""
+    def normal_decoded(self, messages: list[Any], lines: list[bytes]) -> None:
+        """``normal`` for lines a ``fold_lines`` decoded already: none is decoded again.
+
+        ``messages[i]`` is line ``i``'s typed server message (``frame_decoder``'s ``msg``),
+        :data:`NOT_SERVER` for a line that is none (a client line, an odd or bad one: the base
+        path says which), or ``None`` for a line not decoded yet. Errors as from ``normal``.
+        """
+        out: list[events.Event] = []
+        self._lines(lines, out, messages)
+        self._forget(out)
+
+    def _lines(self, lines: list[bytes], out: list[events.Event], messages: list[Any] | None = None) -> None:
+        """Append the events of whole lines to ``out``; a bad line raises with those before it.
+
+        ``messages``: the lines' messages decoded already (:meth:`normal_decoded`).
+        """
         decode = self.frame_decoder.decode
         on_server = self._server_line
         warnings = self.warnings  # flush_warnings empties it in place
         slow = super()._line
         frames = self._frames  # counted here, stored back before anything else reads it
-        for line in lines:
+        for line, message in zip(lines, repeat(None) if messages is None else messages, strict=False):
             if not line:
                 continue
-            try:
-                frame = decode(line)
-            except _DECODE_FAULTS:
-                frame = None
-            if frame is None:
+            if message is None:
+                try:
+                    message = decode(line).msg
+                except _DECODE_FAULTS:
+                    message = NOT_SERVER
+            if message is NOT_SERVER:
                 if line.strip():  # client lines, odd frames: the base path (errors included)
                     self._frames = frames
                     try:
@@ -202,7 +223,7 @@ class SessionDecoder(JSONLinesStreamDecoder):
             frames += 1
             mark = len(out)
             try:
-                on_server(frame.msg, line, out)
+                on_server(message, line, out)
             except _DECODE_FAULTS as exc:
                 self._frames = frames
                 del out[mark:]  # the bad line's own events

@@ -52,7 +52,7 @@ from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, ImagePart, MessageStatus, ReasoningPart, TextPart, ToolResultPart
 from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
 from .._names import GOOGLE_LIVE as PROTOCOL
-from .._session import SessionDecoder
+from .._session import NOT_SERVER, SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
 from ._wire import AudioChunk, LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
@@ -99,8 +99,24 @@ _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TR
 
 _TEXT_RUN, _AUDIO_RUN = 1, 2
 """The runs of common lines that fold together: one text part; one audio part and its transcription."""
+_PREFIX: Final = 70
+_COMMON: Final[dict[bytes, tuple[int, bytes, bytes]]] = {
+    head[:_PREFIX]: (group, end, head[_PREFIX:] and head)
+    for group, head, end in (
+        (_TEXT_RUN, _TEXT_HEAD, _TEXT_END),
+        (_AUDIO_RUN, _AUDIO_HEAD, _AUDIO_END),
+        (_AUDIO_RUN, _TRANSCRIPT_HEAD, _TRANSCRIPT_END),
+    )
+}
+"""The common lines by their first :data:`_PREFIX` bytes (one dictionary look-up per line): the run
+each belongs to, its end, and its head when longer than that (``_AUDIO_HEAD``: checked too)."""
 
 
+_kind_of = operator.itemgetter(_KIND_AT)
+_blob_of = operator.itemgetter(slice(_BLOB_AT, -6))
+_said_of = operator.itemgetter(slice(_TRANSCRIPT_AT, -4))
+_ALTERNATING: Final = b"mo" * 512
+"""An audio run's lines as recorded, chunk then transcription (``_run_deltas`` splits it by slicing)."""
 _mime_of = operator.attrgetter("mime_type")
 _data_of = operator.attrgetter("data")
 
@@ -118,13 +134,24 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
         if group == _TEXT_RUN:
             texts = _strings(b"[" + b"\n".join(run).replace(_TEXT_JOINT, b",")[_TEXT_AT:-6] + b"]")
             return ([], texts) if len(texts) == len(run) and "" not in texts else None
-        audio = [line[_BLOB_AT:-6] for line in run if line[_KIND_AT] == _MODEL_TURN]
-        said = [line[_TRANSCRIPT_AT:-4] for line in run if line[_KIND_AT] != _MODEL_TURN]
-        blobs = _chunks(b"[" + b",".join(audio) + b"]") if audio else []
-        texts = _strings(b"[" + b",".join(said) + b"]") if said else []
+        kinds = bytes(map(_kind_of, run))  # each line's: audio (``m``) or transcription (``o``)
+        said = kinds.count(b"o")
+        if not said:
+            audio, spoken = run, []
+        elif said == len(run):
+            audio, spoken = [], run
+        elif _ALTERNATING.startswith(kinds):
+            audio, spoken = run[0::2], run[1::2]
+        elif _ALTERNATING.startswith(kinds, 1):
+            audio, spoken = run[1::2], run[0::2]
+        else:
+            audio = [line for line in run if line[_KIND_AT] == _MODEL_TURN]
+            spoken = [line for line in run if line[_KIND_AT] != _MODEL_TURN]
+        blobs = _chunks(b"[" + b",".join(map(_blob_of, audio)) + b"]") if audio else []
+        texts = _strings(b"[" + b",".join(map(_said_of, spoken)) + b"]") if said else []
     except _DECODE_FAULTS:
         return None
-    if len(blobs) != len(audio) or len(texts) != len(said) or "" in texts:
+    if len(blobs) != len(audio) or len(texts) != said or "" in texts:
         return None
     chunks = list(map(_data_of, blobs))
     if "" in chunks or not all(mime.startswith("audio/") for mime in set(map(_mime_of, blobs))):
@@ -132,23 +159,24 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
     return chunks, texts
 
 
-_TEXT, _THOUGHT = TEXT, -1
-"""A common delta's kind (``StreamDecoder._delta``): ``fold_delta``'s buffer, and thought text."""
+_TEXT, _THOUGHT, _QUIET = TEXT, -1, -2
+"""A common delta's kind (``StreamDecoder._delta``): ``fold_delta``'s buffer, thought text, and
+no delta at all (a message with no events once the session started: ``generationComplete``, say)."""
 
 
 def _recorded_delta(line: bytes) -> tuple[int, str] | None:
     """The delta (kind, text) of a common line as recorded (``_TEXT_HEAD``...), or ``None``."""
     try:
         if line.startswith(_TEXT_HEAD):
-            if line.endswith(b"}]}}}}"):
+            if line.endswith(_TEXT_END):  # a thought's ends otherwise: no failed decode for it
                 return (_TEXT, _str(line[_TEXT_AT:-6]))
         elif line.startswith(_AUDIO_HEAD):
-            if line.endswith(b"}}]}}}}"):
+            if line.endswith(_AUDIO_END):
                 body = line[_AUDIO_AT:-7]
                 at = body.find(_AUDIO_DATA)
                 if at > 0 and _str(body[:at]).startswith("audio/"):
                     return (AUDIO, _str(body[at + 8 :]))
-        elif line.startswith(_TRANSCRIPT_HEAD) and line.endswith(b"}}}}"):
+        elif line.startswith(_TRANSCRIPT_HEAD) and line.endswith(_TRANSCRIPT_END):
             return (TRANSCRIPT, _str(line[_TRANSCRIPT_AT:-4]))
     except _DECODE_FAULTS:
         pass  # not exactly strings: the whole decode says what the line is
@@ -249,19 +277,16 @@ class StreamDecoder(SessionDecoder):
         other: list[bytes] = []
         run: list[bytes] = []
         group = 0
+        common = _COMMON.get
         for line in lines:
-            if line.startswith(_TEXT_HEAD) and line.endswith(_TEXT_END):
-                kind = _TEXT_RUN
-            elif (line.startswith(_AUDIO_HEAD) and line.endswith(_AUDIO_END)) or (
-                line.startswith(_TRANSCRIPT_HEAD) and line.endswith(_TRANSCRIPT_END)
-            ):
-                kind = _AUDIO_RUN
-            else:
+            shape = common(line[:_PREFIX])
+            if shape is None or not line.endswith(shape[1]) or (shape[2] and not line.startswith(shape[2])):
                 if run:
                     self._fold_run(group, run)
                     run = []
                 other.append(line)
                 continue
+            kind = shape[0]
             if kind != group or other:
                 if run:
                     self._fold_run(group, run)
@@ -289,75 +314,89 @@ class StreamDecoder(SessionDecoder):
         if deltas is None:
             self._fold_each(run)
             return
-        for i in range(len(run)):
-            if i:
-                deltas = _run_deltas(group, run[i:])
-                assert deltas is not None  # the whole run's were
-            if self._msg_open and self._fold_values(group, *deltas):
+        chunks, texts = deltas
+        for i, line in enumerate(run):
+            if self._msg_open and self._fold_values(group, chunks, texts):
                 self._frames += len(run) - i
                 return
-            self.normal([run[i]])
+            self.normal([line])
+            # The line's delta went with it: the rest are the next lines'.
+            if group == _AUDIO_RUN and line[_KIND_AT] == _MODEL_TURN:
+                chunks = chunks[1:]
+            else:
+                texts = texts[1:]
 
     def _fold_values(self, group: int, chunks: list[str], texts: list[str]) -> bool:
         """Fold a run's deltas if they continue the open part (one append per buffer); else nothing.
 
         ``chunks`` are its audio chunks, ``texts`` its texts or transcriptions (``_run_deltas``).
+        A text run that starts the turn's next part (after a thought, a call) opens it in the
+        target first (``fold_part``: what its first line's ``PartStart`` would do).
         """
-        text = texts[0] if len(texts) == 1 else "".join(texts)
         if group == _TEXT_RUN:
-            return self._last == "text" and self.fold_delta(self._turn, self._pos, text)
+            if self._last != "text":
+                # The run opens the turn's next text part (what ``_text`` sends as a PartStart).
+                if not self.fold_part(self._turn, None, self._pos + 1, TextPart(text="")):
+                    return False
+                self._pos += 1
+                self._last = "text"
+            return self.fold_deltas(self._turn, self._pos, texts)
         if not self._audio:
             return False
-        if chunks:
-            if not self.fold_delta(self._turn, "audio", chunks[0], AUDIO):
-                return False
-            if len(chunks) > 1:
-                held = self._buffers[self._turn, "audio"].audio_data
-                assert held is not None  # fold_delta just appended the first chunk
-                held += chunks[1:]
+        if chunks and not self.fold_deltas(self._turn, "audio", chunks, AUDIO):
+            return False
         # The same part's buffers: once the audio folded, its transcript does too.
-        return not texts or self.fold_delta(self._turn, "audio", text, TRANSCRIPT)
+        return not texts or self.fold_deltas(self._turn, "audio", texts, TRANSCRIPT)
 
     def _fold_each(self, lines: list[bytes]) -> None:
         """Fold lines one at a time: a delta continuing the open part folds, every other line is held.
 
-        Consecutive held lines go ``normal`` together, before the next delta is tried.
+        Consecutive held lines go ``normal`` together (``normal_decoded``: as decoded here), before
+        the next delta is tried. A line with no events (``_QUIET``), with nothing held, is only counted.
         """
         decode = frame_decoder.decode
         fold = self.fold_delta
         held: list[bytes] = []
+        decoded: list[Any] = []
         frames = self._frames
         for line in lines:
             if not line:
                 continue
+            message: Any = None  # not decoded: a common line as recorded, read by its strings
             delta = _recorded_delta(line)
             if delta is None:
                 try:
-                    message: ServerMessage | None = decode(line).msg
+                    message = decode(line).msg
                 except _DECODE_FAULTS:
-                    message = None  # a client line, an odd or bad one: the normal way says which
-                if message is not None:
+                    message = NOT_SERVER  # a client line, an odd or bad one: the normal way says which
+                else:
                     delta = self._delta(message)
-            if delta is not None and delta[1]:
-                if held:
-                    self._frames = frames
-                    self.normal(held)
-                    frames = self._frames
-                    held = []
+            if delta is not None:
                 kind, piece = delta
-                if self._msg_open:
-                    if kind <= _TEXT:
-                        last = "thought" if kind == _THOUGHT else "text"
-                        folded = self._last == last and fold(self._turn, self._pos, piece)
-                    else:
-                        folded = self._audio and fold(self._turn, "audio", piece, kind)
-                    if folded:
-                        frames += 1
+                if kind == _QUIET:
+                    if not held and self._started:
+                        frames += 1  # no events: only counted
                         continue
+                elif piece:
+                    if held:
+                        self._frames = frames
+                        self.normal_decoded(decoded, held)
+                        frames = self._frames
+                        held, decoded = [], []
+                    if self._msg_open:
+                        if kind <= _TEXT:
+                            last = "thought" if kind == _THOUGHT else "text"
+                            folded = self._last == last and fold(self._turn, self._pos, piece)
+                        else:
+                            folded = self._audio and fold(self._turn, "audio", piece, kind)
+                        if folded:
+                            frames += 1
+                            continue
             held.append(line)
+            decoded.append(message)
         if held:
             self._frames = frames
-            self.normal(held)
+            self.normal_decoded(decoded, held)
             frames = self._frames
         self._frames = frames
 
@@ -367,8 +406,9 @@ class StreamDecoder(SessionDecoder):
 
         One text or thought part without a signature, one audio chunk, or one output
         transcription fragment: its events are that one delta when it continues the open part
-        (:meth:`_server_line`). A message that does anything else (ends the turn, carries a
-        call, usage or a session key, ...) is no delta.
+        (:meth:`_server_line`). ``(_QUIET, "")`` for a message with none of these and nothing
+        else (no events once the session started). A message that does anything else (ends the
+        turn, carries a call, usage or a session key, ...) is no delta.
         """
         content = message.server_content
         if (
@@ -390,7 +430,7 @@ class StreamDecoder(SessionDecoder):
         transcript = content.output_transcription
         text = transcript.text if transcript is not None else None
         if turn is None or not turn.parts:
-            return (TRANSCRIPT, text) if text else None
+            return (TRANSCRIPT, text) if text else (_QUIET, "")
         if text or len(turn.parts) != 1:
             return None
         part = turn.parts[0]

@@ -55,7 +55,7 @@ from .._base import _DECODE_FAULTS, ARGS, AUDIO, TEXT, TRANSCRIPT
 from .._jsonl import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
-from .._session import SessionDecoder
+from .._session import NOT_SERVER, SessionDecoder
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
 from ._wire import ServerEvent, frame_decoder, server_decoder
 
@@ -147,40 +147,48 @@ class StreamDecoder(SessionDecoder):
         appending it to the existing part is what the aggregator would do. It folds after the
         lines held before it went ``normal`` (they may start the session or add the part); every
         other line (an empty delta, a part the target does not hand out, ...) is held, and
-        consecutive held lines go ``normal`` together.
+        consecutive held lines go ``normal`` together, as decoded here (``normal_decoded``). A
+        quiet ``.done`` line of a started session has no events: with nothing held, it is only
+        counted.
         """
         decode = frame_decoder.decode
         folds = _FOLDS
         fold = self.fold_delta
         held: list[bytes] = []
+        decoded: list[Any] = []
         frames = self._frames
         started = self._started  # only a normal line starts the session
         for line in lines:
             if not line:
                 continue
             try:
-                event: ServerEvent | None = decode(line).msg
+                event: Any = decode(line).msg
             except _DECODE_FAULTS:
-                event = None  # a client line, an odd or bad one: the normal way says which
-            if event is not None:
-                into = folds.get(event.type)
+                event = NOT_SERVER  # a client line, an odd or bad one: the normal way says which
+            else:
+                kind = event.type
+                into = folds.get(kind)
                 text = event.delta
                 if into is not None and text:
                     if held:
                         self._frames = frames
-                        self.normal(held)
+                        self.normal_decoded(decoded, held)
                         frames = self._frames
                         started = self._started
-                        held = []
+                        held, decoded = [], []
                     if started and fold(
                         event.item_id or "", "call" if into == ARGS else event.content_index, text, into
                     ):
                         frames += 1
                         continue
+                elif kind in _QUIET and started and not held:
+                    frames += 1
+                    continue
             held.append(line)
+            decoded.append(event)
         if held:
             self._frames = frames
-            self.normal(held)
+            self.normal_decoded(decoded, held)
             frames = self._frames
         self._frames = frames
 

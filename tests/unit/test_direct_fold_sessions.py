@@ -1,0 +1,396 @@
+"""The session decoders' direct fold gives what their event path gives: Session, Response, errors, warnings.
+
+Google Live and OpenAI Realtime fold runs of common lines at once (``DirectFold.fold_deltas``), hand
+lines they decoded already the normal way without decoding them again
+(``SessionDecoder.normal_decoded``) and only count lines with no events (Live's
+``generationComplete``, Realtime's quiet ``.done`` events). Every recording and corpus stream, and
+lines built to sit inside runs (odd, bad, quiet, padded audio, transcripts), are folded both ways in
+random chunkings and compared: the session, the response, the error (type, frame, message) and
+what was aggregated before it.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import maas_stream as ms
+from maas_stream._accumulate import join_base64, whole_groups
+from maas_stream._aggregate import Aggregator
+from maas_stream._registry import get_protocol
+from maas_stream.events import AudioDelta, MessageStart, PartStart, ResponseStart, TextDelta, UnknownEvent
+from maas_stream.protocols import google_live
+from maas_stream.protocols._base import AUDIO, TEXT, TRANSCRIPT
+from maas_stream.protocols._session import NOT_SERVER
+from tests.unit.test_direct_fold import AUDIO as AUDIO_PART
+from tests.unit.test_direct_fold import PADDED, SESSION, _lines, _live, _opened, _realtime, _rt, _session
+from tests.unit.test_direct_fold import _streams as every_stream
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+SEEDS = [0, 1, 2]
+
+
+def chunked(data: bytes, seed: int) -> list[bytes]:
+    """``data`` cut at random places (pieces of 1 to 300 bytes, some at line ends)."""
+    rng = random.Random(seed)
+    out: list[bytes] = []
+    at = 0
+    while at < len(data):
+        end = data.find(b"\n", at) + 1 if rng.random() < 0.3 else 0
+        if end <= at:
+            end = at + rng.randint(1, 300)
+        out.append(data[at:end])
+        at = end
+    return out or [b""]
+
+
+def by_events(protocol: str, chunks: list[bytes]) -> tuple[ms.Session, ms.Response]:
+    """The event path: every line decoded to events, every event applied."""
+    decoder = get_protocol(protocol).decoder()
+    agg = Aggregator(protocol)
+    try:
+        for chunk in chunks:
+            agg.consume(decoder.feed(chunk))
+    except ms.RemoteProtocolError as exc:
+        agg.consume(exc.events)
+        exc.partial = agg.snapshot()
+        raise
+    agg.consume(decoder.finish())
+    response = agg.finish()
+    return agg.session(), response
+
+
+def direct(protocol: str, chunks: list[bytes]) -> tuple[ms.Session, ms.Response]:
+    """The direct fold (what ``ms.aggregate`` does)."""
+    agg = ms.StreamAggregator(protocol)
+    for chunk in chunks:
+        agg.feed(chunk)
+    response = agg.finish()
+    return agg.session(), response
+
+
+def outcome(run: Callable[[], tuple[ms.Session, ms.Response]]) -> tuple[Any, ...]:
+    """The session and response, or the error's type, frame, message and partial response."""
+    try:
+        session, response = run()
+    except ms.RemoteProtocolError as exc:
+        return (type(exc).__name__, exc.frame, str(exc), exc.partial)
+    return ("ok", session, response)
+
+
+def assert_same(protocol: str, data: bytes, chunks: list[bytes]) -> tuple[Any, ...]:
+    assert b"".join(chunks) == data
+    want = outcome(lambda: by_events(protocol, chunks))
+    got = outcome(lambda: direct(protocol, chunks))
+    assert got == want
+    return got
+
+
+def _streams() -> list[object]:
+    return [p for p in every_stream() if p.values[0] in SESSION]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("protocol", "path"), _streams())
+@pytest.mark.parametrize("seed", SEEDS)
+def test_recordings_and_corpus_fold_the_same_in_random_chunks(protocol: str, path: Path, seed: int) -> None:
+    data = path.read_bytes()
+    assert_same(protocol, data, chunked(data, seed))
+
+
+@pytest.mark.parametrize(("protocol", "path"), _streams())
+def test_recordings_and_corpus_fold_the_same_whole(protocol: str, path: Path) -> None:
+    data = path.read_bytes()
+    assert_same(protocol, data, [data])
+
+
+def _audio(data: str) -> tuple[str, Any]:
+    return _live({"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}})
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+GENERATION_DONE = ("server", {"serverContent": {"generationComplete": True}})
+BAD_TEXT = b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"\\x"}]}}}}\n'
+
+LIVE = {
+    "text runs around quiet lines": _session(
+        _live({"text": "a"}),
+        *[_live({"text": f"w{i} "}) for i in range(20)],
+        GENERATION_DONE,
+        *[_live({"text": f"v{i} "}) for i in range(20)],
+        GENERATION_DONE,
+        GENERATION_DONE,
+        _live(transcript=""),
+        *[_live({"text": f"u{i} "}) for i in range(5)],
+    ),
+    "quiet lines before the session starts and between turns": _lines(
+        GENERATION_DONE,
+        ("client", {"setup": {"model": "models/gemini-live"}}),
+        GENERATION_DONE,
+        _live({"text": "a"}),
+        _live({"text": "b"}, turnComplete=True),
+        GENERATION_DONE,
+        _live({"text": "c"}),
+    ),
+    "a bad line after quiet lines": _opened(
+        _live({"text": "a"}), *[_live({"text": f"w{i} "}) for i in range(5)], GENERATION_DONE, GENERATION_DONE
+    )
+    + BAD_TEXT,
+    "audio runs without padding": _session(
+        _live(transcript="hi "),
+        *[x for i in range(40) for x in (_audio(_b64(bytes([i] * 6))), _live(transcript=f"s{i} "))],
+    ),
+    "audio runs with padding inside and at their end": _session(
+        _audio(_b64(b"\x01\x02")),
+        *[_audio(_b64(bytes([i] * (6 if i % 5 else 4)))) for i in range(30)],
+        *[x for i in range(20) for x in (_audio(_b64(bytes([i] * 5))), _live(transcript=f"p{i} "))],
+        _audio(_b64(b"\x07")),
+    ),
+    "audio runs of uneven chunks": _session(
+        _audio("AAAA"), *[_audio("AAAA" * (1 + i % 3)) for i in range(30)], _audio("AAAAAAA"), _audio("AAAA")
+    ),
+    "audio that is no base64 inside a run": _session(
+        *[_audio("AAAA") for _ in range(5)],
+        _audio("A=AA"),
+        _audio("!!!!"),
+        *[_audio("AQI=") for _ in range(5)],
+    ),
+    "transcripts alone, then audio and transcripts out of step": _session(
+        *[_live(transcript=f"t{i} ") for i in range(15)],
+        *[_audio("AAAA") for _ in range(3)],
+        *[_live(transcript=f"u{i} ") for i in range(3)],
+        _audio("AQI="),
+        _live(transcript="x"),
+        _live(transcript="y"),
+        _audio("AAAA"),
+    ),
+    "odd and client lines inside runs": _session(
+        *[_live({"text": f"w{i} "}) for i in range(4)],
+        ("client", {"realtimeInput": {"audio": {"data": "AAAA"}}}),
+        *[_live({"text": f"v{i} "}) for i in range(4)],
+        ("server", {"serverContent": {"modelTurn": {"parts": [{"text": "k"}]}, "unknownKey": 1}}),
+        *[_audio("AAAA") for _ in range(4)],
+        ("server", {"sessionResumptionUpdate": {"newHandle": "h"}}),
+        *[_audio("AAAA") for _ in range(4)],
+        _live(AUDIO_PART, PADDED),
+    ),
+    "a bad audio line inside an audio run": _opened(_live({"text": "a"}), *[_audio("AAAA") for _ in range(4)])
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineData":'
+    + b'{"mimeType":"audio/pcm","data":"AA\\q"}}]}}}}\n'
+    + _lines(_audio("AAAA")),
+    "a line that is no JSON between quiet lines": _opened(_live({"text": "a"}), GENERATION_DONE)
+    + b"{nope\n"
+    + _lines(GENERATION_DONE),
+    "a line that only looks like a common audio line": _opened(_live({"text": "a"}), _audio("AAAA"))
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineDatum":0,"q":'
+    + b'{"mimeType":"audio/pcm","data":"AAAA"}}]}}}}\n'
+    + _lines(_audio("AAAA")),
+}
+
+REALTIME = {
+    "quiet .done lines between deltas": _realtime(
+        *[_rt("output_text", f"t{i} ") for i in range(10)],
+        ("server", {"type": "response.output_text.done", "item_id": "m", "content_index": 0, "text": "x"}),
+        *[_rt("output_audio", "AAAA", index=1) for i in range(5)],
+        ("server", {"type": "response.output_audio.done", "item_id": "m", "content_index": 1}),
+        ("server", {"type": "response.audio.done", "item_id": "m", "content_index": 1}),
+        *[_rt("output_audio_transcript", f"s{i} ", index=1) for i in range(5)],
+        ("server", {"type": "response.output_audio_transcript.done", "item_id": "m", "content_index": 1}),
+        ("server", {"type": "response.text.done", "item_id": "m", "content_index": 0}),
+    ),
+    "a quiet line first": _lines(
+        ("server", {"type": "response.output_text.done", "item_id": "m", "content_index": 0, "text": "x"}),
+        _rt("output_text", "a"),
+    ),
+    "held lines decoded once, a client line among them": _realtime(
+        _rt("output_text", "a"),
+        ("server", {"type": "rate_limits.updated", "rate_limits": []}),
+        ("client", {"type": "input_audio_buffer.append", "audio": "AAAA"}),
+        ("server", {"type": "response.output_text.done", "item_id": "m", "content_index": 0}),
+        ("server", {"type": "error", "error": {"type": "invalid_request_error", "message": "no"}}),
+        _rt("output_text", "b"),
+    ),
+    "a bad line after quiet lines": _realtime(
+        _rt("output_text", "a"),
+        ("server", {"type": "response.output_text.done", "item_id": "m", "content_index": 0}),
+    )
+    + b'{"dir":"server","msg":{"type":"response.output_item.added"}}\n',
+    "padded audio deltas": _realtime(
+        *[_rt("output_audio", "AQI=" if i % 2 else "AAAA", index=1) for i in range(9)]
+    ),
+}
+
+CASES = [
+    *[pytest.param("google-live", name, id=f"live: {name}") for name in LIVE],
+    *[pytest.param("openai-realtime", name, id=f"realtime: {name}") for name in REALTIME],
+]
+
+
+@pytest.mark.parametrize(("protocol", "name"), CASES)
+@pytest.mark.parametrize("seed", [*SEEDS, "lines", "whole"])
+def test_edge_cases_fold_the_same_both_ways(protocol: str, name: str, seed: Any) -> None:
+    data = (LIVE if protocol == "google-live" else REALTIME)[name]
+    if seed == "lines":
+        chunks = data.splitlines(keepends=True)
+    elif seed == "whole":
+        chunks = [data]
+    else:
+        chunks = chunked(data, seed)
+    assert_same(protocol, data, chunks)
+
+
+def test_the_bad_lines_fail_as_they_should() -> None:
+    """The error cases above are errors (so their comparison compares errors), with their frame."""
+    got = assert_same(
+        "google-live", LIVE["a bad line after quiet lines"], [LIVE["a bad line after quiet lines"]]
+    )
+    assert got[0] == "RemoteProtocolError"
+    assert got[1] == 11  # setup, setupComplete, 6 texts, 2 quiet lines, then the bad one
+    data = REALTIME["a bad line after quiet lines"]
+    assert assert_same("openai-realtime", data, [data])[0] == "RemoteProtocolError"
+
+
+def test_padded_audio_joins_as_bytes() -> None:
+    """Audio folded in runs (joined or kept apart by ``whole_groups``) is the bytes sent, in order."""
+    data = LIVE["audio runs with padding inside and at their end"]
+    raw = [b"\x01\x02", *(bytes([i] * (6 if i % 5 else 4)) for i in range(30))]
+    raw += [bytes([i] * 5) for i in range(20)] + [b"\x07"]
+    parts = ms.aggregate(data, protocol="google-live").messages[0].content
+    assert [base64.b64decode(p.data or "") for p in parts if isinstance(p, ms.AudioPart)] == [b"".join(raw)]
+
+
+class Counting(ms.StreamAggregator):
+    """Counts the events applied the normal way."""
+
+    applied: list[Any]
+
+    def consume(self, events: list[Any]) -> None:
+        self.applied = [*getattr(self, "applied", []), *events]
+        super().consume(events)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "quiet"),
+    [
+        ("google-live", GENERATION_DONE),
+        (
+            "openai-realtime",
+            ("server", {"type": "response.output_text.done", "item_id": "m", "content_index": 0}),
+        ),
+    ],
+)
+def test_quiet_lines_are_only_counted(protocol: str, quiet: tuple[str, Any]) -> None:
+    """A line with no events, between folded deltas, reaches the aggregator as nothing at all."""
+    start = (
+        _opened(_live({"text": "a"}), _live({"text": "b"}))
+        if protocol == "google-live"
+        else b"".join(_realtime(_rt("output_text", "a")).splitlines(keepends=True)[:-1])  # no response.done
+    )
+    agg = Counting(protocol)
+    agg.feed(start)
+    before = list(agg.applied)
+    agg.feed(
+        _lines(quiet, quiet, _live({"text": "c"}) if protocol == "google-live" else _rt("output_text", "c"))
+    )
+    assert agg.applied == before
+    assert agg.frames == start.count(b"\n") + 3
+
+
+def test_whole_groups() -> None:
+    assert whole_groups([])
+    assert whole_groups(["AAAA", "AQID"])
+    assert not whole_groups(["AAAA", "AQI="])
+    assert not whole_groups(["AAA", "A"])
+    assert whole_groups(["A=AA"])  # "=" not at the end: joined as text, as sent
+    assert join_base64(["AQI=", "AwQ="]) == "AQIDBA=="
+    assert join_base64(["AQID", "BA=="]) == "AQIDBA=="
+
+
+class Buffers:
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.args: list[str] = []
+        self.summary: dict[int, list[str]] | None = None
+        self.audio_data: list[str] | None = None
+        self.audio_transcript: list[str] | None = None
+
+
+class Target:
+    """A fold target with one part, ``(0, 0)``."""
+
+    def __init__(self) -> None:
+        self.part = Buffers()
+        self.consumed: list[Any] = []
+
+    def consume(self, events: list[Any]) -> None:
+        self.consumed += events
+
+    def part_buffers(self, message: Any, part: Any) -> Buffers | None:
+        return self.part if (message, part) == (0, 0) else None
+
+    def open_part(self, message: Any, close: Any, part: Any, value: Any, done: bool = False) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("pieces", "kept"),
+    [
+        (["AAAA", "AQID", "AQI="], ["AAAAAQIDAQI="]),  # whole groups then a padded last: one chunk
+        (["AQI=", "AAAA"], ["AQI=", "AAAA"]),  # padding inside: kept apart
+        (["AAA", "A"], ["AAA", "A"]),
+        (["AQI="], ["AQI="]),
+    ],
+)
+def test_fold_deltas_audio(pieces: list[str], kept: list[str]) -> None:
+    decoder = google_live.StreamDecoder()
+    target = Target()
+    decoder._fold_begin(target)
+    assert decoder.fold_deltas(0, 0, ["AAAA"], AUDIO)
+    assert decoder.fold_deltas(0, 0, pieces, AUDIO)
+    assert decoder.fold_deltas(0, 0, ["t", "u"], TRANSCRIPT)
+    assert decoder.fold_deltas(0, 0, ["a", "b", "c"], TEXT)
+    assert not decoder.fold_deltas(1, 0, ["x"], TEXT)
+    decoder._fold_end()
+    assert target.part.audio_data == ["AAAA", *kept]
+    assert join_base64(target.part.audio_data) == join_base64(["AAAA", *pieces])
+    assert target.part.audio_transcript == ["tu"]
+    assert target.part.text == ["abc"]
+
+
+def test_normal_decoded_takes_decoded_lines_and_markers() -> None:
+    """Messages decoded already are not decoded again; ``NOT_SERVER`` and ``None`` lines are read."""
+    decoder = google_live.StreamDecoder()
+    lines = _lines(
+        ("client", {"setup": {"model": "models/x"}}), _live({"text": "a"}), _live({"text": "b"})
+    ).splitlines()
+    wrong = decoder.frame_decoder.decode(_lines(_live({"text": "z"})).strip()).msg
+    target = Target()
+    decoder._fold_begin(target)
+    decoder.normal_decoded([NOT_SERVER, wrong, None], lines)
+    decoder._fold_end()
+    texts = [e.text for e in target.consumed if isinstance(e, TextDelta)]
+    assert texts == ["z", "b"]  # the message handed on stands for its line
+    kinds = [type(e) for e in target.consumed]
+    assert kinds[:4] == [ResponseStart, UnknownEvent, MessageStart, PartStart]  # the client line read
+    assert decoder.frames == 3
+    assert not [e for e in target.consumed if isinstance(e, AudioDelta)]
+
+
+def test_a_text_run_after_a_thought_opens_its_part_directly() -> None:
+    """The run's first line opens the text part in the target (``fold_part``): no event applied for it."""
+    data = _opened(_live({"text": "plan", "thought": True}), *[_live({"text": f"w{i} "}) for i in range(5)])
+    agg = Counting("google-live")
+    agg.feed(data)
+    assert not [e for e in agg.applied if isinstance(e, TextDelta | PartStart) and e.part == 1]
+    assert agg.finish() == ms.aggregate([data[:1], data[1:]], protocol="google-live")
+    assert assert_same("google-live", data, [data])[2].messages[0].content[1] == ms.TextPart(
+        text="w0 w1 w2 w3 w4 "
+    )
