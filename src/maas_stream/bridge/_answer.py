@@ -31,7 +31,7 @@ from .._registry import get_protocol
 from ..io import ProviderHTTPError, StreamIOError, aaggregate
 from ..io._exceptions import error_summary
 from ..io._stream import aconvert_into
-from ._asgi import hangup_watcher, send_json, watch_disconnect
+from ._asgi import HangUp, send_json, watch_disconnect
 from ._failures import upstream_failure
 from ._request import Rejected
 from ._stateful import encoder_options, identified
@@ -50,10 +50,8 @@ __all__ = [
     "Reading",
     "answer",
     "answer_headers",
-    "run_exchange",
-    "open_upstream",
     "responses",
-    "stream",
+    "run_exchange",
 ]
 
 log = logging.getLogger("maas_stream")
@@ -69,23 +67,28 @@ CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange, Route | None]] = conte
 """The upstream chosen for the request being served, and its record (per request task)."""
 
 
-async def run_exchange(app: BridgeApp, client: str, request: Any, receive: Receive, send: Send) -> None:
-    """Open the upstream stream and answer from it; the client's hang-up cancels it all.
+async def run_exchange(
+    app: BridgeApp, client: str, request: Any, receive: Receive | None, send: Send
+) -> None:
+    """Open the current upstream's stream for ``request`` and answer ``client`` from it.
 
-    The hang-up is watched from the start (connecting, waiting for the upstream's headers,
-    streaming, aggregating for a non-streaming answer): nothing is held for a client gone.
+    A streaming request is answered inline (one coroutine from the upstream's stream to the
+    client: less per idle stream), a non-streaming one by :func:`answer`. With ``receive``, the
+    client's hang-up cancels it all, watched from the start (connecting, waiting for the
+    upstream's headers, streaming, aggregating): nothing is held for a client gone.
     """
     with anyio.CancelScope() as scope:
-        watcher = hangup_watcher(receive, scope)
-        if watcher is None:  # trio: the watcher runs in a task group
+        hangup = None if receive is None else HangUp.start(receive, scope)
+        if hangup is None and receive is not None:  # trio: the watcher runs in a task group
             await _run_in_group(app, client, request, receive, send)
             return
         try:
-            await open_upstream(app, client, request, send)
+            await _exchange(app, client, request, send)
             return
         finally:
-            watcher.cancel()
-    _client_gone(app)  # the scope was cancelled: the watcher saw the hang-up
+            if hangup is not None:
+                hangup.close()
+    _client_gone(app)  # the scope was cancelled: the client hung up
 
 
 def _client_gone(app: BridgeApp) -> None:
@@ -100,7 +103,7 @@ async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Rece
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
         try:
-            await open_upstream(app, client, request, send)
+            await _exchange(app, client, request, send)
             done = True
         except Exception as exc:
             failure = exc  # raised below, outside the task group (which would wrap it)
@@ -112,30 +115,70 @@ async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Rece
         _client_gone(app)
 
 
-async def open_upstream(app: BridgeApp, client: str, request: Any, send: Send) -> None:
-    """Open the current upstream's stream for ``request`` and answer ``client`` from it."""
-    upstream = app.upstream.protocol
-    timeouts = getattr(app.upstream, "timeouts", None)
+async def _exchange(app: BridgeApp, client: str, request: Any, send: Send) -> None:
+    upstream = app.upstream
+    timeouts = getattr(upstream, "timeouts", None)
     started = anyio.current_time()
     try:
         body, request.body = request.body, {}  # sent once: not held while the stream lasts
-        async with app.upstream.open(body, model=request.envelope.model) as source:
+        async with upstream.open(body, model=request.envelope.model) as source:
             del body
             total = getattr(timeouts, "total", None)
             left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
-            reading = Reading(getattr(timeouts, "idle", None), left, len(request.dropped))
-            if request.envelope.stream:
-                spec = get_protocol(client)
-                options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
-                options.update(encoder_options())  # a stored response's id
-                await stream(app, client, source, reading, send, options)
+            idle = getattr(timeouts, "idle", None)
+            dropped = len(request.dropped)
+            if not request.envelope.stream:
+                await answer(app, client, source, Reading(idle, left, dropped), send)
+                return
+            # The streamed answer: the upstream stream converted into the client's protocol.
+            spec = get_protocol(client)
+            options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
+            options.update(encoder_options())  # a stored response's id
+            headers = [
+                (b"content-type", spec.media_type.encode()),
+                (b"cache-control", b"no-cache"),
+                (b"x-accel-buffering", b"no"),
+                *((k.encode(), v.encode()) for k, v in answer_headers(app, dropped).items()),
+            ]
+            lossy: list[Dropped] = []
+            write = _Writer(send, headers)
+            failure: MaasStreamError | None = None
+            try:
+                await aconvert_into(
+                    source,
+                    write,
+                    to=client,
+                    protocol=upstream.protocol,
+                    idle_timeout=idle,
+                    total_timeout=left,
+                    lossy=lossy,
+                    final=responses(),
+                    **options,
+                )
+            except MaasStreamError as exc:
+                failure = exc  # before the first byte a failure is an HTTP status instead
+            finally:
+                # aconvert_into logged each record when it happened; here they are only counted.
+                for rec in lossy:
+                    app.stats.dropped[rec.kind] += rec.count
+            if failure is not None and not write.started:
+                raise upstream_failure(upstream.protocol, failure)
+            if not write.started:
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+            tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
+            await send({"type": "http.response.body", "body": tail, "more_body": False})
+            if failure is None:
+                app.stats.streams += 1
             else:
-                await answer(app, client, source, reading, send)
+                app.stats.stream_errors += 1
+                log.error("bridge: the upstream %s stream failed mid-way: %s", upstream.protocol, failure)
     except ProviderHTTPError as exc:
-        headers = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
-        raise Rejected(exc.status, f"upstream {upstream}: {error_summary(exc.body)}", headers) from None
+        passed = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
+        raise Rejected(
+            exc.status, f"upstream {upstream.protocol}: {error_summary(exc.body)}", passed
+        ) from None
     except StreamIOError as exc:
-        raise upstream_failure(upstream, exc) from None
+        raise upstream_failure(upstream.protocol, exc) from None
 
 
 def answer_headers(app: BridgeApp, dropped: int) -> dict[str, str]:
@@ -144,50 +187,6 @@ def answer_headers(app: BridgeApp, dropped: int) -> dict[str, str]:
     if dropped:
         headers["x-maas-stream-request-dropped"] = str(dropped)
     return headers
-
-
-async def stream(
-    app: BridgeApp, client: str, source: Any, reading: Reading, send: Send, options: dict[str, Any]
-) -> None:
-    """Serve a streaming request: the upstream stream converted into the client's protocol."""
-    headers = [
-        (b"content-type", get_protocol(client).media_type.encode()),
-        (b"cache-control", b"no-cache"),
-        (b"x-accel-buffering", b"no"),
-        *((k.encode(), v.encode()) for k, v in answer_headers(app, reading.dropped).items()),
-    ]
-    lossy: list[Dropped] = []
-    write = _Writer(send, headers)
-    failure: MaasStreamError | None = None
-    try:
-        await aconvert_into(
-            source,
-            write,
-            to=client,
-            protocol=app.upstream.protocol,
-            idle_timeout=reading.idle,
-            total_timeout=reading.total,
-            lossy=lossy,
-            final=responses(),
-            **options,
-        )
-    except MaasStreamError as exc:
-        failure = exc  # before the first byte a failure is an HTTP status instead
-    finally:
-        # aconvert_into logged each record when it happened; here they are only counted.
-        for rec in lossy:
-            app.stats.dropped[rec.kind] += rec.count
-    if failure is not None and not write.started:
-        raise upstream_failure(app.upstream.protocol, failure)
-    if not write.started:
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-    tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
-    await send({"type": "http.response.body", "body": tail, "more_body": False})
-    if failure is None:
-        app.stats.streams += 1
-    else:
-        app.stats.stream_errors += 1
-        log.error("bridge: the upstream %s stream failed mid-way: %s", app.upstream.protocol, failure)
 
 
 async def answer(app: BridgeApp, client: str, source: Any, reading: Reading, send: Send) -> None:

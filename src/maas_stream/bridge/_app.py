@@ -46,7 +46,7 @@ import msgspec
 
 from .._registry import get_protocol, match_endpoint
 from ..io._redact import redact_headers, redact_url
-from ._answer import CURRENT, open_upstream, run_exchange
+from ._answer import CURRENT, run_exchange
 from ._asgi import (
     Limits,
     model_of,
@@ -361,7 +361,7 @@ class BridgeApp:
                 request.envelope.stream = True  # the events are what is stored
                 try:
                     with stateful.current(turn):
-                        await open_upstream(self, client, request, write)
+                        await run_exchange(self, client, request, None, write)
                 finally:
                     CURRENT.reset(token)
                 return current[1].responses[-1] if current[1].responses else None
