@@ -36,6 +36,7 @@ web framework.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import time
 import traceback
@@ -122,6 +123,9 @@ class BridgeApp:
         self.stats = BridgeStats()
         self.session_limits = SessionLimits()
         """What one realtime (websocket) session may do."""
+        self.freeze_gc = False
+        """Freeze the objects alive at lifespan startup (``gc.freeze``: the modules, the config),
+        so that the collector's passes no longer walk them (``maas-stream serve`` sets it)."""
         self._active = 0
         drops = self.stats.dropped
         assert isinstance(drops, DropCounter)
@@ -141,33 +145,22 @@ class BridgeApp:
             current[1].drops += count
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Handle one ASGI connection (``http`` requests and the ``lifespan`` protocol)."""
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] == "websocket":  # a realtime session
-            await serve_session(self, scope, receive, send)
-            return
+        """Handle one ASGI connection (``http`` requests and the ``lifespan`` protocol).
+
+        An ``http`` request passes the guard, is answered by the bridge's own endpoints or a
+        stored record's, or is served from its route, or from the route's fallbacks while
+        nothing was sent. (One coroutine from here to the upstream exchange: less per stream.)
+        """
         if scope["type"] != "http":
+            await self._not_http(scope, receive, send)
             return
         peer = scope.get("client")
         exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         headers = request_headers(scope)
-        cors = self.guard.cors_headers(headers)
-        observed = _Observed(exchange, cors, receive, send)
+        observed = _Observed(exchange, self.guard.cors_headers(headers), receive, send)
+        receive, send = observed.receive, observed.send
         if self.metrics.enabled:
             self.metrics.in_flight.inc()
-        try:
-            await self._serve(scope, headers, exchange, observed.receive, observed.send)
-        finally:
-            if self.metrics.enabled:
-                self.metrics.in_flight.dec()
-            self.metrics.observe(exchange)
-            log_exchange(exchange)
-
-    async def _serve(
-        self, scope: Scope, headers: Mapping[str, str], exchange: Exchange, receive: Receive, send: Send
-    ) -> None:
         spec = None
         try:
             self.guard.check_host(headers)
@@ -198,17 +191,54 @@ class BridgeApp:
             body = await read_body(scope, receive, self.limits)
             exchange.model = model = match.model or model_of(codec.model_field, body)
             check_model(model)
-            await self._route(scope, match, body, exchange, receive, send)
+            # The route, then its fallbacks while nothing was sent.
+            chain = self.router.chain(self.router.select(model))
+            for i, route in enumerate(chain):
+                exchange.route, exchange.upstream = route.name, route.upstream.protocol
+                token = CURRENT.set((route.upstream, exchange, route))
+                try:
+                    prepared = await self._prepare(scope, match, body, route, send)
+                    if prepared is not None:
+                        await self._exchange(match.spec.name, *prepared, receive, send)
+                    return
+                except _FALLBACK as exc:
+                    why = _fallback_reason(exc, exchange, route, last=i + 1 == len(chain))
+                finally:
+                    CURRENT.reset(token)
+                nxt = chain[i + 1].name
+                log.warning(
+                    "bridge: route %r failed before the first byte (%s); trying %r",
+                    route.name,
+                    scrub(why, self._secrets),
+                    nxt,
+                )
+                exchange.fallbacks.append(route.name)
+                self.metrics.fell_back(route.name, nxt)
         except Rejected as exc:
-            if spec is not None:
-                self.stats.rejected += 1
-            exchange.reason = reason = scrub(exc.message, self._secrets)
-            if exchange.started:  # the answer has begun: nothing else can be said
-                log.error("bridge: %s after the answer started", reason)
-                return
-            await send_json(send, exc.status, error_body(spec, exc.status, reason), exc.headers)
+            await self._refused(spec, exc, exchange, send)
         except Exception as exc:
             await self._internal_error(scope, spec, exc, exchange, send)
+        finally:
+            if self.metrics.enabled:
+                self.metrics.in_flight.dec()
+            self.metrics.observe(exchange)
+            log_exchange(exchange)
+
+    async def _not_http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "websocket":  # a realtime session
+            await serve_session(self, scope, receive, send)
+
+    async def _refused(self, spec: Any, exc: Rejected, exchange: Exchange, send: Send) -> None:
+        """A refused request: its status in the client's error shape (unless the answer began)."""
+        if spec is not None:
+            self.stats.rejected += 1
+        exchange.reason = reason = scrub(exc.message, self._secrets)
+        if exchange.started:  # the answer has begun: nothing else can be said
+            log.error("bridge: %s after the answer started", reason)
+            return
+        await send_json(send, exc.status, error_body(spec, exc.status, reason), exc.headers)
 
     async def _internal_error(
         self, scope: Scope, spec: Any, exc: Exception, exchange: Exchange, send: Send
@@ -230,51 +260,15 @@ class BridgeApp:
             msg = f"internal error in the bridge ({type(exc).__name__}); see its log"
             await send_json(send, 500, error_body(spec, 500, msg))
 
-    async def _route(
-        self,
-        scope: Scope,
-        match: EndpointMatch,
-        body: bytes,
-        exchange: Exchange,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        """Serve the request from its route, or from the route's fallbacks while nothing was sent."""
-        chain = self.router.chain(self.router.select(exchange.model))
-        for i, route in enumerate(chain):
-            exchange.route, exchange.upstream = route.name, route.upstream.protocol
-            token = CURRENT.set((route.upstream, exchange, route))
-            try:
-                await self._handle(scope, match, body, receive, send)
-                return
-            except Rejected as exc:
-                if exchange.started or i + 1 == len(chain) or not retryable(exc.status):
-                    raise
-                why = f"{exc.status}: {exc.message}"
-            except UNREACHABLE as exc:
-                if exchange.started:
-                    raise
-                why = f"unreachable: {exc or type(exc).__name__}"
-                if i + 1 == len(chain):
-                    raise Rejected(502, f"upstream {route.upstream.protocol} {why}") from None
-            finally:
-                CURRENT.reset(token)
-            nxt = chain[i + 1].name
-            log.warning(
-                "bridge: route %r failed before the first byte (%s); trying %r",
-                route.name,
-                scrub(why, self._secrets),
-                nxt,
-            )
-            exchange.fallbacks.append(route.name)
-            self.metrics.fell_back(route.name, nxt)
-
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         # Background responses run in the lifespan's task group (they outlive their request).
         async with self.stateful.running() if self.stateful is not None else contextlib.nullcontext():
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    if self.freeze_gc:  # after the imports and the config: old objects, never garbage
+                        gc.collect()
+                        gc.freeze()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     await self.router.aclose()
@@ -298,9 +292,14 @@ class BridgeApp:
         query = scope.get("query_string", b"")
         await self.stateful.serve(scope["method"], found, query, owner, receive, send)
 
-    async def _handle(
-        self, scope: Scope, match: EndpointMatch, raw: bytes, receive: Receive, send: Send
-    ) -> None:
+    async def _prepare(
+        self, scope: Scope, match: EndpointMatch, raw: bytes, route: Route, send: Send
+    ) -> tuple[Any, Turn | None] | None:
+        """The request converted for ``route``'s upstream, and its stored turn (``None``: answered).
+
+        Raises:
+            Rejected: The request cannot be served on this route (400...).
+        """
         query = match.endpoint.query
         if query is not None and query.encode() not in scope.get("query_string", b"").split(b"&"):
             raise Rejected(400, f"{scope['path']} is served only with ?{query}")
@@ -308,11 +307,9 @@ class BridgeApp:
             body = msgspec.json.decode(raw) if raw else None
         except msgspec.DecodeError as exc:
             raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
-        client, upstream = match.spec.name, self.upstream.protocol
-        current = CURRENT.get(None)
-        route = current[2] if current is not None else None
-        drop = self.drop_params if route is None or route.drop_params is None else route.drop_params
-        caps = {"*": route.caps} if route is not None and route.caps is not None else None
+        client, upstream = match.spec.name, route.upstream.protocol
+        drop = self.drop_params if route.drop_params is None else route.drop_params
+        caps = {"*": route.caps} if route.caps is not None else None
         if match.endpoint.count:  # counting never refuses: what cannot cross does not count
             drop = True
         stateful, turn = self.stateful, None
@@ -328,11 +325,17 @@ class BridgeApp:
                 await stateful.check_room(turn.owner, len(raw))
         if match.endpoint.count:
             await count_tokens(self, match, request, send)
-            return
+            return None
         for rec in request.unlogged:
             log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
         for rec in request.dropped:
             self.stats.dropped[rec.kind] += rec.count
+        return request, turn
+
+    async def _exchange(
+        self, client: str, request: Any, turn: Turn | None, receive: Receive, send: Send
+    ) -> None:
+        """The upstream exchange, within the stream limit."""
         limit = self.limits.max_streams
         if limit is not None and self._active >= limit:
             self.stats.overloaded += 1
@@ -373,6 +376,28 @@ class BridgeApp:
             await run_exchange(self, client, request, receive, stateful.tee(turn, send))
         found = current[1].responses[before:]
         await stateful.save(turn, found[-1] if found else None)
+
+
+_FALLBACK: tuple[type[BaseException], ...] = (Rejected, *UNREACHABLE)
+"""What a route may fail with before the first byte and be replaced by a fallback."""
+
+
+def _fallback_reason(exc: BaseException, exchange: Exchange, route: Route, *, last: bool) -> str:
+    """Why ``route`` failed, when a fallback may serve the request instead; else ``exc`` is raised.
+
+    Raises:
+        Rejected: The answer has begun, this was the last route, or the failure is not retryable.
+    """
+    if isinstance(exc, Rejected):
+        if exchange.started or last or not retryable(exc.status):
+            raise exc
+        return f"{exc.status}: {exc.message}"
+    if exchange.started:
+        raise exc
+    why = f"unreachable: {exc or type(exc).__name__}"
+    if last:
+        raise Rejected(502, f"upstream {route.upstream.protocol} {why}") from None
+    return why
 
 
 def _upstream_secrets(router: Router) -> list[str]:
