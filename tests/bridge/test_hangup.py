@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import anyio
@@ -35,38 +36,40 @@ class Inbox:
             self.pending -= 1
 
 
-async def test_a_disconnect_cancels_the_scope_after_other_messages() -> None:
+async def test_a_disconnect_cancels_the_task_after_other_messages() -> None:
     box = Inbox()
-    with anyio.CancelScope() as scope:
-        hangup = HangUp.start(box.receive, scope)
-        assert hangup is not None
-        box.put({"type": "http.request", "body": b"late", "more_body": False})
-        await anyio.sleep(0.01)
-        assert not scope.cancel_called  # another message is passed over
-        box.put({"type": "http.disconnect"})
-        await anyio.sleep_forever()
-    assert scope.cancel_called
+    hangup = HangUp.start(box.receive)
+    assert hangup is not None
+    box.put({"type": "http.request", "body": b"late", "more_body": False})
+    await anyio.sleep(0.01)
+    assert not hangup.fired  # another message is passed over
+    box.put({"type": "http.disconnect"})
+    with pytest.raises(asyncio.CancelledError):
+        await anyio.sleep(5)
+    assert hangup.task.uncancel() == 0
+    assert hangup.fired
     assert box.pending == 0
 
 
 async def test_close_stops_watching_and_closes_the_pending_receive() -> None:
     box = Inbox()
-    with anyio.CancelScope() as scope:
-        hangup = HangUp.start(box.receive, scope)
-        assert hangup is not None
-        assert box.pending == 1
-        hangup.close()
-        assert box.pending == 0
-        box.put({"type": "http.disconnect"})
-        await anyio.sleep(0.01)
-    assert not scope.cancel_called
+    hangup = HangUp.start(box.receive)
+    assert hangup is not None
+    assert box.pending == 1
+    hangup.close()
+    assert box.pending == 0
+    box.put({"type": "http.disconnect"})
+    await anyio.sleep(0.01)
+    assert not hangup.fired
 
 
 async def test_a_failing_receive_is_a_client_gone() -> None:
     async def broken() -> dict[str, Any]:
         raise RuntimeError("the server cannot tell")
 
-    with anyio.CancelScope() as scope:
-        HangUp.start(broken, scope)
-        await anyio.sleep_forever()
-    assert scope.cancel_called
+    hangup = HangUp.start(broken)
+    assert hangup is not None
+    with pytest.raises(asyncio.CancelledError):
+        await anyio.sleep(5)
+    hangup.task.uncancel()
+    assert hangup.fired

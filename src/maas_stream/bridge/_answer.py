@@ -18,6 +18,7 @@ its streaming path must not add a call per frame.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 from dataclasses import dataclass
@@ -77,18 +78,20 @@ async def run_exchange(
     client's hang-up cancels it all, watched from the start (connecting, waiting for the
     upstream's headers, streaming, aggregating): nothing is held for a client gone.
     """
-    with anyio.CancelScope() as scope:
-        hangup = None if receive is None else HangUp.start(receive, scope)
-        if hangup is None and receive is not None:  # trio: the watcher runs in a task group
-            await _run_in_group(app, client, request, receive, send)
-            return
-        try:
-            await _exchange(app, client, request, send)
-            return
-        finally:
-            if hangup is not None:
-                hangup.close()
-    _client_gone(app)  # the scope was cancelled: the client hung up
+    hangup = None if receive is None else HangUp.start(receive)
+    if hangup is None and receive is not None:  # trio: the watcher runs in a task group
+        await _run_in_group(app, client, request, receive, send)
+        return
+    try:
+        await _exchange(app, client, request, send)
+    except asyncio.CancelledError:
+        if hangup is None or not hangup.fired:
+            raise
+        hangup.task.uncancel()  # the cancellation was the hang-up's: taken back here
+        _client_gone(app)
+    finally:
+        if hangup is not None:
+            hangup.close()
 
 
 def _client_gone(app: BridgeApp) -> None:

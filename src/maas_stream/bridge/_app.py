@@ -191,6 +191,7 @@ class BridgeApp:
             body = await read_body(scope, receive, self.limits)
             exchange.model = model = match.model or model_of(codec.model_field, body)
             check_model(model)
+            del headers  # (not held while the stream lasts)
             # The route, then its fallbacks while nothing was sent.
             chain = self.router.chain(self.router.select(model))
             for i, route in enumerate(chain):
@@ -198,8 +199,15 @@ class BridgeApp:
                 token = CURRENT.set((route.upstream, exchange, route))
                 try:
                     prepared = await self._prepare(scope, match, body, route, send)
-                    if prepared is not None:
-                        await self._exchange(match.spec.name, *prepared, receive, send)
+                    if prepared is None:  # answered (a token count)
+                        return
+                    try:  # (inline, not a method of its own: one frame less per stream)
+                        if prepared[1] is None:
+                            await run_exchange(self, spec.name, prepared[0], receive, send)
+                        else:
+                            await self._stateful_exchange(prepared[1], spec.name, prepared[0], receive, send)
+                    finally:
+                        self._active -= 1
                     return
                 except _FALLBACK as exc:
                     why = _fallback_reason(exc, exchange, route, last=i + 1 == len(chain))
@@ -297,6 +305,8 @@ class BridgeApp:
     ) -> tuple[Any, Turn | None] | None:
         """The request converted for ``route``'s upstream, and its stored turn (``None``: answered).
 
+        A request returned counts in the streams in flight (:attr:`Limits.max_streams`).
+
         Raises:
             Rejected: The request cannot be served on this route (400...).
         """
@@ -330,25 +340,13 @@ class BridgeApp:
             log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
         for rec in request.dropped:
             self.stats.dropped[rec.kind] += rec.count
-        return request, turn
-
-    async def _exchange(
-        self, client: str, request: Any, turn: Turn | None, receive: Receive, send: Send
-    ) -> None:
-        """The upstream exchange, within the stream limit."""
         limit = self.limits.max_streams
         if limit is not None and self._active >= limit:
             self.stats.overloaded += 1
             retry = {"retry-after": str(self.limits.retry_after)}
             raise Rejected(503, f"the bridge is serving {limit} streams already; retry later", retry)
-        self._active += 1
-        try:
-            if turn is None:
-                await run_exchange(self, client, request, receive, send)
-            else:
-                await self._stateful_exchange(turn, client, request, receive, send)
-        finally:
-            self._active -= 1
+        self._active += 1  # (the caller takes it back when the exchange ends)
+        return request, turn
 
     async def _stateful_exchange(
         self, turn: Turn, client: str, request: Any, receive: Receive, send: Send

@@ -75,34 +75,36 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
 
 
 class HangUp:
-    """Cancels ``scope`` when the client hangs up: ``receive`` stepped from callbacks (asyncio).
+    """Cancels the request's task when the client hangs up: ``receive`` stepped from callbacks.
 
-    The pending ``receive()`` coroutine is driven by the done-callback of the future it waits
-    on, as a task would drive it, but with no task and no watcher coroutine of its own: per idle
-    stream only this slotted object and the server's ``receive`` frame. An ``http.disconnect``
-    (or a ``receive`` that fails: a server that cannot tell is a client gone) cancels ``scope``;
-    any other message is passed over and ``receive`` awaited again. :meth:`close` stops it.
-    Use :meth:`start`, which returns ``None`` off asyncio (trio: :func:`watch_disconnect`).
+    On asyncio the pending ``receive()`` coroutine is driven by the done-callback of the future
+    it waits on, as a task would drive it, but with no task, no cancel scope and no watcher
+    coroutine of its own: per idle stream only this slotted object and the server's
+    ``receive`` frame. An ``http.disconnect`` (or a ``receive`` that fails: a server that
+    cannot tell is a client gone) cancels the task that started it (:attr:`fired`); the task
+    takes that cancellation back (``uncancel``). Any other message is passed over and
+    ``receive`` awaited again. :meth:`close` stops it. Use :meth:`start`, which returns
+    ``None`` off asyncio (trio: :func:`watch_disconnect` in a task group).
     """
 
-    __slots__ = ("_coro", "_loop", "_receive", "_scope", "_waiting")
+    __slots__ = ("_coro", "_receive", "_waiting", "fired", "task")
 
-    def __init__(self, receive: Receive, scope: anyio.CancelScope, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, receive: Receive, task: asyncio.Task[Any]) -> None:
         self._receive = receive
-        self._scope = scope
-        self._loop = loop
+        self.task = task
+        self.fired = False
         self._waiting: asyncio.Future[Any] | None = None
         self._coro: Coroutine[Any, Any, Message] | None = receive()  # type: ignore[assignment]
         self._step()
 
     @classmethod
-    def start(cls, receive: Receive, scope: anyio.CancelScope) -> HangUp | None:
-        """Watch ``receive`` for the hang-up on asyncio; ``None`` elsewhere."""
+    def start(cls, receive: Receive) -> HangUp | None:
+        """Watch ``receive`` for the hang-up of the current task's client; ``None`` off asyncio."""
         try:
-            loop = asyncio.get_running_loop()
+            task = asyncio.current_task()
         except RuntimeError:  # trio
             return None
-        return cls(receive, scope, loop)
+        return None if task is None else cls(receive, task)
 
     def _step(self, done: asyncio.Future[Any] | None = None) -> None:
         coro = self._coro
@@ -116,13 +118,13 @@ class HangUp:
                 self._gone()
             else:  # (a late body chunk): wait for the next message
                 self._coro = self._receive()  # type: ignore[assignment]
-                self._loop.call_soon(self._step)
+                self.task.get_loop().call_soon(self._step)
             return
         except BaseException:  # no one awaits it: a server that cannot tell is a client gone
             self._gone()
             return
         if pending is None:  # a bare yield (sleep(0)): step again on the next turn
-            self._loop.call_soon(self._step)
+            self.task.get_loop().call_soon(self._step)
             return
         pending._asyncio_future_blocking = False
         pending.add_done_callback(self._step)
@@ -130,7 +132,8 @@ class HangUp:
 
     def _gone(self) -> None:
         self._coro = None
-        self._scope.cancel()
+        self.fired = True
+        self.task.cancel()
 
     def close(self) -> None:
         """Stop watching (the exchange is over): the pending ``receive`` is closed."""
