@@ -345,6 +345,7 @@ async def aconvert_into(
                 out = _convert(conv, kind, item)
                 if out:
                     await write(out)
+                item = out = b""  # neither is held while the next read waits
                 turn += 1
                 if turn >= _BURST:
                     # A source and a client that never make the relay wait would hold the loop.
