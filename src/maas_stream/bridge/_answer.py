@@ -95,6 +95,9 @@ async def run_exchange(
 
 
 def _client_gone(app: BridgeApp) -> None:
+    current = CURRENT.get(None)
+    if current is not None:
+        current[1].left = True  # (the hang-up was seen here, not by the request's receive)
     app.stats.client_gone += 1
     log.info("bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol)
 
@@ -137,14 +140,8 @@ async def _exchange(app: BridgeApp, client: str, request: Any, send: Send) -> No
             spec = get_protocol(client)
             options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
             options.update(encoder_options())  # a stored response's id
-            headers = [
-                (b"content-type", spec.media_type.encode()),
-                (b"cache-control", b"no-cache"),
-                (b"x-accel-buffering", b"no"),
-                *((k.encode(), v.encode()) for k, v in answer_headers(app, dropped).items()),
-            ]
             lossy: list[Dropped] = []
-            write = _Writer(send, headers)
+            write = _Writer(send, spec.media_type, answer_headers(app, dropped))
             failure: MaasStreamError | None = None
             try:
                 await aconvert_into(
@@ -167,7 +164,7 @@ async def _exchange(app: BridgeApp, client: str, request: Any, send: Send) -> No
             if failure is not None and not write.started:
                 raise upstream_failure(upstream.protocol, failure)
             if not write.started:
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await write.start()
             tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
             await send({"type": "http.response.body", "body": tail, "more_body": False})
             if failure is None:
@@ -222,20 +219,33 @@ class _Writer:
 
     One ASGI message (one socket write) per piece: ``aconvert_into`` writes the output of one
     read at once, and the transport hands a burst over in one read, so a busy stream costs a
-    send per burst, not per frame. (A slotted object: cheaper per idle stream than a closure.)
+    send per burst, not per frame. (A slotted object: cheaper per idle stream than a closure;
+    the start's headers are built when it is sent, and not held after.)
     """
 
-    __slots__ = ("_headers", "_send", "started")
+    __slots__ = ("_media_type", "_own", "_send", "started")
 
-    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+    def __init__(self, send: Send, media_type: str, own: dict[str, str]) -> None:
         self._send = send
-        self._headers = headers
+        self._media_type = media_type
+        self._own: dict[str, str] | None = own  # the bridge's own headers
         self.started = False
+
+    async def start(self) -> None:
+        """Send the response start (once)."""
+        own, self._own = self._own, None
+        headers = [
+            (b"content-type", self._media_type.encode()),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *((k.encode(), v.encode()) for k, v in (own or {}).items()),
+        ]
+        self.started = True
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
 
     async def __call__(self, data: bytes) -> None:
         if not self.started:
-            self.started = True
-            await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
+            await self.start()
         await self._send({"type": "http.response.body", "body": data, "more_body": True})
 
 

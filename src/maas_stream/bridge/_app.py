@@ -158,7 +158,8 @@ class BridgeApp:
         exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         headers = request_headers(scope)
         observed = _Observed(exchange, self.guard.cors_headers(headers), receive, send)
-        receive, send = observed.receive, observed.send
+        # The hang-up of a stream is watched on the server's own receive (one frame less).
+        watch, receive, send = receive, observed.receive, observed.send
         if self.metrics.enabled:
             self.metrics.in_flight.inc()
         spec = None
@@ -203,7 +204,7 @@ class BridgeApp:
                         return
                     try:  # (inline, not a method of its own: one frame less per stream)
                         if prepared[1] is None:
-                            await run_exchange(self, spec.name, prepared[0], receive, send)
+                            await run_exchange(self, spec.name, prepared[0], watch, send)
                         else:
                             await self._stateful_exchange(prepared[1], spec.name, prepared[0], receive, send)
                     finally:
@@ -220,7 +221,7 @@ class BridgeApp:
                     scrub(why, self._secrets),
                     nxt,
                 )
-                exchange.fallbacks.append(route.name)
+                exchange.fallbacks += (route.name,)
                 self.metrics.fell_back(route.name, nxt)
         except Rejected as exc:
             await self._refused(spec, exc, exchange, send)
