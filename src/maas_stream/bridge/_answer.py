@@ -82,46 +82,6 @@ async def run_exchange(
     if hangup is None and receive is not None:  # trio: the watcher runs in a task group
         await _run_in_group(app, client, request, receive, send)
         return
-    try:
-        await _exchange(app, client, request, send)
-    except asyncio.CancelledError:
-        if hangup is None or not hangup.fired:
-            raise
-        hangup.task.uncancel()  # the cancellation was the hang-up's: taken back here
-        _client_gone(app)
-    finally:
-        if hangup is not None:
-            hangup.close()
-
-
-def _client_gone(app: BridgeApp) -> None:
-    current = CURRENT.get(None)
-    if current is not None:
-        current[1].left = True  # (the hang-up was seen here, not by the request's receive)
-    app.stats.client_gone += 1
-    log.info("bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol)
-
-
-async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Receive, send: Send) -> None:
-    """:func:`run_exchange` with the hang-up watched from a task group (trio)."""
-    done = False
-    failure: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-        try:
-            await _exchange(app, client, request, send)
-            done = True
-        except Exception as exc:
-            failure = exc  # raised below, outside the task group (which would wrap it)
-        finally:
-            tg.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    if not done:
-        _client_gone(app)
-
-
-async def _exchange(app: BridgeApp, client: str, request: Any, send: Send) -> None:
     upstream = app.upstream
     timeouts = getattr(upstream, "timeouts", None)
     started = anyio.current_time()
@@ -172,6 +132,11 @@ async def _exchange(app: BridgeApp, client: str, request: Any, send: Send) -> No
             else:
                 app.stats.stream_errors += 1
                 log.error("bridge: the upstream %s stream failed mid-way: %s", upstream.protocol, failure)
+    except asyncio.CancelledError:
+        if hangup is None or not hangup.fired:
+            raise
+        hangup.task.uncancel()  # the cancellation was the hang-up's: taken back here
+        _client_gone(app)
     except ProviderHTTPError as exc:
         passed = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
         raise Rejected(
@@ -179,6 +144,36 @@ async def _exchange(app: BridgeApp, client: str, request: Any, send: Send) -> No
         ) from None
     except StreamIOError as exc:
         raise upstream_failure(upstream.protocol, exc) from None
+    finally:
+        if hangup is not None:
+            hangup.close()
+
+
+def _client_gone(app: BridgeApp) -> None:
+    current = CURRENT.get(None)
+    if current is not None:
+        current[1].left = True  # (the hang-up was seen here, not by the request's receive)
+    app.stats.client_gone += 1
+    log.info("bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol)
+
+
+async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Receive, send: Send) -> None:
+    """:func:`run_exchange` with the hang-up watched from a task group (trio)."""
+    done = False
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+        try:
+            await run_exchange(app, client, request, None, send)
+            done = True
+        except Exception as exc:
+            failure = exc  # raised below, outside the task group (which would wrap it)
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    if not done:
+        _client_gone(app)
 
 
 def answer_headers(app: BridgeApp, dropped: int) -> dict[str, str]:
