@@ -98,8 +98,6 @@ async def run_exchange(
                 return
             # The streamed answer: the upstream stream converted into the client's protocol.
             spec = get_protocol(client)
-            options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
-            options.update(encoder_options())  # a stored response's id
             lossy: list[Dropped] = []
             write = _Writer(send, spec.media_type, answer_headers(app, dropped))
             failure: MaasStreamError | None = None
@@ -113,7 +111,7 @@ async def run_exchange(
                     total_timeout=left,
                     lossy=lossy,
                     final=responses(),
-                    **options,
+                    **_options(spec, request.envelope),  # (not held by this frame)
                 )
             except MaasStreamError as exc:
                 failure = exc  # before the first byte a failure is an HTTP status instead
@@ -174,6 +172,13 @@ async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Rece
         raise failure
     if not done:
         _client_gone(app)
+
+
+def _options(spec: Any, envelope: Any) -> dict[str, Any]:
+    """The client protocol's encoder options for a request, and a stored response's id."""
+    options: dict[str, Any] = spec.encoder_options(envelope) if spec.encoder_options else {}
+    options.update(encoder_options())
+    return options
 
 
 def answer_headers(app: BridgeApp, dropped: int) -> dict[str, str]:

@@ -496,7 +496,7 @@ class _Observed:
     __slots__ = ("_cors", "_exchange", "_finished", "_receive", "_send")
 
     def __init__(
-        self, exchange: Exchange, cors: list[tuple[bytes, bytes]], receive: Receive, send: Send
+        self, exchange: Exchange, cors: Sequence[tuple[bytes, bytes]], receive: Receive, send: Send
     ) -> None:
         self._exchange = exchange
         self._cors = cors

@@ -330,6 +330,7 @@ async def aconvert_into(
         Exception: What ``write`` raised.
     """
     conv = StreamConverter(to, protocol=protocol, **options)
+    del options  # (not held while the stream lasts)
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     # The relay is inline (no closure, no coroutine of its own: less per idle stream). Each
     # read is timed by the reader itself: by the loop's timer on asyncio, by one cancel scope
