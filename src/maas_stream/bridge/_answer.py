@@ -86,7 +86,7 @@ async def run_exchange(
     timeouts = getattr(upstream, "timeouts", None)
     started = anyio.current_time()
     try:
-        body, request.body = request.body, {}  # sent once: not held while the stream lasts
+        body, request.body = request.body, _SENT  # sent once: not held while the stream lasts
         async with upstream.open(body, model=request.envelope.model) as source:
             del body
             total = getattr(timeouts, "total", None)
@@ -145,6 +145,10 @@ async def run_exchange(
     finally:
         if hangup is not None:
             hangup.close()
+
+
+_SENT: dict[str, Any] = {}
+"""What a request's body is once sent (one shared empty dict, never written: nothing per stream)."""
 
 
 def _client_gone(app: BridgeApp) -> None:

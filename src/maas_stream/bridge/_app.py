@@ -195,7 +195,8 @@ class BridgeApp:
             del headers  # (not held while the stream lasts)
             # The route, then its fallbacks while nothing was sent.
             chain = self.router.chain(self.router.select(model))
-            for i, route in enumerate(chain):
+            for i in range(len(chain)):  # (no enumerate object and pairs held per stream)
+                route = chain[i]
                 exchange.route, exchange.upstream = route.name, route.upstream.protocol
                 token = CURRENT.set((route.upstream, exchange, route))
                 try:

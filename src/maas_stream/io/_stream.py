@@ -335,11 +335,11 @@ async def aconvert_into(
     # The relay is inline (no closure, no coroutine of its own: less per idle stream). Each
     # read is timed by the reader itself: by the loop's timer on asyncio, by one cancel scope
     # per read elsewhere (no watchdog task).
-    read, kind, checkpoint = reader.read, reader.kind, anyio.lowlevel.checkpoint
+    kind, checkpoint = reader.kind, anyio.lowlevel.checkpoint
     turn = 0
     try:
         try:
-            while (item := await read()) is not None:
+            while (item := await reader.read()) is not None:
                 if len(item) > _SLICE and kind == "bytes":
                     await _sliced(conv, write, item)  # type: ignore[arg-type]
                     continue
