@@ -158,8 +158,9 @@ class BridgeApp:
         exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         headers = request_headers(scope)
         observed = _Observed(exchange, self.guard.cors_headers(headers), receive, send)
-        # The hang-up of a stream is watched on the server's own receive (one frame less).
-        watch, receive, send = receive, observed.receive, observed.send
+        # The hang-up of a stream is watched on the server's own receive (one frame less); the
+        # rest reads through ``observed.receive`` (its bound method made where used, not held).
+        send = observed.send
         if self.metrics.enabled:
             self.metrics.in_flight.inc()
         spec = None
@@ -174,7 +175,7 @@ class BridgeApp:
             if match is None and found is not None:
                 # No exchange.client: a replayed stream has no upstream answer, and is no cut.
                 spec = found.spec  # (for the error shape)
-                await self._stored(scope, headers, found, receive, send)
+                await self._stored(scope, headers, found, observed.receive, send)
                 return
             if match is None:
                 if scope["method"] in ("GET", "HEAD"):
@@ -189,7 +190,7 @@ class BridgeApp:
             self.guard.authenticate(spec, headers, scope.get("query_string", b""))
             self.guard.check_content_type(headers)
             codec = envelope_codec(spec, "client")
-            body = await read_body(scope, receive, self.limits)
+            body = await read_body(scope, observed.receive, self.limits)
             exchange.model = model = match.model or model_of(codec.model_field, body)
             check_model(model)
             del headers  # (not held while the stream lasts)
@@ -205,9 +206,11 @@ class BridgeApp:
                         return
                     try:  # (inline, not a method of its own: one frame less per stream)
                         if prepared[1] is None:
-                            await run_exchange(self, spec.name, prepared[0], watch, send)
+                            await run_exchange(self, spec.name, prepared[0], receive, send)
                         else:
-                            await self._stateful_exchange(prepared[1], spec.name, prepared[0], receive, send)
+                            await self._stateful_exchange(
+                                prepared[1], spec.name, prepared[0], observed.receive, send
+                            )
                     finally:
                         self._active -= 1
                     return
