@@ -95,7 +95,7 @@ class HangUp:
         self.fired = False
         self._waiting: asyncio.Future[Any] | None = None
         self._coro: Coroutine[Any, Any, Message] | None = receive()  # type: ignore[assignment]
-        self._step()
+        self()
 
     @classmethod
     def start(cls, receive: Receive) -> HangUp | None:
@@ -106,7 +106,12 @@ class HangUp:
             return None
         return None if task is None else cls(receive, task)
 
-    def _step(self, done: asyncio.Future[Any] | None = None) -> None:
+    def __call__(self, done: asyncio.Future[Any] | None = None) -> None:
+        """Step the pending ``receive()``.
+
+        The callback of the future it waits on is the object itself: no bound method is made
+        and held per wait.
+        """
         coro = self._coro
         if coro is None:
             return
@@ -118,16 +123,16 @@ class HangUp:
                 self._gone()
             else:  # (a late body chunk): wait for the next message
                 self._coro = self._receive()  # type: ignore[assignment]
-                self.task.get_loop().call_soon(self._step)
+                self.task.get_loop().call_soon(self)
             return
         except BaseException:  # no one awaits it: a server that cannot tell is a client gone
             self._gone()
             return
         if pending is None:  # a bare yield (sleep(0)): step again on the next turn
-            self.task.get_loop().call_soon(self._step)
+            self.task.get_loop().call_soon(self)
             return
         pending._asyncio_future_blocking = False
-        pending.add_done_callback(self._step)
+        pending.add_done_callback(self)
         self._waiting = pending
 
     def _gone(self) -> None:
@@ -139,7 +144,7 @@ class HangUp:
         """Stop watching (the exchange is over): the pending ``receive`` is closed."""
         coro, self._coro = self._coro, None
         if self._waiting is not None:
-            self._waiting.remove_done_callback(self._step)
+            self._waiting.remove_done_callback(self)
             self._waiting = None
         if coro is not None:
             coro.close()
