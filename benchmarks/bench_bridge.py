@@ -16,7 +16,9 @@ and each concurrency C:
 * non-streaming (``"stream": false``: the bridge aggregates and answers one JSON body): the
   time to the whole answer, p50, against reading the whole upstream stream directly;
 * CPU per event: the bridge process's CPU time (user + system) over the run divided by the
-  events it forwarded, against the upstream process's CPU per event it served.
+  events it forwarded, against the upstream process's CPU per event it served;
+* flatness, per server flavour: the bridge's CPU per streamed event at C streams over its CPU
+  per event at 1 stream (a bridge whose cost per event does not grow with the streams: ~1).
 
 The machine is shared, so the figures are ratios from one run, not absolute budgets. To compare
 two versions of the bridge in ONE run, add ``--against DIR`` (a checkout, e.g. ``/work/main``): a
@@ -242,6 +244,7 @@ def bench_flavour(flavour: str) -> None:
         urls = {label: f"http://127.0.0.1:{port}/v1/chat/completions" for label, port in ports.items()}
         for url in urls.values():
             asyncio.run(run(url, CHAT_BODY, 4))  # the bridge's first request loads its modules
+        per_event: dict[str, dict[int, float]] = {label: {} for label in urls}
         for streams in LEVELS:
             # Contenders alternate within each level (and the direct figures are shared), so
             # the load of the shared machine hits them alike.
@@ -266,6 +269,9 @@ def bench_flavour(flavour: str) -> None:
                 assert streamed is not None
                 assert answered is not None
                 report(flavour, streams, label, direct, streamed, answered)
+                per_event[label][streams] = streamed.bridge_cpu
+        for label, cpu in per_event.items():
+            flatness(flavour, label, cpu)
     finally:
         for proc in (*bridges.values(), upstream):
             proc.terminate()
@@ -290,6 +296,18 @@ def report(flavour: str, streams: int, label: str, direct: Sample, via: Sample, 
     record(name, "TTFB p50 added (ms)", (v50 - d50) * 1e3, "<= 2")
     record(name, "TTFB p99 bridge/direct", v99 / d99, "~1")
     record(name, "whole answer p50 bridge/direct", w_via / w_direct, "~1")
+
+
+def flatness(flavour: str, label: str, cpu: dict[int, float]) -> None:
+    """The bridge's CPU per event at N streams over its CPU per event at 1 stream (flat: ~1)."""
+    if 1 not in cpu or not cpu[1]:
+        return
+    ratios = {streams: cpu[streams] / cpu[1] for streams in cpu if streams != 1}
+    shown = ", ".join(f"{streams} streams {ratio:.2f}" for streams, ratio in ratios.items())
+    print(f"flatness {label:>8} (CPU per event at N streams / at 1 stream): {shown}")
+    for streams, ratio in ratios.items():
+        name = f"bridge {flavour} x{streams}" + ("" if label == "this" else f" ({label})")
+        record(name, "flatness (CPU/event at N / at 1)", ratio, "~1")
 
 
 def main() -> None:

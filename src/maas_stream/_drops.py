@@ -112,8 +112,9 @@ class DropLog:
     def __init__(self, target: str, source: str | None = None) -> None:
         self.target = target
         self.source = source
-        self._counts: dict[tuple[DropKind, str], int] = {}
-        self._where: dict[tuple[DropKind, str], list[str]] = {}
+        # Made at the first drop (most conversions drop nothing: nothing per stream).
+        self._counts: dict[tuple[DropKind, str], int] | None = None
+        self._where: dict[tuple[DropKind, str], list[str]] | None = None
 
     def add(self, kind: DropKind, what: str, *, where: str | None = None, count: int = 1) -> None:
         """Record that ``what`` (of ``kind``) was dropped ``count`` more times.
@@ -126,8 +127,13 @@ class DropLog:
         """
         assert kind in DROP_KINDS, kind
         key = (kind, what)
-        self._counts[key] = self._counts.get(key, 0) + count
+        counts = self._counts
+        if counts is None:
+            counts = self._counts = {}
+        counts[key] = counts.get(key, 0) + count
         if where is not None:
+            if self._where is None:
+                self._where = {}
             places = self._where.setdefault(key, [])
             if len(places) < _MAX_WHERE and where not in places:
                 places.append(where)
@@ -137,7 +143,7 @@ class DropLog:
         for rec in records:
             for place in rec.where or (None,):
                 self.add(rec.kind, rec.what, where=place, count=0)
-            self._counts[(rec.kind, rec.what)] += rec.count
+            self._counts[(rec.kind, rec.what)] += rec.count  # type: ignore[index]  # (add made it)
 
     @property
     def records(self) -> list[Dropped]:
@@ -149,21 +155,21 @@ class DropLog:
                 target=self.target,
                 source=self.source,
                 count=count,
-                where=tuple(self._where.get((kind, what), ())),
+                where=tuple(self._where.get((kind, what), ())) if self._where is not None else (),
             )
-            for (kind, what), count in self._counts.items()
+            for (kind, what), count in (self._counts or {}).items()
         ]
 
     def by_kind(self) -> dict[str, int]:
         """Total drops per kind (what a metrics counter wants)."""
         out: dict[str, int] = {}
-        for (kind, _), count in self._counts.items():
+        for (kind, _), count in (self._counts or {}).items():
             out[kind] = out.get(kind, 0) + count
         return out
 
     def __len__(self) -> int:
         """How many distinct records there are."""
-        return len(self._counts)
+        return len(self._counts or ())
 
     def __bool__(self) -> bool:
         return bool(self._counts)

@@ -9,6 +9,7 @@ answered yet): the loopback upstream sees its connection closed. The ASGI server
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import logging
 from functools import partial
@@ -20,7 +21,16 @@ import openai
 import pytest
 
 import maas_stream._cli as cli
-from maas_stream.bridge import BridgeApp, HTTPUpstream, Limits, RecordingUpstream, Timeouts, create_app
+from maas_stream.bridge import (
+    BridgeApp,
+    HTTPUpstream,
+    Limits,
+    RecordingUpstream,
+    ServeSettings,
+    Timeouts,
+    build_app,
+    create_app,
+)
 from maas_stream.bridge._transport import LeanTransport
 from tests.bridge.test_faults import CUT, FRAMES, MESSAGES, openai_client
 from tests.conftest import RECORDINGS
@@ -294,6 +304,31 @@ async def test_lifespan_shutdown_closes_the_upstream_pool() -> None:
     await app({"type": "lifespan"}, receive, send)
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert client.is_closed
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+async def test_freeze_gc_freezes_what_is_alive_at_startup(freeze: bool) -> None:
+    app = build_app(
+        ServeSettings(
+            recording=str(RECORDINGS / "anthropic/tool_no_args.sse"), host="127.0.0.1", no_auth=True
+        )
+    )
+    assert app.freeze_gc  # serve's app
+    app.freeze_gc = freeze
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+
+    async def receive() -> Any:
+        return next(messages)
+
+    async def send(message: Any) -> None:
+        return None
+
+    gc.unfreeze()
+    try:
+        await app({"type": "lifespan"}, receive, send)
+        assert (gc.get_freeze_count() > 0) is freeze
+    finally:
+        gc.unfreeze()
 
 
 # ------------------------------------------------------------------- serve flags

@@ -32,6 +32,7 @@ from maas_stream.bridge import HTTPUpstream, Timeouts
 from maas_stream.bridge._transport import LeanTransport, _Answer
 from maas_stream.bridge._upstream import new_client
 from tests.bridge.realtime_fakes import tls_files
+from tests.io.loopback import Conn, serve
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -553,3 +554,30 @@ def test_without_httptools_the_bridge_uses_httpx2s_own_transport() -> None:
     )
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert found.stdout.split() == ["False", "AsyncHTTPTransport"]
+
+
+async def test_an_upstream_cookie_for_one_request_is_not_sent_on_the_next() -> None:
+    # The bridge serves many users on one client: a Set-Cookie meant for user A's exchange
+    # must never go out with user B's request (the prepared head carries no cookie jar).
+    async def script(conn: Conn) -> None:
+        first = len(conn.server.requests) == 1
+        await conn.start(headers={"set-cookie": "session=user-a-secret; Path=/"} if first else {})
+        await conn.send(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+        await conn.end()
+
+    with anyio.fail_after(10):
+        async with serve(script) as server:
+            upstream = HTTPUpstream("anthropic", f"{server.url}/v1/messages", api_key="k")
+            try:
+                for user in ("a", "b"):
+                    async with upstream.open({"model": "m", "messages": [user]}, model="m") as source:
+                        async for _ in source.aiter_bytes():
+                            pass
+            finally:
+                await upstream.aclose()
+    assert [r.body for r in server.requests] == [
+        b'{"model":"m","messages":["a"]}',
+        b'{"model":"m","messages":["b"]}',
+    ]
+    assert "cookie" not in server.requests[1].headers
+    assert server.requests[1].headers["x-api-key"] == "k"

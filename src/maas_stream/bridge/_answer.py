@@ -18,6 +18,7 @@ its streaming path must not add a call per frame.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from .._registry import get_protocol
 from ..io import ProviderHTTPError, StreamIOError, aaggregate
 from ..io._exceptions import error_summary
 from ..io._stream import aconvert_into
-from ._asgi import hangup_watcher, send_json, watch_disconnect
+from ._asgi import HangUp, send_json, watch_disconnect
 from ._failures import upstream_failure
 from ._request import Rejected
 from ._stateful import encoder_options, identified
@@ -50,10 +51,8 @@ __all__ = [
     "Reading",
     "answer",
     "answer_headers",
-    "run_exchange",
-    "open_upstream",
     "responses",
-    "stream",
+    "run_exchange",
 ]
 
 log = logging.getLogger("maas_stream")
@@ -69,26 +68,93 @@ CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange, Route | None]] = conte
 """The upstream chosen for the request being served, and its record (per request task)."""
 
 
-async def run_exchange(app: BridgeApp, client: str, request: Any, receive: Receive, send: Send) -> None:
-    """Open the upstream stream and answer from it; the client's hang-up cancels it all.
+async def run_exchange(
+    app: BridgeApp, client: str, request: Any, receive: Receive | None, send: Send
+) -> None:
+    """Open the current upstream's stream for ``request`` and answer ``client`` from it.
 
-    The hang-up is watched from the start (connecting, waiting for the upstream's headers,
-    streaming, aggregating for a non-streaming answer): nothing is held for a client gone.
+    A streaming request is answered inline (one coroutine from the upstream's stream to the
+    client: less per idle stream), a non-streaming one by :func:`answer`. With ``receive``, the
+    client's hang-up cancels it all, watched from the start (connecting, waiting for the
+    upstream's headers, streaming, aggregating): nothing is held for a client gone.
     """
-    with anyio.CancelScope() as scope:
-        watcher = hangup_watcher(receive, scope)
-        if watcher is None:  # trio: the watcher runs in a task group
-            await _run_in_group(app, client, request, receive, send)
-            return
-        try:
-            await open_upstream(app, client, request, send)
-            return
-        finally:
-            watcher.cancel()
-    _client_gone(app)  # the scope was cancelled: the watcher saw the hang-up
+    hangup = None if receive is None else HangUp.start(receive)
+    if hangup is None and receive is not None:  # trio: the watcher runs in a task group
+        await _run_in_group(app, client, request, receive, send)
+        return
+    upstream = app.upstream
+    timeouts = getattr(upstream, "timeouts", None)
+    started = anyio.current_time()
+    try:
+        body, request.body = request.body, _SENT  # sent once: not held while the stream lasts
+        async with upstream.open(body, model=request.envelope.model) as source:
+            del body
+            total = getattr(timeouts, "total", None)
+            left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
+            idle = getattr(timeouts, "idle", None)
+            dropped = len(request.dropped)
+            if not request.envelope.stream:
+                await answer(app, client, source, Reading(idle, left, dropped), send)
+                return
+            # The streamed answer: the upstream stream converted into the client's protocol.
+            spec = get_protocol(client)
+            lossy: list[Dropped] = []
+            write = _Writer(send, spec.media_type, answer_headers(app, dropped))
+            failure: MaasStreamError | None = None
+            try:
+                await aconvert_into(
+                    source,
+                    write,
+                    to=client,
+                    protocol=upstream.protocol,
+                    idle_timeout=idle,
+                    total_timeout=left,
+                    lossy=lossy,
+                    final=responses(),
+                    **_options(spec, request.envelope),  # (not held by this frame)
+                )
+            except MaasStreamError as exc:
+                failure = exc  # before the first byte a failure is an HTTP status instead
+            finally:
+                # aconvert_into logged each record when it happened; here they are only counted.
+                for rec in lossy:
+                    app.stats.dropped[rec.kind] += rec.count
+            if failure is not None and not write.started:
+                raise upstream_failure(upstream.protocol, failure)
+            if not write.started:
+                await write.start()
+            tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
+            await send({"type": "http.response.body", "body": tail, "more_body": False})
+            if failure is None:
+                app.stats.streams += 1
+            else:
+                app.stats.stream_errors += 1
+                log.error("bridge: the upstream %s stream failed mid-way: %s", upstream.protocol, failure)
+    except asyncio.CancelledError:
+        if hangup is None or not hangup.fired:
+            raise
+        hangup.task.uncancel()  # the cancellation was the hang-up's: taken back here
+        _client_gone(app)
+    except ProviderHTTPError as exc:
+        passed = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
+        raise Rejected(
+            exc.status, f"upstream {upstream.protocol}: {error_summary(exc.body)}", passed
+        ) from None
+    except StreamIOError as exc:
+        raise upstream_failure(upstream.protocol, exc) from None
+    finally:
+        if hangup is not None:
+            hangup.close()
+
+
+_SENT: dict[str, Any] = {}
+"""What a request's body is once sent (one shared empty dict, never written: nothing per stream)."""
 
 
 def _client_gone(app: BridgeApp) -> None:
+    current = CURRENT.get(None)
+    if current is not None:
+        current[1].left = True  # (the hang-up was seen here, not by the request's receive)
     app.stats.client_gone += 1
     log.info("bridge: the client went away; the upstream %s exchange was cancelled", app.upstream.protocol)
 
@@ -100,7 +166,7 @@ async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Rece
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
         try:
-            await open_upstream(app, client, request, send)
+            await run_exchange(app, client, request, None, send)
             done = True
         except Exception as exc:
             failure = exc  # raised below, outside the task group (which would wrap it)
@@ -112,30 +178,11 @@ async def _run_in_group(app: BridgeApp, client: str, request: Any, receive: Rece
         _client_gone(app)
 
 
-async def open_upstream(app: BridgeApp, client: str, request: Any, send: Send) -> None:
-    """Open the current upstream's stream for ``request`` and answer ``client`` from it."""
-    upstream = app.upstream.protocol
-    timeouts = getattr(app.upstream, "timeouts", None)
-    started = anyio.current_time()
-    try:
-        body, request.body = request.body, {}  # sent once: not held while the stream lasts
-        async with app.upstream.open(body, model=request.envelope.model) as source:
-            del body
-            total = getattr(timeouts, "total", None)
-            left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
-            reading = Reading(getattr(timeouts, "idle", None), left, len(request.dropped))
-            if request.envelope.stream:
-                spec = get_protocol(client)
-                options = spec.encoder_options(request.envelope) if spec.encoder_options else {}
-                options.update(encoder_options())  # a stored response's id
-                await stream(app, client, source, reading, send, options)
-            else:
-                await answer(app, client, source, reading, send)
-    except ProviderHTTPError as exc:
-        headers = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
-        raise Rejected(exc.status, f"upstream {upstream}: {error_summary(exc.body)}", headers) from None
-    except StreamIOError as exc:
-        raise upstream_failure(upstream, exc) from None
+def _options(spec: Any, envelope: Any) -> dict[str, Any]:
+    """The client protocol's encoder options for a request, and a stored response's id."""
+    options: dict[str, Any] = spec.encoder_options(envelope) if spec.encoder_options else {}
+    options.update(encoder_options())
+    return options
 
 
 def answer_headers(app: BridgeApp, dropped: int) -> dict[str, str]:
@@ -144,50 +191,6 @@ def answer_headers(app: BridgeApp, dropped: int) -> dict[str, str]:
     if dropped:
         headers["x-maas-stream-request-dropped"] = str(dropped)
     return headers
-
-
-async def stream(
-    app: BridgeApp, client: str, source: Any, reading: Reading, send: Send, options: dict[str, Any]
-) -> None:
-    """Serve a streaming request: the upstream stream converted into the client's protocol."""
-    headers = [
-        (b"content-type", get_protocol(client).media_type.encode()),
-        (b"cache-control", b"no-cache"),
-        (b"x-accel-buffering", b"no"),
-        *((k.encode(), v.encode()) for k, v in answer_headers(app, reading.dropped).items()),
-    ]
-    lossy: list[Dropped] = []
-    write = _Writer(send, headers)
-    failure: MaasStreamError | None = None
-    try:
-        await aconvert_into(
-            source,
-            write,
-            to=client,
-            protocol=app.upstream.protocol,
-            idle_timeout=reading.idle,
-            total_timeout=reading.total,
-            lossy=lossy,
-            final=responses(),
-            **options,
-        )
-    except MaasStreamError as exc:
-        failure = exc  # before the first byte a failure is an HTTP status instead
-    finally:
-        # aconvert_into logged each record when it happened; here they are only counted.
-        for rec in lossy:
-            app.stats.dropped[rec.kind] += rec.count
-    if failure is not None and not write.started:
-        raise upstream_failure(app.upstream.protocol, failure)
-    if not write.started:
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-    tail: bytes = getattr(failure, "error_frame", b"")  # the client protocol's in-band error
-    await send({"type": "http.response.body", "body": tail, "more_body": False})
-    if failure is None:
-        app.stats.streams += 1
-    else:
-        app.stats.stream_errors += 1
-        log.error("bridge: the upstream %s stream failed mid-way: %s", app.upstream.protocol, failure)
 
 
 async def answer(app: BridgeApp, client: str, source: Any, reading: Reading, send: Send) -> None:
@@ -220,20 +223,33 @@ class _Writer:
 
     One ASGI message (one socket write) per piece: ``aconvert_into`` writes the output of one
     read at once, and the transport hands a burst over in one read, so a busy stream costs a
-    send per burst, not per frame. (A slotted object: cheaper per idle stream than a closure.)
+    send per burst, not per frame. (A slotted object: cheaper per idle stream than a closure;
+    the start's headers are built when it is sent, and not held after.)
     """
 
-    __slots__ = ("_headers", "_send", "started")
+    __slots__ = ("_media_type", "_own", "_send", "started")
 
-    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+    def __init__(self, send: Send, media_type: str, own: dict[str, str]) -> None:
         self._send = send
-        self._headers = headers
+        self._media_type = media_type
+        self._own: dict[str, str] | None = own  # the bridge's own headers
         self.started = False
+
+    async def start(self) -> None:
+        """Send the response start (once)."""
+        own, self._own = self._own, None
+        headers = [
+            (b"content-type", self._media_type.encode()),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *((k.encode(), v.encode()) for k, v in (own or {}).items()),
+        ]
+        self.started = True
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
 
     async def __call__(self, data: bytes) -> None:
         if not self.started:
-            self.started = True
-            await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
+            await self.start()
         await self._send({"type": "http.response.body", "body": data, "more_body": True})
 
 

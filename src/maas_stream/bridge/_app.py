@@ -36,6 +36,7 @@ web framework.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import time
 import traceback
@@ -46,7 +47,7 @@ import msgspec
 
 from .._registry import get_protocol, match_endpoint
 from ..io._redact import redact_headers, redact_url
-from ._answer import CURRENT, open_upstream, run_exchange
+from ._answer import CURRENT, run_exchange
 from ._asgi import (
     Limits,
     model_of,
@@ -122,6 +123,9 @@ class BridgeApp:
         self.stats = BridgeStats()
         self.session_limits = SessionLimits()
         """What one realtime (websocket) session may do."""
+        self.freeze_gc = False
+        """Freeze the objects alive at lifespan startup (``gc.freeze``: the modules, the config),
+        so that the collector's passes no longer walk them (``maas-stream serve`` sets it)."""
         self._active = 0
         drops = self.stats.dropped
         assert isinstance(drops, DropCounter)
@@ -141,33 +145,24 @@ class BridgeApp:
             current[1].drops += count
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Handle one ASGI connection (``http`` requests and the ``lifespan`` protocol)."""
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] == "websocket":  # a realtime session
-            await serve_session(self, scope, receive, send)
-            return
+        """Handle one ASGI connection (``http`` requests and the ``lifespan`` protocol).
+
+        An ``http`` request passes the guard, is answered by the bridge's own endpoints or a
+        stored record's, or is served from its route, or from the route's fallbacks while
+        nothing was sent. (One coroutine from here to the upstream exchange: less per stream.)
+        """
         if scope["type"] != "http":
+            await self._not_http(scope, receive, send)
             return
         peer = scope.get("client")
         exchange = Exchange(scope["method"], scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         headers = request_headers(scope)
-        cors = self.guard.cors_headers(headers)
-        observed = _Observed(exchange, cors, receive, send)
+        observed = _Observed(exchange, self.guard.cors_headers(headers), receive, send)
+        # The hang-up of a stream is watched on the server's own receive (one frame less); the
+        # rest reads through ``observed.receive`` (its bound method made where used, not held).
+        send = observed.send
         if self.metrics.enabled:
             self.metrics.in_flight.inc()
-        try:
-            await self._serve(scope, headers, exchange, observed.receive, observed.send)
-        finally:
-            if self.metrics.enabled:
-                self.metrics.in_flight.dec()
-            self.metrics.observe(exchange)
-            log_exchange(exchange)
-
-    async def _serve(
-        self, scope: Scope, headers: Mapping[str, str], exchange: Exchange, receive: Receive, send: Send
-    ) -> None:
         spec = None
         try:
             self.guard.check_host(headers)
@@ -180,7 +175,7 @@ class BridgeApp:
             if match is None and found is not None:
                 # No exchange.client: a replayed stream has no upstream answer, and is no cut.
                 spec = found.spec  # (for the error shape)
-                await self._stored(scope, headers, found, receive, send)
+                await self._stored(scope, headers, found, observed.receive, send)
                 return
             if match is None:
                 if scope["method"] in ("GET", "HEAD"):
@@ -195,20 +190,68 @@ class BridgeApp:
             self.guard.authenticate(spec, headers, scope.get("query_string", b""))
             self.guard.check_content_type(headers)
             codec = envelope_codec(spec, "client")
-            body = await read_body(scope, receive, self.limits)
+            body = await read_body(scope, observed.receive, self.limits)
             exchange.model = model = match.model or model_of(codec.model_field, body)
             check_model(model)
-            await self._route(scope, match, body, exchange, receive, send)
+            del headers  # (not held while the stream lasts)
+            # The route, then its fallbacks while nothing was sent.
+            chain = self.router.chain(self.router.select(model))
+            for i in range(len(chain)):  # (no enumerate object and pairs held per stream)
+                route = chain[i]
+                exchange.route, exchange.upstream = route.name, route.upstream.protocol
+                token = CURRENT.set((route.upstream, exchange, route))
+                try:
+                    prepared = await self._prepare(scope, match, body, route, send)
+                    if prepared is None:  # answered (a token count)
+                        return
+                    try:  # (inline, not a method of its own: one frame less per stream)
+                        if prepared[1] is None:
+                            await run_exchange(self, spec.name, prepared[0], receive, send)
+                        else:
+                            await self._stateful_exchange(
+                                prepared[1], spec.name, prepared[0], observed.receive, send
+                            )
+                    finally:
+                        self._active -= 1
+                    return
+                except _FALLBACK as exc:
+                    why = _fallback_reason(exc, exchange, route, last=i + 1 == len(chain))
+                finally:
+                    CURRENT.reset(token)
+                nxt = chain[i + 1].name
+                log.warning(
+                    "bridge: route %r failed before the first byte (%s); trying %r",
+                    route.name,
+                    scrub(why, self._secrets),
+                    nxt,
+                )
+                exchange.fallbacks += (route.name,)
+                self.metrics.fell_back(route.name, nxt)
         except Rejected as exc:
-            if spec is not None:
-                self.stats.rejected += 1
-            exchange.reason = reason = scrub(exc.message, self._secrets)
-            if exchange.started:  # the answer has begun: nothing else can be said
-                log.error("bridge: %s after the answer started", reason)
-                return
-            await send_json(send, exc.status, error_body(spec, exc.status, reason), exc.headers)
+            await self._refused(spec, exc, exchange, send)
         except Exception as exc:
             await self._internal_error(scope, spec, exc, exchange, send)
+        finally:
+            if self.metrics.enabled:
+                self.metrics.in_flight.dec()
+            self.metrics.observe(exchange)
+            log_exchange(exchange)
+
+    async def _not_http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "websocket":  # a realtime session
+            await serve_session(self, scope, receive, send)
+
+    async def _refused(self, spec: Any, exc: Rejected, exchange: Exchange, send: Send) -> None:
+        """A refused request: its status in the client's error shape (unless the answer began)."""
+        if spec is not None:
+            self.stats.rejected += 1
+        exchange.reason = reason = scrub(exc.message, self._secrets)
+        if exchange.started:  # the answer has begun: nothing else can be said
+            log.error("bridge: %s after the answer started", reason)
+            return
+        await send_json(send, exc.status, error_body(spec, exc.status, reason), exc.headers)
 
     async def _internal_error(
         self, scope: Scope, spec: Any, exc: Exception, exchange: Exchange, send: Send
@@ -230,51 +273,15 @@ class BridgeApp:
             msg = f"internal error in the bridge ({type(exc).__name__}); see its log"
             await send_json(send, 500, error_body(spec, 500, msg))
 
-    async def _route(
-        self,
-        scope: Scope,
-        match: EndpointMatch,
-        body: bytes,
-        exchange: Exchange,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        """Serve the request from its route, or from the route's fallbacks while nothing was sent."""
-        chain = self.router.chain(self.router.select(exchange.model))
-        for i, route in enumerate(chain):
-            exchange.route, exchange.upstream = route.name, route.upstream.protocol
-            token = CURRENT.set((route.upstream, exchange, route))
-            try:
-                await self._handle(scope, match, body, receive, send)
-                return
-            except Rejected as exc:
-                if exchange.started or i + 1 == len(chain) or not retryable(exc.status):
-                    raise
-                why = f"{exc.status}: {exc.message}"
-            except UNREACHABLE as exc:
-                if exchange.started:
-                    raise
-                why = f"unreachable: {exc or type(exc).__name__}"
-                if i + 1 == len(chain):
-                    raise Rejected(502, f"upstream {route.upstream.protocol} {why}") from None
-            finally:
-                CURRENT.reset(token)
-            nxt = chain[i + 1].name
-            log.warning(
-                "bridge: route %r failed before the first byte (%s); trying %r",
-                route.name,
-                scrub(why, self._secrets),
-                nxt,
-            )
-            exchange.fallbacks.append(route.name)
-            self.metrics.fell_back(route.name, nxt)
-
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         # Background responses run in the lifespan's task group (they outlive their request).
         async with self.stateful.running() if self.stateful is not None else contextlib.nullcontext():
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    if self.freeze_gc:  # after the imports and the config: old objects, never garbage
+                        gc.collect()
+                        gc.freeze()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     await self.router.aclose()
@@ -298,9 +305,16 @@ class BridgeApp:
         query = scope.get("query_string", b"")
         await self.stateful.serve(scope["method"], found, query, owner, receive, send)
 
-    async def _handle(
-        self, scope: Scope, match: EndpointMatch, raw: bytes, receive: Receive, send: Send
-    ) -> None:
+    async def _prepare(
+        self, scope: Scope, match: EndpointMatch, raw: bytes, route: Route, send: Send
+    ) -> tuple[Any, Turn | None] | None:
+        """The request converted for ``route``'s upstream, and its stored turn (``None``: answered).
+
+        A request returned counts in the streams in flight (:attr:`Limits.max_streams`).
+
+        Raises:
+            Rejected: The request cannot be served on this route (400...).
+        """
         query = match.endpoint.query
         if query is not None and query.encode() not in scope.get("query_string", b"").split(b"&"):
             raise Rejected(400, f"{scope['path']} is served only with ?{query}")
@@ -308,11 +322,9 @@ class BridgeApp:
             body = msgspec.json.decode(raw) if raw else None
         except msgspec.DecodeError as exc:
             raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
-        client, upstream = match.spec.name, self.upstream.protocol
-        current = CURRENT.get(None)
-        route = current[2] if current is not None else None
-        drop = self.drop_params if route is None or route.drop_params is None else route.drop_params
-        caps = {"*": route.caps} if route is not None and route.caps is not None else None
+        client, upstream = match.spec.name, route.upstream.protocol
+        drop = self.drop_params if route.drop_params is None else route.drop_params
+        caps = {"*": route.caps} if route.caps is not None else None
         if match.endpoint.count:  # counting never refuses: what cannot cross does not count
             drop = True
         stateful, turn = self.stateful, None
@@ -328,7 +340,7 @@ class BridgeApp:
                 await stateful.check_room(turn.owner, len(raw))
         if match.endpoint.count:
             await count_tokens(self, match, request, send)
-            return
+            return None
         for rec in request.unlogged:
             log.warning("bridge %s -> %s: not forwarded: %s", client, upstream, rec)
         for rec in request.dropped:
@@ -338,14 +350,8 @@ class BridgeApp:
             self.stats.overloaded += 1
             retry = {"retry-after": str(self.limits.retry_after)}
             raise Rejected(503, f"the bridge is serving {limit} streams already; retry later", retry)
-        self._active += 1
-        try:
-            if turn is None:
-                await run_exchange(self, client, request, receive, send)
-            else:
-                await self._stateful_exchange(turn, client, request, receive, send)
-        finally:
-            self._active -= 1
+        self._active += 1  # (the caller takes it back when the exchange ends)
+        return request, turn
 
     async def _stateful_exchange(
         self, turn: Turn, client: str, request: Any, receive: Receive, send: Send
@@ -361,7 +367,7 @@ class BridgeApp:
                 request.envelope.stream = True  # the events are what is stored
                 try:
                     with stateful.current(turn):
-                        await open_upstream(self, client, request, write)
+                        await run_exchange(self, client, request, None, write)
                 finally:
                     CURRENT.reset(token)
                 return current[1].responses[-1] if current[1].responses else None
@@ -373,6 +379,28 @@ class BridgeApp:
             await run_exchange(self, client, request, receive, stateful.tee(turn, send))
         found = current[1].responses[before:]
         await stateful.save(turn, found[-1] if found else None)
+
+
+_FALLBACK: tuple[type[BaseException], ...] = (Rejected, *UNREACHABLE)
+"""What a route may fail with before the first byte and be replaced by a fallback."""
+
+
+def _fallback_reason(exc: BaseException, exchange: Exchange, route: Route, *, last: bool) -> str:
+    """Why ``route`` failed, when a fallback may serve the request instead; else ``exc`` is raised.
+
+    Raises:
+        Rejected: The answer has begun, this was the last route, or the failure is not retryable.
+    """
+    if isinstance(exc, Rejected):
+        if exchange.started or last or not retryable(exc.status):
+            raise exc
+        return f"{exc.status}: {exc.message}"
+    if exchange.started:
+        raise exc
+    why = f"unreachable: {exc or type(exc).__name__}"
+    if last:
+        raise Rejected(502, f"upstream {route.upstream.protocol} {why}") from None
+    return why
 
 
 def _upstream_secrets(router: Router) -> list[str]:
@@ -472,7 +500,7 @@ class _Observed:
     __slots__ = ("_cors", "_exchange", "_finished", "_receive", "_send")
 
     def __init__(
-        self, exchange: Exchange, cors: list[tuple[bytes, bytes]], receive: Receive, send: Send
+        self, exchange: Exchange, cors: Sequence[tuple[bytes, bytes]], receive: Receive, send: Send
     ) -> None:
         self._exchange = exchange
         self._cors = cors

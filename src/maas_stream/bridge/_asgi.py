@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -31,7 +31,7 @@ __all__ = [
     "request_headers",
     "send_empty",
     "send_json",
-    "hangup_watcher",
+    "HangUp",
     "watch_disconnect",
 ]
 
@@ -74,28 +74,80 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
             return
 
 
-async def _watch_bare(receive: Receive, scope: anyio.CancelScope) -> None:
-    # watch_disconnect inlined: one coroutine frame less per idle stream.
-    try:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-    except Exception:  # no one awaits a bare task: a server that cannot tell is a client gone
-        pass
-    scope.cancel()
+class HangUp:
+    """Cancels the request's task when the client hangs up: ``receive`` stepped from callbacks.
 
-
-def hangup_watcher(receive: Receive, scope: anyio.CancelScope) -> asyncio.Task[None] | None:
-    """On asyncio, a bare task cancelling ``scope`` at the client's hang-up; ``None`` elsewhere.
-
-    A bare asyncio task costs a fraction of a task group and its anyio task (which matters for
-    thousands of idle streams); the caller cancels it when the exchange ends. On trio the caller
-    runs :func:`watch_disconnect` in a task group.
+    On asyncio the pending ``receive()`` coroutine is driven by the done-callback of the future
+    it waits on, as a task would drive it, but with no task, no cancel scope and no watcher
+    coroutine of its own: per idle stream only this slotted object and the server's
+    ``receive`` frame. An ``http.disconnect`` (or a ``receive`` that fails: a server that
+    cannot tell is a client gone) cancels the task that started it (:attr:`fired`); the task
+    takes that cancellation back (``uncancel``). Any other message is passed over and
+    ``receive`` awaited again. :meth:`close` stops it. Use :meth:`start`, which returns
+    ``None`` off asyncio (trio: :func:`watch_disconnect` in a task group).
     """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # trio
-        return None
-    return loop.create_task(_watch_bare(receive, scope))
+
+    __slots__ = ("_coro", "_receive", "_waiting", "fired", "task")
+
+    def __init__(self, receive: Receive, task: asyncio.Task[Any]) -> None:
+        self._receive = receive
+        self.task = task
+        self.fired = False
+        self._waiting: asyncio.Future[Any] | None = None
+        self._coro: Coroutine[Any, Any, Message] | None = receive()  # type: ignore[assignment]
+        self()
+
+    @classmethod
+    def start(cls, receive: Receive) -> HangUp | None:
+        """Watch ``receive`` for the hang-up of the current task's client; ``None`` off asyncio."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # trio
+            return None
+        return None if task is None else cls(receive, task)
+
+    def __call__(self, done: asyncio.Future[Any] | None = None) -> None:
+        """Step the pending ``receive()``.
+
+        The callback of the future it waits on is the object itself: no bound method is made
+        and held per wait.
+        """
+        coro = self._coro
+        if coro is None:
+            return
+        self._waiting = None
+        try:
+            pending = coro.send(None)
+        except StopIteration as stop:
+            if stop.value["type"] == "http.disconnect":
+                self._gone()
+            else:  # (a late body chunk): wait for the next message
+                self._coro = self._receive()  # type: ignore[assignment]
+                self.task.get_loop().call_soon(self)
+            return
+        except BaseException:  # no one awaits it: a server that cannot tell is a client gone
+            self._gone()
+            return
+        if pending is None:  # a bare yield (sleep(0)): step again on the next turn
+            self.task.get_loop().call_soon(self)
+            return
+        pending._asyncio_future_blocking = False
+        pending.add_done_callback(self)
+        self._waiting = pending
+
+    def _gone(self) -> None:
+        self._coro = None
+        self.fired = True
+        self.task.cancel()
+
+    def close(self) -> None:
+        """Stop watching (the exchange is over): the pending ``receive`` is closed."""
+        coro, self._coro = self._coro, None
+        if self._waiting is not None:
+            self._waiting.remove_done_callback(self)
+            self._waiting = None
+        if coro is not None:
+            coro.close()
 
 
 async def read_body(scope: Scope, receive: Receive, limits: Limits) -> bytes:

@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 from ._request import Rejected
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from .._registry import ProtocolSpec
 
@@ -184,11 +184,11 @@ class Guard:
         """Whether ``origin`` may call the bridge cross-origin."""
         return "*" in self.cors_origins or origin in self.cors_origins
 
-    def cors_headers(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    def cors_headers(self, headers: Mapping[str, str]) -> Sequence[tuple[bytes, bytes]]:
         """The CORS response headers for a request (none when its origin is not allowed)."""
         origin = headers.get("origin")
         if origin is None or not self.cors_allows(origin):
-            return []
+            return ()  # (shared: nothing per request)
         return [
             (b"access-control-allow-origin", origin.encode("latin-1")),
             (b"vary", b"origin"),

@@ -109,7 +109,7 @@ class Exchange:
     """Drop records (request and response side), counted by their ``count``."""
     reason: str | None = None
     """Why the request was rejected (scrubbed of secrets)."""
-    fallbacks: list[str] = field(default_factory=list)
+    fallbacks: tuple[str, ...] = ()
     """Routes that failed before the first byte and were replaced by a fallback."""
     responses: list[Response] = field(default_factory=list)
     """The upstream's final (aggregated) response, once its stream ended."""
@@ -156,7 +156,7 @@ class Exchange:
         if self.reason is not None:
             out["reason"] = self.reason
         if self.fallbacks:
-            out["fell_back_from"] = self.fallbacks
+            out["fell_back_from"] = list(self.fallbacks)
         if response is not None and response.usage is not None:
             out["tokens_in"] = response.usage.input_tokens
             out["tokens_out"] = response.usage.output_tokens

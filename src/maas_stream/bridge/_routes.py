@@ -140,6 +140,7 @@ class Router:
             raise ConfigError("no routes: give at least one")
         self.routes = tuple(routes)
         self._by_name: dict[str, Route] = {}
+        self._chains: dict[str, tuple[Route, ...]] = {}
         for route in self.routes:
             if route.name in self._by_name:
                 raise ConfigError(f"two routes are named {route.name!r} (give one a distinct name)")
@@ -172,14 +173,17 @@ class Router:
         shown = repr(model) if model is not None else "(none named)"
         raise Rejected(404, f"no route serves the model {shown}; served: {', '.join(self.models())}")
 
-    def chain(self, route: Route) -> list[Route]:
-        """``route`` followed by its fallbacks, each once, in order."""
-        out = [route]
-        for name in route.fallbacks:
-            found = self._by_name[name]
-            if found not in out:
-                out.append(found)
-        return out
+    def chain(self, route: Route) -> tuple[Route, ...]:
+        """``route`` followed by its fallbacks, each once, in order (one tuple per route, kept)."""
+        found = self._chains.get(route.name)
+        if found is None or found[0] is not route:
+            out = [route]
+            for name in route.fallbacks:
+                fallback = self._by_name[name]
+                if fallback not in out:
+                    out.append(fallback)
+            found = self._chains[route.name] = tuple(out)
+        return found
 
     def models(self) -> list[str]:
         """The model names and patterns served, in order, each once."""

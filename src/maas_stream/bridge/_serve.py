@@ -175,6 +175,7 @@ def build_app(settings: ServeSettings, *, keys: Sequence[str] = ()) -> BridgeApp
         assert settings.config is not None
         app = create_app(routes=settings.config, **common)
     app.session_limits = SessionLimits(**settings.session_limits)
+    app.freeze_gc = True  # a serve process: what is alive at startup stays
     return app
 
 

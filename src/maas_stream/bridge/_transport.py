@@ -41,7 +41,7 @@ else:
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["AVAILABLE", "LeanTransport"]
+__all__ = ["AVAILABLE", "LeanPoster", "LeanTransport", "Prepared"]
 
 _READ = 65536
 """Bytes asked of the socket per read."""
@@ -232,15 +232,59 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             httpx2.ReadError: The connection broke while reading the answer.
             httpx2.RemoteProtocolError: The answer is not valid HTTP/1.1.
         """
+        key = _key(request.url)
+        head = _head(request, skip=())
+        chunked = _has_token(request.headers, "transfer-encoding", "chunked")
+        parts = [head, b"\r\n"]
+        async for part in request.stream:  # type: ignore[union-attr]
+            if chunked and part:
+                parts += (f"{len(part):x}\r\n".encode(), part, b"\r\n")
+            elif part:
+                parts.append(part)
+        if chunked:
+            parts.append(b"0\r\n\r\n")
+        close = _has_token(request.headers, "connection", "close")
         timeouts = request.extensions.get("timeout", {})
-        url = request.url
-        scheme = url.raw_scheme
-        if scheme not in (b"http", b"https"):
-            raise httpx2.UnsupportedProtocol(
-                f"the bridge's upstream transport speaks http and https, not {scheme!r}"
-            )
-        port = url.port or (443 if scheme == b"https" else 80)
-        key = (scheme, url.raw_host, port)
+        return await self._exchange(key, b"".join(parts), timeouts, request, close=close)
+
+    def prepare(self, request: httpx2.Request) -> Prepared:
+        """The head of ``request`` (built by ``httpx2.AsyncClient.build_request``), for :meth:`send_prepared`.
+
+        Its body, ``content-length`` and ``transfer-encoding`` are left out (each send has its
+        own), and so is ``cookie``: a prepared head carries no cookies.
+
+        Raises:
+            httpx2.UnsupportedProtocol: Neither http nor https.
+        """
+        skip = (b"content-length", b"transfer-encoding", b"cookie")
+        close = _has_token(request.headers, "connection", "close")
+        timeouts = request.extensions.get("timeout", {})
+        return Prepared(_key(request.url), _head(request, skip=skip), timeouts, request, close)
+
+    async def send_prepared(self, prepared: Prepared, content: bytes) -> httpx2.Response:
+        """Send a prepared head with ``content`` as its body.
+
+        What :meth:`handle_async_request` does, without building the request again (httpx2's
+        ``build_request`` costs more than the send).
+
+        Raises:
+            httpx2.PoolTimeout: As :meth:`handle_async_request`; so do the others.
+        """
+        data = b"%sContent-Length: %d\r\n\r\n%s" % (prepared.head, len(content), content)
+        return await self._exchange(
+            prepared.key, data, prepared.timeouts, prepared.request, close=prepared.close
+        )
+
+    async def _exchange(
+        self,
+        key: tuple[bytes, bytes, int],
+        data: bytes,
+        timeouts: dict[str, float | None],
+        request: httpx2.Request,
+        *,
+        close: bool,
+    ) -> httpx2.Response:
+        """Send ``data`` (a whole request) on a pooled (or new) connection, read the answer's head."""
         try:
             self._slots.acquire_nowait()  # the usual case: no cancel scope needed
         except anyio.WouldBlock:
@@ -253,20 +297,21 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         answer = _Answer(head_only=request.method == "HEAD")
         try:
             conn = await self._take(key) or await self._connect(key, timeouts.get("connect"))
-            await self._send(conn, request, timeouts.get("write"))
+            await _write(conn, data, timeouts.get("write"))
             await _read_head(conn, answer, timeouts.get("read"))
         except BaseException:
             self._slots.release()
             if conn is not None:
                 await anyio.aclose_forcefully(conn.stream)
             raise
-        if answer.keep_alive and _has_token(request.headers, "connection", "close"):
+        if close:
             answer.keep_alive = False
         body = _Body(self, conn, answer, timeouts.get("read"))
         return httpx2.Response(
             answer.status,
             headers=answer.headers,
             stream=body,
+            request=request,
             extensions={"http_version": answer.version, "reason_phrase": answer.reason},
         )
 
@@ -302,31 +347,6 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             raise httpx2.ConnectError(str(exc) or type(exc).__name__) from exc
         return _Connection(stream, key)
 
-    async def _send(self, conn: _Connection, request: httpx2.Request, seconds: float | None) -> None:
-        head = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
-        headers = request.headers.raw
-        if not any(k.lower() == b"host" for k, _ in headers):  # httpx2 always sets it; a safety net
-            head += (b"Host: ", request.url.netloc, b"\r\n")
-        for name, value in headers:
-            head += (name, b": ", value, b"\r\n")
-        head.append(b"\r\n")
-        chunked = _has_token(request.headers, "transfer-encoding", "chunked")
-        parts = [b"".join(head)]
-        async for part in request.stream:  # type: ignore[union-attr]
-            if chunked and part:
-                parts += (f"{len(part):x}\r\n".encode(), part, b"\r\n")
-            elif part:
-                parts.append(part)
-        if chunked:
-            parts.append(b"0\r\n\r\n")
-        try:
-            with anyio.fail_after(seconds):
-                await conn.stream.send(b"".join(parts))
-        except TimeoutError:
-            raise httpx2.WriteTimeout(f"sending the request took longer than {seconds}s") from None
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
-
     async def _release(self, conn: _Connection, reuse: bool) -> None:
         """The request is over: keep its connection for the next one, or close it."""
         self._slots.release()
@@ -344,6 +364,120 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         for conns in idle.values():
             for conn in conns:
                 await anyio.aclose_forcefully(conn.stream)
+
+
+class Prepared:
+    """A request head built once (see :meth:`LeanTransport.prepare`): where it goes, its bytes."""
+
+    __slots__ = ("close", "head", "key", "request", "timeouts")
+
+    def __init__(
+        self,
+        key: tuple[bytes, bytes, int],
+        head: bytes,
+        timeouts: dict[str, float | None],
+        request: httpx2.Request,
+        close: bool,
+    ) -> None:
+        self.key = key
+        self.head = head
+        """The request line and headers, without the blank line that ends them."""
+        self.timeouts = timeouts
+        self.request = request
+        """The request it was built from (each response's ``request``)."""
+        self.close = close
+
+
+_PREPARED = 64
+"""Prepared heads a :class:`LeanPoster` keeps (one per upstream URL and headers; bounded)."""
+
+
+class LeanPoster:
+    """The ``stream`` of an httpx2 client on a :class:`LeanTransport`, for the bridge's upstream POSTs.
+
+    ``client.build_request`` (URL parsing, header merging: several times the cost of the send)
+    runs once per URL and headers; each request then sends the prepared head with its own body.
+    No cookie goes with a prepared head, and none from an answer is kept: each request is its
+    own (the bridge serves many users; one user's upstream cookies must never reach another).
+    Redirects are not followed (the bridge's own client follows none either).
+    """
+
+    __slots__ = ("_client", "_prepared", "_transport")
+
+    def __init__(self, client: httpx2.AsyncClient, transport: LeanTransport) -> None:
+        self._client = client
+        self._transport = transport
+        self._prepared: dict[tuple[str, str, tuple[tuple[str, str], ...]], Prepared] = {}
+
+    def stream(self, method: str, url: str, *, headers: dict[str, str], content: bytes) -> _Sent:
+        """Send ``content`` to ``url``; the context manager gives the response and closes it."""
+        key = (method, url, tuple(headers.items()))
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            if len(self._prepared) >= _PREPARED:
+                self._prepared.clear()
+            request = self._client.build_request(method, url, headers=headers)
+            prepared = self._prepared[key] = self._transport.prepare(request)
+        return _Sent(self._transport, prepared, content)
+
+
+class _Sent:
+    """One prepared request sent (``async with``): its response, closed on the way out."""
+
+    __slots__ = ("_content", "_prepared", "_response", "_transport")
+
+    def __init__(self, transport: LeanTransport, prepared: Prepared, content: bytes) -> None:
+        self._transport = transport
+        self._prepared = prepared
+        self._content: bytes | None = content
+        self._response: httpx2.Response | None = None
+
+    async def __aenter__(self) -> httpx2.Response:
+        content, self._content = self._content, None  # sent once: not held while the stream lasts
+        assert content is not None
+        self._response = await self._transport.send_prepared(self._prepared, content)
+        return self._response
+
+    async def __aexit__(self, *exc: object) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            await response.aclose()
+
+
+def _key(url: httpx2.URL) -> tuple[bytes, bytes, int]:
+    """Where a request goes: its scheme, host and port.
+
+    Raises:
+        httpx2.UnsupportedProtocol: Neither http nor https.
+    """
+    scheme = url.raw_scheme
+    if scheme not in (b"http", b"https"):
+        raise httpx2.UnsupportedProtocol(
+            f"the bridge's upstream transport speaks http and https, not {scheme!r}"
+        )
+    return scheme, url.raw_host, url.port or (443 if scheme == b"https" else 80)
+
+
+def _head(request: httpx2.Request, *, skip: tuple[bytes, ...]) -> bytes:
+    """The request line and headers (but those in ``skip``), without the blank line that ends them."""
+    head = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
+    headers = request.headers.raw
+    if not any(k.lower() == b"host" for k, _ in headers):  # httpx2 always sets it; a safety net
+        head += (b"Host: ", request.url.netloc, b"\r\n")
+    for name, value in headers:
+        if name.lower() not in skip:
+            head += (name, b": ", value, b"\r\n")
+    return b"".join(head)
+
+
+async def _write(conn: _Connection, data: bytes, seconds: float | None) -> None:
+    try:
+        with anyio.fail_after(seconds):
+            await conn.stream.send(data)
+    except TimeoutError:
+        raise httpx2.WriteTimeout(f"sending the request took longer than {seconds}s") from None
+    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+        raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
 
 
 async def _read_head(conn: _Connection, answer: _Answer, seconds: float | None) -> None:

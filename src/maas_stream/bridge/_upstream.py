@@ -29,7 +29,7 @@ from ..io import ProviderHTTPError, Recording, StreamIOError, StreamTimeoutError
 from ..io._checks import transport_error
 from ..io._exceptions import error_summary, parse_body
 from ._transport import AVAILABLE as LEAN_AVAILABLE
-from ._transport import LeanTransport
+from ._transport import LeanPoster, LeanTransport
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -278,6 +278,7 @@ class HTTPUpstream:
         }
         self._client = client
         self._owns_client = client is None
+        self._poster: Any = None
 
     @property
     def protocol(self) -> str:
@@ -288,6 +289,19 @@ class HTTPUpstream:
         if self._client is None:
             self._client = new_client(self.timeouts, self.max_connections)
         return self._client
+
+    def _get_poster(self) -> Any:
+        """What streams are opened with: the client, or its lean poster.
+
+        The poster (the request head built once per URL) when the client is the bridge's own
+        on its lean transport.
+        """
+        if self._poster is None:
+            client = self._get_client()
+            transport = getattr(client, "_transport", None)  # (httpx2's: the one new_client gave it)
+            lean = self._owns_client and isinstance(transport, LeanTransport)
+            self._poster = LeanPoster(client, transport) if lean and transport is not None else client
+        return self._poster
 
     def open(self, body: dict[str, Any], *, model: str | None) -> contextlib.AbstractAsyncContextManager[Any]:
         """POST ``body`` and give the checked streaming response.
@@ -306,7 +320,7 @@ class HTTPUpstream:
         content = msgspec.json.encode(body)  # (the content-type is in the headers)
         return _Response(
             aconnect(
-                self._get_client(),
+                self._poster or self._get_poster(),
                 "POST",
                 url,
                 protocol=self._protocol,
@@ -368,7 +382,7 @@ class HTTPUpstream:
         """Close the HTTP client if this upstream created it."""
         if self._owns_client and self._client is not None:
             await self._client.aclose()
-            self._client = None
+            self._client = self._poster = None
 
 
 class _Response(contextlib.AbstractAsyncContextManager[Any]):

@@ -16,7 +16,7 @@ from ._exceptions import StreamTimeoutError, for_transport
 from ._stream import aaggregate, aconvert, astream
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, AsyncIterator
+    from collections.abc import AsyncGenerator
 
     from .._drops import Dropped
     from .._model import Response
@@ -81,8 +81,7 @@ class EventSource:
         )
 
 
-@contextlib.asynccontextmanager
-async def aconnect(
+def aconnect(
     client: Any,
     method: str,
     url: str,
@@ -92,7 +91,7 @@ async def aconnect(
     first_byte_timeout: float | None = None,
     total_timeout: float | None = None,
     **kwargs: Any,
-) -> AsyncIterator[EventSource]:
+) -> contextlib.AbstractAsyncContextManager[EventSource]:
     """Open a streaming request and check the answer before handing it over.
 
     Usage::
@@ -124,33 +123,82 @@ async def aconnect(
             ``connect``, ``pool``, ``first_byte``, ``total``).
         StreamTransportError: The connection could not be made or broke before the stream.
     """
-    headers = dict(kwargs.pop("headers", None) or {})
-    if (protocol is None or get_protocol(protocol).framing == "sse") and not any(
-        k.lower() == "accept" for k in headers
-    ):
-        headers["Accept"] = "text/event-stream"
-    limits = [(t, phase) for t, phase in ((first_byte_timeout, "first_byte"), (total_timeout, "total")) if t]
-    timeout, phase = min(limits) if limits else (None, "")
-    started = anyio.current_time()
-    async with contextlib.AsyncExitStack() as stack:
-        with anyio.move_on_after(timeout) as scope:
-            try:
-                response = await stack.enter_async_context(
-                    client.stream(method, url, headers=headers, **kwargs)
+    return _Connect(client, method, url, protocol, idle_timeout, first_byte_timeout, total_timeout, kwargs)
+
+
+class _Connect(contextlib.AbstractAsyncContextManager[EventSource]):
+    """The exchange of :func:`aconnect`, as a slotted context manager.
+
+    Not a generator-based one, whose generator, frame and exit stack every idle stream would
+    hold. The request's arguments (its body) are let go once it is sent.
+    """
+
+    __slots__ = ("_args", "_client", "_exchange", "_protocol", "_timeouts")
+
+    def __init__(
+        self,
+        client: Any,
+        method: str,
+        url: str,
+        protocol: str | None,
+        idle_timeout: float | None,
+        first_byte_timeout: float | None,
+        total_timeout: float | None,
+        kwargs: dict[str, Any],
+    ) -> None:
+        self._client = client
+        self._args: tuple[str, str, dict[str, Any]] | None = (method, url, kwargs)
+        self._protocol = protocol
+        self._timeouts = (idle_timeout, first_byte_timeout, total_timeout)
+        self._exchange: contextlib.AbstractAsyncContextManager[Any] | None = None
+
+    async def __aenter__(self) -> EventSource:
+        assert self._args is not None, "an aconnect exchange is entered once"
+        (method, url, kwargs), self._args = self._args, None
+        protocol, client = self._protocol, self._client
+        idle_timeout, first_byte_timeout, total_timeout = self._timeouts
+        headers = dict(kwargs.pop("headers", None) or {})
+        if (protocol is None or get_protocol(protocol).framing == "sse") and not any(
+            k.lower() == "accept" for k in headers
+        ):
+            headers["Accept"] = "text/event-stream"
+        limits = [
+            (t, phase) for t, phase in ((first_byte_timeout, "first_byte"), (total_timeout, "total")) if t
+        ]
+        timeout, phase = min(limits) if limits else (None, "")
+        started = anyio.current_time()
+        exchange = client.stream(method, url, headers=headers, **kwargs)
+        del kwargs  # (the body: sent, not held while the stream lasts)
+        entered = False
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                try:
+                    response = await exchange.__aenter__()
+                    entered = True
+                    await check_response(response, require_sse=True)
+                except Exception as exc:
+                    mapped = transport_error(exc, where="before the provider's answer")
+                    if mapped is None:
+                        raise
+                    raise mapped from exc
+            if scope.cancelled_caught:
+                assert timeout is not None
+                cls = for_transport(StreamTimeoutError, client)
+                raise cls(
+                    f"no answer from the provider within {timeout:g}s ({phase.replace('_', ' ')} timeout)",
+                    phase=phase,
+                    timeout=timeout,
                 )
-                await check_response(response, require_sse=True)
-            except Exception as exc:
-                mapped = transport_error(exc, where="before the provider's answer")
-                if mapped is None:
-                    raise
-                raise mapped from exc
-        if scope.cancelled_caught:
-            assert timeout is not None
-            cls = for_transport(StreamTimeoutError, client)
-            raise cls(
-                f"no answer from the provider within {timeout:g}s ({phase.replace('_', ' ')} timeout)",
-                phase=phase,
-                timeout=timeout,
-            )
+        except BaseException as exc:
+            if entered:
+                await exchange.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._exchange = exchange
         left = None if total_timeout is None else max(total_timeout - (anyio.current_time() - started), 0.0)
-        yield EventSource(response, protocol=protocol, idle_timeout=idle_timeout, total_timeout=left)
+        return EventSource(response, protocol=protocol, idle_timeout=idle_timeout, total_timeout=left)
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        exchange, self._exchange = self._exchange, None
+        if exchange is None:
+            return None
+        return await exchange.__aexit__(*exc)

@@ -330,30 +330,31 @@ async def aconvert_into(
         Exception: What ``write`` raised.
     """
     conv = StreamConverter(to, protocol=protocol, **options)
+    del options  # (not held while the stream lasts)
     reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
-
-    async def relay() -> None:
-        read, kind, convert, checkpoint = reader.read, reader.kind, _convert, anyio.lowlevel.checkpoint
-        turn = 0
-        while (item := await read()) is not None:
-            if len(item) > _SLICE and kind == "bytes":
-                await _sliced(conv, write, item)  # type: ignore[arg-type]
-                continue
-            out = convert(conv, kind, item)
-            if out:
-                await write(out)
-            turn += 1
-            if turn >= _BURST:
-                # A source and a client that never make the relay wait would hold the loop.
-                turn = 0
-                await checkpoint()
-        out = _finish(conv, reader.received)
-        if out:
-            await write(out)
-
+    # The relay is inline (no closure, no coroutine of its own: less per idle stream). Each
+    # read is timed by the reader itself: by the loop's timer on asyncio, by one cancel scope
+    # per read elsewhere (no watchdog task).
+    kind, checkpoint = reader.kind, anyio.lowlevel.checkpoint
+    turn = 0
     try:
         try:
-            await reader.watch(relay)
+            while (item := await reader.read()) is not None:
+                if len(item) > _SLICE and kind == "bytes":
+                    await _sliced(conv, write, item)  # type: ignore[arg-type]
+                    continue
+                out = _convert(conv, kind, item)
+                if out:
+                    await write(out)
+                item = out = b""  # neither is held while the next read waits
+                turn += 1
+                if turn >= _BURST:
+                    # A source and a client that never make the relay wait would hold the loop.
+                    turn = 0
+                    await checkpoint()
+            out = _finish(conv, reader.received)
+            if out:
+                await write(out)
         except (ProviderHTTPError, UnexpectedContentTypeError):
             raise  # refused before any stream: the caller answers with a status
         except (StreamIOError, RemoteProtocolError, ConversionError) as exc:
