@@ -212,25 +212,24 @@ def test_signature_given_only_in_the_done_value_is_written_as_in_the_body() -> N
 
 def test_alternating_parts_keep_their_kind_and_the_usage_known_then() -> None:
     """Text chunks are pre-encoded once per kind: each part still carries its kind and the latest usage."""
-    out, _, _ = _encode(
-        [
-            ev.ResponseStart(protocol="anthropic", id="r"),
-            ev.MessageStart(message=0),
-            ev.PartStart(message=0, part=0, value=ms.ReasoningPart(text="")),
-            ev.ReasoningDelta(message=0, part=0, text="think"),
-            ev.PartDone(message=0, part=0),
-            ev.PartStart(message=0, part=1, value=ms.TextPart(text="")),
-            ev.TextDelta(message=0, part=1, text="a"),
-            ev.PartDone(message=0, part=1),
-            ev.UsageUpdate(usage=ms.Usage(input_tokens=3, output_tokens=1, total_tokens=4)),
-            ev.PartStart(message=0, part=2, value=ms.ReasoningPart(text="")),
-            ev.ReasoningDelta(message=0, part=2, text="more"),
-            ev.PartDone(message=0, part=2),
-            ev.PartStart(message=0, part=3, value=ms.TextPart(text="")),
-            ev.TextDelta(message=0, part=3, text="b"),
-            ev.PartDone(message=0, part=3),
-            ev.ResponseDone(finish_reason="stop"),
+
+    def part(index: int, text: str) -> list[Any]:
+        if index % 2:
+            return [
+                ev.PartStart(message=0, part=index, value=ms.TextPart(text="")),
+                ev.TextDelta(message=0, part=index, text=text),
+                ev.PartDone(message=0, part=index),
+            ]
+        return [
+            ev.PartStart(message=0, part=index, value=ms.ReasoningPart(text="")),
+            ev.ReasoningDelta(message=0, part=index, text=text),
+            ev.PartDone(message=0, part=index),
         ]
+
+    usage = ev.UsageUpdate(usage=ms.Usage(input_tokens=3, output_tokens=1, total_tokens=4))
+    start = [ev.ResponseStart(protocol="anthropic", id="r"), ev.MessageStart(message=0)]
+    out, _, _ = _encode(
+        [*start, *part(0, "think"), *part(1, "a"), usage, *part(2, "more"), *part(3, "b"), ev.ResponseDone()]
     )
     assert _parts(out) == [
         {"text": "think", "thought": True},
@@ -238,5 +237,5 @@ def test_alternating_parts_keep_their_kind_and_the_usage_known_then() -> None:
         {"text": "more", "thought": True},
         {"text": "b"},
     ]
-    usage = [c.get("usageMetadata", {}).get("totalTokenCount") for c in _chunks(out)]
-    assert usage[:4] == [None, None, 4, 4]
+    totals = [c.get("usageMetadata", {}).get("totalTokenCount") for c in _chunks(out)]
+    assert totals[:4] == [None, None, 4, 4]

@@ -114,7 +114,7 @@ class StreamEncoder(EventEncoder):
         self._feedback: Any = None
         self._cands: dict[int, int] = {}
         self._announced: list[int] = []
-        self._parts: dict[tuple[int, int], _Out] = {}
+        self._parts: dict[tuple[Any, Any], _Out] = {}
         self._pending: dict[int, str] = {}
         self._citations: dict[int, list[dict[str, Any]]] = {}
         self._finished: set[int] = set()
@@ -357,20 +357,20 @@ class StreamEncoder(EventEncoder):
         return frames
 
     def _on_text(self, event: ev.TextDelta) -> bytes:
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "text" else b""
 
     def _on_refusal(self, event: ev.RefusalDelta) -> bytes:
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "text" else b""
 
     def _on_reasoning(self, event: ev.ReasoningDelta) -> bytes:
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "thought" else b""
 
     def _on_summary(self, event: ev.SummaryDelta) -> bytes:
         # A reasoning summary is what Gemini's thought parts are: sent as thought text.
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "thought" else b""
 
     def _on_signature(self, event: ev.SignatureDelta) -> bytes:
