@@ -208,3 +208,34 @@ def test_signature_given_only_in_the_done_value_is_written_as_in_the_body() -> N
     foreign, enc, _ = _encode([ev.ResponseStart(protocol="openai-responses"), *events[1:]])
     assert b"c2ln" not in foreign
     assert [(r.kind, r.count) for r in enc.lossy] == [("signature", 1)]
+
+
+def test_alternating_parts_keep_their_kind_and_the_usage_known_then() -> None:
+    """Text chunks are pre-encoded once per kind: each part still carries its kind and the latest usage."""
+
+    def part(index: int, text: str) -> list[Any]:
+        if index % 2:
+            return [
+                ev.PartStart(message=0, part=index, value=ms.TextPart(text="")),
+                ev.TextDelta(message=0, part=index, text=text),
+                ev.PartDone(message=0, part=index),
+            ]
+        return [
+            ev.PartStart(message=0, part=index, value=ms.ReasoningPart(text="")),
+            ev.ReasoningDelta(message=0, part=index, text=text),
+            ev.PartDone(message=0, part=index),
+        ]
+
+    usage = ev.UsageUpdate(usage=ms.Usage(input_tokens=3, output_tokens=1, total_tokens=4))
+    start = [ev.ResponseStart(protocol="anthropic", id="r"), ev.MessageStart(message=0)]
+    out, _, _ = _encode(
+        [*start, *part(0, "think"), *part(1, "a"), usage, *part(2, "more"), *part(3, "b"), ev.ResponseDone()]
+    )
+    assert _parts(out) == [
+        {"text": "think", "thought": True},
+        {"text": "a"},
+        {"text": "more", "thought": True},
+        {"text": "b"},
+    ]
+    totals = [c.get("usageMetadata", {}).get("totalTokenCount") for c in _chunks(out)]
+    assert totals[:4] == [None, None, 4, 4]

@@ -30,6 +30,10 @@ any other value of the body.
 """
 
 _json: Final = msgspec.json.Encoder()
+_MARKS: Final = tuple(_json.encode(marker) for marker in HOLE)
+"""The markers as they are encoded (with their quotes: a value takes the whole place)."""
+_PREFIX: Final = _MARKS[0][: _MARKS[0].index(b"-0")]
+"""What every encoded marker starts with."""
 
 
 def template(frame: Callable[[Any], bytes], body: Any, holes: int) -> tuple[bytes, ...]:
@@ -43,13 +47,17 @@ def template(frame: Callable[[Any], bytes], body: Any, holes: int) -> tuple[byte
     Raises:
         ValueError: A marker is missing, repeated or out of order in the frame.
     """
-    rest = frame(body)
+    text = frame(body)
     fragments: list[bytes] = []
-    for marker in HOLE[:holes]:
-        head, sep, tail = rest.partition(_json.encode(marker))
-        if not sep or _json.encode(marker) in tail:
-            raise ValueError(f"the template body must hold {marker!r} exactly once, after the one before")
-        fragments.append(head)
-        rest = tail
-    fragments.append(rest)
+    start = 0
+    for mark in _MARKS[:holes]:
+        at = text.find(mark, start)
+        if at < 0:
+            break
+        fragments.append(text[start:at])
+        start = at + len(mark)
+    if len(fragments) < holes or text.count(_PREFIX) != holes:
+        # Each found after the one before, and no other: each is there once, in order.
+        raise ValueError(f"the template body must hold each of {HOLE[:holes]!r} exactly once, in order")
+    fragments.append(text[start:])
     return tuple(fragments)

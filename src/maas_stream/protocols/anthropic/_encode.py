@@ -239,16 +239,20 @@ class StreamEncoder(EventEncoder):
         return self._seq.submit(block, kind, payload)
 
     def _on_text(self, ev: events.TextDelta) -> bytes:
-        block = self._block(ev, "text")
-        return b"" if block is None else self._content(ev, block, "text", ev.text)
+        block = self._blocks.get((ev.message, ev.part))  # (inlined _block: the hot path)
+        if block is None or block.kind != "text":
+            return b""
+        return self._content(ev, block, "text", ev.text)
 
     def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
         block = self._block(ev, "text")
         return b"" if block is None else self._content(ev, block, "text", ev.text)
 
     def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
-        block = self._block(ev, "thinking")
-        return b"" if block is None else self._content(ev, block, "thinking", ev.text)
+        block = self._blocks.get((ev.message, ev.part))  # (inlined _block: the hot path)
+        if block is None or block.kind != "thinking":
+            return b""
+        return self._content(ev, block, "thinking", ev.text)
 
     def _on_summary(self, ev: events.SummaryDelta) -> bytes:
         block = self._block(ev, "thinking")

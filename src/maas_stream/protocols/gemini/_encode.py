@@ -114,7 +114,7 @@ class StreamEncoder(EventEncoder):
         self._feedback: Any = None
         self._cands: dict[int, int] = {}
         self._announced: list[int] = []
-        self._parts: dict[tuple[int, int], _Out] = {}
+        self._parts: dict[tuple[Any, Any], _Out] = {}
         self._pending: dict[int, str] = {}
         self._citations: dict[int, list[dict[str, Any]]] = {}
         self._finished: set[int] = set()
@@ -125,6 +125,8 @@ class StreamEncoder(EventEncoder):
         self._held: list[dict[str, Any]] = []
         """Finish candidates not yet written (see the module doc)."""
         self._ended = False
+        self._texts: dict[tuple[str, int], tuple[Any, Any, bytes, bytes]] = {}
+        """The pre-encoded text chunks (``_text_frames``), by part kind and candidate."""
 
     # ------------------------------------------------------------------ API
 
@@ -331,30 +333,44 @@ class StreamEncoder(EventEncoder):
         # chunk, encoded once (by ``_frame``, as long as the usage it carries stays the same).
         usage, wire, frames = self._usage, self._wire, out.frames
         if frames is None or frames[0] is not usage or frames[1] is not wire:
-            body = wire.text(HOLE[0], thought=out.kind == "thought")
-            content = {"role": "model", "parts": [body]}
-            chunk = {"candidates": [{"content": content, "index": out.cand}]}
-            head, tail = template(self._frame, chunk, 1)
-            frames = out.frames = (usage, wire, head, tail)
+            frames = out.frames = self._text_frames(out.kind, out.cand)
         elif usage is not None:
             self._usage_sent = True
         return b"".join((frames[2], _json.encode(text), frames[3]))
 
+    def _text_frames(self, kind: str, cand: int) -> tuple[Any, Any, bytes, bytes]:
+        """The text chunk of a ``kind`` part of candidate ``cand``, pre-encoded (see ``_Out.frames``).
+
+        Made once per kind and candidate while the usage and the wire writer stay the same, not
+        once per part (the parts of a turn alternate between thoughts and text).
+        """
+        usage, wire = self._usage, self._wire
+        frames = self._texts.get((kind, cand))
+        if frames is None or frames[0] is not usage or frames[1] is not wire:
+            body = wire.text(HOLE[0], thought=kind == "thought")
+            content = {"role": "model", "parts": [body]}
+            chunk = {"candidates": [{"content": content, "index": cand}]}
+            head, tail = template(self._frame, chunk, 1)
+            frames = self._texts[(kind, cand)] = (usage, wire, head, tail)
+        elif usage is not None:
+            self._usage_sent = True  # as ``_frame`` does when it writes the usage
+        return frames
+
     def _on_text(self, event: ev.TextDelta) -> bytes:
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "text" else b""
 
     def _on_refusal(self, event: ev.RefusalDelta) -> bytes:
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "text" else b""
 
     def _on_reasoning(self, event: ev.ReasoningDelta) -> bytes:
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "thought" else b""
 
     def _on_summary(self, event: ev.SummaryDelta) -> bytes:
         # A reasoning summary is what Gemini's thought parts are: sent as thought text.
-        out = self._get(event)
+        out = self._parts.get((event.message, event.part))  # (inlined _get: the hot path)
         return self._write_text(out, event.text) if out is not None and out.kind == "thought" else b""
 
     def _on_signature(self, event: ev.SignatureDelta) -> bytes:

@@ -50,6 +50,10 @@ __all__ = ["StreamEncoder"]
 _json = msgspec.json.Encoder()
 _SUMMARY: Final = {"type": "thought_summary", "content": {"type": "text", "text": HOLE[0]}}
 """A reasoning part's ``step.delta`` (see ``_Out.delta``)."""
+_TEXT: Final = {"type": "text", "text": HOLE[0]}
+"""A text part's ``step.delta`` (made once, not per delta)."""
+_ARGUMENTS: Final = {"type": "arguments_delta", "arguments": HOLE[0]}
+"""A call's ``step.delta``."""
 
 
 class _Out:
@@ -222,11 +226,11 @@ class StreamEncoder(EventEncoder):
         return out
 
     def _on_text(self, ev: events.TextDelta) -> bytes:
-        part = self._part(ev.message, ev.part, "content")
-        if part is None:
+        part = self._parts.get((ev.message, ev.part))  # (inlined _part: the hot path)
+        if part is None or part.kind != "content":
             return b""
         part.wrote = True
-        return part.delta({"type": "text", "text": HOLE[0]}, ev.text)
+        return part.delta(_TEXT, ev.text)
 
     def _on_refusal(self, ev: events.RefusalDelta) -> bytes:
         return b""  # reported once, at its PartDone (Interactions has no refusal)
@@ -251,9 +255,7 @@ class StreamEncoder(EventEncoder):
 
     def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
         part = self._part(ev.message, ev.part, "call")
-        return (
-            b"" if part is None else part.delta({"type": "arguments_delta", "arguments": HOLE[0]}, ev.delta)
-        )
+        return b"" if part is None else part.delta(_ARGUMENTS, ev.delta)
 
     def _on_annotation(self, ev: events.AnnotationAdded) -> bytes:
         part = self._part(ev.message, ev.part, "content")

@@ -13,7 +13,7 @@ The response and message lifecycle (finish reasons, usage, errors, ``[DONE]``) i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -60,6 +60,11 @@ def _sse(body: Any) -> bytes:
     return b"data: " + _json.encode(body) + b"\n\n"
 
 
+_CONTENT: Final = {"content": HOLE[0]}
+_REFUSAL: Final = {"refusal": HOLE[0]}
+"""The text and refusal deltas of :meth:`_delta`'s template (made once, not per delta; never changed)."""
+
+
 class _Out:
     """How one canonical part is being written out."""
 
@@ -102,7 +107,7 @@ class PartWriter:
         self._header: dict[str, Any] = {"created": 0}
         self._choices: dict[int, int] = {}
         self._announced: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
-        self._parts: dict[tuple[int, int], _Out] = {}
+        self._parts: dict[tuple[Any, Any], _Out] = {}
         self._tools: dict[int, int] = {}
         self._legacy: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
         self._details: dict[int, int] = {}
@@ -220,16 +225,16 @@ class PartWriter:
         return self._parts.get((ev.message, ev.part))
 
     def _on_text(self, ev: TextDelta) -> bytes:
-        out = self._get(ev)
+        out = self._parts.get((ev.message, ev.part))  # (inlined _get: the hot path)
         if out is None or out.kind != "text":
             return b""
-        return self._delta(out, {"content": HOLE[0]}, ev.text)
+        return self._delta(out, _CONTENT, ev.text)
 
     def _on_refusal(self, ev: RefusalDelta) -> bytes:
         out = self._get(ev)
         if out is None or out.kind != "refusal":
             return b""
-        return self._delta(out, {"refusal": HOLE[0]}, ev.text)
+        return self._delta(out, _REFUSAL, ev.text)
 
     def _on_reasoning(self, ev: ReasoningDelta) -> bytes:
         out = self._get(ev)

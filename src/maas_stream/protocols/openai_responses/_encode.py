@@ -313,7 +313,7 @@ class StreamEncoder(EventEncoder):
         return self._parts.get((ev.message, ev.part)) or self._nothing
 
     def _on_text(self, ev: events.TextDelta | events.RefusalDelta) -> bytes:
-        writer = self._writer(ev)
+        writer = self._parts.get((ev.message, ev.part)) or self._nothing  # (inlined _writer: the hot path)
         frames = b""
         if isinstance(writer, TextWriter) and writer.closed:
             # The part goes on after its message item ended (a call came between): the rest is
@@ -335,7 +335,8 @@ class StreamEncoder(EventEncoder):
         return self._writer(ev).summary(ev.index, ev.text)
 
     def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
-        return self._writer(ev).reasoning(ev.text) if ev.text else b""
+        writer = self._parts.get((ev.message, ev.part)) or self._nothing  # (inlined _writer: the hot path)
+        return writer.reasoning(ev.text) if ev.text else b""
 
     def _on_signature(self, ev: events.SignatureDelta) -> bytes:
         return self._writer(ev).signature()

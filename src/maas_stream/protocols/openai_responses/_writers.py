@@ -477,12 +477,18 @@ class DropWriter(PartWriter):
                 self.drops.add(kind, what, where=self.where)
 
     def summary(self, index: int, text: str) -> bytes:
-        self._record(ReasoningPart(summary=[text]))
+        if not self._recorded(text):
+            self._record(ReasoningPart(summary=[text]))
         return b""
 
     def reasoning(self, text: str) -> bytes:
-        self._record(ReasoningPart(text=text))
+        if not self._recorded(text):
+            self._record(ReasoningPart(text=text))
         return b""
+
+    def _recorded(self, text: str) -> bool:
+        """Whether a delta of ``text`` has nothing left to record (the hot path: every delta after the first)."""
+        return bool(text) and self.kinds is not None and "reasoning" in self.kinds
 
     def signature(self) -> bytes:
         self._record(ReasoningPart(signature="-"))
