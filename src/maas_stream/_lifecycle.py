@@ -85,9 +85,9 @@ class Lifecycle(Fold):
             msg = self._message(ev.message, out)
         value = ev.value
         part = msg.parts_by_key.get(ev.part)
-        if part is not None and not part.closed and isinstance(value, ToolCallPart):
+        if part is not None and not part.closed:
             base = part.base
-            if isinstance(base, ToolCallPart) and same_call(base, value):
+            if isinstance(value, ToolCallPart) and isinstance(base, ToolCallPart) and same_call(base, value):
                 # A provider repeating the id (and name) on a later fragment: same call.
                 fill: dict[str, Any] = {}
                 if not base.name and value.name:
@@ -97,7 +97,6 @@ class Lifecycle(Fold):
                 if fill:
                     part.base = msgspec.structs.replace(base, **fill)
                 return
-        if part is not None and not part.closed:
             self._close_part(msg, part, None, out)
         if isinstance(value, ToolCallPart) and not value.id:
             value = msgspec.structs.replace(value, id=self._synth_id())
@@ -183,8 +182,13 @@ class Lifecycle(Fold):
             self._model = self._text_field("model", ev.model)
 
     def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
-        if ev.finish_reason == "stop" and any(has_client_call(m) for m in self._open()):
-            ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
+        messages = self._messages
+        current = messages[self._first_open :]  # the current response's (``_open``), sliced once
+        if ev.finish_reason == "stop":
+            for msg in current:
+                if has_client_call(msg):
+                    ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
+                    break
         if self._done is None:
             self._done = ev
         span = self._span()
@@ -194,16 +198,12 @@ class Lifecycle(Fold):
             self._mark_real(span)
         if self._state is AggregatorState.STREAMING:
             self._state = AggregatorState.DONE
-        # Messages close for good, so the closed ones before the first open one are skipped
-        # for ever: a long session of many responses stays linear, not quadratic.
-        messages = self._messages
-        first = self._first_open
-        while first < len(messages) and messages[first].closed:
-            first += 1
-        self._first_open = first
-        for msg in messages[first:]:
+        for msg in current:
             if not msg.closed:
                 self._close_message(msg, None, out)
+        # Messages close for good, and now every one is closed: they are skipped for ever, so a
+        # long session of many responses stays linear, not quadratic.
+        self._first_open = len(messages)
         return ev
 
     def _on_error(self, ev: StreamErrorEvent, out: list[Event]) -> None:
