@@ -36,14 +36,15 @@ from ._accumulate import (
 )
 from ._fold import Fold
 from ._model import ReasoningPart, RefusalPart, SessionEvent, TextPart, ToolCallPart, UnknownPart
+from .events import MessageStart
 
 if TYPE_CHECKING:
-    from ._model import Usage
+    from ._model import Part, Role, Usage
     from .events import (
         Cancelled,
         Event,
+        Key,
         MessageDone,
-        MessageStart,
         PartDone,
         PartStart,
         ResponseDone,
@@ -78,6 +79,30 @@ class Lifecycle(Fold):
         self, msg: MessageState, part: PartState | None, reason: str | None, out: list[Event]
     ) -> None:
         """Hook: a message (or one of its parts) is about to be cancelled."""
+
+    def open_message(
+        self, start: ResponseStart | None, message: Key, role: Role, part: Key, value: Part
+    ) -> PartState | None:
+        """Open message ``message`` (after the response ``start``, if given) with part ``part`` as ``value``, handing nothing on.
+
+        The aggregator's half of a direct turn opener (``DirectFold.fold_message``): what
+        ``start``, then ``MessageStart(message, role)`` and ``PartStart(part, value)`` would leave.
+        ``None`` (nothing done) unless deltas go straight in (:meth:`~Fold.part_buffers`) once
+        they are applied: the message is new, a call has its id, and the response is streaming
+        (or ended, when ``start`` opens the next one); else the new part.
+        """
+        state = self._state
+        if self.emit or not (
+            state is AggregatorState.STREAMING or (start is not None and state is AggregatorState.DONE)
+        ):
+            return None
+        if self._by_key.get(message) is not None or (isinstance(value, ToolCallPart) and not value.id):
+            return None
+        out: list[Event] = []
+        if start is not None:
+            self._on_response_start(start, out)
+        msg = self._new_message(message, MessageStart(message=message, role=role), out)
+        return self._new_part(msg, part, value, out)
 
     def _on_part_start(self, ev: PartStart, out: list[Event]) -> None:
         msg = self._by_key.get(ev.message)

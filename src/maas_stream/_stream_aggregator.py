@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
     from ._accumulate import PartState
     from ._interfaces import StreamDecoder
-    from ._model import Part
-    from .events import Event, Key
+    from ._model import Part, Role
+    from .events import Event, Key, ResponseStart
 
 __all__ = ["StreamAggregator", "aggregate", "aggregate_session", "chunks_of"]
 
@@ -207,6 +207,14 @@ class StreamAggregator:
         agg = self._agg
         assert agg is not None
         return agg.open_part(message, close, part, value, done)
+
+    def open_message(
+        self, start: ResponseStart | None, message: Key, role: Role, part: Key, value: Part
+    ) -> PartState | None:
+        """Open a message and its first part without events (``FoldTarget``; the aggregator decides)."""
+        agg = self._agg
+        assert agg is not None
+        return agg.open_message(start, message, role, part, value)
 
     @property
     def recognised(self) -> bool:
