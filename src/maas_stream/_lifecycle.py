@@ -334,7 +334,7 @@ def _assigned(old: Usage | None, new: Usage) -> Usage:
     """Usage ``new`` assigned over ``old`` field by field (reports are cumulative, never added)."""
     if old is None:
         return new
-    fields = {f: getattr(new, f) for f in new.__struct_fields__ if getattr(new, f) is not None}
+    fields = {f: v for f in new.__struct_fields__ if (v := getattr(new, f)) is not None}
     if isinstance(old.raw, dict) and isinstance(new.raw, dict):
         fields["raw"] = {**old.raw, **new.raw}
     return msgspec.structs.replace(old, **fields)

@@ -280,22 +280,23 @@ class StreamDecoder(SessionDecoder):
         common = _COMMON.get
         for line in lines:
             shape = common(line[:_PREFIX])
-            if shape is None or not line.endswith(shape[1]) or (shape[2] and not line.startswith(shape[2])):
-                if run:
-                    self._fold_run(group, run)
-                    run = []
-                other.append(line)
-                continue
-            kind = shape[0]
-            if kind != group or other:
-                if run:
-                    self._fold_run(group, run)
-                    run = []
-                if other:
-                    self._fold_each(other)
-                    other = []
-                group = kind
-            run.append(line)
+            if shape is not None:
+                kind, end, head = shape
+                if line.endswith(end) and (not head or line.startswith(head)):
+                    if kind != group or other:
+                        if run:
+                            self._fold_run(group, run)
+                            run = []
+                        if other:
+                            self._fold_each(other)
+                            other = []
+                        group = kind
+                    run.append(line)
+                    continue
+            if run:
+                self._fold_run(group, run)
+                run = []
+            other.append(line)
         if run:
             self._fold_run(group, run)
         if other:
