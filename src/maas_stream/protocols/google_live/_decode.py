@@ -37,7 +37,8 @@ is decoded untyped only when it, or one of its parts, is kept whole. Folded dire
 (:meth:`StreamDecoder.fold_lines`), a message that only continues the open turn's text, thought,
 audio or transcript goes straight into its part's buffers: a run of consecutive common lines as
 recorded (one part's text, or its audio and transcription) is decoded in one msgspec call per
-kind and folds with one append per buffer.
+kind and folds with one append per buffer. A line that opens a turn with such a delta opens the
+turn's response, message and part in the target without events (``fold_message``), then folds.
 """
 
 from __future__ import annotations
