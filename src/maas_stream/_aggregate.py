@@ -165,14 +165,7 @@ class Aggregator(Lifecycle):
             RemoteProtocolError: An event cannot follow what came before.
             LocalProtocolError: Called after :meth:`finish` or after an error.
         """
-        out = _DISCARD
-        handlers = self._handlers
-        streaming = AggregatorState.STREAMING
-        for event in events:  # _apply's loop, inlined: this runs once per frame
-            if self._state is not streaming:
-                self._check_late(event)
-            handlers[type(event)](self, event, out)
-        out.clear()
+        self._apply(events, _DISCARD)
 
     def feed_all(self, events: Iterable[Event]) -> list[Event]:
         """Apply several events; return what :meth:`feed` returns for each, in one list.
@@ -189,6 +182,10 @@ class Aggregator(Lifecycle):
         return out
 
     def _apply(self, events: Iterable[Event], out: list[Event]) -> None:
+        """The one batch loop: apply events in order, appending what is handed on to ``out``.
+
+        ``out`` is :data:`_DISCARD` when nothing is handed on (``emit`` false: no handler appends).
+        """
         handlers = self._handlers
         streaming = AggregatorState.STREAMING
         for event in events:

@@ -200,6 +200,7 @@ class Fold:
         return new
 
     # ------------------------------------------------------------------ hooks (the emitter's)
+    # Called only when ``emit`` (nothing is handed on otherwise: a call saved per part and message).
 
     def _opened_message(self, msg: MessageState, out: list[Event]) -> None:
         """A message was opened."""
@@ -389,15 +390,18 @@ class Fold:
         msg = MessageState(len(self._messages), key, start)
         self._messages.append(msg)
         self._by_key[key] = msg
-        span = self._span()
+        spans = self._spans
+        span = spans[-1] if spans else self._span()
         span.messages.append(msg)
         if start.role in ASSISTANT_ROLES:
-            self._mark_real(span)
+            if not span.real:
+                self._mark_real(span)
         else:
             rare = self._more()
             rare.after[msg.index] = self._started
             rare.entries.append(msg)
-        self._opened_message(msg, out)
+        if self.emit:
+            self._opened_message(msg, out)
         return msg
 
     def _part(self, message: Key, key: Key, make: Callable[[], Part], out: list[Event]) -> PartState:
@@ -415,7 +419,8 @@ class Fold:
         msg.parts_by_key[key] = part
         if isinstance(value, ToolCallPart) and value.id:
             self._more().calls[value.id] = (msg, part)
-        self._opened_part(msg, part, out)
+        if self.emit:
+            self._opened_part(msg, part, out)
         return part
 
     def _close_part(self, msg: MessageState, part: PartState, status: str | None, out: list[Event]) -> None:
@@ -426,7 +431,8 @@ class Fold:
             final = part.final
             done_status = final.status if isinstance(final, ToolCallPart) else None
             part.status = done_status or status or "completed"  # the provider's final word wins
-        self._closed_part(msg, part, out)
+        if self.emit:
+            self._closed_part(msg, part, out)
 
     def _open(self) -> list[MessageState]:
         """The messages of the current response (a session's earlier turns are closed)."""
@@ -446,7 +452,8 @@ class Fold:
             msg.status = status
         elif msg.status is None:
             msg.status = "incomplete" if msg.finish_reason in ("length", "content_filter") else "completed"
-        self._closed_message(msg, out)
+        if self.emit:
+            self._closed_message(msg, out)
 
     def _synth_id(self) -> str:
         self._synth += 1

@@ -36,14 +36,15 @@ from ._accumulate import (
 )
 from ._fold import Fold
 from ._model import ReasoningPart, RefusalPart, SessionEvent, TextPart, ToolCallPart, UnknownPart
+from .events import MessageStart
 
 if TYPE_CHECKING:
-    from ._model import Usage
+    from ._model import Part, Role, Usage
     from .events import (
         Cancelled,
         Event,
+        Key,
         MessageDone,
-        MessageStart,
         PartDone,
         PartStart,
         ResponseDone,
@@ -79,15 +80,39 @@ class Lifecycle(Fold):
     ) -> None:
         """Hook: a message (or one of its parts) is about to be cancelled."""
 
+    def open_message(
+        self, start: ResponseStart | None, message: Key, role: Role, part: Key, value: Part
+    ) -> PartState | None:
+        """Open message ``message`` (after the response ``start``, if given) with part ``part`` as ``value``, handing nothing on.
+
+        The aggregator's half of a direct turn opener (``DirectFold.fold_message``): what
+        ``start``, then ``MessageStart(message, role)`` and ``PartStart(part, value)`` would leave.
+        ``None`` (nothing done) unless deltas go straight in (:meth:`~Fold.part_buffers`) once
+        they are applied: the message is new, a call has its id, and the response is streaming
+        (or ended, when ``start`` opens the next one); else the new part.
+        """
+        state = self._state
+        if self.emit or not (
+            state is AggregatorState.STREAMING or (start is not None and state is AggregatorState.DONE)
+        ):
+            return None
+        if self._by_key.get(message) is not None or (isinstance(value, ToolCallPart) and not value.id):
+            return None
+        out: list[Event] = []
+        if start is not None:
+            self._on_response_start(start, out)
+        msg = self._new_message(message, MessageStart(message=message, role=role), out)
+        return self._new_part(msg, part, value, out)
+
     def _on_part_start(self, ev: PartStart, out: list[Event]) -> None:
         msg = self._by_key.get(ev.message)
         if msg is None:
             msg = self._message(ev.message, out)
         value = ev.value
         part = msg.parts_by_key.get(ev.part)
-        if part is not None and not part.closed and isinstance(value, ToolCallPart):
+        if part is not None and not part.closed:
             base = part.base
-            if isinstance(base, ToolCallPart) and same_call(base, value):
+            if isinstance(value, ToolCallPart) and isinstance(base, ToolCallPart) and same_call(base, value):
                 # A provider repeating the id (and name) on a later fragment: same call.
                 fill: dict[str, Any] = {}
                 if not base.name and value.name:
@@ -97,7 +122,6 @@ class Lifecycle(Fold):
                 if fill:
                     part.base = msgspec.structs.replace(base, **fill)
                 return
-        if part is not None and not part.closed:
             self._close_part(msg, part, None, out)
         if isinstance(value, ToolCallPart) and not value.id:
             value = msgspec.structs.replace(value, id=self._synth_id())
@@ -183,8 +207,13 @@ class Lifecycle(Fold):
             self._model = self._text_field("model", ev.model)
 
     def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
-        if ev.finish_reason == "stop" and any(has_client_call(m) for m in self._open()):
-            ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
+        messages = self._messages
+        current = messages[self._first_open :]  # the current response's (``_open``), sliced once
+        if ev.finish_reason == "stop":
+            for msg in current:
+                if has_client_call(msg):
+                    ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
+                    break
         if self._done is None:
             self._done = ev
         span = self._span()
@@ -194,16 +223,12 @@ class Lifecycle(Fold):
             self._mark_real(span)
         if self._state is AggregatorState.STREAMING:
             self._state = AggregatorState.DONE
-        # Messages close for good, so the closed ones before the first open one are skipped
-        # for ever: a long session of many responses stays linear, not quadratic.
-        messages = self._messages
-        first = self._first_open
-        while first < len(messages) and messages[first].closed:
-            first += 1
-        self._first_open = first
-        for msg in messages[first:]:
+        for msg in current:
             if not msg.closed:
                 self._close_message(msg, None, out)
+        # Messages close for good, and now every one is closed: they are skipped for ever, so a
+        # long session of many responses stays linear, not quadratic.
+        self._first_open = len(messages)
         return ev
 
     def _on_error(self, ev: StreamErrorEvent, out: list[Event]) -> None:
@@ -309,7 +334,7 @@ def _assigned(old: Usage | None, new: Usage) -> Usage:
     """Usage ``new`` assigned over ``old`` field by field (reports are cumulative, never added)."""
     if old is None:
         return new
-    fields = {f: getattr(new, f) for f in new.__struct_fields__ if getattr(new, f) is not None}
+    fields = {f: v for f in new.__struct_fields__ if (v := getattr(new, f)) is not None}
     if isinstance(old.raw, dict) and isinstance(new.raw, dict):
         fields["raw"] = {**old.raw, **new.raw}
     return msgspec.structs.replace(old, **fields)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from ._aggregate import Aggregator, AggregatorState
+from ._aggregate import _DISCARD, Aggregator, AggregatorState
 from ._exceptions import LocalProtocolError, ProtocolDetectionError, ProtocolError
 from ._model import Response, Session, StreamError
 from ._registry import Detector, detect_protocol, get_protocol
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
     from ._accumulate import PartState
     from ._interfaces import StreamDecoder
-    from ._model import Part
-    from .events import Event, Key
+    from ._model import Part, Role
+    from .events import Event, Key, ResponseStart
 
 __all__ = ["StreamAggregator", "aggregate", "aggregate_session", "chunks_of"]
 
@@ -181,14 +181,15 @@ class StreamAggregator:
     def consume(self, events: list[Event]) -> None:
         """Apply a frame's events (the direct fold's normal way; ``FoldTarget``).
 
-        :meth:`_aggregate` without ``emit`` (the direct fold's case), inlined: it runs per frame.
+        :meth:`_aggregate` without ``emit`` (the direct fold's case), inlined: it runs per frame,
+        straight into the aggregator's batch loop.
         """
         if not self._recognised and events:
             self._recognised = any(type(e) not in _UNRECOGNISED for e in events)
         agg = self._agg
         assert agg is not None
         try:
-            agg.consume(events)
+            agg._apply(events, _DISCARD)
         except ProtocolError as exc:
             exc.partial = agg.snapshot()
             raise
@@ -207,6 +208,14 @@ class StreamAggregator:
         assert agg is not None
         return agg.open_part(message, close, part, value, done)
 
+    def open_message(
+        self, start: ResponseStart | None, message: Key, role: Role, part: Key, value: Part
+    ) -> PartState | None:
+        """Open a message and its first part without events (``FoldTarget``; the aggregator decides)."""
+        agg = self._agg
+        assert agg is not None
+        return agg.open_message(start, message, role, part, value)
+
     @property
     def recognised(self) -> bool:
         """Whether anything of the protocol arrived (a frame other than unknown ones).
@@ -223,7 +232,7 @@ class StreamAggregator:
         assert agg is not None
         try:
             if not self._emit:
-                agg.consume(events)
+                agg._apply(events, _DISCARD)
                 return []
             return agg.feed_all(events)
         except ProtocolError as exc:

@@ -21,7 +21,15 @@ import maas_stream as ms
 from maas_stream._accumulate import join_base64, whole_groups
 from maas_stream._aggregate import Aggregator
 from maas_stream._registry import get_protocol
-from maas_stream.events import AudioDelta, MessageStart, PartStart, ResponseStart, TextDelta, UnknownEvent
+from maas_stream.events import (
+    AudioDelta,
+    MessageStart,
+    PartStart,
+    ResponseDone,
+    ResponseStart,
+    TextDelta,
+    UnknownEvent,
+)
 from maas_stream.protocols import google_live
 from maas_stream.protocols._base import AUDIO, TEXT, TRANSCRIPT
 from maas_stream.protocols._session import NOT_SERVER
@@ -339,6 +347,9 @@ class Target:
     def open_part(self, message: Any, close: Any, part: Any, value: Any, done: bool = False) -> None:
         return None
 
+    def open_message(self, start: Any, message: Any, role: Any, part: Any, value: Any) -> None:
+        return None
+
 
 @pytest.mark.parametrize(
     ("pieces", "kept"),
@@ -393,4 +404,59 @@ def test_a_text_run_after_a_thought_opens_its_part_directly() -> None:
     assert agg.finish() == ms.aggregate([data[:1], data[1:]], protocol="google-live")
     assert assert_same("google-live", data, [data])[2].messages[0].content[1] == ms.TextPart(
         text="w0 w1 w2 w3 w4 "
+    )
+
+
+TURN_END = ("server", {"serverContent": {"turnComplete": True}})
+THOUGHT = {"text": "plan", "thought": True}
+
+
+@pytest.mark.parametrize(
+    "opener",
+    [
+        [_live(AUDIO_PART), _live(transcript="hi"), _live(PADDED)],  # audio first: the part keeps its format
+        [_live(transcript="hi"), _live(AUDIO_PART)],  # the transcript first: no format
+        [_live({"text": "a"}), _live({"text": "b"})],  # a text run
+        [_live(THOUGHT), _live({"text": "x"})],  # a thought, then text
+        [_live(THOUGHT, {"text": "y"})],  # not one delta: the normal way
+    ],
+)
+def test_a_line_that_opens_a_turn_folds_directly(opener: list[tuple[str, Any]]) -> None:
+    """The turn's first line opens its response, message and part in the target (``fold_message``).
+
+    The first turn's response is the session's own (open already), the next ones open their
+    response: the same session and response as the event path, with fewer events applied.
+    """
+    data = _opened(*opener, TURN_END, *opener, TURN_END, *opener)
+    agg = Counting("google-live")
+    agg.feed(data)
+    starts = [e for e in agg.applied if isinstance(e, MessageStart)]
+    assert len(starts) == (3 if len(opener) == 1 else 0)
+    assert agg.finish() == ms.aggregate([data[:1], data[1:]], protocol="google-live")
+    for seed in range(3):
+        assert_same("google-live", data, chunked(data, seed))
+    session = assert_same("google-live", data, [data])[1]
+    assert len(session.responses) == 3
+    first = session.responses[0].messages[0].content[0]
+    if opener[0][1]["serverContent"].get("modelTurn", {}).get("parts") == [AUDIO_PART]:
+        assert first == ms.AudioPart(format="audio/pcm;rate=24000", data="AAAAAQI=", transcript="hi")
+
+
+def test_open_message_is_refused_where_events_are_needed() -> None:
+    """Nothing is done for a message that exists, a call without an id, an ended response, or ``emit``."""
+    agg = Aggregator("google-live")
+    start = ResponseStart(protocol="google-live")
+    assert agg.open_message(None, 0, "assistant", 0, ms.TextPart(text="")) is not None
+    assert agg.open_message(None, 0, "assistant", 1, ms.TextPart(text="")) is None  # exists
+    assert agg.open_message(None, 1, "assistant", 0, ms.ToolCallPart(id="", name="f", arguments="")) is None
+    agg.consume([ResponseDone(finish_reason="stop")])
+    assert agg.open_message(None, 1, "assistant", 0, ms.TextPart(text="")) is None  # ended: needs a start
+    opened = agg.open_message(start, 1, "assistant", 0, ms.TextPart(text=""))
+    assert opened is not None
+    opened.text.append("z")
+    assert agg.snapshot().messages[1].content == [ms.TextPart(text="z")]
+    assert agg.state.value == "STREAMING"
+    assert (
+        Aggregator("google-live", emit=True).open_message(start, 0, "assistant", 0, ms.TextPart(text=""))
+        is None
     )

@@ -20,7 +20,8 @@ remainders of final values).
 The direct fold (:class:`DirectFold`, docs/architecture.md): a ``direct`` decoder appends common
 text, arguments, summary and audio deltas to part buffers the target hands out (the part exists, deltas go
 straight in), and may close a part and open the next without events (:meth:`DirectFold.fold_part`:
-a run of text ends, a whole call arrives); any other frame goes as events, in order, and makes it
+a run of text ends, a whole call arrives; :meth:`DirectFold.fold_message`: a line opens a turn's
+response, message and part); any other frame goes as events, in order, and makes it
 forget every buffer it was handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
 ``fold_frames``) and JSON lines (``_jsonl``, each session protocol's ``fold_lines``); a protocol
 decides only which of its frames are common.
@@ -66,6 +67,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
     from .._drops import DropLog, Dropped
+    from .._model import Role
     from ..events import Event, Key
 
 __all__ = [
@@ -193,6 +195,16 @@ class FoldTarget(Protocol):
         """
         ...
 
+    def open_message(
+        self, start: ResponseStart | None, message: Key, role: Role, part: Key, value: Part
+    ) -> PartBuffers | None:
+        """Open ``message`` (after the response ``start``, if given) with part ``part`` as ``value``, without events.
+
+        What ``start``, ``MessageStart``, ``PartStart`` would leave; the new part's buffers, or
+        ``None`` (nothing done) when deltas would not go straight in or the message exists.
+        """
+        ...
+
 
 _IDLE: Final[dict[Any, Any]] = {}
 """A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
@@ -259,7 +271,26 @@ class DirectFold:
         done, go the normal way.
         """
         target = self._target
-        found = target.open_part(message, close, part, value, done) if target is not None else None
+        return self._opened(
+            message, part, target.open_part(message, close, part, value, done) if target else None
+        )
+
+    def fold_message(
+        self, start: ResponseStart | None, message: Key, role: Role, part: Key, value: Part
+    ) -> PartBuffers | None:
+        """Open a message (and a response, ``start``) with its first part in the target without events.
+
+        ``FoldTarget.open_message``, for a line that starts a turn with a delta: the new part's
+        buffers become the ones :meth:`fold_delta` uses next; ``None``: nothing was done, go the
+        normal way.
+        """
+        target = self._target
+        return self._opened(
+            message, part, target.open_message(start, message, role, part, value) if target else None
+        )
+
+    def _opened(self, message: Key, part: Key, found: PartBuffers | None) -> PartBuffers | None:
+        """A part the target opened (``found``, unless ``None``) is the one :meth:`fold_delta` uses next."""
         if found is not None:
             self._buffers[message, part] = found
             self._hot, self._hot_message, self._hot_part = found, message, part

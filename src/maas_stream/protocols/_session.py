@@ -158,9 +158,11 @@ class SessionDecoder(JSONLinesStreamDecoder):
         if not self._open:
             self._open = True
             self._ours = ours
-            out.append(
-                events.ResponseStart(protocol=self.protocol, id=self._response_id(), model=self._model)
-            )
+            out.append(self._response_start())
+
+    def _response_start(self) -> events.ResponseStart:
+        """The ``ResponseStart`` that opens a response (the decoder's state unchanged)."""
+        return events.ResponseStart(protocol=self.protocol, id=self._response_id(), model=self._model)
 
     def _close_response(self, out: list[events.Event], *, only_ours: bool = False, **done: Any) -> None:
         if self._open and (self._ours or not only_ours):

@@ -37,7 +37,8 @@ is decoded untyped only when it, or one of its parts, is kept whole. Folded dire
 (:meth:`StreamDecoder.fold_lines`), a message that only continues the open turn's text, thought,
 audio or transcript goes straight into its part's buffers: a run of consecutive common lines as
 recorded (one part's text, or its audio and transcription) is decoded in one msgspec call per
-kind and folds with one append per buffer.
+kind and folds with one append per buffer. A line that opens a turn with such a delta opens the
+turn's response, message and part in the target without events (``fold_message``), then folds.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import msgspec
 
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
-from ..._model import AudioPart, ImagePart, MessageStatus, ReasoningPart, TextPart, ToolResultPart
+from ..._model import AudioPart, ImagePart, MessageStatus, Part, ReasoningPart, TextPart, ToolResultPart
 from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import NOT_SERVER, SessionDecoder
@@ -280,22 +281,23 @@ class StreamDecoder(SessionDecoder):
         common = _COMMON.get
         for line in lines:
             shape = common(line[:_PREFIX])
-            if shape is None or not line.endswith(shape[1]) or (shape[2] and not line.startswith(shape[2])):
-                if run:
-                    self._fold_run(group, run)
-                    run = []
-                other.append(line)
-                continue
-            kind = shape[0]
-            if kind != group or other:
-                if run:
-                    self._fold_run(group, run)
-                    run = []
-                if other:
-                    self._fold_each(other)
-                    other = []
-                group = kind
-            run.append(line)
+            if shape is not None:
+                kind, end, head = shape
+                if line.endswith(end) and (not head or line.startswith(head)):
+                    if kind != group or other:
+                        if run:
+                            self._fold_run(group, run)
+                            run = []
+                        if other:
+                            self._fold_each(other)
+                            other = []
+                        group = kind
+                    run.append(line)
+                    continue
+            if run:
+                self._fold_run(group, run)
+                run = []
+            other.append(line)
         if run:
             self._fold_run(group, run)
         if other:
@@ -315,6 +317,18 @@ class StreamDecoder(SessionDecoder):
             self._fold_each(run)
             return
         chunks, texts = deltas
+        if not self._msg_open:
+            # The run opens the next turn (what its first line's starts would do).
+            if group == _TEXT_RUN:
+                self._fold_turn(0, TextPart(text=""))
+            else:
+                first = run[0]
+                fmt = (
+                    _str(first[_AUDIO_AT : first.find(_AUDIO_DATA, _AUDIO_AT)])
+                    if chunks and first[_KIND_AT] == _MODEL_TURN
+                    else None
+                )
+                self._fold_turn("audio", AudioPart(format=fmt))
         for i, line in enumerate(run):
             if self._msg_open and self._fold_values(group, chunks, texts):
                 self._frames += len(run) - i
@@ -383,7 +397,10 @@ class StreamDecoder(SessionDecoder):
                         self.normal_decoded(decoded, held)
                         frames = self._frames
                         held, decoded = [], []
-                    if self._msg_open:
+                    if self._msg_open or (
+                        kind <= _TEXT
+                        and self._fold_turn(0, ReasoningPart() if kind == _THOUGHT else TextPart(text=""))
+                    ):
                         if kind <= _TEXT:
                             last = "thought" if kind == _THOUGHT else "text"
                             folded = self._last == last and fold(self._turn, self._pos, piece)
@@ -496,11 +513,35 @@ class StreamDecoder(SessionDecoder):
         self._ensure_open(out, ours=False)
         self._ours = False
         if not self._msg_open:
-            self._msg_open = True
-            self._pos = -1
-            self._last = ""
-            self._audio = False
+            self._begin_turn()
             out.append(ev.MessageStart(message=self._turn, role="assistant"))
+
+    def _begin_turn(self) -> None:
+        """The decoder's state when a turn's message opens (no part yet)."""
+        self._msg_open = True
+        self._pos = -1
+        self._last = ""
+        self._audio = False
+
+    def _fold_turn(self, part: str | int, value: Part) -> bool:
+        """Open the next turn (and its response, when none is open) with its first part, in the target.
+
+        What ``_ensure_turn`` then the part's ``PartStart`` send, without events
+        (``fold_message``); the part's deltas then fold. ``False``: nothing was done, go the
+        normal way (also before the session started: its first line opens a response of its own).
+        """
+        if not self._started or not self.fold_message(
+            None if self._open else self._response_start(), self._turn, "assistant", part, value
+        ):
+            return False
+        self._open = True
+        self._ours = False
+        self._begin_turn()
+        if part == "audio":
+            self._audio = True
+        else:
+            self._pos, self._last = 0, "thought" if isinstance(value, ReasoningPart) else "text"
+        return True
 
     def _end_turn(self, out: list[ev.Event], status: MessageStatus | None = None) -> None:
         if self._msg_open:
