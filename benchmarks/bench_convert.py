@@ -9,6 +9,11 @@ pair, in one run with the contenders interleaved (``_harness.best_of``):
 
 * ``re-encode / decode`` = (t(convert to the target) - t(aggregate)) / t(aggregate): what
   the emit path and the target's encoder add to decoding the source (budget: <= 1);
+* ``encode / event decode`` = (t(convert) - t(events)) / t(events), where ``events`` decodes
+  and aggregates with every event made (``StreamAggregator(emit=True)``, what a conversion
+  decodes through): the target's encoder alone against the decode it is fed by. The first
+  ratio divides by the direct fold, which makes no events, so it also counts the events'
+  own cost;
 * the whole conversion's CPU time per source event, in µs (decode + aggregate + encode: the
   library's share of a bridge's per-event cost, whose budget is 25 µs in all).
 
@@ -63,6 +68,19 @@ def aggregator(source: str) -> Callable[[list[bytes]], object]:
     return run
 
 
+def event_aggregator(source: str) -> Callable[[list[bytes]], object]:
+    """Decode and aggregate with every event made (the decode a conversion runs on)."""
+
+    def run(chunks: list[bytes]) -> object:
+        agg = ms.StreamAggregator(source, emit=True)
+        for chunk in chunks:
+            agg.feed(chunk)
+        agg.finish_events()
+        return agg.finish()
+
+    return run
+
+
 def main() -> None:
     """Measure every (source, target) pair and record its ratios."""
     all_streams = streams(SMALL)
@@ -75,16 +93,28 @@ def main() -> None:
         chunks = chunks_of(data)
         events = count(chunks)
         targets = [t for t in all_streams if t != source]
-        fns = {"aggregate": aggregator(source), **{t: converter(source, t) for t in targets}}
+        fns = {
+            "aggregate": aggregator(source),
+            "events": event_aggregator(source),
+            **{t: converter(source, t) for t in targets},
+        }
         t = best_of(fns, chunks, repeat)
-        decode = t["aggregate"]
-        print(f"\n{source}: {events:,} events, aggregate {decode / events * 1e6:.2f} µs/event")
+        decode, with_events = t["aggregate"], t["events"]
+        print(
+            f"\n{source}: {events:,} events, aggregate {decode / events * 1e6:.2f} µs/event, "
+            f"with events {with_events / events * 1e6:.2f} µs/event"
+        )
         for target in targets:
             ratio = (t[target] - decode) / decode
+            encode = (t[target] - with_events) / with_events
             per_event = t[target] / events * 1e6
-            print(f"  -> {target:20} re-encode adds {ratio:4.2f}x decode, convert {per_event:5.2f} µs/event")
+            print(
+                f"  -> {target:20} re-encode adds {ratio:4.2f}x decode "
+                f"(encoder {encode:4.2f}x event decode), convert {per_event:5.2f} µs/event"
+            )
             name = f"convert {source} -> {target}"
             record(name, "re-encode / decode", ratio, "<= 1")
+            record(name, "encode / event decode", encode, "<= 1")
             record(name, "convert µs/event", per_event, "library share of <= 25")
 
 
