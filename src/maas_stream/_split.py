@@ -55,6 +55,8 @@ message's own (an input's, or one whose stream was sent, goes nowhere) applies t
 _ENDS: Final = frozenset({ResponseDone, MessageDone})
 """The events that carry a finish reason (matched by type: no subclasses)."""
 
+_replace: Final = msgspec.structs.replace
+
 
 class Splitter:
     """A session converted to a one-response protocol: each model response its own stream.
@@ -97,7 +99,36 @@ class Splitter:
         """The drops of finished encoders, and of calls and cancellations no stream can carry."""
 
     def encode(self, events: list[Event]) -> bytes:
-        return b"".join([self._event(event) for event in events])
+        """The target bytes of a batch of events (of the first response's stream only).
+
+        A content delta of a model response's open stream (the common case) is encoded here,
+        the same way as through :meth:`_event` and :meth:`_feed`, and each run of them goes to
+        the converter's output once; every other event goes through :meth:`_event`.
+        """
+        out: list[bytes] = []
+        run: list[bytes] = []
+        encode = self._conv._encoder.encode
+        for event in events:
+            if type(event) in _STREAMED and self._real:
+                message: Any = event.message  # type: ignore[union-attr]
+                if message is not None:
+                    if message in self._inputs or message in self._sent:
+                        continue
+                    local = self._local.get(message)
+                    if local is not None and local != message:
+                        event = _replace(event, message=local)
+                data = encode(event)
+                if data:
+                    run.append(data)
+                continue
+            if run:
+                out.append(self._conv._output(b"".join(run)))
+                run = []
+            out.append(self._event(event))
+            encode = self._conv._encoder.encode  # a new response may have a new encoder
+        if run:
+            out.append(self._conv._output(b"".join(run)))
+        return b"".join(out)
 
     def _event(self, event: Event) -> bytes:
         if type(event) in _STREAMED:  # the common case, the same way as through _other

@@ -15,6 +15,7 @@ import pytest
 
 import maas_stream as ms
 from maas_stream._registry import get_protocol
+from maas_stream._split import Splitter
 from maas_stream.protocols._template import HOLE, template
 from maas_stream.protocols.openai_realtime._writer import ResponseWriter
 from maas_stream.protocols.openai_responses._output import Output
@@ -123,3 +124,36 @@ def test_a_one_response_converter_keeps_no_copy_of_its_output(target: str) -> No
     assert out == ms.convert(data, to=target, protocol="openai-chat")
     assert conv.streams == []  # the caller has the one stream; nothing kept
     assert ms.convert_session(data, to=target, protocol="openai-chat") == [out]
+
+
+def _session_streams() -> list[tuple[str, Path]]:
+    return [(p, f) for p in ("openai-realtime", "google-live") for f in [*recordings(p), *corpus(p)]]
+
+
+def _per_event(self: Splitter, events: list[Any]) -> bytes:
+    return b"".join([self._event(event) for event in events])
+
+
+@pytest.mark.parametrize("target", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+@pytest.mark.parametrize(("protocol", "path"), _session_streams(), ids=lambda v: getattr(v, "name", v))
+def test_a_split_session_writes_what_its_per_event_path_writes(
+    protocol: str, path: Path, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Splitter.encode``'s batch of content deltas: the same streams, bytes and drops.
+
+    Fed whole and in 7-byte pieces (a piece completes a few lines, a batch is short).
+    """
+    data = path.read_bytes()
+
+    def run(pieces: list[bytes]) -> tuple[list[bytes], bytes, list[Any]]:
+        conv = ms.StreamConverter(to=target, protocol=protocol, fail_closed=False)
+        out = b"".join([conv.feed(piece) for piece in pieces]) + conv.finish()
+        return conv.streams, out, conv.lossy
+
+    for pieces in ([data], [data[i : i + 7] for i in range(0, len(data), 7)]):
+        fast = run(pieces)
+        with monkeypatch.context() as patched:
+            patched.setattr(Splitter, "encode", _per_event)
+            slow = run(pieces)
+        assert fast == slow
+        assert fast[0], "the session wrote no response stream"
