@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import maas_stream as ms
+from maas_stream._registry import get_protocol
 from tests.conftest import corpus, params, recordings
 
 if TYPE_CHECKING:
@@ -515,3 +516,66 @@ def test_open_part_leaves_what_the_events_leave() -> None:
     assert direct.open_part(0, None, 2, ms.ToolCallPart(id="", name="g", arguments="{}")) is None
     assert direct.snapshot() == events.snapshot()
     assert Aggregator("gemini", emit=True).open_part(0, None, 0, text) is None
+
+
+# ---------------------------------------------------------------------- the event path's run deltas
+
+
+def _events(data: bytes, pieces: list[bytes]) -> tuple[list[Any], Any]:
+    """Every event the decoder gives (fed piece by piece), then its end (or the error)."""
+    dec = get_protocol("gemini").decoder()
+    seen: list[Any] = []
+    try:
+        for piece in pieces:
+            seen += dec.feed(piece)
+        seen += dec.finish()
+    except ms.ProtocolError as exc:
+        return seen, (type(exc).__name__, str(exc))
+    return seen, None
+
+
+def _all_streams() -> list[Any]:
+    named = [pytest.param(p.read_bytes(), id=p.name) for p in recordings("gemini") + corpus("gemini")]
+    named += [pytest.param(sse(CASES[name]), id=name) for name in sorted(CASES)]
+    return named + [pytest.param(random_stream(seed), id=f"random-{seed}") for seed in range(40)]
+
+
+@pytest.mark.parametrize("data", _all_streams())
+def test_run_deltas_are_the_events_the_full_reading_gives(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``StreamDecoder._run_delta`` (a run's continuing chunk read lean) changes no event.
+
+    The event path (a converter's, a bridge's) reads a chunk that only continues a text or
+    thought run with the lean ``FoldChunk``; with that lane closed every chunk is read in full.
+    Both give the same events and the same error, whole and in random pieces.
+    """
+    from maas_stream.protocols.gemini._decode import StreamDecoder
+
+    for pieces in ([data], cut(data, random.Random(len(data)))):
+        lean = _events(data, pieces)
+        with monkeypatch.context() as patched:
+            patched.setattr(StreamDecoder, "_run_delta", lambda self, payload: None)
+            full = _events(data, pieces)
+        assert lean == full
+
+
+def test_run_deltas_are_taken_on_a_plain_text_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane is used: every chunk after a text run's first is read lean."""
+    from maas_stream.protocols.gemini._decode import StreamDecoder
+
+    taken = 0
+    original = StreamDecoder._run_delta
+
+    def counted(self: StreamDecoder, payload: bytes | str) -> list[Any] | None:
+        nonlocal taken
+        out = original(self, payload)
+        taken += out is not None
+        return out
+
+    monkeypatch.setattr(StreamDecoder, "_run_delta", counted)
+    chunks = [_chunks(_cand(_text(f"piece {n} "))) for n in range(20)]
+    events = get_protocol("gemini").decoder().feed(sse(chunks))
+    deltas = [e for e in events if isinstance(e, ms.events.TextDelta)]
+    assert "".join(d.text for d in deltas) == "".join(f"piece {n} " for n in range(20))
+    assert taken == 19

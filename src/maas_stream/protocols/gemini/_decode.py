@@ -350,6 +350,10 @@ class StreamDecoder(SSEStreamDecoder):
     # ------------------------------------------------------------------ frames
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
+        if self._started:
+            delta = self._run_delta(data)
+            if delta is not None:
+                return delta
         # The raw-bytes fast path: the typed decode reads the payload as it came; a blank
         # keep-alive (or bad bytes) is told apart only when the decode fails.
         try:
@@ -385,6 +389,37 @@ class StreamDecoder(SSEStreamDecoder):
         for position, cand in enumerate(chunk.candidates):
             self._candidate(cand, position, data, out)
         return out
+
+    def _run_delta(self, data: bytes | str) -> list[ev.Event] | None:
+        """The events of a chunk that only continues a text or thought run; ``None``: another chunk.
+
+        The common chunk of the event path (a converter's, a bridge's): one candidate, one part
+        of the open run's kind, no signature, nothing else (read with the lean
+        :class:`~._wire.FoldChunk`, which refuses any other field, in the naming the direct fold
+        last read). It gives what :meth:`on_frame`'s full reading gives: one delta (none for an
+        empty text), its usage kept.
+        """
+        try:
+            chunk: FoldChunk = fold_decoders[self._snake].decode(data)
+        except _FAULTS:
+            return None
+        cs = chunk.candidates
+        if len(cs) != 1 or (content := cs[0].content) is None or len(content.parts) != 1:
+            return None
+        part = content.parts[0]
+        text = part.text
+        if text is UNSET or part.thought_signature or part.function_call is not None:
+            return None
+        c = self._cands.get(cs[0].index)
+        if c is None or c.kind != ("thought" if part.thought else "text"):
+            return None
+        if chunk.usage_metadata:
+            self._usage = chunk.usage_metadata
+        if not text:
+            return []
+        if part.thought:
+            return [ev.ReasoningDelta(message=c.index, part=c.key, text=text)]
+        return [ev.TextDelta(message=c.index, part=c.key, text=text)]
 
     def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:
         """Fold each chunk that holds only common parts directly, all or nothing per chunk.
