@@ -31,11 +31,12 @@ from ._items_write import (
     reasoning_item,
     text_json,
 )
+from ._output import Output
 
 if TYPE_CHECKING:
     from ..._drops import DropKind, DropLog
     from ..._model import Part
-    from ._output import Item, Output
+    from ._output import Item
 
 __all__ = [
     "AudioWriter",
@@ -433,6 +434,11 @@ class ReasoningWriter(PartWriter):
         return frames
 
 
+_AUDIO_DELTA: Final = Output.delta_frame("response.audio.delta", {"delta": HOLE[0]})
+_TRANSCRIPT_DELTA: Final = Output.delta_frame("response.audio.transcript.delta", {"delta": HOLE[0]})
+"""The audio and transcript delta events (:meth:`Output.frame`'s bytes, made once)."""
+
+
 class AudioWriter(PartWriter):
     """Audio and its transcript (Responses streams them outside any item)."""
 
@@ -441,9 +447,9 @@ class AudioWriter(PartWriter):
     def audio(self, data: str | None, transcript: str | None) -> bytes:
         frames = b""
         if data:
-            frames += self.out.frame("response.audio.delta", {"delta": data})
+            frames += self.out.fill(_AUDIO_DELTA, data)
         if transcript:
-            frames += self.out.frame("response.audio.transcript.delta", {"delta": transcript})
+            frames += self.out.fill(_TRANSCRIPT_DELTA, transcript)
         return frames
 
     def done(self, value: Part) -> bytes:
