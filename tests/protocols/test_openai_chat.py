@@ -656,3 +656,22 @@ def test_history_drops_are_records_with_kinds_and_places() -> None:
     ]
     assert all("t1" not in r.what and "file-1" not in r.what for r in drops.records)
     assert {r.source for r in drops.records} == {"anthropic"}
+
+
+def test_encoders_share_no_state_and_a_fresh_one_holds_no_rare_maps() -> None:
+    # The rare per-stream maps start as one shared read-only mapping (nothing per idle stream):
+    # streams encoded one after another by two encoders give the same bytes, whatever the first
+    # wrote (tool calls, annotations, several choices, reasoning details, legacy calls).
+    streams = []
+    for path in recordings(PROTOCOL):
+        agg = ms.StreamAggregator(PROTOCOL, emit=True)
+        streams.append(agg.feed(path.read_bytes()) + agg.finish_events())
+    first = [encode_all(openai_chat.StreamEncoder(reasoning="reasoning_details"), s) for s in streams]
+    second = [encode_all(openai_chat.StreamEncoder(reasoning="reasoning_details"), s) for s in streams]
+    assert first == second
+    assert any(b'"tool_calls"' in data for data in first)
+    assert any(b'"annotations"' in data for data in first)
+    assert any(b'"index":1' in data for data in first)
+    fresh = openai_chat.StreamEncoder()
+    rare = (fresh._tools, fresh._held, fresh._finish, fresh._explicit, fresh._choices, fresh._skipped)
+    assert all(state is rare[0] and not state for state in rare)

@@ -91,6 +91,7 @@ async def run_exchange(
             del body
             total = getattr(timeouts, "total", None)
             left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
+            del started  # (not held while the stream lasts)
             idle = getattr(timeouts, "idle", None)
             dropped = len(request.dropped)
             if not request.envelope.stream:

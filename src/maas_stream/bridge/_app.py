@@ -160,7 +160,8 @@ class BridgeApp:
         observed = _Observed(exchange, self.guard.cors_headers(headers), receive, send)
         # The hang-up of a stream is watched on the server's own receive (one frame less); the
         # rest reads through ``observed.receive`` (its bound method made where used, not held).
-        send = observed.send
+        # ``observed`` is the ``send`` itself (no bound method held for the stream's life).
+        send = observed
         if self.metrics.enabled:
             self.metrics.in_flight.inc()
         spec = None
@@ -494,7 +495,8 @@ def create_app(
 class _Observed:
     """The ``send`` and ``receive`` of one request, recording what passes in its :class:`Exchange`.
 
-    A slotted object with two methods: cheaper per request than two closures and their cells.
+    A slotted object, itself the ``send`` (called) and with a ``receive`` method: cheaper per
+    request than two closures and their cells, or a bound method held while the stream lasts.
     """
 
     __slots__ = ("_cors", "_exchange", "_finished", "_receive", "_send")
@@ -508,7 +510,8 @@ class _Observed:
         self._send = send
         self._finished = False
 
-    async def send(self, message: Message) -> None:
+    async def __call__(self, message: Message) -> None:
+        """The request's ``send``: the message passed on, its status and first byte recorded."""
         exchange = self._exchange
         if message["type"] == "http.response.start":
             exchange.status = message["status"]

@@ -31,7 +31,9 @@ contain protocol logic.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
+import threading
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar
@@ -75,6 +77,22 @@ def _asyncio_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
 
 _CANCEL_MSG = "maas_stream: read timed out"
 """The message of the cancellation the timer sends (told apart from any other in a traceback)."""
+
+
+_TIMER = threading.local()
+"""Per thread (each with its own loop): ``context``, the context the timer's callbacks run in."""
+
+
+def _timer_context() -> contextvars.Context:
+    """The empty context the readers' timer callbacks run in: one per thread, not one per stream.
+
+    The callback (:meth:`AsyncReader._check`) reads no context variable; the loop runs one
+    callback at a time, so the shared context is never entered twice at once.
+    """
+    context: contextvars.Context | None = getattr(_TIMER, "context", None)
+    if context is None:
+        context = _TIMER.context = contextvars.Context()
+    return context
 
 
 def unwrap(source: Any) -> Any:
@@ -477,7 +495,9 @@ class AsyncReader:
         if deadline is not None and deadline < wake:
             wake = deadline
         assert self._loop is not None
-        self._handle = self._loop.call_at(wake, self._check)
+        # The method with the reader as its argument, in the thread's shared empty context: no
+        # bound method and no copy of the context held per stream (asyncio's default).
+        self._handle = self._loop.call_at(wake, AsyncReader._check, self, context=_timer_context())
 
     def _check(self) -> None:
         """The timer: cancel the read in progress if it passed its limit, else re-arm for it.

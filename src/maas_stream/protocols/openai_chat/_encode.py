@@ -32,7 +32,7 @@ from ._map import (
     header_from,
     usage_to_wire,
 )
-from ._parts import PartWriter
+from ._parts import EMPTY, PartWriter, writable
 
 if TYPE_CHECKING:
     from ..._model import FinishReason, Usage
@@ -81,9 +81,9 @@ class StreamEncoder(PartWriter, EventEncoder):
         self._fixed_id = completion_id is not None
         self._fixed_model = model is not None
         self._model = model
-        self._finish: dict[int, FinishReason] = {}
-        self._finished: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
-        self._explicit: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
+        self._finish: dict[int, FinishReason] = EMPTY  # (EMPTY until the first entry: see _parts)
+        self._finished: dict[int, None] = EMPTY
+        self._explicit: dict[int, None] = EMPTY
         self._usage: Usage | None = None
         self._ended = False
 
@@ -128,12 +128,15 @@ class StreamEncoder(PartWriter, EventEncoder):
     def _on_message_start(self, ev: MessageStart) -> bytes:
         if ev.role not in ("assistant", "model"):
             self.drops.add("message", f"{ev.role} message in the output")
+            self._skipped = writable(self._skipped)
             self._skipped[ev.message] = None
             return b""
         choice = ev.choice_index if ev.choice_index is not None else 0
         if ev.choice_index is not None:
+            self._explicit = writable(self._explicit)
             self._explicit[choice] = None
-        if isinstance(ev.message, int):
+        if choice and isinstance(ev.message, int):  # (choice 0 is the default: not stored)
+            self._choices = writable(self._choices)
             self._choices[ev.message] = choice
         return self._announce(choice)
 
@@ -142,6 +145,7 @@ class StreamEncoder(PartWriter, EventEncoder):
             return b""
         choice = self._choice(ev.message)
         if ev.finish_reason is not None:
+            self._finish = writable(self._finish)
             self._finish[choice] = ev.finish_reason
             if choice in self._explicit and choice not in self._finished:
                 # A source with real choices (Chat, Gemini candidates): finish it now.
@@ -150,6 +154,7 @@ class StreamEncoder(PartWriter, EventEncoder):
 
     def _finish_chunk(self, choice: int, reason: FinishReason) -> bytes:
         head = self._flush_annotations(choice) if self._held else b""
+        self._finished = writable(self._finished)
         self._finished[choice] = None
         legacy_only = choice in self._legacy and not self._tools.get(choice)
         wire = finish_to_wire(reason, legacy_only=legacy_only)

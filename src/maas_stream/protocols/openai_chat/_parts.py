@@ -13,7 +13,8 @@ The response and message lifecycle (finish reasons, usage, errors, ``[DONE]``) i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import msgspec
 
@@ -36,6 +37,8 @@ from ._map import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..._model import Part
     from ...events import (
         AnnotationAdded,
@@ -64,6 +67,23 @@ _CONTENT: Final = {"content": HOLE[0]}
 _REFUSAL: Final = {"refusal": HOLE[0]}
 """The text and refusal deltas of :meth:`_delta`'s template (made once, not per delta; never changed)."""
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+EMPTY: Final = cast("dict[Any, Any]", MappingProxyType({}))
+"""The state a stream rarely needs (tool calls, held annotations, explicit choices...) before its
+first entry: one shared, read-only empty mapping instead of an empty dict per stream (64 bytes
+each, thousands of idle streams). Reading it (``in``, ``get``, iterating) works; a write fails at
+once, so each write goes through :func:`writable`."""
+
+_HEADER: Final[Mapping[str, Any]] = MappingProxyType({"created": 0})
+"""The chunk header fields of a stream whose source gave none (shared, read-only)."""
+
+
+def writable(state: dict[_K, _V]) -> dict[_K, _V]:
+    """``state`` to write to: a dict of its own in place of the shared :data:`EMPTY`."""
+    return {} if state is EMPTY else state
+
 
 class _Out:
     """How one canonical part is being written out."""
@@ -81,7 +101,7 @@ class _Out:
         self.field = field
         self.start = start
         """The start value of a part that is dropped, in case its end brings none."""
-        self.meta: dict[str, Any] = {}
+        self.meta: Mapping[str, Any] = EMPTY
         """Fields repeated on every ``reasoning_details`` entry of this part (type, index, format, id)."""
         self.frames: tuple[bytes, ...] | None = None
         """This part's delta chunk, pre-encoded with the delta left open (see ``_delta``)."""
@@ -104,15 +124,19 @@ class PartWriter:
         self._source = ""
         self._id: str | None = None
         self._model: str | None = None
-        self._header: dict[str, Any] = {"created": 0}
-        self._choices: dict[int, int] = {}
-        self._announced: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
+        self._header: Mapping[str, Any] = _HEADER
+        # The maps below start as the shared EMPTY (nothing per idle stream) and get a dict of
+        # their own at their first entry (``writable``); dicts stand for sets (a third the size).
+        self._choices: dict[int, int] = EMPTY
+        """The choice of each source message, when it is not choice 0 (the default)."""
+        self._announced: tuple[int, ...] = ()
+        """The choices announced (their role chunk sent): a tuple, as a stream has one or a few."""
         self._parts: dict[tuple[Any, Any], _Out] = {}
-        self._tools: dict[int, int] = {}
-        self._legacy: dict[int, None] = {}  # (a set: an empty dict is a third of an empty set)
-        self._details: dict[int, int] = {}
-        self._held: dict[int, list[dict[str, Any]]] = {}
-        self._skipped: dict[Any, None] = {}  # (a set: an empty dict is a third of an empty set)
+        self._tools: dict[int, int] = EMPTY
+        self._legacy: dict[int, None] = EMPTY
+        self._details: dict[int, int] = EMPTY
+        self._held: dict[int, list[dict[str, Any]]] = EMPTY
+        self._skipped: dict[Any, None] = EMPTY
         """Source messages that are not the model's (user, tool...): their parts are not written."""
 
     # ------------------------------------------------------------------ framing
@@ -151,11 +175,11 @@ class PartWriter:
     def _announce(self, choice: int) -> bytes:
         if choice in self._announced:
             return b""
-        self._announced[choice] = None
+        self._announced += (choice,)
         return self._chunk(choice, {"role": "assistant", "content": ""})
 
     def _flush_annotations(self, choice: int) -> bytes:
-        held = self._held.pop(choice, None)
+        held = self._held.pop(choice, None) if self._held else None
         return self._chunk(choice, {"annotations": held}) if held else b""
 
     # ------------------------------------------------------------------ part starts
@@ -190,9 +214,11 @@ class PartWriter:
     def _call_start(self, key: tuple[int, int], choice: int, value: ToolCallPart) -> bytes:
         if value.item_id == LEGACY and self._source == PROTOCOL:
             self._parts[key] = _Out("tool", choice, field=LEGACY)
+            self._legacy = writable(self._legacy)
             self._legacy[choice] = None
             return self._chunk(choice, {LEGACY: legacy_to_wire(value, "")})
         tool = self._tools.get(choice, 0)
+        self._tools = writable(self._tools)
         self._tools[choice] = tool + 1
         self._parts[key] = _Out("tool", choice, tool, field=value.kind)
         return self._chunk(choice, {"tool_calls": [{"index": tool, **call_to_wire(value, "")}]})
@@ -206,6 +232,7 @@ class PartWriter:
         if field != "reasoning_details":
             return b""
         index = self._details.get(choice, 0)
+        self._details = writable(self._details)
         self._details[choice] = index + 1
         out.meta = detail_head(value, index)
         if value.data is not None and self._keep_state():
@@ -296,6 +323,7 @@ class PartWriter:
         # The openai SDK merges `annotations` only when they come in one delta (a second
         # index-less list breaks its accumulator), as OpenAI sends them: hold them until the
         # choice finishes.
+        self._held = writable(self._held)
         self._held.setdefault(out.choice, []).append(annotation)
         return b""
 
