@@ -31,7 +31,7 @@ import bench_openai_chat
 import bench_openai_responses
 import bench_realtime
 import maas_stream as ms
-from _harness import SMALL, bare_jsonl, bare_sse, best_of, chunks_of, quick, record
+from _harness import SMALL, bare_jsonl, bare_sse, best_of, chunks_of, event_aggregate, quick, record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,19 +68,6 @@ def aggregator(source: str) -> Callable[[list[bytes]], object]:
     return run
 
 
-def event_aggregator(source: str) -> Callable[[list[bytes]], object]:
-    """Decode and aggregate with every event made (the decode a conversion runs on)."""
-
-    def run(chunks: list[bytes]) -> object:
-        agg = ms.StreamAggregator(source, emit=True)
-        for chunk in chunks:
-            agg.feed(chunk)
-        agg.finish_events()
-        return agg.finish()
-
-    return run
-
-
 def main() -> None:
     """Measure every (source, target) pair and record its ratios."""
     all_streams = streams(SMALL)
@@ -95,7 +82,7 @@ def main() -> None:
         targets = [t for t in all_streams if t != source]
         fns = {
             "aggregate": aggregator(source),
-            "events": event_aggregator(source),
+            "events": event_aggregate(source),
             **{t: converter(source, t) for t in targets},
         }
         t = best_of(fns, chunks, repeat)
