@@ -92,8 +92,6 @@ _str = msgspec.json.Decoder(str).decode
 _strings = msgspec.json.Decoder(list[str]).decode
 _chunks = msgspec.json.Decoder(list[AudioChunk]).decode
 """A run's values (``_run_deltas``): texts or transcriptions; audio ``inlineData``."""
-_TEXT_JOINT: Final = _TEXT_END[1:] + b"\n" + _TEXT_HEAD
-"""Where two common text lines meet in a run joined with newlines (a comma in its array)."""
 _KIND_AT, _MODEL_TURN = len(_HEAD) + 1, ord("m")
 """Which common line of an audio run: ``"modelTurn"`` (audio) or ``"outputTranscription"``."""
 _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
@@ -116,6 +114,7 @@ each belongs to, its end, and its head when longer than that (``_AUDIO_HEAD``: c
 _kind_of = operator.itemgetter(_KIND_AT)
 _blob_of = operator.itemgetter(slice(_BLOB_AT, -6))
 _said_of = operator.itemgetter(slice(_TRANSCRIPT_AT, -4))
+_text_of = operator.itemgetter(slice(_TEXT_AT, -6))
 _ALTERNATING: Final = b"mo" * 512
 """An audio run's lines as recorded, chunk then transcription (``_run_deltas`` splits it by slicing)."""
 _mime_of = operator.attrgetter("mime_type")
@@ -127,13 +126,13 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
 
     ``None`` unless each line holds exactly one value of its kind and each is a delta: a
     non-empty text, or an audio chunk (non-empty data) of an ``audio/`` type, what
-    :meth:`StreamDecoder._delta` says of its line. A text run's array is its lines joined with
-    each line's fixed ends cut at once (no JSON string holds a raw newline, so each joint is one
-    line end); were a line odd, the array would not hold one string per line.
+    :meth:`StreamDecoder._delta` says of its line. Each line's string is what lies between its
+    head and its fixed closing (its run's lines are common lines as recorded, ``fold_lines``);
+    were a line odd, the array would not hold one string per line.
     """
     try:
         if group == _TEXT_RUN:
-            texts = _strings(b"[" + b"\n".join(run).replace(_TEXT_JOINT, b",")[_TEXT_AT:-6] + b"]")
+            texts = _strings(b"[" + b",".join(map(_text_of, run)) + b"]")
             return ([], texts) if len(texts) == len(run) and "" not in texts else None
         kinds = bytes(map(_kind_of, run))  # each line's: audio (``m``) or transcription (``o``)
         said = kinds.count(b"o")
