@@ -211,6 +211,10 @@ def compact(buf: list[str]) -> None:
     buf.append(merged)
 
 
+_REST_OF_4: Final = (4).__rmod__
+"""``n % 4`` of a length ``n`` (mapped over lengths: no Python code per length)."""
+
+
 def whole_groups(chunks: list[str]) -> bool:
     """Whether base64 chunks are whole 4-character groups without padding (:func:`join_base64`'s rule).
 
@@ -218,7 +222,7 @@ def whole_groups(chunks: list[str]) -> bool:
     as bytes alike: a run of audio deltas whose all but last are such groups may be kept as one
     chunk (``"".join``) with the same result.
     """
-    if any(n % 4 for n in set(map(len, chunks))):
+    if any(map(_REST_OF_4, set(map(len, chunks)))):
         return False
     # Audio deltas come in runs of one length: the set is one length, and no "=" is a quick no.
     return "=" not in "".join(chunks) or not any(c.endswith("=") for c in chunks)

@@ -25,6 +25,7 @@ from maas_stream.events import (
     AudioDelta,
     MessageStart,
     PartStart,
+    ReasoningDelta,
     ResponseDone,
     ResponseStart,
     TextDelta,
@@ -201,6 +202,35 @@ LIVE = {
     + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineDatum":0,"q":'
     + b'{"mimeType":"audio/pcm","data":"AAAA"}}]}}}}\n'
     + _lines(_audio("AAAA")),
+    "thoughts and odd-ended text lines inside text runs": _session(
+        _live({"text": "plan ", "thought": True}),
+        *[_live({"text": f"w{i} "}) for i in range(6)],
+        _live({"text": "more ", "thought": True}),
+        *[_live({"text": f"v{i} "}) for i in range(6)],
+        _live({"text": "signed"}, {"text": "two"}),
+        _live({"text": "x", "thoughtSignature": "c2ln"}),
+        *[_live({"text": f"u{i} "}) for i in range(6)],
+        _live({"text": "last ", "thought": True}),
+    ),
+    "audio lines whose head or end is not the common one inside audio runs": _session(
+        *[x for i in range(6) for x in (_audio("AAAA"), _live(transcript=f"s{i} "))],
+        _live({"inlineData": {"data": "AAAA", "mimeType": "audio/pcm;rate=24000"}}),
+        *[x for i in range(3) for x in (_audio("AQI="), _live(transcript=f"t{i} "))],
+        _live({"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "AAAA", "x": 1}}),
+        _live(transcript="q"),
+        ("server", {"serverContent": {"outputTranscription": {"text": "f", "finished": True}}}),
+        *[x for i in range(3) for x in (_audio("AAAA"), _live(transcript=f"r{i} "))],
+    ),
+    "a text line with a garbled end inside a text run": _opened(
+        *[_live({"text": f"w{i} "}) for i in range(4)]
+    )
+    + b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"g"}]}}}}}\n'
+    + _lines(*[_live({"text": f"v{i} "}) for i in range(4)]),
+    "a transcript line with a garbled end inside an audio run": _opened(
+        _live({"text": "a"}), *[x for i in range(3) for x in (_audio("AAAA"), _live(transcript=f"s{i} "))]
+    )
+    + b'{"dir":"server","msg":{"serverContent":{"outputTranscription":{"text":"g"}}}x\n'
+    + _lines(_audio("AAAA")),
 }
 
 REALTIME = {
@@ -264,6 +294,31 @@ def test_the_bad_lines_fail_as_they_should() -> None:
     assert got[1] == 11  # setup, setupComplete, 6 texts, 2 quiet lines, then the bad one
     data = REALTIME["a bad line after quiet lines"]
     assert assert_same("openai-realtime", data, [data])[0] == "RemoteProtocolError"
+    for name, frame in (
+        ("a text line with a garbled end inside a text run", 7),  # setup, setupComplete, 4 texts
+        ("a transcript line with a garbled end inside an audio run", 10),  # ..., a text, 3 audio + 3 said
+    ):
+        got = assert_same("google-live", LIVE[name], [LIVE[name]])
+        assert got[:2] == ("RemoteProtocolError", frame)
+
+
+def test_a_line_that_is_no_common_line_splits_its_run() -> None:
+    """A thought's line has a text line's head: the text lines around it still fold as runs, no events."""
+    data = _opened(
+        _live({"text": "a"}),
+        *[_live({"text": f"w{i} "}) for i in range(4)],
+        _live({"text": "t", "thought": True}),
+        *[_live({"text": f"v{i} "}) for i in range(4)],
+    )
+    agg = Counting("google-live")
+    agg.feed(data)
+    assert [type(e) for e in agg.applied if getattr(e, "message", None) == 0] == [PartStart, ReasoningDelta]
+    content = assert_same("google-live", data, [data])[2].messages[0].content
+    assert content == [
+        ms.TextPart(text="aw0 w1 w2 w3 "),
+        ms.ReasoningPart(text="t"),
+        ms.TextPart(text="v0 v1 v2 v3 "),
+    ]
 
 
 def test_padded_audio_joins_as_bytes() -> None:

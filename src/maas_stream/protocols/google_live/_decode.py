@@ -44,6 +44,7 @@ turn's response, message and part in the target without events (``fold_message``
 from __future__ import annotations
 
 import operator
+from itertools import repeat
 from typing import Any, Final
 
 import msgspec
@@ -92,8 +93,6 @@ _str = msgspec.json.Decoder(str).decode
 _strings = msgspec.json.Decoder(list[str]).decode
 _chunks = msgspec.json.Decoder(list[AudioChunk]).decode
 """A run's values (``_run_deltas``): texts or transcriptions; audio ``inlineData``."""
-_TEXT_JOINT: Final = _TEXT_END[1:] + b"\n" + _TEXT_HEAD
-"""Where two common text lines meet in a run joined with newlines (a comma in its array)."""
 _KIND_AT, _MODEL_TURN = len(_HEAD) + 1, ord("m")
 """Which common line of an audio run: ``"modelTurn"`` (audio) or ``"outputTranscription"``."""
 _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
@@ -101,8 +100,8 @@ _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TR
 _TEXT_RUN, _AUDIO_RUN = 1, 2
 """The runs of common lines that fold together: one text part; one audio part and its transcription."""
 _PREFIX: Final = 70
-_COMMON: Final[dict[bytes, tuple[int, bytes, bytes]]] = {
-    head[:_PREFIX]: (group, end, head[_PREFIX:] and head)
+_COMMON: Final[dict[bytes, tuple[int, int, bytes, bytes]]] = {
+    head[:_PREFIX]: (group, -len(end), end, head[_PREFIX:] and head)
     for group, head, end in (
         (_TEXT_RUN, _TEXT_HEAD, _TEXT_END),
         (_AUDIO_RUN, _AUDIO_HEAD, _AUDIO_END),
@@ -110,12 +109,14 @@ _COMMON: Final[dict[bytes, tuple[int, bytes, bytes]]] = {
     )
 }
 """The common lines by their first :data:`_PREFIX` bytes (one dictionary look-up per line): the run
-each belongs to, its end, and its head when longer than that (``_AUDIO_HEAD``: checked too)."""
+each belongs to, where its end starts (compared as a slice: cheaper than ``endswith``), its end,
+and its head when longer than that (``_AUDIO_HEAD``: checked too)."""
 
 
 _kind_of = operator.itemgetter(_KIND_AT)
 _blob_of = operator.itemgetter(slice(_BLOB_AT, -6))
 _said_of = operator.itemgetter(slice(_TRANSCRIPT_AT, -4))
+_text_of = operator.itemgetter(slice(_TEXT_AT, -6))
 _ALTERNATING: Final = b"mo" * 512
 """An audio run's lines as recorded, chunk then transcription (``_run_deltas`` splits it by slicing)."""
 _mime_of = operator.attrgetter("mime_type")
@@ -127,13 +128,13 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
 
     ``None`` unless each line holds exactly one value of its kind and each is a delta: a
     non-empty text, or an audio chunk (non-empty data) of an ``audio/`` type, what
-    :meth:`StreamDecoder._delta` says of its line. A text run's array is its lines joined with
-    each line's fixed ends cut at once (no JSON string holds a raw newline, so each joint is one
-    line end); were a line odd, the array would not hold one string per line.
+    :meth:`StreamDecoder._delta` says of its line. Each line's string is what lies between its
+    head and its fixed closing (its run's lines are common lines as recorded, ``fold_lines``);
+    were a line odd, the array would not hold one string per line.
     """
     try:
         if group == _TEXT_RUN:
-            texts = _strings(b"[" + b"\n".join(run).replace(_TEXT_JOINT, b",")[_TEXT_AT:-6] + b"]")
+            texts = _strings(b"[" + b",".join(map(_text_of, run)) + b"]")
             return ([], texts) if len(texts) == len(run) and "" not in texts else None
         kinds = bytes(map(_kind_of, run))  # each line's: audio (``m``) or transcription (``o``)
         said = kinds.count(b"o")
@@ -155,7 +156,7 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
     if len(blobs) != len(audio) or len(texts) != said or "" in texts:
         return None
     chunks = list(map(_data_of, blobs))
-    if "" in chunks or not all(mime.startswith("audio/") for mime in set(map(_mime_of, blobs))):
+    if "" in chunks or not all(map(str.startswith, set(map(_mime_of, blobs)), repeat("audio/"))):
         return None
     return chunks, texts
 
@@ -282,8 +283,8 @@ class StreamDecoder(SessionDecoder):
         for line in lines:
             shape = common(line[:_PREFIX])
             if shape is not None:
-                kind, end, head = shape
-                if line.endswith(end) and (not head or line.startswith(head)):
+                kind, cut, end, head = shape
+                if line[cut:] == end and (not head or line.startswith(head)):
                     if kind != group or other:
                         if run:
                             self._fold_run(group, run)
