@@ -5,7 +5,9 @@ Run: ``python benchmarks/bench_memory.py`` (add ``--quick`` for a fast smoke run
 * idle in-flight stream, library: ``STREAMS`` aggregators (and converters) that have read the
   first frame of their stream and wait, per protocol: bytes allocated per stream beyond the
   frame itself;
-* after 500 text deltas: one aggregator's allocations beyond the text it holds (the content);
+* after 500 text deltas: one aggregator's allocations beyond the text it holds (the content),
+  and one converter's (to Responses: it holds the text twice, the aggregator's and the
+  encoder's, joined as it comes);
 * idle in-flight stream, bridge: ``STREAMS`` concurrent requests served in this process by the
   bridge's ASGI app from an upstream that sent its first frames and stalls; bytes allocated
   per stream once every client has its first byte (the request tasks, the upstream reader,
@@ -143,14 +145,25 @@ def library() -> None:
             agg.feed(data)
             return agg
 
+        def converter_500(p: str = protocol, data: bytes = frames) -> object:
+            conv = ms.StreamConverter("openai-responses", protocol=p)
+            conv.feed(data)
+            return conv
+
         used = allocated(after_500, 20)  # the frames were allocated before: only what it keeps
+        conv_used = allocated(converter_500, 20)
         print(
             f"{protocol:12} idle aggregator {idle / 1024:6.2f} KiB, idle converter {conv / 1024:6.2f} KiB,"
-            f" after 500 deltas {used / 1024:6.2f} KiB for {content / 1024:.2f} KiB of text"
+            f" after 500 deltas {used / 1024:6.2f} KiB (converter {conv_used / 1024:6.2f} KiB)"
+            f" for {content / 1024:.2f} KiB of text"
         )
         record(f"memory {protocol}", "idle aggregator KiB/stream", idle / 1024, "<= 2")
         record(f"memory {protocol}", "idle converter KiB/stream", conv / 1024, "<= 2")
         record(f"memory {protocol}", "after 500 deltas KiB / content KiB", used / content, "~1")
+        # A converter keeps the text twice: the aggregator's and the encoder's (for the part's end).
+        record(
+            f"memory {protocol}", "converter after 500 deltas KiB / content KiB", conv_used / content, "~2"
+        )
 
 
 async def frames() -> AsyncIterator[bytes]:

@@ -157,3 +157,90 @@ def test_a_split_session_writes_what_its_per_event_path_writes(
             slow = run(pieces)
         assert fast == slow
         assert fast[0], "the session wrote no response stream"
+
+
+def _long_anthropic(deltas: int) -> bytes:
+    """An Anthropic stream of one text block then one tool call, each of ``deltas`` small deltas."""
+
+    def ev(kind: str, body: dict[str, Any]) -> bytes:
+        return f"event: {kind}\n".encode() + _sse({"type": kind, **body})
+
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []}
+    out = [ev("message_start", {"message": {**message, "usage": {"input_tokens": 1, "output_tokens": 1}}})]
+    out.append(ev("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+    out += [
+        ev("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": f"w{i} é\n"}})
+        for i in range(deltas)
+    ]
+    out.append(ev("content_block_stop", {"index": 0}))
+    call = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    out.append(ev("content_block_start", {"index": 1, "content_block": call}))
+    out.append(
+        ev(
+            "content_block_delta",
+            {"index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"a": "'}},
+        )
+    )
+    out += [
+        ev(
+            "content_block_delta",
+            {"index": 1, "delta": {"type": "input_json_delta", "partial_json": f"x{i}"}},
+        )
+        for i in range(deltas)
+    ]
+    out.append(
+        ev("content_block_delta", {"index": 1, "delta": {"type": "input_json_delta", "partial_json": '"}'}})
+    )
+    out.append(ev("content_block_stop", {"index": 1}))
+    out.append(ev("message_delta", {"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}))
+    out.append(ev("message_stop", {}))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("target", ["openai-responses", "openai-realtime", "google-live"])
+def test_encoders_join_their_fragments_as_they_come(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an encoder keeps of a long part (to write its end) is joined as it comes, same bytes.
+
+    The encoders keep a part's text or arguments through ``_accumulate.add_fragment``, so they
+    hold a few pieces, not one ``str`` per delta; written with plain appends, the output is the
+    same, byte for byte, whole and in pieces.
+    """
+    import maas_stream.protocols.google_live._encode as live_encode
+    import maas_stream.protocols.openai_realtime._writer as realtime_writer
+    import maas_stream.protocols.openai_responses._writers as responses_writers
+
+    data = _long_anthropic(2_000)
+
+    def run(pieces: list[bytes]) -> bytes:
+        conv = ms.StreamConverter(target, protocol="anthropic")
+        return b"".join([conv.feed(piece) for piece in pieces]) + conv.finish()
+
+    for pieces in ([data], [data[i : i + 4096] for i in range(0, len(data), 4096)]):
+        joined = run(pieces)
+        with monkeypatch.context() as patched:
+            for module in (live_encode, realtime_writer, responses_writers):
+                patched.setattr(module, "add_fragment", lambda buf, text: buf.append(text))
+            appended = run(pieces)
+        assert joined == appended
+        parts = [
+            part for message in ms.aggregate(joined, protocol=target).messages for part in message.content
+        ]
+        texts = [part.text for part in parts if isinstance(part, ms.TextPart)]
+        calls = [part.arguments for part in parts if isinstance(part, ms.ToolCallPart)]
+        assert texts == ["".join(f"w{i} é\n" for i in range(2_000))]
+        assert [msgspec.json.decode(call) for call in calls] == [
+            {"a": "".join(f"x{i}" for i in range(2_000))}
+        ]
+
+
+def test_a_responses_text_part_holds_few_pieces() -> None:
+    """The Responses encoder's copy of a 2,000-delta text part is a few pieces, not 2,000."""
+    from maas_stream.protocols.openai_responses._writers import TextWriter
+
+    conv = ms.StreamConverter("openai-responses", protocol="anthropic")
+    data = _long_anthropic(2_000)
+    conv.feed(data[: data.index(b"content_block_stop")])
+    writers = [w for w in conv._encoder._parts.values() if isinstance(w, TextWriter)]  # type: ignore[attr-defined]
+    assert len(writers) == 1
+    assert 0 < len(writers[0].sent) < 64
+    assert "".join(writers[0].sent) == "".join(f"w{i} é\n" for i in range(2_000))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import msgspec
 
+from ..._accumulate import add_fragment
 from ..._model import AudioPart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._replay import replayable
@@ -230,7 +231,7 @@ class StreamEncoder(SessionEncoder):
     def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
         args = self._args.get((ev.message, ev.part))
         if args is not None:
-            args.append(ev.delta)
+            add_fragment(args, ev.delta)
         return b""
 
     def _on_part_done(self, ev: events.PartDone) -> bytes:

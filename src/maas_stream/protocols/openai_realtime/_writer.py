@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from ..._accumulate import add_fragment
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._session import frame
 from .._template import HOLE, template
@@ -64,7 +65,7 @@ class Item:
         if found is None:
             pieces[index] = [text]
         else:
-            found.append(text)
+            add_fragment(found, text)
 
     def synced(self) -> list[dict[str, Any]]:
         """The content parts with everything streamed so far."""
@@ -261,7 +262,7 @@ class ResponseWriter:
 
     def arguments(self, item: Item, delta: str) -> bytes:
         """A ``function_call_arguments.delta``."""
-        item.args.append(delta)
+        add_fragment(item.args, delta)
         return self.delta(item, "response.function_call_arguments.delta", -1, delta)
 
     def call_done(self, item: Item, status: str) -> bytes:

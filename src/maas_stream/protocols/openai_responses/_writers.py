@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from ..._accumulate import add_fragment
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .._template import HOLE
 from ._items_write import (
@@ -171,7 +172,7 @@ class TextWriter(PartWriter):
     def text(self, text: str) -> bytes:
         if self.closed:
             return b""  # the encoder moves a part that goes on after its item ended
-        self.sent.append(text)
+        add_fragment(self.sent, text)  # (joined as they come: memory grows with the text only)
         if not self.pending:  # the common case: one shape for every delta of the part
             frames = self.frames
             if frames is None:
@@ -393,7 +394,7 @@ class ReasoningWriter(PartWriter):
                 "response.reasoning_summary_part.added", {**self._common(entry[0]), "part": part}
             )
         if text:
-            entry[1].append(text)
+            add_fragment(entry[1], text)
             if self.frames is None or self.summary_frames != entry[0]:
                 body = {**self._common(entry[0]), "delta": HOLE[0]}
                 self.frames = self.out.delta_frame("response.reasoning_summary_text.delta", body)
