@@ -209,11 +209,20 @@ async def bare_app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> 
     await receive()
 
 
-async def bridge_streams(count: int, app: App) -> float:
+CLIENTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "chat": (
+        "/v1/chat/completions",
+        {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+    ),
+    "responses": ("/v1/responses", {"model": "m", "stream": True, "input": "hi"}),
+}
+"""Each client protocol's endpoint and streaming request (Chat: most SDKs; Responses: Codex CLI)."""
+
+
+async def bridge_streams(count: int, app: App, client: str = "chat") -> float:
     """Bytes allocated per stream with ``count`` requests to ``app`` in flight, each past its first byte."""
-    body = json.dumps(
-        {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    ).encode()
+    path, request = CLIENTS[client]
+    body = json.dumps(request).encode()
     first_bytes = 0
     target = 1
     started = anyio.Event()
@@ -241,7 +250,7 @@ async def bridge_streams(count: int, app: App) -> float:
         scope = {
             "type": "http",
             "method": "POST",
-            "path": "/v1/chat/completions",
+            "path": path,
             "query_string": b"",
             "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")],
             "client": ("127.0.0.1", 1),
@@ -272,14 +281,21 @@ def bridge(label: str) -> None:
     timed = create_app(upstream=StalledUpstream(Timeouts()), limits=limits)
     harness = anyio.run(bridge_streams, STREAMS, bare_app)
     suffix = "" if label == "this" else f" ({label})"
-    for name, app in (("no timeouts", plain), ("serve's timeouts", timed)):
-        per = anyio.run(bridge_streams, STREAMS, app)
+    rows = (
+        ("chat", "no timeouts", plain),
+        ("chat", "serve's timeouts", timed),
+        ("responses", "serve's timeouts", timed),
+    )
+    for client, name, app in rows:
+        per = anyio.run(bridge_streams, STREAMS, app, client)
         print(
-            f"bridge {label:>7} (chat client <- anthropic upstream, {name}): {per / 1024:.2f} KiB per idle"
+            f"bridge {label:>7} ({client} client <- anthropic upstream, {name}): {per / 1024:.2f} KiB per idle"
             f" in-flight stream, {(per - harness) / 1024:.2f} KiB of it the bridge's own"
             f" (harness {harness / 1024:.2f} KiB)"
         )
-        what = "" if name == "no timeouts" else ", timeouts"
+        what = ("" if name == "no timeouts" else ", timeouts") + (
+            "" if client == "chat" else f", {client} client"
+        )
         record(f"memory bridge{suffix}", f"idle stream KiB{what}", per / 1024, "<= 16")
         record(f"memory bridge{suffix}", f"idle stream KiB{what}, bridge's own", (per - harness) / 1024)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
 
 import msgspec
@@ -31,7 +32,7 @@ from ._model import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Hashable, Iterable
 
     from ._model import SessionEvent, StreamError, UnknownPart, Usage
     from .events import Key, MessageStart, ResponseDone, ResponseStart
@@ -40,10 +41,12 @@ V = TypeVar("V")
 
 __all__ = [
     "CONTENT",
+    "EMPTY",
     "FRAGMENTS",
     "KeyMap",
     "add_fragment",
     "compact",
+    "writable",
     "INCOMPLETE_FINISH",
     "AggregatorState",
     "MessageState",
@@ -255,6 +258,21 @@ _BUILDERS: Final[dict[type[Any], Callable[[PartState, Any, dict[str, Any]], None
 }
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+EMPTY: Final = cast("dict[Any, Any]", MappingProxyType({}))
+"""The state a stream rarely needs (tool calls, held annotations, explicit choices...) before its
+first entry: one shared, read-only empty mapping instead of an empty dict per stream (64 bytes
+each, thousands of idle streams). Reading it (``in``, ``get``, iterating) works; a write fails at
+once, so each write goes through :func:`writable`."""
+
+
+def writable(state: dict[_K, _V]) -> dict[_K, _V]:
+    """``state`` to write to: a dict of its own in place of the shared :data:`EMPTY`."""
+    return {} if state is EMPTY else state
+
+
 _NO_KEY: Final = object()
 """The key of an empty :class:`KeyMap` (equal to no key)."""
 
@@ -273,14 +291,20 @@ class KeyMap(Generic[V]):
     def __init__(self) -> None:
         self._key: Any = _NO_KEY
         self._value: V | None = None
-        self._more: dict[Key, V] | None = None
+        self._more: dict[Hashable, V] | None = None
 
-    def get(self, key: Key) -> V | None:
+    def get(self, key: Hashable) -> V | None:
         """The value of ``key``, or ``None``."""
         more = self._more
         if more is not None:
             return more.get(key)
         return self._value if key == self._key else None
+
+    def keys(self) -> list[Hashable]:
+        """The keys, in the order they came."""
+        if self._more is not None:
+            return list(self._more)
+        return [] if self._key is _NO_KEY else [self._key]
 
     def values(self) -> list[V]:
         """The values, in the order their keys came."""
@@ -288,7 +312,7 @@ class KeyMap(Generic[V]):
             return list(self._more.values())
         return [] if self._key is _NO_KEY else [cast("V", self._value)]
 
-    def __setitem__(self, key: Key, value: V) -> None:
+    def __setitem__(self, key: Hashable, value: V) -> None:
         more = self._more
         if more is not None:
             more[key] = value

@@ -19,11 +19,12 @@ def test_keymap_answers_as_a_dict_does(writes: list[tuple[object, int]], reads: 
     small: KeyMap[int] = KeyMap()
     plain: dict[object, int] = {}
     for key, value in writes:
-        small[key] = value  # type: ignore[index]
+        small[key] = value
         plain[key] = value
     for key in [k for k, _ in writes] + reads:
-        assert small.get(key) == plain.get(key)  # type: ignore[arg-type]
+        assert small.get(key) == plain.get(key)
     assert small.values() == list(plain.values())
+    assert small.keys() == list(plain)
 
 
 def test_an_empty_keymap_holds_nothing() -> None:

@@ -128,6 +128,8 @@ class EventEncoder:
     small); ``_ROUTES`` lets a subclass send some event types to another method.
     """
 
+    __slots__ = ()  # (a subclass that declares its own holds no instance dict)
+
     _ROUTES: ClassVar[dict[type[Any], str]] = {}
     _TABLE: ClassVar[dict[type[Any], Callable[[Any, Any], bytes]]] = {}
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
+from ..._accumulate import EMPTY, writable
 from ...events import Event, ResponseStart
 from .._base import EventEncoder
 from ._map import (
@@ -32,7 +33,7 @@ from ._map import (
     header_from,
     usage_to_wire,
 )
-from ._parts import EMPTY, PartWriter, writable
+from ._parts import PartWriter
 
 if TYPE_CHECKING:
     from ..._model import FinishReason, Usage

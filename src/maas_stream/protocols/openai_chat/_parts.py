@@ -14,10 +14,11 @@ The response and message lifecycle (finish reasons, usage, errors, ``[DONE]``) i
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from ..._accumulate import EMPTY, writable
 from ..._drops import DropLog
 from ..._model import AudioPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .._replay import replayable
@@ -67,22 +68,8 @@ _CONTENT: Final = {"content": HOLE[0]}
 _REFUSAL: Final = {"refusal": HOLE[0]}
 """The text and refusal deltas of :meth:`_delta`'s template (made once, not per delta; never changed)."""
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
-
-EMPTY: Final = cast("dict[Any, Any]", MappingProxyType({}))
-"""The state a stream rarely needs (tool calls, held annotations, explicit choices...) before its
-first entry: one shared, read-only empty mapping instead of an empty dict per stream (64 bytes
-each, thousands of idle streams). Reading it (``in``, ``get``, iterating) works; a write fails at
-once, so each write goes through :func:`writable`."""
-
 _HEADER: Final[Mapping[str, Any]] = MappingProxyType({"created": 0})
 """The chunk header fields of a stream whose source gave none (shared, read-only)."""
-
-
-def writable(state: dict[_K, _V]) -> dict[_K, _V]:
-    """``state`` to write to: a dict of its own in place of the shared :data:`EMPTY`."""
-    return {} if state is EMPTY else state
 
 
 class _Out:

@@ -23,9 +23,10 @@ and frames of other protocols, other choices and non-assistant messages.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 from ... import events
+from ..._accumulate import EMPTY, KeyMap, writable
 from ..._drops import DropLog
 from ..._model import AudioPart, ReasoningPart, ToolCallPart
 from .._base import EventEncoder
@@ -54,7 +55,6 @@ from ._writers import (
 
 if TYPE_CHECKING:
     from ..._model import FinishReason, Message, Part, Usage
-    from ...events import Key
 
 __all__ = ["StreamEncoder"]
 
@@ -71,6 +71,27 @@ class StreamEncoder(EventEncoder):
         model: The response ``model``; defaults to the source response's model.
     """
 
+    __slots__ = (
+        "_base",
+        "_ended",
+        "_finish",
+        "_id",
+        "_meta",
+        "_model",
+        "_nothing",
+        "_out",
+        "_parts",
+        "_replay",
+        "_same",
+        "_skip",
+        "_started",
+        "_text_item",
+        "_texts",
+        "_usage",
+        "_whole",
+        "drops",
+    )
+
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, response_id: str | None = None, model: str | None = None) -> None:
@@ -84,11 +105,12 @@ class StreamEncoder(EventEncoder):
         self._out = Output()
         self._started = False
         self._ended = False
-        self._meta: dict[int, events.MessageStart] = {}
-        self._whole: dict[int, Item] = {}
-        self._text_item: dict[int, Item] = {}
-        self._texts: dict[int, list[TextWriter]] = {}
-        self._parts: dict[tuple[Key, Key], PartWriter] = {}
+        # One message of one part in most streams: held inline (KeyMap); rare state shared empty.
+        self._meta: KeyMap[events.MessageStart] = KeyMap()
+        self._whole: dict[int, Item] = EMPTY
+        self._text_item: KeyMap[Item] = KeyMap()
+        self._texts: KeyMap[list[TextWriter]] = KeyMap()
+        self._parts: KeyMap[PartWriter] = KeyMap()
         self._nothing = PartWriter(self._out, None)
         self._skip: set[int] = _NO_SKIP  # (a set of its own once a message is skipped)
         self._usage: Usage | None = None
@@ -191,6 +213,7 @@ class StreamEncoder(EventEncoder):
                 item, message_item(ev.id, "in_progress", [], phase=ev.phase, extras=ev.provider_raw)
             )
         if self._same and ev.type is not None:
+            self._whole = writable(self._whole)
             item = self._whole[ev.message] = Item(-1, ev.type, ev.id)
             item.whole = True
             if ev.type not in REBUILT_TYPES:
@@ -250,14 +273,18 @@ class StreamEncoder(EventEncoder):
         if item is None or item.done:
             return b""
         frames = b""
-        for writer in self._texts.pop(message, ()):
+        writers = self._texts.get(message)
+        if writers:
+            self._texts[message] = []  # (the next item of the message has writers of its own)
+        for writer in writers or ():
             if not writer.closed:
                 # The text part ends here, with what was sent, so the message item can end.
                 frames += writer.done(writer.sent_value())
         return frames + self._out.close(item, self._message_body(message, item, status))
 
     def _close_all(self, status: str = "completed") -> bytes:
-        return b"".join([self._close_text_item(message, status) for message in list(self._text_item)])
+        messages = cast("list[int]", self._text_item.keys())  # (keyed by canonical message index)
+        return b"".join([self._close_text_item(message, status) for message in messages])
 
     # ------------------------------------------------------------------ parts
 
@@ -305,7 +332,11 @@ class StreamEncoder(EventEncoder):
             phase = meta.phase if meta is not None else None
             frames = self._out.open(item, message_item(None, "in_progress", [], phase=phase))
         writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
-        self._texts.setdefault(message, []).append(writer)
+        writers = self._texts.get(message)
+        if writers is None:
+            self._texts[message] = [writer]
+        else:
+            writers.append(writer)
         return writer, frames + writer.open()
 
     def _writer(self, ev: Any) -> PartWriter:

@@ -17,7 +17,7 @@ It must not decide which part goes into which item (the encoder does) or frame e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
@@ -121,6 +121,10 @@ class PartWriter:
         return b""
 
 
+_NONE: Final = cast("list[Any]", ())
+"""A writer's rare list before its first entry: one shared empty value (written by replacing it)."""
+
+
 class TextWriter(PartWriter):
     """A text or refusal content part of a ``message`` item."""
 
@@ -149,10 +153,11 @@ class TextWriter(PartWriter):
         self.index = len(item.content)
         item.content.append(None)
         self.sent: list[str] = []
-        self.pending: list[Any] = []
-        self.sent_logprobs: list[Any] = []
+        # Log-probabilities and citations are rare: one shared empty value until the first.
+        self.pending: list[Any] = _NONE
+        self.sent_logprobs: list[Any] = _NONE
         self.annotations = 0
-        self.sent_annotations: list[CitationPart] = []
+        self.sent_annotations: list[CitationPart] = _NONE
         self.closed = False
 
     def _common(self) -> dict[str, Any]:
@@ -190,13 +195,18 @@ class TextWriter(PartWriter):
             return self.out.frame("response.refusal.delta", body)
         body["logprobs"] = self.pending
         if self.pending:
+            if self.sent_logprobs is _NONE:
+                self.sent_logprobs = []
             self.sent_logprobs.extend(self.pending)
-            self.pending = []
+            self.pending = _NONE
         return self.out.frame("response.output_text.delta", body)
 
     def logprobs(self, logprobs: list[Any]) -> bytes:
         if self.kind == "text" and not self.closed:
-            self.pending.extend(logprobs)  # sent on the next text delta (Responses puts them there)
+            # Sent on the next text delta (Responses puts them there).
+            if self.pending is _NONE:
+                self.pending = []
+            self.pending.extend(logprobs)
         return b""
 
     def annotation(self, citation: CitationPart) -> bytes:
@@ -207,6 +217,8 @@ class TextWriter(PartWriter):
             return b""  # recorded with the final value, as the body encoder records it
         index = self.annotations
         self.annotations += 1
+        if self.sent_annotations is _NONE:
+            self.sent_annotations = []
         self.sent_annotations.append(citation)
         body = {**self._common(), "annotation_index": index, "annotation": annotation}
         return self.out.frame("response.output_text.annotation.added", body)
