@@ -96,6 +96,32 @@ def test_realtime_delta_events_are_the_events_the_writer_builds(value: str) -> N
     assert fast.content_done(item_fast, index, "text").count(_json.encode(value * 2)) == 2
 
 
+@pytest.mark.parametrize("value", VALUES)
+def test_chat_audio_deltas_are_the_chunks_the_encoder_builds(value: str) -> None:
+    """A Chat audio part's data and transcript deltas (pre-encoded): the chunk ``_chunk`` writes."""
+    from maas_stream import events as ev
+
+    enc: Any = get_protocol("openai-chat").encoder()  # (its _chunk: the general way)
+    start: list[ev.Event] = [
+        ev.ResponseStart(protocol="openai-realtime", id="resp_1", model="m"),
+        ev.MessageStart(message=0, role="assistant"),
+        ev.PartStart(message=0, part=0, value=ms.AudioPart()),
+    ]
+    for event in start:
+        enc.encode(event)
+    for _ in range(2):  # the second one from the kept template
+        for delta, audio in (
+            (ev.AudioDelta(message=0, part=0, data=value), {"data": value}),
+            (ev.AudioDelta(message=0, part=0, transcript=value), {"transcript": value}),
+        ):
+            expected = enc._chunk(0, {"audio": audio}) if value else b""
+            assert enc.encode(delta) == expected
+    both = ev.AudioDelta(message=0, part=0, data="d", transcript=value)  # the general way
+    assert enc.encode(both) == enc._chunk(
+        0, {"audio": {"data": "d", "transcript": value} if value else {"data": "d"}}
+    )
+
+
 def _streams() -> list[tuple[str, Path]]:
     found = [(p, f) for p in ms.protocol_names() for f in [*recordings(p), *corpus(p)][:6]]
     return found or [("openai-chat", RECORDINGS / "openai-chat" / "missing.sse")]

@@ -66,6 +66,8 @@ def _sse(body: Any) -> bytes:
 
 _CONTENT: Final = {"content": HOLE[0]}
 _REFUSAL: Final = {"refusal": HOLE[0]}
+_AUDIO_DATA: Final = {"audio": {"data": HOLE[0]}}
+_AUDIO_TRANSCRIPT: Final = {"audio": {"transcript": HOLE[0]}}
 """The text and refusal deltas of :meth:`_delta`'s template (made once, not per delta; never changed)."""
 
 _HEADER: Final[Mapping[str, Any]] = MappingProxyType({"created": 0})
@@ -75,7 +77,7 @@ _HEADER: Final[Mapping[str, Any]] = MappingProxyType({"created": 0})
 class _Out:
     """How one canonical part is being written out."""
 
-    __slots__ = ("choice", "field", "frames", "kind", "meta", "start", "tool")
+    __slots__ = ("alt", "choice", "field", "frames", "kind", "meta", "start", "tool")
 
     def __init__(
         self, kind: str, choice: int, tool: int = -1, field: str = "", start: Part | None = None
@@ -92,6 +94,8 @@ class _Out:
         """Fields repeated on every ``reasoning_details`` entry of this part (type, index, format, id)."""
         self.frames: tuple[bytes, ...] | None = None
         """This part's delta chunk, pre-encoded with the delta left open (see ``_delta``)."""
+        self.alt: tuple[bytes, ...] | None = None
+        """An audio part's transcript chunk, pre-encoded the same way (``frames``: its data's)."""
 
 
 class PartWriter:
@@ -295,6 +299,16 @@ class PartWriter:
         out = self._get(ev)
         if out is None or out.kind != "audio":
             return b""
+        if ev.id is None and ev.expires_at is None and not (ev.data and ev.transcript):
+            # The common delta, data or transcript alone: pre-encoded, as ``_delta`` writes text.
+            if ev.data:
+                return self._delta(out, _AUDIO_DATA, ev.data)
+            if not ev.transcript:
+                return b""
+            frames = out.alt
+            if frames is None:
+                frames = out.alt = template(_sse, self._chunk_body(out.choice, _AUDIO_TRANSCRIPT), 1)
+            return b"".join((frames[0], _json.encode(ev.transcript), frames[1]))
         audio = audio_delta(ev.id, ev.data, ev.transcript, ev.expires_at)
         return self._chunk(out.choice, {"audio": audio}) if audio else b""
 
