@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ..._accumulate import add_fragment
+from ..._accumulate import FRAGMENTS, add_fragment, compact
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._session import frame
 from .._template import HOLE, template
@@ -65,7 +65,9 @@ class Item:
         if found is None:
             pieces[index] = [text]
         else:
-            add_fragment(found, text)
+            found.append(text)  # (add_fragment inlined: the hot path)
+            if len(found) >= FRAGMENTS:
+                compact(found)
 
     def synced(self) -> list[dict[str, Any]]:
         """The content parts with everything streamed so far."""

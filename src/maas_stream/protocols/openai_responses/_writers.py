@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
-from ..._accumulate import add_fragment
+from ..._accumulate import FRAGMENTS, add_fragment, compact
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .._template import HOLE
 from ._items_write import (
@@ -177,7 +177,10 @@ class TextWriter(PartWriter):
     def text(self, text: str) -> bytes:
         if self.closed:
             return b""  # the encoder moves a part that goes on after its item ended
-        add_fragment(self.sent, text)  # (joined as they come: memory grows with the text only)
+        sent = self.sent  # joined as they come (add_fragment inlined: the hot path)
+        sent.append(text)
+        if len(sent) >= FRAGMENTS:
+            compact(sent)
         if not self.pending:  # the common case: one shape for every delta of the part
             frames = self.frames
             if frames is None:
