@@ -405,6 +405,9 @@ class Target:
     def open_message(self, start: Any, message: Any, role: Any, part: Any, value: Any) -> None:
         return None
 
+    def end_message(self, start: Any, message: Any, role: Any, parts: Any, usage: Any, done: Any) -> bool:
+        return False
+
 
 @pytest.mark.parametrize(
     ("pieces", "kept"),

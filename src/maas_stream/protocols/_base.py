@@ -67,7 +67,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
     from .._drops import DropLog, Dropped
-    from .._model import Role
+    from .._model import Role, Usage
     from ..events import Event, Key
 
 __all__ = [
@@ -205,6 +205,23 @@ class FoldTarget(Protocol):
         """
         ...
 
+    def end_message(
+        self,
+        start: ResponseStart | None,
+        message: Key,
+        role: Role | None,
+        parts: Sequence[tuple[Key, Part]],
+        usage: Usage | None,
+        done: ResponseDone | None,
+    ) -> bool:
+        """End ``message`` (new when ``role`` is given, after the response ``start``) with whole ``parts``, without events.
+
+        What ``start``, ``MessageStart``, each part's ``PartStart``/``PartDone``, ``UsageUpdate``,
+        ``MessageDone`` and ``done`` would leave; ``False`` (nothing done) when those events
+        would not apply so.
+        """
+        ...
+
 
 _IDLE: Final[dict[Any, Any]] = {}
 """A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
@@ -288,6 +305,28 @@ class DirectFold:
         return self._opened(
             message, part, target.open_message(start, message, role, part, value) if target else None
         )
+
+    def fold_end(
+        self,
+        start: ResponseStart | None,
+        message: Key,
+        role: Role | None,
+        parts: Sequence[tuple[Key, Part]],
+        usage: Usage | None = None,
+        done: ResponseDone | None = None,
+    ) -> bool:
+        """End a message (and its response, ``done``) with whole parts in the target without events.
+
+        ``FoldTarget.end_message``, for a line that ends a turn (its calls, usage, its end) or is
+        a whole message (a client's tool results). The buffers handed out are forgotten, as after
+        a normal frame; ``False``: nothing was done, go the normal way.
+        """
+        target = self._target
+        if target is None or not target.end_message(start, message, role, parts, usage, done):
+            return False
+        self._buffers.clear()
+        self._hot = None
+        return True
 
     def _opened(self, message: Key, part: Key, found: PartBuffers | None) -> PartBuffers | None:
         """A part the target opened (``found``, unless ``None``) is the one :meth:`fold_delta` uses next."""
