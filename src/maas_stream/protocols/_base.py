@@ -21,7 +21,8 @@ The direct fold (:class:`DirectFold`, docs/architecture.md): a ``direct`` decode
 text, arguments, summary and audio deltas to part buffers the target hands out (the part exists, deltas go
 straight in), and may close a part and open the next without events (:meth:`DirectFold.fold_part`:
 a run of text ends, a whole call arrives; :meth:`DirectFold.fold_message`: a line opens a turn's
-response, message and part); any other frame goes as events, in order, and makes it
+response, message and part; :meth:`DirectFold.fold_end`: a line ends a turn, its calls and usage
+with it, or is a whole message); any other frame goes as events, in order, and makes it
 forget every buffer it was handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
 ``fold_frames``) and JSON lines (``_jsonl``, each session protocol's ``fold_lines``); a protocol
 decides only which of its frames are common.

@@ -39,6 +39,9 @@ audio or transcript goes straight into its part's buffers: a run of consecutive 
 recorded (one part's text, or its audio and transcription) is decoded in one msgspec call per
 kind and folds with one append per buffer. A line that opens a turn with such a delta opens the
 turn's response, message and part in the target without events (``fold_message``), then folds.
+A line that ends the turn in a common shape (its calls alone, or a ``turnComplete`` that says
+nothing else; usage beside either) and a client's tool results between turns close the turn, or
+open and close their own message and response, in the target without events (``fold_end``).
 """
 
 from __future__ import annotations
