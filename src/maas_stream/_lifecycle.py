@@ -39,6 +39,8 @@ from ._model import ReasoningPart, RefusalPart, SessionEvent, TextPart, ToolCall
 from .events import MessageStart
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ._model import Part, Role, Usage
     from .events import (
         Cancelled,
@@ -103,6 +105,58 @@ class Lifecycle(Fold):
             self._on_response_start(start, out)
         msg = self._new_message(message, MessageStart(message=message, role=role), out)
         return self._new_part(msg, part, value, out)
+
+    def end_message(
+        self,
+        start: ResponseStart | None,
+        message: Key,
+        role: Role | None,
+        parts: Sequence[tuple[Key, Part]],
+        usage: Usage | None,
+        done: ResponseDone | None,
+    ) -> bool:
+        """End message ``message`` (and its response, ``done``) with whole ``parts``, handing nothing on.
+
+        The aggregator's half of a direct turn closer (``DirectFold.fold_end``): what ``start``,
+        ``MessageStart(message, role)`` (when ``role`` is given: a new message), then
+        ``PartStart``/``PartDone`` of each part, ``UsageUpdate(usage)``, ``MessageDone(message)``
+        and ``done`` would leave. ``False`` (nothing done) unless those events would apply
+        without anything handed on or checked: the response is streaming (or ended, when
+        ``start`` opens the next one), the message is new (``role``) or open, each part key is
+        new, and each call has its id.
+        """
+        state = self._state
+        if self.emit or not (
+            state is AggregatorState.STREAMING or (start is not None and state is AggregatorState.DONE)
+        ):
+            return False
+        msg = self._by_key.get(message)
+        if role is None:
+            if msg is None or msg.closed:
+                return False
+        elif msg is not None:
+            return False
+        keys: set[Key] = set()
+        for key, value in parts:
+            if key in keys or (msg is not None and msg.parts_by_key.get(key) is not None):
+                return False
+            if isinstance(value, ToolCallPart) and not value.id:
+                return False  # the event path gives it an id: let it
+            keys.add(key)
+        out: list[Event] = []
+        if start is not None:
+            self._on_response_start(start, out)
+        if msg is None:
+            assert role is not None
+            msg = self._new_message(message, MessageStart(message=message, role=role), out)
+        for key, value in parts:
+            self._close_part(msg, self._new_part(msg, key, value, out), None, out)
+        if usage is not None:
+            self._use(usage)
+        self._close_message(msg, None, out)
+        if done is not None:
+            self._on_response_done(done, out)
+        return True
 
     def _on_part_start(self, ev: PartStart, out: list[Event]) -> None:
         msg = self._by_key.get(ev.message)
@@ -180,9 +234,13 @@ class Lifecycle(Fold):
         self._close_message(msg, ev.status, out)
 
     def _on_usage(self, ev: UsageUpdate, out: list[Event]) -> None:
-        self._usage = _assigned(self._usage, ev.usage)
+        self._use(ev.usage)
+
+    def _use(self, usage: Usage) -> None:
+        """A usage report, assigned over the stream's and the current response's."""
+        self._usage = _assigned(self._usage, usage)
         span = self._span()
-        span.usage = _assigned(span.usage, ev.usage)
+        span.usage = _assigned(span.usage, usage)
 
     def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
         if self._start is None or ev.provider_raw is not None:

@@ -25,12 +25,12 @@ from ._registry import Detector, detect_protocol, get_protocol
 from .events import StreamErrorEvent, StreamWarning, UnknownEvent
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from ._accumulate import PartState
     from ._interfaces import StreamDecoder
-    from ._model import Part, Role
-    from .events import Event, Key, ResponseStart
+    from ._model import Part, Role, Usage
+    from .events import Event, Key, ResponseDone, ResponseStart
 
 __all__ = ["StreamAggregator", "aggregate", "aggregate_session", "chunks_of"]
 
@@ -215,6 +215,20 @@ class StreamAggregator:
         agg = self._agg
         assert agg is not None
         return agg.open_message(start, message, role, part, value)
+
+    def end_message(
+        self,
+        start: ResponseStart | None,
+        message: Key,
+        role: Role | None,
+        parts: Sequence[tuple[Key, Part]],
+        usage: Usage | None,
+        done: ResponseDone | None,
+    ) -> bool:
+        """End a message (and its response) without events (``FoldTarget``; the aggregator decides)."""
+        agg = self._agg
+        assert agg is not None
+        return agg.end_message(start, message, role, parts, usage, done)
 
     @property
     def recognised(self) -> bool:

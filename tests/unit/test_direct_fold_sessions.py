@@ -3,7 +3,9 @@
 Google Live and OpenAI Realtime fold runs of common lines at once (``DirectFold.fold_deltas``), hand
 lines they decoded already the normal way without decoding them again
 (``SessionDecoder.normal_decoded``) and only count lines with no events (Live's
-``generationComplete``, Realtime's quiet ``.done`` events). Every recording and corpus stream, and
+``generationComplete``, Realtime's quiet ``.done`` events). Live also opens and ends turns in the
+target without events (``fold_message``, ``fold_end``: calls, turn ends with usage, tool results).
+Every recording and corpus stream, and
 lines built to sit inside runs (odd, bad, quiet, padded audio, transcripts), are folded both ways in
 random chunkings and compared: the session, the response, the error (type, frame, message) and
 what was aggregated before it.
@@ -23,13 +25,16 @@ from maas_stream._aggregate import Aggregator
 from maas_stream._registry import get_protocol
 from maas_stream.events import (
     AudioDelta,
+    MessageDone,
     MessageStart,
+    PartDone,
     PartStart,
     ReasoningDelta,
     ResponseDone,
     ResponseStart,
     TextDelta,
     UnknownEvent,
+    UsageUpdate,
 )
 from maas_stream.protocols import google_live
 from maas_stream.protocols._base import AUDIO, TEXT, TRANSCRIPT
@@ -127,6 +132,20 @@ def _b64(raw: bytes) -> str:
 
 
 GENERATION_DONE = ("server", {"serverContent": {"generationComplete": True}})
+USAGE = {"promptTokenCount": 5, "responseTokenCount": 7, "totalTokenCount": 12}
+TURN_END_USAGE = ("server", {"serverContent": {"turnComplete": True}, "usageMetadata": USAGE})
+
+
+def _call(*ids: str, **more: Any) -> tuple[str, Any]:
+    calls = [{"id": i, "name": "f", "args": {"a": i}} for i in ids]
+    return ("server", {"toolCall": {"functionCalls": calls}, **more})
+
+
+def _results(*ids: str) -> tuple[str, Any]:
+    results = [{"id": i, "name": "f", "response": {"output": i}} for i in ids]
+    return ("client", {"toolResponse": {"functionResponses": results}})
+
+
 BAD_TEXT = b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"\\x"}]}}}}\n'
 
 LIVE = {
@@ -231,6 +250,46 @@ LIVE = {
     )
     + b'{"dir":"server","msg":{"serverContent":{"outputTranscription":{"text":"g"}}}x\n'
     + _lines(_audio("AAAA")),
+    "turn ends, calls and tool results in their common and odd shapes": _session(
+        _call("c1"),  # calls open the turn
+        _results("c1"),
+        *[_live({"text": f"w{i} "}) for i in range(3)],
+        _call("c2", "c3", usageMetadata=USAGE),  # two calls closing an open turn, usage beside them
+        _results("c2", "c3"),
+        _live({"text": "a"}),
+        TURN_END_USAGE,
+        ("server", {"toolCall": {"functionCalls": [{"name": "f", "args": {}}]}}),  # no id: the normal way
+        ("client", {"tool_response": {"function_responses": [{"id": "c4", "name": "f", "response": {}}]}}),
+        ("client", {"toolResponse": {"functionResponses": []}}),
+        _live({"text": "b"}),
+        ("server", {"serverContent": {"turnComplete": True, "turnCompleteReason": "MALFORMED"}}),
+        _live({"text": "c"}),
+        ("server", {"serverContent": {"interrupted": True}}),
+        TURN_END_USAGE,
+        ("server", {"serverContent": {"inputTranscription": {"text": "hi"}}}),
+        _live({"text": "d"}),
+        TURN_END_USAGE,
+        _live({"text": "e"}),
+        _results("c5"),  # while a turn is open: the normal way
+        _call("c6", serverContent={"modelTurn": {"parts": [{"text": "f"}]}}),
+        _live({"text": "g"}, turnComplete=True),
+        TURN_END_USAGE,  # no turn open: the normal way
+        _live({"text": "h"}),
+        ("server", {"serverContent": {"turnComplete": True}, "goAway": {"timeLeft": "1s"}}),
+        _call("c7"),
+        _results("c7"),
+    ),
+    "tool results and a turn end before the session started": _lines(
+        _results("c0"),
+        TURN_END_USAGE,
+        ("client", {"setup": {"model": "models/gemini-live"}}),
+        _results("c1"),
+        _call("c2"),
+    ),
+    "bad tool results": _opened(_call("c1"))
+    + _lines(("client", {"toolResponse": {"functionResponses": [{"id": 1, "name": "f"}]}}), _call("c2")),
+    "a bad call": _opened(_live({"text": "a"}))
+    + _lines(("server", {"toolCall": {"functionCalls": [{"id": "c1", "name": 2}]}}), TURN_END_USAGE),
 }
 
 REALTIME = {
@@ -300,6 +359,9 @@ def test_the_bad_lines_fail_as_they_should() -> None:
     ):
         got = assert_same("google-live", LIVE[name], [LIVE[name]])
         assert got[:2] == ("RemoteProtocolError", frame)
+    for name in ("bad tool results", "a bad call"):  # setup, setupComplete, a call or a text, the bad one
+        got = assert_same("google-live", LIVE[name], [LIVE[name]])
+        assert got[:2] == ("RemoteProtocolError", 4)
 
 
 def test_a_line_that_is_no_common_line_splits_its_run() -> None:
@@ -404,6 +466,9 @@ class Target:
 
     def open_message(self, start: Any, message: Any, role: Any, part: Any, value: Any) -> None:
         return None
+
+    def end_message(self, start: Any, message: Any, role: Any, parts: Any, usage: Any, done: Any) -> bool:
+        return False
 
 
 @pytest.mark.parametrize(
@@ -515,3 +580,89 @@ def test_open_message_is_refused_where_events_are_needed() -> None:
         Aggregator("google-live", emit=True).open_message(start, 0, "assistant", 0, ms.TextPart(text=""))
         is None
     )
+
+
+def test_turn_ends_and_tool_results_fold_directly() -> None:
+    """A turn's calls, its end with usage beside it, and a client's tool results apply no events (``fold_end``).
+
+    Calls that close an open turn and calls that are a turn of their own, tool results that
+    open and close a response of their own: the same session and response as the event path.
+    """
+    head = _opened()
+    data = head + _lines(
+        _live({"text": "a"}),
+        _call("c1"),
+        _results("c1"),
+        _live({"text": "b"}),
+        TURN_END_USAGE,
+        _call("c2", "c3"),
+        _results("c2", "c3"),
+        _call("c4", usageMetadata=USAGE),
+    )
+    agg = Counting("google-live")
+    agg.feed(data)
+    before = Counting("google-live")
+    before.feed(head)
+    assert agg.applied == before.applied  # the session's start only
+    assert agg.frames == data.count(b"\n")
+    session, response = agg.session(), agg.finish()
+    assert (session, response) == assert_same("google-live", data, [data])[1:]
+    assert [r.finish_reason for r in session.responses] == ["tool_calls", "stop", "tool_calls", "tool_calls"]
+    assert [r.usage is not None for r in session.responses] == [False, True, False, True]
+    assert [e.kind for e in session.events if e.kind == "tool_result"] == ["tool_result", "tool_result"]
+    calls = session.responses[2].messages[0].content
+    assert [(c.id, c.status) for c in calls if isinstance(c, ms.ToolCallPart)] == [
+        ("c2", "completed"),
+        ("c3", "completed"),
+    ]
+    for seed in range(3):
+        assert_same("google-live", data, chunked(data, seed))
+
+
+def test_end_message_is_refused_where_events_are_needed() -> None:
+    """Nothing is done for a missing, existing or closed message, a known or repeated part key, a
+    call without an id, an ended response without a start, or ``emit``."""
+    call = ms.ToolCallPart(id="c", name="f", arguments="{}")
+    stop = ResponseDone(finish_reason="stop")
+    agg = Aggregator("google-live")
+    assert agg.open_message(None, 0, "assistant", 0, ms.TextPart(text="")) is not None
+    assert not agg.end_message(None, 1, None, [], None, stop)  # no such message
+    assert not agg.end_message(None, 0, "assistant", [], None, stop)  # exists: not new
+    assert not agg.end_message(None, 0, None, [(0, call)], None, stop)  # part 0 exists
+    assert not agg.end_message(None, 0, None, [(1, call), (1, call)], None, stop)
+    assert not agg.end_message(
+        None, 0, None, [(1, ms.ToolCallPart(id="", name="f", arguments=""))], None, stop
+    )
+    assert Aggregator("google-live", emit=True).end_message(None, 0, "assistant", [], None, stop) is False
+    kept = agg.snapshot().messages[0]
+    assert (kept.status, len(kept.content), agg.state.value) == (
+        "in_progress",
+        1,
+        "STREAMING",
+    )  # nothing done
+    usage = ms.Usage(input_tokens=1)
+    assert agg.end_message(None, 0, None, [(1, call)], usage, stop)
+    assert agg.state.value == "DONE"
+    assert not agg.end_message(None, 0, None, [], None, None)  # closed (and the response ended)
+    assert not agg.end_message(None, 1, "tool", [], None, None)  # ended: needs a start
+    start = ResponseStart(protocol="google-live")
+    assert agg.end_message(start, 1, "tool", [], None, ResponseDone())
+    want = Aggregator("google-live")
+    want.consume(
+        [
+            MessageStart(message=0, role="assistant"),
+            PartStart(message=0, part=0, value=ms.TextPart(text="")),
+            PartStart(message=0, part=1, value=call),
+            PartDone(message=0, part=1),
+            UsageUpdate(usage=usage),
+            MessageDone(message=0),
+            stop,
+            start,
+            MessageStart(message=1, role="tool"),
+            MessageDone(message=1),
+            ResponseDone(),
+        ]
+    )
+    assert agg.session() == want.session()
+    assert agg.finish() == want.finish()
+    assert agg.session().responses[0].finish_reason == "tool_calls"

@@ -21,7 +21,8 @@ The direct fold (:class:`DirectFold`, docs/architecture.md): a ``direct`` decode
 text, arguments, summary and audio deltas to part buffers the target hands out (the part exists, deltas go
 straight in), and may close a part and open the next without events (:meth:`DirectFold.fold_part`:
 a run of text ends, a whole call arrives; :meth:`DirectFold.fold_message`: a line opens a turn's
-response, message and part); any other frame goes as events, in order, and makes it
+response, message and part; :meth:`DirectFold.fold_end`: a line ends a turn, its calls and usage
+with it, or is a whole message); any other frame goes as events, in order, and makes it
 forget every buffer it was handed. Both framings fold through it: SSE (:meth:`SSEStreamDecoder.feed_into`, each protocol's
 ``fold_frames``) and JSON lines (``_jsonl``, each session protocol's ``fold_lines``); a protocol
 decides only which of its frames are common.
@@ -67,7 +68,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
 
 if TYPE_CHECKING:
     from .._drops import DropLog, Dropped
-    from .._model import Role
+    from .._model import Role, Usage
     from ..events import Event, Key
 
 __all__ = [
@@ -207,6 +208,23 @@ class FoldTarget(Protocol):
         """
         ...
 
+    def end_message(
+        self,
+        start: ResponseStart | None,
+        message: Key,
+        role: Role | None,
+        parts: Sequence[tuple[Key, Part]],
+        usage: Usage | None,
+        done: ResponseDone | None,
+    ) -> bool:
+        """End ``message`` (new when ``role`` is given, after the response ``start``) with whole ``parts``, without events.
+
+        What ``start``, ``MessageStart``, each part's ``PartStart``/``PartDone``, ``UsageUpdate``,
+        ``MessageDone`` and ``done`` would leave; ``False`` (nothing done) when those events
+        would not apply so.
+        """
+        ...
+
 
 _IDLE: Final[dict[Any, Any]] = {}
 """A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
@@ -290,6 +308,28 @@ class DirectFold:
         return self._opened(
             message, part, target.open_message(start, message, role, part, value) if target else None
         )
+
+    def fold_end(
+        self,
+        start: ResponseStart | None,
+        message: Key,
+        role: Role | None,
+        parts: Sequence[tuple[Key, Part]],
+        usage: Usage | None = None,
+        done: ResponseDone | None = None,
+    ) -> bool:
+        """End a message (and its response, ``done``) with whole parts in the target without events.
+
+        ``FoldTarget.end_message``, for a line that ends a turn (its calls, usage, its end) or is
+        a whole message (a client's tool results). The buffers handed out are forgotten, as after
+        a normal frame; ``False``: nothing was done, go the normal way.
+        """
+        target = self._target
+        if target is None or not target.end_message(start, message, role, parts, usage, done):
+            return False
+        self._buffers.clear()
+        self._hot = None
+        return True
 
     def _opened(self, message: Key, part: Key, found: PartBuffers | None) -> PartBuffers | None:
         """A part the target opened (``found``, unless ``None``) is the one :meth:`fold_delta` uses next."""

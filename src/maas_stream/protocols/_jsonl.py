@@ -24,7 +24,7 @@ from ._base import _DECODE_FAULTS, DirectFold, FoldTarget, _State, flush_warning
 if TYPE_CHECKING:
     from ..events import Event
 
-__all__ = ["JSONLinesStreamDecoder", "Msg", "WrappedLine", "raw_message"]
+__all__ = ["JSONLinesStreamDecoder", "Msg", "WrappedLine", "client_message", "raw_message"]
 
 
 class WrappedLine:
@@ -58,6 +58,19 @@ class _WSFrame(msgspec.Struct):
 
 
 _ws_frame = msgspec.json.Decoder(_WSFrame)
+
+
+def client_message(line: bytes) -> Any:
+    """A recorded client line's message as plain JSON values, read as the base path reads it.
+
+    ``None`` for a line that is no client line, or whose frame or message is no JSON (the base
+    path says what it is). For a direct fold that takes a client line without events.
+    """
+    try:
+        frame = _ws_frame.decode(line)
+        return msgspec.json.decode(frame.msg) if frame.dir == "client" else None
+    except _DECODE_FAULTS:
+        return None
 
 
 class JSONLinesStreamDecoder(DirectFold):

@@ -39,6 +39,9 @@ audio or transcript goes straight into its part's buffers: a run of consecutive 
 recorded (one part's text, or its audio and transcription) is decoded in one msgspec call per
 kind and folds with one append per buffer. A line that opens a turn with such a delta opens the
 turn's response, message and part in the target without events (``fold_message``), then folds.
+A line that ends the turn in a common shape (its calls alone, or a ``turnComplete`` that says
+nothing else; usage beside either) and a client's tool results between turns close the turn, or
+open and close their own message and response, in the target without events (``fold_end``).
 """
 
 from __future__ import annotations
@@ -51,8 +54,9 @@ import msgspec
 
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
-from ..._model import AudioPart, ImagePart, MessageStatus, Part, ReasoningPart, TextPart, ToolResultPart
+from ..._model import AudioPart, ImagePart, MessageStatus, Part, ReasoningPart, Role, TextPart, ToolResultPart
 from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
+from .._jsonl import client_message
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import NOT_SERVER, SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
@@ -161,6 +165,13 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
     return chunks, texts
 
 
+_CLIENT_TOOL: Final = b'{"dir":"client","msg":{"toolResponse":'
+"""How a client's tool results begin as recorded (``_fold_each`` folds them without events)."""
+_STOP: Final = ev.ResponseDone(finish_reason="stop")
+_DONE: Final = ev.ResponseDone()
+"""How a turn's response ends (``_turn_complete``, ``_tool_call``), and the response the decoder
+opened for a client's tool results (events are frozen: one each, shared)."""
+
 _TEXT, _THOUGHT, _QUIET = TEXT, -1, -2
 """A common delta's kind (``StreamDecoder._delta``): ``fold_delta``'s buffer, thought text, and
 no delta at all (a message with no events once the session started: ``generationComplete``, say)."""
@@ -183,6 +194,34 @@ def _recorded_delta(line: bytes) -> tuple[int, str] | None:
     except _DECODE_FAULTS:
         pass  # not exactly strings: the whole decode says what the line is
     return None
+
+
+def _results(body: Any) -> list[ToolResultPart]:
+    """A ``toolResponse``'s tool results (``functionResponses``, or the SDK's snake_case name)."""
+    responses = body.get("functionResponses") if isinstance(body, dict) else None
+    if responses is None and isinstance(body, dict):
+        responses = body.get("function_responses")
+    if not isinstance(responses, list):
+        raise RemoteProtocolError("toolResponse without functionResponses")
+    results: list[ToolResultPart] = []
+    for item in responses:
+        result = result_part(item)
+        if result is None:
+            raise RemoteProtocolError(
+                "toolResponse.functionResponses must hold objects whose id and name are strings"
+            )
+        results.append(result)
+    return results
+
+
+def _tool_results(raw: Any) -> list[ToolResultPart] | None:
+    """A client message's tool results if it is a ``toolResponse`` as ``_client`` reads it; else ``None``."""
+    if not isinstance(raw, dict) or not raw or CLIENT_KEYS.get(next(iter(raw))) != "toolResponse":
+        return None
+    try:
+        return _results(next(iter(raw.values())))
+    except RemoteProtocolError:
+        return None  # the normal way raises it
 
 
 def _raw(line: bytes | str, whole: bool) -> Any:
@@ -367,49 +406,30 @@ class StreamDecoder(SessionDecoder):
         """Fold lines one at a time: a delta continuing the open part folds, every other line is held.
 
         Consecutive held lines go ``normal`` together (``normal_decoded``: as decoded here), before
-        the next delta is tried. A line with no events (``_QUIET``), with nothing held, is only counted.
+        the next delta or turn end is tried (:meth:`_fold_line`). A line with no events
+        (``_QUIET``), with nothing held, is only counted.
         """
-        decode = frame_decoder.decode
-        fold = self.fold_delta
+        read = self._read
         held: list[bytes] = []
         decoded: list[Any] = []
         frames = self._frames
         for line in lines:
             if not line:
                 continue
-            message: Any = None  # not decoded: a common line as recorded, read by its strings
-            delta = _recorded_delta(line)
-            if delta is None:
-                try:
-                    message = decode(line).msg
-                except _DECODE_FAULTS:
-                    message = NOT_SERVER  # a client line, an odd or bad one: the normal way says which
-                else:
-                    delta = self._delta(message)
-            if delta is not None:
-                kind, piece = delta
-                if kind == _QUIET:
-                    if not held and self._started:
-                        frames += 1  # no events: only counted
-                        continue
-                elif piece:
-                    if held:
-                        self._frames = frames
-                        self.normal_decoded(decoded, held)
-                        frames = self._frames
-                        held, decoded = [], []
-                    if self._msg_open or (
-                        kind <= _TEXT
-                        and self._fold_turn(0, ReasoningPart() if kind == _THOUGHT else TextPart(text=""))
-                    ):
-                        if kind <= _TEXT:
-                            last = "thought" if kind == _THOUGHT else "text"
-                            folded = self._last == last and fold(self._turn, self._pos, piece)
-                        else:
-                            folded = self._audio and fold(self._turn, "audio", piece, kind)
-                        if folded:
-                            frames += 1
-                            continue
+            message, delta, ending = read(line)
+            if delta is not None and delta[0] == _QUIET:
+                if not held and self._started:
+                    frames += 1  # no events: only counted
+                    continue
+            elif (ending is not None and self._started) or (delta is not None and delta[1]):
+                if held:
+                    self._frames = frames
+                    self.normal_decoded(decoded, held)
+                    frames = self._frames
+                    held, decoded = [], []
+                if self._fold_line(delta, ending):
+                    frames += 1
+                    continue
             held.append(line)
             decoded.append(message)
         if held:
@@ -417,6 +437,49 @@ class StreamDecoder(SessionDecoder):
             self.normal_decoded(decoded, held)
             frames = self._frames
         self._frames = frames
+
+    def _read(self, line: bytes) -> tuple[Any, tuple[int, str] | None, Any]:
+        """A line as :meth:`_fold_each` takes it: its message, its delta, and what it ends.
+
+        The message is ``None`` for a common line as recorded (read by its strings) and
+        :data:`NOT_SERVER` for a client line, an odd or bad one (the normal way says which). What
+        it ends: the message of a turn's end (its calls, ``turnComplete``), or a client's tool
+        results (a list), else ``None``.
+        """
+        delta = _recorded_delta(line)
+        if delta is not None:
+            return None, delta, None
+        if line.startswith(_CLIENT_TOOL):
+            results = _tool_results(client_message(line))
+            if results is not None:
+                return NOT_SERVER, None, results
+        try:
+            message = frame_decoder.decode(line).msg
+        except _DECODE_FAULTS:
+            return NOT_SERVER, None, None
+        delta = self._delta(message)
+        content = message.server_content
+        if delta is None and (
+            message.tool_call is not None or (content is not None and content.turn_complete)
+        ):
+            return message, None, message
+        return message, delta, None
+
+    def _fold_line(self, delta: tuple[int, str] | None, ending: Any) -> bool:
+        """Fold a line's non-empty delta, or what it ends (:meth:`_read`); ``False``: go the normal way."""
+        if ending is not None:
+            return self._fold_results(ending) if type(ending) is list else self._fold_turn_end(ending)
+        assert delta is not None
+        kind, piece = delta
+        if not self._msg_open and not (
+            kind <= _TEXT and self._fold_turn(0, ReasoningPart() if kind == _THOUGHT else TextPart(text=""))
+        ):
+            return False
+        if kind <= _TEXT:
+            return self._last == ("thought" if kind == _THOUGHT else "text") and self.fold_delta(
+                self._turn, self._pos, piece
+            )
+        return self._audio and self.fold_delta(self._turn, "audio", piece, kind)
 
     @staticmethod
     def _delta(message: ServerMessage) -> tuple[int, str] | None:
@@ -542,6 +605,87 @@ class StreamDecoder(SessionDecoder):
             self._audio = True
         else:
             self._pos, self._last = 0, "thought" if isinstance(value, ReasoningPart) else "text"
+        return True
+
+    def _fold_turn_end(self, message: ServerMessage) -> bool:
+        """Fold a message that ends the turn: its calls (``toolCall``) or ``turnComplete``, usage beside either.
+
+        What ``_tool_call`` or ``_turn_complete`` send, without events (``fold_end``): only their
+        common shapes (a turn's calls alone; a turn's end that says nothing else, neither
+        interrupted nor with a reason, the turn open and no input transcription open). ``False``:
+        nothing was done, go the normal way.
+        """
+        if (
+            (self._msg_open and not self._open)
+            or message.setup_complete is not None
+            or message.tool_call_cancellation is not None
+            or message.go_away is not None
+            or message.session_resumption_update is not None
+        ):
+            return False
+        usage = usage_from(message.usage_metadata) if message.usage_metadata is not None else None
+        content = message.server_content
+        if message.tool_call is not None:
+            if content is not None:
+                return False
+            pos = self._pos if self._msg_open else -1
+            parts: list[tuple[int, Part]] = []
+            for raw in message.tool_call.function_calls:
+                value = call_part(raw)
+                if value is None:
+                    return False  # the normal way raises
+                pos += 1
+                parts.append((pos, value))
+            start: ev.ResponseStart | None = None
+            role: Role | None = None
+            if not self._msg_open:  # the calls open the turn (``_ensure_turn``)
+                start, role = None if self._open else self._response_start(), "assistant"
+            if not self.fold_end(start, self._turn, role, parts, usage, _STOP):
+                return False
+            self._pos, self._last, self._audio = pos, "", self._audio and self._msg_open
+        else:
+            assert content is not None  # (``_fold_each``: a turn's end)
+            turn = content.model_turn
+            said = content.output_transcription
+            if (
+                not self._msg_open
+                or self._input_open
+                or self._interrupted
+                or content.interrupted
+                or content.turn_complete_reason
+                or (turn is not None and turn.parts)
+                or (said is not None and said.text)
+                or content.input_transcription is not None
+                or content.grounding_metadata is not None
+                or content.url_context_metadata is not None
+                or not self.fold_end(None, self._turn, None, (), usage, _STOP)
+            ):
+                return False
+        self._msg_open = False
+        self._turn += 1
+        self._open = self._ours = False
+        return True
+
+    def _fold_results(self, results: list[ToolResultPart]) -> bool:
+        """Fold a client's tool results as ``_tool_response`` sends them, without events (``fold_end``).
+
+        Only between turns (no turn open); ``False``: nothing was done, go the normal way.
+        """
+        if self._msg_open:
+            return False
+        ours = not self._open
+        if not self.fold_end(
+            self._response_start() if ours else None,
+            ("tool", self._tools),
+            "tool",
+            list(enumerate(results)),
+            None,
+            _DONE if ours else None,
+        ):
+            return False
+        self._tools += 1
+        if ours:
+            self._ours = False
         return True
 
     def _end_turn(self, out: list[ev.Event], status: MessageStatus | None = None) -> None:
@@ -705,19 +849,7 @@ class StreamDecoder(SessionDecoder):
         out.append(ev.UnknownEvent(provider_type=f"client.{name or key}", raw=raw, passthrough=True))
 
     def _tool_response(self, body: Any, out: list[ev.Event]) -> None:
-        responses = body.get("functionResponses") if isinstance(body, dict) else None
-        if responses is None and isinstance(body, dict):
-            responses = body.get("function_responses")
-        if not isinstance(responses, list):
-            raise RemoteProtocolError("toolResponse without functionResponses")
-        results: list[ToolResultPart] = []
-        for item in responses:
-            result = result_part(item)
-            if result is None:
-                raise RemoteProtocolError(
-                    "toolResponse.functionResponses must hold objects whose id and name are strings"
-                )
-            results.append(result)
+        results = _results(body)
         ours = not self._open
         self._ensure_open(out, ours=ours)
         self._end_turn(out)
