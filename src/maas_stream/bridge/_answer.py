@@ -29,8 +29,7 @@ import anyio
 from .._bodies import encode_response, is_cut
 from .._exceptions import MaasStreamError
 from .._registry import get_protocol
-from ..io import ProviderHTTPError, StreamIOError, aaggregate
-from ..io._exceptions import error_summary
+from ..io import StreamIOError, aaggregate
 from ..io._stream import aconvert_into
 from ._asgi import HangUp, send_json, watch_disconnect
 from ._failures import upstream_failure
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CURRENT",
-    "FORWARDED_HEADERS",
     "Reading",
     "answer",
     "answer_headers",
@@ -56,10 +54,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("maas_stream")
-
-
-FORWARDED_HEADERS = ("retry-after", "x-request-id", "request-id")
-"""The upstream's error headers passed on to the client."""
 
 
 CURRENT: contextvars.ContextVar[tuple[Upstream, Exchange, Route | None]] = contextvars.ContextVar(
@@ -136,12 +130,7 @@ async def run_exchange(
             raise
         hangup.task.uncancel()  # the cancellation was the hang-up's: taken back here
         _client_gone(app)
-    except ProviderHTTPError as exc:
-        passed = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
-        raise Rejected(
-            exc.status, f"upstream {upstream.protocol}: {error_summary(exc.body)}", passed
-        ) from None
-    except StreamIOError as exc:
+    except StreamIOError as exc:  # a provider's refusal (ProviderHTTPError) included
         raise upstream_failure(upstream.protocol, exc) from None
     finally:
         if hangup is not None:

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._registry import match_model_list
 from .._request import estimate_input_tokens
-from ..io import ProviderHTTPError, StreamIOError
-from ..io._exceptions import error_summary
-from ._answer import FORWARDED_HEADERS, answer_headers
+from ..io import StreamIOError
+from ._answer import answer_headers
 from ._asgi import send_json
 from ._failures import upstream_failure
 from ._request import Rejected
@@ -71,12 +70,7 @@ async def count_tokens(app: BridgeApp, match: EndpointMatch, request: Any, send:
     if count is not None:
         try:
             n = await count(request.body, model=request.envelope.model)
-        except ProviderHTTPError as exc:
-            headers = {k: v for k, v in exc.headers.items() if k in FORWARDED_HEADERS}
-            raise Rejected(
-                exc.status, f"upstream {upstream.protocol}: {error_summary(exc.body)}", headers
-            ) from None
-        except StreamIOError as exc:
+        except StreamIOError as exc:  # a provider's refusal (ProviderHTTPError) included
             raise upstream_failure(upstream.protocol, exc) from None
     headers = answer_headers(app, len(request.dropped))
     if n is None:
