@@ -350,7 +350,7 @@ class StreamDecoder(SSEStreamDecoder):
     # ------------------------------------------------------------------ frames
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
-        if self._started:
+        if self._started and self._target is None:  # (folding: fold_frames read it lean already)
             delta = self._run_delta(data)
             if delta is not None:
                 return delta
