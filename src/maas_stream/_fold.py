@@ -161,7 +161,7 @@ class Fold:
     def part_buffers(self, message: Key, part: Key) -> PartState | None:
         """The part a decoder may fold text, arguments, summary and audio deltas into directly, or ``None``.
 
-        The aggregator's half of the direct fold (``protocols/_base.py``): a part is handed out
+        The aggregator's half of the direct fold (``protocols/_direct.py``): a part is handed out
         only when it exists and a delta would go straight into its buffers (:meth:`_on_text`,
         :meth:`_on_args`, :meth:`_on_summary` once the part has a summary, :meth:`_on_audio`)
         with nothing handed on, so appending to it is what the event would do.

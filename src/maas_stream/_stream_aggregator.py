@@ -133,7 +133,7 @@ class StreamAggregator:
         decoder = self._decoder
         assert decoder is not None
         if self._direct:
-            # The direct fold (protocols/_base.py): common deltas go straight into the parts.
+            # The direct fold (protocols/_direct.py): common deltas go straight into the parts.
             try:
                 decoder.feed_into(data, self)  # type: ignore[attr-defined]
             except ProtocolError as exc:

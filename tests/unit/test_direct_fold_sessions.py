@@ -37,7 +37,7 @@ from maas_stream.events import (
     UsageUpdate,
 )
 from maas_stream.protocols import google_live
-from maas_stream.protocols._base import AUDIO, TEXT, TRANSCRIPT
+from maas_stream.protocols._direct import AUDIO, TEXT, TRANSCRIPT
 from maas_stream.protocols._session import NOT_SERVER
 from tests.unit.test_direct_fold import AUDIO as AUDIO_PART
 from tests.unit.test_direct_fold import PADDED, SESSION, _lines, _live, _opened, _realtime, _rt, _session

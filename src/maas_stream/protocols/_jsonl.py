@@ -19,7 +19,8 @@ import msgspec
 
 from .._exceptions import LocalProtocolError, RemoteProtocolError
 from ..sse import DEFAULT_MAX_EVENT_SIZE
-from ._base import _DECODE_FAULTS, DirectFold, FoldTarget, _State, flush_warnings
+from ._base import _DECODE_FAULTS, _State, flush_warnings
+from ._direct import DirectFold, FoldTarget
 
 if TYPE_CHECKING:
     from ..events import Event

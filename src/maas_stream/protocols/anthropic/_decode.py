@@ -25,7 +25,8 @@ import msgspec
 from ... import events
 from ..._exceptions import RemoteProtocolError
 from ..._model import FinishReason, UnknownPart
-from .._base import ARGS, TEXT, SSEStreamDecoder
+from .._base import SSEStreamDecoder
+from .._direct import ARGS, TEXT
 from .._names import ANTHROPIC as PROTOCOL
 from ._blocks import (
     KNOWN_RAW_TYPES,

@@ -28,7 +28,8 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message, Part, TextPart
-from .._base import ARGS, SUMMARY, SSEStreamDecoder
+from .._base import SSEStreamDecoder
+from .._direct import ARGS, SUMMARY
 from .._names import GOOGLE_INTERACTIONS as PROTOCOL
 from ._content import citation_from, part_from_content
 from ._steps import (

@@ -55,7 +55,8 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, ImagePart, MessageStatus, Part, ReasoningPart, Role, TextPart, ToolResultPart
-from .._base import _DECODE_FAULTS, AUDIO, TEXT, TRANSCRIPT
+from .._base import _DECODE_FAULTS
+from .._direct import AUDIO, TEXT, TRANSCRIPT
 from .._jsonl import client_message
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._session import NOT_SERVER, SessionDecoder

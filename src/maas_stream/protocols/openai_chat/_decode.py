@@ -15,7 +15,8 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import ReasoningPart, ToolCallPart
-from .._base import ARGS, SSEStreamDecoder
+from .._base import SSEStreamDecoder
+from .._direct import ARGS
 from ._map import (
     LEGACY,
     PROTOCOL,

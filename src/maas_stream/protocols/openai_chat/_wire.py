@@ -119,7 +119,7 @@ class Completion(_Envelope, gc=False):
 
 
 class FoldDelta(msgspec.Struct, gc=False):
-    """A delta read for the direct fold (``protocols/_base.py``).
+    """A delta read for the direct fold (``protocols/_direct.py``).
 
     Every field of :class:`Delta`, typed the same where the fold reads it; the others only told
     apart from ``null`` (``Any``): any of them sends the frame the normal way, whose full

@@ -51,7 +51,8 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, Role, ToolCallPart
-from .._base import _DECODE_FAULTS, ARGS, AUDIO, TEXT, TRANSCRIPT
+from .._base import _DECODE_FAULTS
+from .._direct import ARGS, AUDIO, TEXT, TRANSCRIPT
 from .._jsonl import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from

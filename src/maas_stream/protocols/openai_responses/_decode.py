@@ -37,7 +37,8 @@ from msgspec.structs import replace
 from ... import events
 from ..._exceptions import RemoteProtocolError
 from ..._model import ImagePart, ToolCallPart, UnknownPart
-from .._base import ARGS, SUMMARY, TEXT, SSEStreamDecoder
+from .._base import SSEStreamDecoder
+from .._direct import ARGS, SUMMARY, TEXT
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._openai import citation_from_annotation
 from ._items import CALL_TYPES, content_part, escaped, item_message, item_parts, stream_prefix
