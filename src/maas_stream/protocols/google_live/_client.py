@@ -61,7 +61,7 @@ from ..._client_model import (
 from ..._exceptions import RemoteProtocolError
 from ..._model import ToolResultPart
 from .._names import GOOGLE_LIVE as PROTOCOL
-from ._decode import CLIENT_KEYS
+from ._events import CLIENT_KEYS
 from ._history import from_canonical, to_canonical
 from ._parts import function_response
 

@@ -39,7 +39,7 @@ from ..._model import (
 from .._names import GOOGLE_LIVE as PROTOCOL
 from .._replay import replayable
 from .._session import drop_kind, part_name, tool_parts
-from ._decode import CLIENT_KEYS
+from ._events import CLIENT_KEYS
 from ._parts import call_part, code_part, function_call, function_response, result_part, whole_parts
 
 __all__ = ["from_canonical", "to_canonical", "validate"]
