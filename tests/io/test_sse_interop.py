@@ -10,7 +10,7 @@ import httpx_sse
 import pytest
 
 import maas_stream as ms
-from maas_stream.io._source import reframe
+from maas_stream.io._kinds import reframe
 from maas_stream.sse import Decoder
 
 from ..conftest import recordings

@@ -26,11 +26,12 @@ import msgspec
 from .._exceptions import ProtocolDetectionError
 from .._registry import detect_protocol
 from ._exceptions import ProviderHTTPError, StreamIOError
+from ._kinds import SyncReader
 from ._redact import REDACTED as REDACTED
 from ._redact import redact_body, scrub
 from ._redact import redact_headers as redact_headers
 from ._redact import redact_url as redact_url
-from ._source import AsyncReader, SyncReader
+from ._source import AsyncReader
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Generator, Mapping

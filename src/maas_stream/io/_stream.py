@@ -28,7 +28,8 @@ from ._exceptions import (
     StreamTimeoutError,
     UnexpectedContentTypeError,
 )
-from ._source import AsyncReader, SyncReader
+from ._kinds import SyncReader
+from ._source import AsyncReader
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
