@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 
 import maas_stream as ms
 from maas_stream.bridge import HTTPUpstream, Timeouts
-from maas_stream.bridge._transport import LeanTransport, _Answer
+from maas_stream.bridge._http1 import Answer as _Answer
+from maas_stream.bridge._transport import LeanTransport
 from maas_stream.bridge._upstream import new_client
 from tests.bridge.realtime_fakes import tls_files
 from tests.io.loopback import Conn, serve
@@ -547,10 +548,10 @@ def test_without_httptools_the_bridge_uses_httpx2s_own_transport() -> None:
     script = (
         "import sys; sys.modules['httptools'] = None\n"
         "from maas_stream.bridge import Timeouts\n"
-        "from maas_stream.bridge import _transport\n"
+        "from maas_stream.bridge import _http1\n"
         "from maas_stream.bridge._upstream import new_client\n"
         "c = new_client(Timeouts(), 10)\n"
-        "print(_transport.AVAILABLE, type(c._transport).__name__)\n"
+        "print(_http1.AVAILABLE, type(c._transport).__name__)\n"
     )
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert found.stdout.split() == ["False", "AsyncHTTPTransport"]

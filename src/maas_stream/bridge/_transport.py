@@ -9,11 +9,11 @@ extra parses with) fed each socket read whole. A body yields everything one read
 chunked body is de-chunked per read, so the frames of a burst reach the converter as one piece).
 
 Scope: plain HTTP/1.1 over TCP or TLS, no proxy (``new_client`` keeps httpx2's own transport
-when the environment names a proxy, or when httptools is not installed: :data:`AVAILABLE`).
+when the environment names a proxy, or when httptools is not installed: ``_http1.AVAILABLE``).
 Errors are httpx2's own classes (``ConnectError``, ``ConnectTimeout``, ``PoolTimeout``,
 ``WriteError``, ``ReadError``, ``RemoteProtocolError``), with httpcore's messages for the faults
 both can report. Memory grows with the bytes received, never with a size the answer names: a
-head beyond :data:`_MAX_HEAD` bytes, or :data:`_MAX_LINE` bytes of chunk framing without any
+head beyond ``_http1.MAX_HEAD`` bytes, or :data:`_MAX_LINE` bytes of chunk framing without any
 data, is refused.
 
 It must not contain protocol logic.
@@ -30,23 +30,15 @@ import anyio
 import anyio.abc
 import httpx2
 
-# Whether httptools is installed: without it, new_client keeps httpx2's own transport.
-try:
-    from httptools import HttpParserError, HttpParserUpgrade, HttpResponseParser
-except ImportError:  # pragma: no cover - the serve extra installs it
-    AVAILABLE = False
-else:
-    AVAILABLE = True
+from ._http1 import MAX_HEAD, Answer, check_cut
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["AVAILABLE", "LeanPoster", "LeanTransport", "Prepared"]
+__all__ = ["LeanPoster", "LeanTransport", "Prepared"]
 
 _READ = 65536
 """Bytes asked of the socket per read."""
-_MAX_HEAD = 64 * 1024
-"""The most bytes read before the response head (status line and headers) is complete."""
 _MAX_LINE = 4096
 """The most bytes of a chunked body read without any data in them (a chunk-size or trailer line)."""
 
@@ -75,125 +67,10 @@ class _Connection:
         return not readable
 
 
-class _Answer:
-    """httptools' callbacks for one answer: its final head, its end, the body pieces of a read.
-
-    ``on_body`` is the list's own ``append`` (no Python frame per chunk); whoever feeds a read
-    takes what it collected from :attr:`pieces`. Informational answers (1xx but 101) are passed
-    over; a HEAD request's answer ends with its head (llhttp would wait for the body its
-    ``content-length`` names, and httptools cannot tell it otherwise).
-    """
-
-    __slots__ = (
-        "complete",
-        "ended",
-        "extra",
-        "final",
-        "head_only",
-        "headers",
-        "keep_alive",
-        "on_body",
-        "parser",
-        "pieces",
-        "reason",
-        "status",
-        "trailer",
-        "version",
-    )
-
-    def __init__(self, *, head_only: bool) -> None:
-        self.pieces: list[bytes] = []
-        self.on_body = self.pieces.append
-        self.head_only = head_only
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.reason = b""
-        self.status = 0
-        self.version = b"HTTP/1.1"
-        self.final = False  # the final answer's head is complete
-        self.complete = False  # ... and its message too (for HEAD: its head)
-        self.ended = False  # the parser saw the final message end
-        self.keep_alive = False
-        self.extra = False  # bytes came after the end: the connection is not reused
-        self.trailer = False  # a trailer field was read (progress without body data)
-        self.parser = HttpResponseParser(self)
-        # Whitespace after a chunk size (some servers send it; h11 accepts it before the CRLF):
-        # llhttp refuses it unless told.
-        self.parser.set_dangerous_leniencies(lenient_spaces_after_chunk_size=True)
-
-    def on_message_begin(self) -> None:
-        if self.complete:
-            self.extra = True
-            return
-        self.headers = []
-        self.reason = b""
-
-    def on_status(self, reason: bytes) -> None:
-        if not self.complete:
-            self.reason += reason  # a status line cut between reads comes in pieces
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self.final:
-            self.trailer = True  # trailers are read and dropped, as httpcore does
-        else:
-            self.headers.append((name, value.rstrip(b" \t")))
-
-    def on_headers_complete(self) -> None:
-        if self.complete:
-            return
-        parser = self.parser
-        status = parser.get_status_code()
-        if 100 <= status < 200 and status != 101:
-            return  # an informational answer (100 Continue, 103 Early Hints): the real one follows
-        version = parser.get_http_version()
-        if not version.startswith("1.") or status < 100:
-            raise httpx2.RemoteProtocolError(f"invalid status line: HTTP/{version} {status}")
-        self.status = status
-        self.version = b"HTTP/1.1" if version == "1.1" else f"HTTP/{version}".encode("ascii")
-        self.keep_alive = status != 101 and parser.should_keep_alive()
-        self.final = True
-        if self.head_only:
-            self.complete = True
-
-    def on_message_complete(self) -> None:
-        if self.ended or (self.complete and not self.head_only):
-            self.extra = True
-        elif self.final:
-            self.ended = self.complete = True
-
-    def feed(self, data: bytes) -> None:
-        """Parse one read (body data lands in :attr:`pieces`); what follows the end is noted.
-
-        Raises:
-            httpx2.RemoteProtocolError: The answer is not valid HTTP/1.1.
-        """
-        try:
-            self.parser.feed_data(data)
-        except HttpParserUpgrade:
-            self.keep_alive = False  # 101: the connection now speaks another protocol
-        except HttpParserError as exc:
-            if self.complete:
-                self.extra = True  # bytes after the answer's end (even ones that parse as nothing)
-                return
-            cause = exc.__context__
-            if isinstance(cause, httpx2.RemoteProtocolError):
-                raise cause from None
-            part = "body" if self.final else "head"
-            raise httpx2.RemoteProtocolError(f"invalid response {part}: {exc}") from None
-
-    def take(self) -> bytes:
-        """The body data the reads since the last call brought, as one piece."""
-        pieces = self.pieces
-        if not pieces:
-            return b""
-        out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        pieces.clear()
-        return out
-
-
 class LeanTransport(httpx2.AsyncBaseTransport):
     """HTTP/1.1 with a keep-alive pool, for ``httpx2.AsyncClient(transport=...)``.
 
-    Needs httptools (:data:`AVAILABLE`).
+    Needs httptools (``_http1.AVAILABLE``).
 
     Args:
         max_connections: Requests in flight at once (one more waits for the pool timeout).
@@ -294,7 +171,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             except TimeoutError:
                 raise httpx2.PoolTimeout("no free connection slot within the pool timeout") from None
         conn: _Connection | None = None
-        answer = _Answer(head_only=request.method == "HEAD")
+        answer = Answer(head_only=request.method == "HEAD")
         try:
             conn = await self._take(key) or await self._connect(key, timeouts.get("connect"))
             await _write(conn, data, timeouts.get("write"))
@@ -480,7 +357,7 @@ async def _write(conn: _Connection, data: bytes, seconds: float | None) -> None:
         raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
 
 
-async def _read_head(conn: _Connection, answer: _Answer, seconds: float | None) -> None:
+async def _read_head(conn: _Connection, answer: Answer, seconds: float | None) -> None:
     """Read until the final (non-1xx) answer's head is parsed (body bytes read with it are kept).
 
     Raises:
@@ -493,7 +370,7 @@ async def _read_head(conn: _Connection, answer: _Answer, seconds: float | None) 
             raise httpx2.RemoteProtocolError("Server disconnected without sending a response.")
         answer.feed(data)
         received += len(data)
-        if received > _MAX_HEAD and not answer.final:
+        if received > MAX_HEAD and not answer.final:
             raise httpx2.RemoteProtocolError("the response head is too large")
     if answer.head_only and answer.pieces:  # body bytes after a HEAD answer's head
         answer.pieces.clear()
@@ -503,9 +380,7 @@ async def _read_head(conn: _Connection, answer: _Answer, seconds: float | None) 
 class _Body(httpx2.AsyncByteStream):
     """A response body read from its connection: one piece per socket read (de-chunked)."""
 
-    def __init__(
-        self, pool: LeanTransport, conn: _Connection, answer: _Answer, timeout: float | None
-    ) -> None:
+    def __init__(self, pool: LeanTransport, conn: _Connection, answer: Answer, timeout: float | None) -> None:
         self._pool = pool
         self._conn: _Connection | None = conn
         self._answer = answer
@@ -517,7 +392,7 @@ class _Body(httpx2.AsyncByteStream):
             raise httpx2.StreamClosed()
         return self._read(conn, self._answer)
 
-    async def _read(self, conn: _Connection, answer: _Answer) -> AsyncIterator[bytes]:
+    async def _read(self, conn: _Connection, answer: Answer) -> AsyncIterator[bytes]:
         received = 0
         stalled = 0  # bytes of a chunked body read without data in them (framing, trailers)
         while True:
@@ -533,7 +408,7 @@ class _Body(httpx2.AsyncByteStream):
                 yield out
             data = await _receive(conn, self._timeout)
             if not data:
-                _check_cut(answer.headers, received)
+                check_cut(answer.headers, received)
                 await self._finish(reuse=False)  # the body ran until the connection closed
                 return
             answer.feed(data)
@@ -558,29 +433,6 @@ class _Body(httpx2.AsyncByteStream):
         if conn is not None:
             self._pool._slots.release()
             await anyio.aclose_forcefully(conn.stream)
-
-
-def _check_cut(headers: list[tuple[bytes, bytes]], received: int) -> None:
-    """The connection closed before the body's end: fine only when its end is the close.
-
-    Raises:
-        httpx2.RemoteProtocolError: The body is chunked or has a ``content-length`` (httpcore's
-            messages).
-    """
-    length = None
-    for name, value in headers:
-        key = name.lower()
-        if key == b"transfer-encoding" and value.rsplit(b",", 1)[-1].strip().lower() == b"chunked":
-            raise httpx2.RemoteProtocolError(
-                "peer closed connection without sending complete message body: incomplete chunked read"
-            )
-        if key == b"content-length":
-            length = value
-    if length is not None:
-        raise httpx2.RemoteProtocolError(
-            "peer closed connection without sending complete message body: "
-            f"received {received} bytes, expected {int(length)}"
-        )
 
 
 async def _receive(conn: _Connection, seconds: float | None) -> bytes:

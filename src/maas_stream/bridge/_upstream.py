@@ -28,7 +28,7 @@ from .._registry import detect_protocol, get_protocol
 from ..io import ProviderHTTPError, Recording, StreamIOError, StreamTimeoutError, aconnect, areplay
 from ..io._checks import transport_error
 from ..io._exceptions import error_summary, parse_body
-from ._transport import AVAILABLE as LEAN_AVAILABLE
+from ._http1 import AVAILABLE as LEAN_AVAILABLE
 from ._transport import LeanPoster, LeanTransport
 
 if TYPE_CHECKING:
