@@ -23,8 +23,9 @@ a few:
   the relay process's CPU time (user + system, ``/proc``) per message relayed;
 * latency: every session sends ``conversation.item.create`` messages the upstream answers at
   once (``conversation.item.added``), paced so that the whole offers about :data:`RATE`
-  messages/s; the round trip's p50 and p99 over all sessions. "added" is the bridge's round trip
-  minus the raw relay's (both minus ``direct`` are printed too);
+  messages/s; the round trip's p50 and p99 over all sessions, each the best of the repetitions on
+  its own. "added" is the bridge's round trip minus the raw relay's (both minus ``direct`` are
+  printed too);
 * idle memory (first, before any load): :data:`IDLE` sessions opened and left idle; the relay
   process's resident memory grown, per session (its upstream connection included).
 
@@ -46,7 +47,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +217,12 @@ class Result:
     """CPU seconds per message relayed, throughput run."""
     cpu_ping: float = float("inf")
     """CPU seconds per message relayed, latency run."""
-    rtts: list[float] = field(default_factory=list)
+    p50: float = float("inf")
+    """The best (lowest) round-trip median of the repetitions, latency run."""
+    p99: float = float("inf")
+    """The best (lowest) round-trip 99th percentile of the repetitions, latency run: each quantile is
+    a best of the repetitions on its own, like the rate and the CPU, so one repetition disturbed by the
+    shared machine (the clients, the upstream and the relay share its cores) does not decide it."""
 
 
 async def open_sessions(target: Target, n: int) -> list[Any]:
@@ -290,7 +296,7 @@ async def measure(target: Target, sessions: int, result: Result) -> None:
         else:
             await stream_all(target, opened, result)
         if only == "stream":
-            result.rtts = [1.0]
+            result.p50 = result.p99 = 0.0
             return
         pings = max(10, PINGS // sessions)
         interval = max(0.002, sessions / RATE)
@@ -301,8 +307,8 @@ async def measure(target: Target, sessions: int, result: Result) -> None:
         if target.pid:
             used = (cpu_seconds(target.pid) - before) / (2 * len(rtts))
             result.cpu_ping = min(result.cpu_ping, used)
-        if not result.rtts or pct(rtts, 0.5) < pct(result.rtts, 0.5):
-            result.rtts = rtts
+        result.p50 = min(result.p50, pct(rtts, 0.5))
+        result.p99 = min(result.p99, pct(rtts, 0.99))
     finally:
         await close_all(opened)
 
@@ -411,9 +417,9 @@ async def bench(targets: dict[str, Target]) -> None:
             for name, target in targets.items():
                 await measure(target, sessions, results[name])
         relay = results["raw relay"]
-        r50, r99 = pct(relay.rtts, 0.5), pct(relay.rtts, 0.99)
+        r50, r99 = relay.p50, relay.p99
         for name, res in results.items():
-            p50, p99 = pct(res.rtts, 0.5), pct(res.rtts, 0.99)
+            p50, p99 = res.p50, res.p99
             cpu = f"{res.cpu_stream * 1e6:7.1f}µs" if res.cpu_stream < float("inf") else ""
             ping = f"{res.cpu_ping * 1e6:7.1f}µs" if res.cpu_ping < float("inf") else ""
             print(
@@ -427,8 +433,8 @@ async def bench(targets: dict[str, Target]) -> None:
             record(label, "bridge CPU µs/message (stream)", res.cpu_stream * 1e6, "<= 25")
             record(label, "bridge CPU µs/message (ping)", res.cpu_ping * 1e6, "<= 25")
             record(label, "raw relay CPU µs/message (stream)", relay.cpu_stream * 1e6, "floor")
-            record(label, "added latency p50 vs raw relay (ms)", (pct(res.rtts, 0.5) - r50) * 1e3, "<= 2")
-            record(label, "added latency p99 vs raw relay (ms)", (pct(res.rtts, 0.99) - r99) * 1e3, "<= 2")
+            record(label, "added latency p50 vs raw relay (ms)", (res.p50 - r50) * 1e3, "<= 2")
+            record(label, "added latency p99 vs raw relay (ms)", (res.p99 - r99) * 1e3, "<= 2")
 
 
 def main() -> None:
