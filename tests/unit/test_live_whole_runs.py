@@ -99,3 +99,49 @@ def test_chunks_of_whole_lines_fold_the_same(name: str, size: int) -> None:
     lines = data.splitlines(keepends=True)
     chunks = [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
     assert_same("google-live", data, chunks)
+
+
+def _blob(mime: bytes, data: bytes = b'"AAAA"') -> bytes:
+    return (
+        b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineData":{"mimeType":'
+        + mime
+        + b',"data":'
+        + data
+        + b"}}]}}}}\n"
+    )
+
+
+AUDIO_TYPES = {
+    "two audio types in one run": [
+        _blob(b'"audio/pcm"'),
+        _blob(b'"audio/pcm;rate=16000"'),
+        _blob(b'"audio/pcm"'),
+    ],
+    "a type that is no audio type inside a run": [
+        _blob(b'"audio/pcm"'),
+        _blob(b'"video/mp4"'),
+        _blob(b'"audio/pcm"'),
+    ],
+    "a first type that is no audio type": [_blob(b'"text/plain"'), _blob(b'"audio/pcm"')],
+    "a type that is no string": [_blob(b'"audio/pcm"'), _blob(b"7"), _blob(b'"audio/pcm"')],
+    "a first type that is no string": [_blob(b'{"a":1,"data":2}'), _blob(b'"audio/pcm"')],
+    "a type with escaped quotes": [_blob(b'"audio/\\",\\"data\\":"')] * 3,
+    "a type with spaces around it": [_blob(b' "audio/pcm" ')] * 2 + [_blob(b'"audio/pcm"')],
+    "data that is no string": [_blob(b'"audio/pcm"'), _blob(b'"audio/pcm"', b"5"), _blob(b'"audio/pcm"')],
+    "empty data": [_blob(b'"audio/pcm"'), _blob(b'"audio/pcm"', b'""')],
+    "data with escapes": [_blob(b'"audio/pcm"', b'"AA\\u0041A"')] * 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUDIO_TYPES))
+@pytest.mark.parametrize("size", [1, 2, 3, 100])
+def test_audio_runs_fold_their_data_by_their_one_type(name: str, size: int) -> None:
+    """An audio run's data is read after its first line's head (type included): any other line goes its own way."""
+    said = _lines(_live(transcript="s ")).splitlines(keepends=True)[0]
+    body = [line for blob in AUDIO_TYPES[name] for line in (blob, blob, said)]
+    opened = _lines(("client", {"setup": {"model": "models/gemini-live"}}), ("server", {"setupComplete": {}}))
+    opened += _blob(b'"audio/pcm"')  # the turn's first chunk: the run's type, as most lines below
+    lines = opened.splitlines(keepends=True) + body
+    data = b"".join(lines)
+    chunks = [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
+    assert_same("google-live", data, chunks)

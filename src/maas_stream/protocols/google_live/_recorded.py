@@ -13,14 +13,12 @@ It must not do IO.
 from __future__ import annotations
 
 import operator
-from itertools import repeat
 from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from .._base import _DECODE_FAULTS
 from .._direct import AUDIO, TEXT, TRANSCRIPT
-from ._wire import AudioChunk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,12 +56,9 @@ decodes. Any other line, or one whose pieces are not exactly strings, is decoded
 _TEXT_END, _AUDIO_END, _TRANSCRIPT_END = b'"}]}}}}', b'"}}]}}}}', b'"}}}}'
 """How a common line ends: its last string, then the fixed closing (a line whose last value is no
 string, a thought's ``"thought":true`` say, is no common line: it would fail its whole run)."""
-_BLOB_AT: Final = len(_HEAD + b'"modelTurn":{"parts":[{"inlineData":')
-"""Where the ``inlineData`` object of a common audio line starts (it ends 6 bytes before the line does)."""
 _str = msgspec.json.Decoder(str).decode
 _strings = msgspec.json.Decoder(list[str]).decode
-_chunks = msgspec.json.Decoder(list[AudioChunk]).decode
-"""A run's values (``_run_deltas``): texts or transcriptions; audio ``inlineData``."""
+"""A run's values (``_run_deltas``): texts, transcriptions or audio data."""
 _KIND_AT, _MODEL_TURN = len(_HEAD) + 1, ord("m")
 """Which common line of an audio run: ``"modelTurn"`` (audio) or ``"outputTranscription"``."""
 _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
@@ -85,13 +80,10 @@ and its head when longer than that (``_AUDIO_HEAD``: checked too)."""
 
 
 _kind_of = operator.itemgetter(_KIND_AT)
-_blob_of = operator.itemgetter(slice(_BLOB_AT, -6))
 _said_of = operator.itemgetter(slice(_TRANSCRIPT_AT, -4))
 _text_of = operator.itemgetter(slice(_TEXT_AT, -6))
 _ALTERNATING: Final = b"mo" * 512
 """An audio run's lines as recorded, chunk then transcription (``_run_deltas`` splits it by slicing)."""
-_mime_of = operator.attrgetter("mime_type")
-_data_of = operator.attrgetter("data")
 
 
 def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | None:
@@ -114,16 +106,33 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
         else:
             audio, spoken = split
         said = len(spoken)
-        blobs = _chunks(b"[" + b",".join(map(_blob_of, audio)) + b"]") if audio else []
+        chunks = _audio_data(audio) if audio else []
         texts = _strings(b"[" + b",".join(map(_said_of, spoken)) + b"]") if said else []
     except _DECODE_FAULTS:
         return None
-    if len(blobs) != len(audio) or len(texts) != said or "" in texts:
-        return None
-    chunks = list(map(_data_of, blobs))
-    if "" in chunks or not all(map(str.startswith, set(map(_mime_of, blobs)), repeat("audio/"))):
+    if chunks is None or len(chunks) != len(audio) or len(texts) != said or "" in texts or "" in chunks:
         return None
     return chunks, texts
+
+
+def _audio_data(audio: list[bytes]) -> list[str] | None:
+    """A run's audio chunks (their ``data``), decoded in ONE call: ``None`` unless they share one ``audio/`` type.
+
+    The first line says the type (its ``mimeType`` string, before :data:`_AUDIO_DATA`: a JSON
+    string holds no unescaped quote, so the first ``,"data":`` ends it); each line must begin
+    as it does, up to its data string, which then lies between that head and the fixed closing.
+    Raises what decoding raises when the type is no string.
+    """
+    first = audio[0]
+    at = first.find(_AUDIO_DATA, _AUDIO_AT) + len(_AUDIO_DATA)
+    if at < _AUDIO_AT + len(_AUDIO_DATA) or not _str(first[_AUDIO_AT : at - len(_AUDIO_DATA)]).startswith(
+        "audio/"
+    ):
+        return None
+    head = first[:at]
+    if list(map(operator.itemgetter(slice(at)), audio)).count(head) != len(audio):
+        return None
+    return _strings(b"[" + b",".join(map(operator.itemgetter(slice(at, -7)), audio)) + b"]")
 
 
 def _by_kind(run: list[bytes]) -> tuple[list[bytes], list[bytes]] | None:
