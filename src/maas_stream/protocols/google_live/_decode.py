@@ -41,6 +41,7 @@ from ._recorded import (
     _recorded_delta,
     _run_deltas,
     _str,
+    _whole_run,
 )
 from ._wire import ServerMessage, frame_decoder
 
@@ -71,6 +72,11 @@ class StreamDecoder(LiveEvents):
         folded or held). A delta folds when the decoder's state says it continues an open part,
         after the lines before it went ``normal`` (they may open that part).
         """
+        whole = _whole_run(lines)
+        if whole:
+            # The whole chunk is one run (most chunks of a long turn): no line by line look.
+            self._fold_run(whole, lines)
+            return
         other: list[bytes] = []
         run: list[bytes] = []
         group = 0

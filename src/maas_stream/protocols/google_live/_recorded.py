@@ -13,14 +13,15 @@ It must not do IO.
 from __future__ import annotations
 
 import operator
-from itertools import repeat
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from .._base import _DECODE_FAULTS
 from .._direct import AUDIO, TEXT, TRANSCRIPT
-from ._wire import AudioChunk
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "_AUDIO_AT",
@@ -38,6 +39,7 @@ __all__ = [
     "_recorded_delta",
     "_run_deltas",
     "_str",
+    "_whole_run",
 ]
 
 
@@ -54,12 +56,9 @@ decodes. Any other line, or one whose pieces are not exactly strings, is decoded
 _TEXT_END, _AUDIO_END, _TRANSCRIPT_END = b'"}]}}}}', b'"}}]}}}}', b'"}}}}'
 """How a common line ends: its last string, then the fixed closing (a line whose last value is no
 string, a thought's ``"thought":true`` say, is no common line: it would fail its whole run)."""
-_BLOB_AT: Final = len(_HEAD + b'"modelTurn":{"parts":[{"inlineData":')
-"""Where the ``inlineData`` object of a common audio line starts (it ends 6 bytes before the line does)."""
 _str = msgspec.json.Decoder(str).decode
 _strings = msgspec.json.Decoder(list[str]).decode
-_chunks = msgspec.json.Decoder(list[AudioChunk]).decode
-"""A run's values (``_run_deltas``): texts or transcriptions; audio ``inlineData``."""
+"""A run's values (``_run_deltas``): texts, transcriptions or audio data."""
 _KIND_AT, _MODEL_TURN = len(_HEAD) + 1, ord("m")
 """Which common line of an audio run: ``"modelTurn"`` (audio) or ``"outputTranscription"``."""
 _TEXT_AT, _AUDIO_AT, _TRANSCRIPT_AT = len(_TEXT_HEAD), len(_AUDIO_HEAD), len(_TRANSCRIPT_HEAD)
@@ -81,13 +80,10 @@ and its head when longer than that (``_AUDIO_HEAD``: checked too)."""
 
 
 _kind_of = operator.itemgetter(_KIND_AT)
-_blob_of = operator.itemgetter(slice(_BLOB_AT, -6))
 _said_of = operator.itemgetter(slice(_TRANSCRIPT_AT, -4))
 _text_of = operator.itemgetter(slice(_TEXT_AT, -6))
 _ALTERNATING: Final = b"mo" * 512
 """An audio run's lines as recorded, chunk then transcription (``_run_deltas`` splits it by slicing)."""
-_mime_of = operator.attrgetter("mime_type")
-_data_of = operator.attrgetter("data")
 
 
 def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | None:
@@ -103,29 +99,118 @@ def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | N
         if group == _TEXT_RUN:
             texts = _strings(b"[" + b",".join(map(_text_of, run)) + b"]")
             return ([], texts) if len(texts) == len(run) and "" not in texts else None
-        kinds = bytes(map(_kind_of, run))  # each line's: audio (``m``) or transcription (``o``)
-        said = kinds.count(b"o")
-        if not said:
-            audio, spoken = run, []
-        elif said == len(run):
-            audio, spoken = [], run
-        elif _ALTERNATING.startswith(kinds):
-            audio, spoken = run[0::2], run[1::2]
-        elif _ALTERNATING.startswith(kinds, 1):
-            audio, spoken = run[1::2], run[0::2]
-        else:
+        split = _by_kind(run)
+        if split is None:
             audio = [line for line in run if line[_KIND_AT] == _MODEL_TURN]
             spoken = [line for line in run if line[_KIND_AT] != _MODEL_TURN]
-        blobs = _chunks(b"[" + b",".join(map(_blob_of, audio)) + b"]") if audio else []
+        else:
+            audio, spoken = split
+        said = len(spoken)
+        chunks = _audio_data(audio) if audio else []
         texts = _strings(b"[" + b",".join(map(_said_of, spoken)) + b"]") if said else []
     except _DECODE_FAULTS:
         return None
-    if len(blobs) != len(audio) or len(texts) != said or "" in texts:
-        return None
-    chunks = list(map(_data_of, blobs))
-    if "" in chunks or not all(map(str.startswith, set(map(_mime_of, blobs)), repeat("audio/"))):
+    if chunks is None or len(chunks) != len(audio) or len(texts) != said or "" in texts or "" in chunks:
         return None
     return chunks, texts
+
+
+def _audio_data(audio: list[bytes]) -> list[str] | None:
+    """A run's audio chunks (their ``data``), decoded in ONE call: ``None`` unless they share one ``audio/`` type.
+
+    The first line says the type (its ``mimeType`` string, before :data:`_AUDIO_DATA`: a JSON
+    string holds no unescaped quote, so the first ``,"data":`` ends it); each line must begin
+    as it does, up to its data string, which then lies between that head and the fixed closing.
+    Raises what decoding raises when the type is no string.
+    """
+    first = audio[0]
+    at = first.find(_AUDIO_DATA, _AUDIO_AT) + len(_AUDIO_DATA)
+    if at < _AUDIO_AT + len(_AUDIO_DATA) or not _str(first[_AUDIO_AT : at - len(_AUDIO_DATA)]).startswith(
+        "audio/"
+    ):
+        return None
+    head = first[:at]
+    if list(map(operator.itemgetter(slice(at)), audio)).count(head) != len(audio):
+        return None
+    return _strings(b"[" + b",".join(map(operator.itemgetter(slice(at, -7)), audio)) + b"]")
+
+
+def _by_kind(run: list[bytes]) -> tuple[list[bytes], list[bytes]] | None:
+    """An audio run's lines split by slicing: its chunks, its transcriptions (``None``: in no such order).
+
+    Each line's kind is its byte at :data:`_KIND_AT` (``m``: audio, ``o``: transcription): all
+    one kind, or alternating as recorded (:data:`_ALTERNATING`).
+    """
+    kinds = bytes(map(_kind_of, run))
+    said = kinds.count(b"o")
+    if not said:
+        return run, []
+    if said == len(run):
+        return [], run
+    if _ALTERNATING.startswith(kinds):
+        return run[0::2], run[1::2]
+    if _ALTERNATING.startswith(kinds, 1):
+        return run[1::2], run[0::2]
+    return None
+
+
+_TEXT_SEP: Final = _TEXT_END + b"\n" + _TEXT_HEAD
+"""What lies between two consecutive common text lines, around the newline (``_whole_run``)."""
+_audio_head_of = operator.itemgetter(slice(len(_AUDIO_HEAD)))
+_audio_end_of = operator.itemgetter(slice(-len(_AUDIO_END), None))
+_said_head_of = operator.itemgetter(slice(len(_TRANSCRIPT_HEAD)))
+_said_end_of = operator.itemgetter(slice(-len(_TRANSCRIPT_END), None))
+
+
+def _whole_run(lines: list[bytes]) -> int:
+    """The run (``_TEXT_RUN``, ``_AUDIO_RUN``) whose common lines as recorded ALL the lines are, else 0.
+
+    What ``fold_lines`` checks line by line (each line's head and end), checked for the whole
+    chunk a kind at a time in C loops. Text: each newline between two lines is a
+    :data:`_TEXT_SEP` (it holds one newline and cannot overlap itself, so counting them counts
+    the boundaries that are one), the first line starts and the last one ends as a text line
+    does. Audio: its chunks and transcriptions, all one kind or alternating (the orders
+    ``_run_deltas`` splits by slicing), each with its head and end; any other order says 0.
+    """
+    first = lines[0]
+    if first.startswith(_TEXT_HEAD):
+        whole = lines[-1].endswith(_TEXT_END) and (
+            len(lines) == 1 or b"\n".join(lines).count(_TEXT_SEP) == len(lines) - 1
+        )
+        return _TEXT_RUN if whole else 0
+    last = lines[-1]
+    if not (
+        last.startswith(_AUDIO_HEAD)
+        if last.endswith(_AUDIO_END)
+        else last.endswith(_TRANSCRIPT_END) and last.startswith(_TRANSCRIPT_HEAD)
+    ) or not (first.startswith(_AUDIO_HEAD) or first.startswith(_TRANSCRIPT_HEAD)):
+        return 0  # (most chunks that are no run say so here)
+    try:
+        split = _by_kind(lines)
+    except IndexError:
+        return 0  # a line too short to be a common one
+    if split is None:
+        return 0
+    audio, spoken = split
+    whole = _all_are(audio, _audio_head_of, _AUDIO_HEAD, _audio_end_of, _AUDIO_END) and _all_are(
+        spoken, _said_head_of, _TRANSCRIPT_HEAD, _said_end_of, _TRANSCRIPT_END
+    )
+    return _AUDIO_RUN if whole else 0
+
+
+def _all_are(
+    lines: list[bytes],
+    head_of: Callable[[bytes], bytes],
+    head: bytes,
+    end_of: Callable[[bytes], bytes],
+    end: bytes,
+) -> bool:
+    """Whether every line starts with ``head`` and ends with ``end``.
+
+    Their slices are compared (in C loops: no hashing, no argument parsing per line).
+    """
+    n = len(lines)
+    return list(map(head_of, lines)).count(head) == n and list(map(end_of, lines)).count(end) == n
 
 
 _TEXT, _THOUGHT, _QUIET = TEXT, -1, -2

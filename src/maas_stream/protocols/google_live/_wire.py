@@ -19,7 +19,6 @@ import msgspec
 from .._session import Frame
 
 __all__ = [
-    "AudioChunk",
     "Blob",
     "LivePart",
     "ServerContent",
@@ -34,18 +33,6 @@ class Blob(msgspec.Struct, rename="camel", gc=False):
 
     mime_type: str | None = None
     data: str | None = None
-
-
-class AudioChunk(msgspec.Struct, rename="camel", gc=False):
-    """An ``inlineData`` read as an audio chunk: what ``Blob`` reads, both strings required.
-
-    It only picks a common audio line's fast path (``_decode._run_deltas``): whatever it reads,
-    ``Blob`` reads the same; whatever it rejects (a ``null`` or missing field) goes the way
-    every line goes.
-    """
-
-    mime_type: str
-    data: str
 
 
 class LivePart(msgspec.Struct, rename="camel", gc=False):

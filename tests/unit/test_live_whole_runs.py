@@ -1,0 +1,147 @@
+"""Google Live: a chunk whose lines are all one run's common lines folds without a look at each line.
+
+``_recorded._whole_run`` says so for the whole chunk at once (text: its separators counted; audio:
+its heads and ends compared a kind at a time); it must say exactly what ``fold_lines``' line by
+line look says, and the fold must stay the event path's whatever the chunk holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from maas_stream.protocols.google_live._recorded import _AUDIO_RUN, _COMMON, _PREFIX, _TEXT_RUN, _whole_run
+from tests.unit.test_direct_fold import _lines, _live
+from tests.unit.test_direct_fold_sessions import LIVE, _audio, assert_same
+
+POOL = {
+    "text": _lines(_live({"text": "w "})).rstrip(b"\n"),
+    "text with escapes": _lines(_live({"text": 'a "q"\n}]}}}}'})).rstrip(b"\n"),
+    "audio": _lines(_audio("AAAA")).rstrip(b"\n"),
+    "said": _lines(_live(transcript="s ")).rstrip(b"\n"),
+    "thought": _lines(_live({"text": "t", "thought": True})).rstrip(b"\n"),
+    "audio, keys swapped": _lines(_live({"inlineData": {"data": "AAAA", "mimeType": "audio/pcm"}})).rstrip(
+        b"\n"
+    ),
+    "audio, other head": b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineData":'
+    b'{"mimeTypo":"audio/pcm","data":"AAAA"}}]}}}}',
+    "said, finished": _lines(
+        ("server", {"serverContent": {"outputTranscription": {"text": "f", "finished": True}}})
+    ).rstrip(b"\n"),
+    "text, garbled end": _lines(_live({"text": "g"})).rstrip(b"\n")[:-1] + b"]",
+    "client": _lines(("client", {"realtimeInput": {"audio": {"data": "AAAA"}}})).rstrip(b"\n"),
+    "empty": b"",
+    "short": b"{}",
+}
+COMMON = {"text": _TEXT_RUN, "text with escapes": _TEXT_RUN, "audio": _AUDIO_RUN, "said": _AUDIO_RUN}
+
+
+def line_by_line(lines: list[bytes]) -> int:
+    """What ``fold_lines`` sees line by line: the run all the lines are common lines of, in an order
+    ``_whole_run`` takes (an audio run's kinds all one, or alternating), else 0."""
+    groups = set()
+    for line in lines:
+        shape = _COMMON.get(line[:_PREFIX])
+        if shape is None:
+            return 0
+        group, cut, end, head = shape
+        if line[cut:] != end or (head and not line.startswith(head)):
+            return 0
+        groups.add(group)
+    if len(groups) != 1:
+        return 0
+    kinds = [line[41] for line in lines]
+    if groups == {_AUDIO_RUN} and len(set(kinds)) > 1 and any(a == b for a, b in itertools.pairwise(kinds)):
+        return 0
+    return groups.pop()
+
+
+def test_the_pool_is_what_it_says() -> None:
+    """Each pool line is a common line, or not, as its name says (so the comparison below can fail)."""
+    for name, line in POOL.items():
+        assert line_by_line([line]) == COMMON.get(name, 0), name
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_whole_run_says_what_the_line_by_line_look_says(seed: int) -> None:
+    rng = random.Random(seed)
+    names = list(POOL)
+    common = list(COMMON)
+    for _ in range(200):
+        size = rng.randint(1, 12)
+        if rng.random() < 0.5:  # mostly common lines: a whole run, or one odd line in it
+            picked = [rng.choice(common) for _ in range(size)]
+            if rng.random() < 0.5:
+                picked[rng.randrange(size)] = rng.choice(names)
+        else:
+            picked = [rng.choice(names) for _ in range(size)]
+        lines = [POOL[name] for name in picked]
+        assert _whole_run(lines) == line_by_line(lines), picked
+
+
+def test_alternating_audio_and_uniform_runs_are_whole() -> None:
+    audio, said, text = POOL["audio"], POOL["said"], POOL["text"]
+    assert _whole_run([audio, said] * 5) == _AUDIO_RUN
+    assert _whole_run([said, audio] * 5 + [said]) == _AUDIO_RUN
+    assert _whole_run([audio] * 7) == _whole_run([said] * 7) == _AUDIO_RUN
+    assert _whole_run([text] * 7) == _TEXT_RUN
+    assert _whole_run([audio, audio, said]) == 0  # taken line by line (still folded as a run there)
+    assert _whole_run([text] * 3 + [POOL["thought"]] + [text] * 3) == 0
+
+
+@pytest.mark.parametrize("name", sorted(n for n in LIVE))
+@pytest.mark.parametrize("size", [2, 3, 5, 8])
+def test_chunks_of_whole_lines_fold_the_same(name: str, size: int) -> None:
+    """Each edge case cut at line ends, ``size`` lines a chunk: many chunks are whole runs, or nearly."""
+    data = LIVE[name]
+    lines = data.splitlines(keepends=True)
+    chunks = [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
+    assert_same("google-live", data, chunks)
+
+
+def _blob(mime: bytes, data: bytes = b'"AAAA"') -> bytes:
+    return (
+        b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"inlineData":{"mimeType":'
+        + mime
+        + b',"data":'
+        + data
+        + b"}}]}}}}\n"
+    )
+
+
+AUDIO_TYPES = {
+    "two audio types in one run": [
+        _blob(b'"audio/pcm"'),
+        _blob(b'"audio/pcm;rate=16000"'),
+        _blob(b'"audio/pcm"'),
+    ],
+    "a type that is no audio type inside a run": [
+        _blob(b'"audio/pcm"'),
+        _blob(b'"video/mp4"'),
+        _blob(b'"audio/pcm"'),
+    ],
+    "a first type that is no audio type": [_blob(b'"text/plain"'), _blob(b'"audio/pcm"')],
+    "a type that is no string": [_blob(b'"audio/pcm"'), _blob(b"7"), _blob(b'"audio/pcm"')],
+    "a first type that is no string": [_blob(b'{"a":1,"data":2}'), _blob(b'"audio/pcm"')],
+    "a type with escaped quotes": [_blob(b'"audio/\\",\\"data\\":"')] * 3,
+    "a type with spaces around it": [_blob(b' "audio/pcm" ')] * 2 + [_blob(b'"audio/pcm"')],
+    "data that is no string": [_blob(b'"audio/pcm"'), _blob(b'"audio/pcm"', b"5"), _blob(b'"audio/pcm"')],
+    "empty data": [_blob(b'"audio/pcm"'), _blob(b'"audio/pcm"', b'""')],
+    "data with escapes": [_blob(b'"audio/pcm"', b'"AA\\u0041A"')] * 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUDIO_TYPES))
+@pytest.mark.parametrize("size", [1, 2, 3, 100])
+def test_audio_runs_fold_their_data_by_their_one_type(name: str, size: int) -> None:
+    """An audio run's data is read after its first line's head (type included): any other line goes its own way."""
+    said = _lines(_live(transcript="s ")).splitlines(keepends=True)[0]
+    body = [line for blob in AUDIO_TYPES[name] for line in (blob, blob, said)]
+    opened = _lines(("client", {"setup": {"model": "models/gemini-live"}}), ("server", {"setupComplete": {}}))
+    opened += _blob(b'"audio/pcm"')  # the turn's first chunk: the run's type, as most lines below
+    lines = opened.splitlines(keepends=True) + body
+    data = b"".join(lines)
+    chunks = [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
+    assert_same("google-live", data, chunks)
