@@ -34,6 +34,8 @@ from ._items_write import (
 )
 from ._output import Output
 
+_encode: Final = msgspec.json.Encoder().encode
+
 if TYPE_CHECKING:
     from ..._drops import DropKind, DropLog
     from ..._model import Part
@@ -77,6 +79,9 @@ class PartWriter:
     """A part carried by its item as a whole (a hosted tool's result, say): it writes nothing."""
 
     __slots__ = ("frames", "item", "out")
+
+    closed: bool = False
+    """Whether a text part's content part ended (only a :class:`TextWriter` ever closes)."""
 
     def __init__(self, out: Output, item: Item | None) -> None:
         self.out = out
@@ -192,7 +197,10 @@ class TextWriter(PartWriter):
                     frames = self.out.delta_frame("response.output_text.delta", body)
                 if self.item is not None and self.item.index >= 0:  # opened: id and index final
                     self.frames = frames
-            return self.out.fill(frames, text)
+            out = self.out  # (Output.fill inlined: the hot path)
+            seq = out.seq
+            out.seq = seq + 1
+            return b"".join((frames[0], _encode(text), frames[1], b"%d" % seq, frames[2]))
         body = {**self._common(), "delta": text}
         if self.kind == "refusal":
             return self.out.frame("response.refusal.delta", body)
@@ -504,7 +512,8 @@ class DropWriter(PartWriter):
         return b""
 
     def reasoning(self, text: str) -> bytes:
-        if not self._recorded(text):
+        kinds = self.kinds  # (_recorded inlined: the hot path, every delta after the first)
+        if not (text and kinds is not None and "reasoning" in kinds):
             self._record(ReasoningPart(text=text))
         return b""
 
