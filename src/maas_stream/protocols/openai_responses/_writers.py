@@ -253,14 +253,18 @@ class TextWriter(PartWriter):
         if self.continued:
             value = self.sent_value()
         common = self._common()
+        # The whole text goes out three times more (this event, the part's and the item's, and
+        # the terminal response): encoded once, each writes the same bytes.
+        text = msgspec.Raw(_encode(value.text))
         if isinstance(value, TextPart):
             part = text_json(value, None if self.continued else self.drops)
+            part["text"] = text
             frames += self.out.frame(
-                "response.output_text.done", {**common, "text": value.text, "logprobs": value.logprobs or []}
+                "response.output_text.done", {**common, "text": text, "logprobs": value.logprobs or []}
             )
         else:
-            part = {"type": "refusal", "refusal": value.text}
-            frames += self.out.frame("response.refusal.done", {**common, "refusal": value.text})
+            part = {"type": "refusal", "refusal": text}
+            frames += self.out.frame("response.refusal.done", {**common, "refusal": text})
         item.content[self.index] = part
         return frames + self.out.frame("response.content_part.done", {**common, "part": part})
 
