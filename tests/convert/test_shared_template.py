@@ -93,3 +93,13 @@ def test_deltas_alternating_between_parts_go_to_their_own_parts() -> None:
         if event["type"] == "response.output_text.delta"
     ]
     assert deltas == [(0, "a"), (1, "x"), (0, "b"), (1, "y"), (0, "c")]
+
+
+def test_a_session_split_into_streams_leaves_the_shared_empty_list_empty() -> None:
+    from maas_stream import _convert
+    from tests.conftest import RECORDINGS
+
+    source = next((RECORDINGS / "google-live").glob("*.jsonl"))
+    ms.convert_session(source.read_bytes(), to="openai-chat", fail_closed=False)
+    assert _convert._NO_STREAMS == []
+    assert ms.StreamConverter("openai-chat").streams == []

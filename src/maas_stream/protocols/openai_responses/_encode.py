@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["StreamEncoder"]
 
 _ASSISTANT = ("assistant", "model")
+_NO_CONTENT: Final = cast("list[dict[str, Any]]", ())
+"""An opened message item's content: one shared empty value (encoded ``[]``; never added to)."""
 _NO_SKIP: Final[set[int]] = set()
 """The skipped messages of every encoder that skipped none (never added to)."""
 
@@ -220,7 +222,7 @@ class StreamEncoder(EventEncoder):
         if self._same and ev.type == "message":
             item = self._text_item[ev.message] = Item(-1, "message", ev.id)
             return self._out.open(
-                item, message_item(ev.id, "in_progress", [], phase=ev.phase, extras=ev.provider_raw)
+                item, message_item(ev.id, "in_progress", _NO_CONTENT, phase=ev.phase, extras=ev.provider_raw)
             )
         if self._same and ev.type is not None:
             self._whole = writable(self._whole)
@@ -340,7 +342,7 @@ class StreamEncoder(EventEncoder):
             meta = self._meta.get(message)
             item = self._text_item[message] = Item(-1, "message", None)
             phase = meta.phase if meta is not None else None
-            frames = self._out.open(item, message_item(None, "in_progress", [], phase=phase))
+            frames = self._out.open(item, message_item(None, "in_progress", _NO_CONTENT, phase=phase))
         writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
         writers = self._texts.get(message)
         if writers is None:
