@@ -18,6 +18,10 @@ pair, in one run with the contenders interleaved (``_harness.best_of``):
   library's share of a bridge's per-event cost, whose budget is 25 µs in all).
 
 ``fail_closed=False``: what a target cannot carry is dropped and listed, as a bridge allows.
+
+``--against DIR`` measures another checkout's library too, in the same run and interleaved (see
+``_harness.against``): each pair then also prints that library's ``encode / event decode``, for a
+change's before and after.
 """
 
 from __future__ import annotations
@@ -31,10 +35,11 @@ import bench_openai_chat
 import bench_openai_responses
 import bench_realtime
 import maas_stream as ms
-from _harness import SMALL, bare_jsonl, bare_sse, best_of, chunks_of, event_aggregate, quick, record
+from _harness import SMALL, against, bare_jsonl, bare_sse, best_of, chunks_of, event_aggregate, quick, record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import ModuleType
 
 
 def streams(n: int) -> dict[str, tuple[bytes, Callable[[list[bytes]], int]]]:
@@ -50,11 +55,24 @@ def streams(n: int) -> dict[str, tuple[bytes, Callable[[list[bytes]], int]]]:
     }
 
 
-def converter(source: str, target: str) -> Callable[[list[bytes]], object]:
-    """``ms.convert`` of the chunks from ``source`` to ``target`` (drops allowed)."""
+def converter(source: str, target: str, lib: ModuleType = ms) -> Callable[[list[bytes]], object]:
+    """``ms.convert`` of the chunks from ``source`` to ``target`` (drops allowed); ``lib``'s if given."""
 
     def run(chunks: list[bytes]) -> object:
-        return ms.convert(chunks, to=target, protocol=source, fail_closed=False)
+        return lib.convert(chunks, to=target, protocol=source, fail_closed=False)
+
+    return run
+
+
+def event_aggregate_of(source: str, lib: ModuleType) -> Callable[[list[bytes]], object]:
+    """``_harness.event_aggregate`` with another checkout's library (``--against``)."""
+
+    def run(chunks: list[bytes]) -> object:
+        agg = lib.StreamAggregator(source, emit=True)
+        for chunk in chunks:
+            agg.feed(chunk)
+        agg.finish_events()
+        return agg.finish()
 
     return run
 
@@ -85,6 +103,10 @@ def main() -> None:
             "events": event_aggregate(source),
             **{t: converter(source, t) for t in targets},
         }
+        other = against()
+        if other is not None:
+            fns["events --against"] = event_aggregate_of(source, other)
+            fns.update({f"{t} --against": converter(source, t, other) for t in targets})
         t = best_of(fns, chunks, repeat)
         decode, with_events = t["aggregate"], t["events"]
         print(
@@ -99,6 +121,10 @@ def main() -> None:
                 f"  -> {target:20} re-encode adds {ratio:4.2f}x decode "
                 f"(encoder {encode:4.2f}x event decode), convert {per_event:5.2f} µs/event"
             )
+            if other is not None:
+                theirs = (t[f"{target} --against"] - t["events --against"]) / t["events --against"]
+                print(f"     {'':20} --against: encoder {theirs:4.2f}x its event decode")
+                record(f"convert {source} -> {target}", "encode / event decode of --against", theirs, "info")
             name = f"convert {source} -> {target}"
             record(name, "re-encode / decode", ratio, "<= 1")
             record(name, "encode / event decode", encode, "<= 1")

@@ -48,6 +48,7 @@ log = logging.getLogger("maas_stream")
 # Shared empty values: an idle converter holds no empty containers of its own.
 _NO_OPTIONS: Final[dict[str, Any]] = {}
 _NO_CALLS: Final[frozenset[str]] = frozenset()
+_NO_STREAMS: Final[list[list[bytes]]] = []  # (never added to: replaced by a list of its own)
 
 
 _CONTINUATION_KEYS: Final = frozenset(
@@ -141,7 +142,7 @@ class StreamConverter:
         """The source's final response, set by :meth:`finish`."""
         self.session: Session | None = None
         """The source's final session (its responses apart), set by :meth:`finish`."""
-        self._streams: list[list[bytes]] = []
+        self._streams: list[list[bytes]] = _NO_STREAMS
         """The output chunks of each target stream (joined when :attr:`streams` is read), kept
         only when they are several or the caller takes them all (see :attr:`streams`)."""
 
@@ -243,10 +244,16 @@ class StreamConverter:
         if self._split is None and not self._all_streams:
             return out  # one stream, which the caller has: no copy kept
         streams = self._streams
-        if not streams:
-            streams.append([])
+        if streams is _NO_STREAMS:
+            streams = self._streams = [[]]
         streams[-1].append(out)
         return out if len(streams) == 1 else b""
+
+    def _next_stream(self) -> None:
+        """Start the next target stream of :attr:`streams` (a session's next response)."""
+        if self._streams is _NO_STREAMS:
+            self._streams = []
+        self._streams.append([])
 
     def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).

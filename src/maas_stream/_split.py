@@ -265,7 +265,7 @@ class Splitter:
                     " StreamConverter.streams and ms.convert_session)",
                 )
         self._used = self._real = self._open = True
-        conv._streams.append([])
+        conv._next_stream()
         held, self._pending = self._pending, []
         return b"".join([self._feed(e) for e in held])
 

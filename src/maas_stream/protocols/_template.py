@@ -20,7 +20,7 @@ import msgspec
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["HOLE", "template"]
+__all__ = ["HOLE", "shared_template", "template"]
 
 HOLE: Final = tuple(f"\x00maas-hole-{i}\x00" for i in range(4))
 """The markers a body holds where a value goes in (``HOLE[0]`` first, then ``HOLE[1]``...).
@@ -61,3 +61,28 @@ def template(frame: Callable[[Any], bytes], body: Any, holes: int) -> tuple[byte
         raise ValueError(f"the template body must hold each of {HOLE[:holes]!r} exactly once, in order")
     fragments.append(text[start:])
     return tuple(fragments)
+
+
+SHARED_MAX: Final = 1024
+"""How many templates :func:`shared_template` keeps (then it makes the others each time)."""
+
+_SHARED: Final[dict[tuple[str, str, int], tuple[bytes, ...]]] = {}
+
+
+def shared_template(kind: str, frame: Callable[[Any], bytes], body: Any, holes: int) -> tuple[bytes, ...]:
+    """:func:`template` of ``body``, made once for every stream that writes the same frame.
+
+    Streams write the same delta frames over and over (a synthesized item id is its output
+    index, so the first text part of every converted stream has one frame), and a stream keeps
+    the template of its open part: sharing one saves each idle stream its own copy and each part
+    its making. ``kind`` names what ``frame`` writes (an encoder's event type); the body's
+    ``repr`` tells the bodies apart (equal for equal JSON values of equal types, key order and
+    all). At most :data:`SHARED_MAX` are kept; the templates are immutable.
+    """
+    key = (kind, repr(body), holes)
+    found = _SHARED.get(key)
+    if found is None:
+        found = template(frame, body, holes)
+        if len(_SHARED) < SHARED_MAX:
+            _SHARED[key] = found
+    return found

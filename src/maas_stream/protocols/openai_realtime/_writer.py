@@ -235,7 +235,14 @@ class ResponseWriter:
 
     def text(self, item: Item, index: int, text: str) -> bytes:
         """An ``output_text.delta``."""
-        item.streamed(index, text)
+        pieces = item.pieces  # (Item.streamed inlined for a part that has streamed: the hot path)
+        found = pieces.get(index) if pieces is not None else None
+        if found is None:
+            item.streamed(index, text)
+        else:
+            found.append(text)
+            if len(found) >= FRAGMENTS:
+                compact(found)
         return self.delta(item, "response.output_text.delta", index, text)
 
     def audio(self, item: Item, index: int, data: str | None, transcript: str | None) -> bytes:

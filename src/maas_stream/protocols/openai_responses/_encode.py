@@ -59,8 +59,14 @@ if TYPE_CHECKING:
 __all__ = ["StreamEncoder"]
 
 _ASSISTANT = ("assistant", "model")
+_NO_CONTENT: Final = cast("list[dict[str, Any]]", ())
+"""An opened message item's content: one shared empty value (encoded ``[]``; never added to)."""
 _NO_SKIP: Final[set[int]] = set()
 """The skipped messages of every encoder that skipped none (never added to)."""
+
+
+_NOTHING: Final = PartWriter(Output(), None)
+"""The writer of a part never started: it writes nothing (one for every encoder)."""
 
 
 class StreamEncoder(EventEncoder):
@@ -75,10 +81,12 @@ class StreamEncoder(EventEncoder):
         "_base",
         "_ended",
         "_finish",
+        "_hot",
+        "_hot_message",
+        "_hot_part",
         "_id",
         "_meta",
         "_model",
-        "_nothing",
         "_out",
         "_parts",
         "_replay",
@@ -111,7 +119,10 @@ class StreamEncoder(EventEncoder):
         self._text_item: KeyMap[Item] = KeyMap()
         self._texts: KeyMap[list[TextWriter]] = KeyMap()
         self._parts: KeyMap[PartWriter] = KeyMap()
-        self._nothing = PartWriter(self._out, None)
+        # The writer of the part the last delta went to (most deltas go where the last one went).
+        self._hot: PartWriter = _NOTHING
+        self._hot_message: Any = None
+        self._hot_part: Any = None
         self._skip: set[int] = _NO_SKIP  # (a set of its own once a message is skipped)
         self._usage: Usage | None = None
         self._finish: tuple[FinishReason, str | None] | None = None
@@ -124,9 +135,10 @@ class StreamEncoder(EventEncoder):
             return b""
         if self._skip and getattr(event, "message", None) in self._skip:
             return b""  # another choice, or a message that is not the model's: reported once
-        head = b"" if self._started or isinstance(event, events.ResponseStart) else self._start()
-        result: bytes = self._TABLE[type(event)](self, event)  # (inlined _route)
-        return head + result if head else result
+        if self._started:
+            return self._TABLE[type(event)](self, event)  # (inlined _route: the hot path)
+        head = b"" if isinstance(event, events.ResponseStart) else self._start()
+        return head + self._TABLE[type(event)](self, event)
 
     def finish(self) -> bytes:
         """End the output. A source that was cut stays cut: no terminal event is invented."""
@@ -210,7 +222,7 @@ class StreamEncoder(EventEncoder):
         if self._same and ev.type == "message":
             item = self._text_item[ev.message] = Item(-1, "message", ev.id)
             return self._out.open(
-                item, message_item(ev.id, "in_progress", [], phase=ev.phase, extras=ev.provider_raw)
+                item, message_item(ev.id, "in_progress", _NO_CONTENT, phase=ev.phase, extras=ev.provider_raw)
             )
         if self._same and ev.type is not None:
             self._whole = writable(self._whole)
@@ -298,7 +310,7 @@ class StreamEncoder(EventEncoder):
             writer, frames = whole_part_writer(self._out, whole, ev.value, extras, replay=self._replay)
         else:
             writer, frames = self._new_part(ev.message, ev.value)
-        self._parts[ev.message, ev.part] = writer
+        self._set_writer(ev.message, ev.part, writer)
         return frames
 
     def _new_part(self, message: int, value: Part) -> tuple[PartWriter, bytes]:
@@ -330,7 +342,7 @@ class StreamEncoder(EventEncoder):
             meta = self._meta.get(message)
             item = self._text_item[message] = Item(-1, "message", None)
             phase = meta.phase if meta is not None else None
-            frames = self._out.open(item, message_item(None, "in_progress", [], phase=phase))
+            frames = self._out.open(item, message_item(None, "in_progress", _NO_CONTENT, phase=phase))
         writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
         writers = self._texts.get(message)
         if writers is None:
@@ -339,19 +351,32 @@ class StreamEncoder(EventEncoder):
             writers.append(writer)
         return writer, frames + writer.open()
 
+    def _set_writer(self, message: int, part: int, writer: PartWriter) -> None:
+        self._parts[message, part] = writer
+        self._hot, self._hot_message, self._hot_part = writer, message, part
+
     def _writer(self, ev: Any) -> PartWriter:
         """The writer of the event's part (one that writes nothing for a part never started)."""
-        return self._parts.get((ev.message, ev.part)) or self._nothing
+        if ev.part == self._hot_part and ev.message == self._hot_message:
+            return self._hot
+        writer = self._parts.get((ev.message, ev.part)) or _NOTHING
+        self._hot, self._hot_message, self._hot_part = writer, ev.message, ev.part
+        return writer
 
     def _on_text(self, ev: events.TextDelta | events.RefusalDelta) -> bytes:
-        writer = self._parts.get((ev.message, ev.part)) or self._nothing  # (inlined _writer: the hot path)
-        frames = b""
-        if isinstance(writer, TextWriter) and writer.closed:
-            # The part goes on after its message item ended (a call came between): the rest is
-            # a new content part in a new message item, so no text is lost.
-            assert isinstance(ev.message, int)
-            writer, frames = self._text_part(ev.message, refusal=writer.kind == "refusal", continued=True)
-            self._parts[ev.message, ev.part] = writer
+        # (_writer inlined: the hot path)
+        writer = (
+            self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
+        )
+        if not writer.closed:
+            return writer.text(ev.text)
+        # The part goes on after its message item ended (a call came between): the rest is
+        # a new content part in a new message item, so no text is lost.
+        assert isinstance(ev.message, int)
+        assert isinstance(writer, TextWriter)
+        assert isinstance(ev.part, int)
+        writer, frames = self._text_part(ev.message, refusal=writer.kind == "refusal", continued=True)
+        self._set_writer(ev.message, ev.part, writer)
         return frames + writer.text(ev.text)
 
     _on_refusal = _on_text
@@ -366,7 +391,10 @@ class StreamEncoder(EventEncoder):
         return self._writer(ev).summary(ev.index, ev.text)
 
     def _on_reasoning(self, ev: events.ReasoningDelta) -> bytes:
-        writer = self._parts.get((ev.message, ev.part)) or self._nothing  # (inlined _writer: the hot path)
+        # (_writer inlined: the hot path)
+        writer = (
+            self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
+        )
         return writer.reasoning(ev.text) if ev.text else b""
 
     def _on_signature(self, ev: events.SignatureDelta) -> bytes:
@@ -380,7 +408,7 @@ class StreamEncoder(EventEncoder):
 
     def _on_part_done(self, ev: events.PartDone) -> bytes:
         writer = self._writer(ev)
-        if writer is self._nothing or ev.value is None:
+        if writer is _NOTHING or ev.value is None:
             return b""
         if not isinstance(writer, DropWriter):
             drop_signature(self.drops, ev.value, where=f"messages[{ev.message}]")

@@ -34,6 +34,8 @@ from ._items_write import (
 )
 from ._output import Output
 
+_encode: Final = msgspec.json.Encoder().encode
+
 if TYPE_CHECKING:
     from ..._drops import DropKind, DropLog
     from ..._model import Part
@@ -77,6 +79,9 @@ class PartWriter:
     """A part carried by its item as a whole (a hosted tool's result, say): it writes nothing."""
 
     __slots__ = ("frames", "item", "out")
+
+    closed: bool = False
+    """Whether a text part's content part ended (only a :class:`TextWriter` ever closes)."""
 
     def __init__(self, out: Output, item: Item | None) -> None:
         self.out = out
@@ -192,7 +197,10 @@ class TextWriter(PartWriter):
                     frames = self.out.delta_frame("response.output_text.delta", body)
                 if self.item is not None and self.item.index >= 0:  # opened: id and index final
                     self.frames = frames
-            return self.out.fill(frames, text)
+            out = self.out  # (Output.fill inlined: the hot path)
+            seq = out.seq
+            out.seq = seq + 1
+            return b"".join((frames[0], _encode(text), frames[1], b"%d" % seq, frames[2]))
         body = {**self._common(), "delta": text}
         if self.kind == "refusal":
             return self.out.frame("response.refusal.delta", body)
@@ -245,14 +253,18 @@ class TextWriter(PartWriter):
         if self.continued:
             value = self.sent_value()
         common = self._common()
+        # The whole text goes out three times more (this event, the part's and the item's, and
+        # the terminal response): encoded once, each writes the same bytes.
+        text = msgspec.Raw(_encode(value.text))
         if isinstance(value, TextPart):
             part = text_json(value, None if self.continued else self.drops)
+            part["text"] = text
             frames += self.out.frame(
-                "response.output_text.done", {**common, "text": value.text, "logprobs": value.logprobs or []}
+                "response.output_text.done", {**common, "text": text, "logprobs": value.logprobs or []}
             )
         else:
-            part = {"type": "refusal", "refusal": value.text}
-            frames += self.out.frame("response.refusal.done", {**common, "refusal": value.text})
+            part = {"type": "refusal", "refusal": text}
+            frames += self.out.frame("response.refusal.done", {**common, "refusal": text})
         item.content[self.index] = part
         return frames + self.out.frame("response.content_part.done", {**common, "part": part})
 
@@ -504,7 +516,8 @@ class DropWriter(PartWriter):
         return b""
 
     def reasoning(self, text: str) -> bytes:
-        if not self._recorded(text):
+        kinds = self.kinds  # (_recorded inlined: the hot path, every delta after the first)
+        if not (text and kinds is not None and "reasoning" in kinds):
             self._record(ReasoningPart(text=text))
         return b""
 
