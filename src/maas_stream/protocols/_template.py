@@ -75,7 +75,8 @@ def shared_template(kind: str, frame: Callable[[Any], bytes], body: Any, holes: 
     Streams write the same delta frames over and over (a synthesized item id is its output
     index, so the first text part of every converted stream has one frame), and a stream keeps
     the template of its open part: sharing one saves each idle stream its own copy and each part
-    its making. ``kind`` names what ``frame`` writes (an encoder's event type); the body's
+    its making. ``kind`` names what ``frame`` writes, uniquely in the library (its protocol, framing
+    and event type: one kind, one frame function); the body's
     ``repr`` tells the bodies apart (equal for equal JSON values of equal types, key order and
     all). At most :data:`SHARED_MAX` are kept; the templates are immutable.
     """

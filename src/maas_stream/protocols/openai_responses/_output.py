@@ -87,7 +87,7 @@ class Output:
         """
         body["type"] = kind
         body["sequence_number"] = HOLE[1]
-        return shared_template(kind, lambda value: _sse(kind, value), body, 2)
+        return shared_template(f"openai-responses sse {kind}", lambda value: _sse(kind, value), body, 2)
 
     def fill(self, frames: tuple[bytes, ...], delta: str) -> bytes:
         """The event of ``delta`` in a :meth:`delta_frame` (the same bytes :meth:`frame` writes)."""
