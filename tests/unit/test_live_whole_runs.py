@@ -12,7 +12,14 @@ import random
 
 import pytest
 
-from maas_stream.protocols.google_live._recorded import _AUDIO_RUN, _COMMON, _PREFIX, _TEXT_RUN, _whole_run
+from maas_stream.protocols.google_live._recorded import (
+    _AUDIO_RUN,
+    _COMMON,
+    _PREFIX,
+    _TEXT_RUN,
+    _by_kind,
+    _whole_run,
+)
 from tests.unit.test_direct_fold import _lines, _live
 from tests.unit.test_direct_fold_sessions import LIVE, _audio, assert_same
 
@@ -78,17 +85,21 @@ def test_whole_run_says_what_the_line_by_line_look_says(seed: int) -> None:
         else:
             picked = [rng.choice(names) for _ in range(size)]
         lines = [POOL[name] for name in picked]
-        assert _whole_run(lines) == line_by_line(lines), picked
+        whole, split = _whole_run(lines)
+        assert whole == line_by_line(lines), picked
+        # An audio run comes split by kind, as ``_run_deltas`` would split it; nothing else does.
+        assert split == (_by_kind(lines) if whole == _AUDIO_RUN else None), picked
 
 
 def test_alternating_audio_and_uniform_runs_are_whole() -> None:
     audio, said, text = POOL["audio"], POOL["said"], POOL["text"]
-    assert _whole_run([audio, said] * 5) == _AUDIO_RUN
-    assert _whole_run([said, audio] * 5 + [said]) == _AUDIO_RUN
-    assert _whole_run([audio] * 7) == _whole_run([said] * 7) == _AUDIO_RUN
-    assert _whole_run([text] * 7) == _TEXT_RUN
-    assert _whole_run([audio, audio, said]) == 0  # taken line by line (still folded as a run there)
-    assert _whole_run([text] * 3 + [POOL["thought"]] + [text] * 3) == 0
+    assert _whole_run([audio, said] * 5) == (_AUDIO_RUN, ([audio] * 5, [said] * 5))
+    assert _whole_run([said, audio] * 5 + [said]) == (_AUDIO_RUN, ([audio] * 5, [said] * 6))
+    assert _whole_run([audio] * 7) == (_AUDIO_RUN, ([audio] * 7, []))
+    assert _whole_run([said] * 7) == (_AUDIO_RUN, ([], [said] * 7))
+    assert _whole_run([text] * 7) == (_TEXT_RUN, None)
+    assert _whole_run([audio, audio, said]) == (0, None)  # taken line by line (still folded as a run there)
+    assert _whole_run([text] * 3 + [POOL["thought"]] + [text] * 3) == (0, None)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in LIVE))
