@@ -123,14 +123,17 @@ def _audio_data(audio: list[bytes]) -> list[str] | None:
     """A run's audio chunks (their ``data``), decoded in ONE call: ``None`` unless they share one ``audio/`` type.
 
     The first line says the type (its ``mimeType`` string, before :data:`_AUDIO_DATA`: a JSON
-    string holds no unescaped quote, so the first ``,"data":`` ends it); each line must begin
-    as it does, up to its data string, which then lies between that head and the fixed closing.
+    string holds no unescaped quote, so the first ``,"data":`` ends it) after :data:`_AUDIO_HEAD`;
+    each line must begin as it does, up to its data string, which then lies between that head
+    and the fixed closing (so each line's head is checked here, whoever checked it before).
     Raises what decoding raises when the type is no string.
     """
     first = audio[0]
     at = first.find(_AUDIO_DATA, _AUDIO_AT) + len(_AUDIO_DATA)
-    if at < _AUDIO_AT + len(_AUDIO_DATA) or not _str(first[_AUDIO_AT : at - len(_AUDIO_DATA)]).startswith(
-        "audio/"
+    if (
+        at < _AUDIO_AT + len(_AUDIO_DATA)
+        or not first.startswith(_AUDIO_HEAD)
+        or not _str(first[_AUDIO_AT : at - len(_AUDIO_DATA)]).startswith("audio/")
     ):
         return None
     head = first[:at]
@@ -160,7 +163,6 @@ def _by_kind(run: list[bytes]) -> tuple[list[bytes], list[bytes]] | None:
 
 _TEXT_SEP: Final = _TEXT_END + b"\n" + _TEXT_HEAD
 """What lies between two consecutive common text lines, around the newline (``_whole_run``)."""
-_audio_head_of = operator.itemgetter(slice(len(_AUDIO_HEAD)))
 _audio_end_of = operator.itemgetter(slice(-len(_AUDIO_END), None))
 _said_head_of = operator.itemgetter(slice(len(_TRANSCRIPT_HEAD)))
 _said_end_of = operator.itemgetter(slice(-len(_TRANSCRIPT_END), None))
@@ -177,7 +179,9 @@ def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]]
     :data:`_TEXT_SEP` (it holds one newline and cannot overlap itself, so counting them counts
     the boundaries that are one), the first line starts and the last one ends as a text line
     does. Audio: its chunks and transcriptions, all one kind or alternating (the orders
-    ``_run_deltas`` splits by slicing), each with its head and end; any other order says 0.
+    ``_run_deltas`` splits by slicing), each with its end, each transcription with its head
+    (an audio chunk's whole head, type included, is ``_audio_data``'s to compare: a line whose
+    head is odd fails the run there, and it goes line by line); any other order says 0.
     """
     first = lines[0]
     if first.startswith(_TEXT_HEAD):
@@ -199,7 +203,8 @@ def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]]
     if split is None:
         return 0, None
     audio, spoken = split
-    whole = _all_are(audio, _audio_head_of, _AUDIO_HEAD, _audio_end_of, _AUDIO_END) and _all_are(
+    n = len(audio)
+    whole = list(map(_audio_end_of, audio)).count(_AUDIO_END) == n and _all_are(
         spoken, _said_head_of, _TRANSCRIPT_HEAD, _said_end_of, _TRANSCRIPT_END
     )
     return (_AUDIO_RUN, split) if whole else (0, None)
