@@ -30,7 +30,7 @@ from ._accumulate import (
     MessageState,
     PartState,
     SpanState,
-    has_client_call,
+    is_client_call,
     same_call,
     turn_finish,
 )
@@ -267,11 +267,8 @@ class Lifecycle(Fold):
     def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
         messages = self._messages
         current = messages[self._first_open :]  # the current response's (``_open``), sliced once
-        if ev.finish_reason == "stop":
-            for msg in current:
-                if has_client_call(msg):
-                    ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
-                    break
+        if ev.finish_reason == "stop" and _client_call_in(current):
+            ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
         if self._done is None:
             self._done = ev
         span = self._span()
@@ -386,6 +383,20 @@ class Lifecycle(Fold):
             part.final = msgspec.structs.replace(final, status="incomplete")
         if not part.closed:
             self._close_part(msg, part, "incomplete", out)
+
+
+def _client_call_in(messages: list[MessageState]) -> bool:
+    """Whether messages hold a client call: ``has_client_call`` of each, asked only of their calls.
+
+    (``is_client_call`` holds the rule; a part that is no call is none, and most are none: a
+    turn's end runs this, once per turn.)
+    """
+    for msg in messages:
+        for part in msg.parts:
+            base = part.base
+            if isinstance(base, ToolCallPart) and is_client_call(base, part.status):
+                return True
+    return False
 
 
 def _assigned(old: Usage | None, new: Usage) -> Usage:

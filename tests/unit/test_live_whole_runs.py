@@ -12,7 +12,14 @@ import random
 
 import pytest
 
-from maas_stream.protocols.google_live._recorded import _AUDIO_RUN, _COMMON, _PREFIX, _TEXT_RUN, _whole_run
+from maas_stream.protocols.google_live._recorded import (
+    _AUDIO_RUN,
+    _COMMON,
+    _PREFIX,
+    _TEXT_RUN,
+    _by_kind,
+    _whole_run,
+)
 from tests.unit.test_direct_fold import _lines, _live
 from tests.unit.test_direct_fold_sessions import LIVE, _audio, assert_same
 
@@ -38,15 +45,19 @@ POOL = {
 COMMON = {"text": _TEXT_RUN, "text with escapes": _TEXT_RUN, "audio": _AUDIO_RUN, "said": _AUDIO_RUN}
 
 
-def line_by_line(lines: list[bytes]) -> int:
+def line_by_line(lines: list[bytes], audio_heads: bool = True) -> int:
     """What ``fold_lines`` sees line by line: the run all the lines are common lines of, in an order
-    ``_whole_run`` takes (an audio run's kinds all one, or alternating), else 0."""
+    ``_whole_run`` takes (an audio run's kinds all one, or alternating), else 0. Without
+    ``audio_heads``, the head of an audio chunk between the first and the last line is not looked
+    at past its first bytes (``_whole_run`` leaves it to ``_audio_data``)."""
     groups = set()
-    for line in lines:
+    for at, line in enumerate(lines):
         shape = _COMMON.get(line[:_PREFIX])
         if shape is None:
             return 0
         group, cut, end, head = shape
+        if not audio_heads and 0 < at < len(lines) - 1 and line[41] == ord("m") and group == _AUDIO_RUN:
+            head = b""
         if line[cut:] != end or (head and not line.startswith(head)):
             return 0
         groups.add(group)
@@ -78,17 +89,34 @@ def test_whole_run_says_what_the_line_by_line_look_says(seed: int) -> None:
         else:
             picked = [rng.choice(names) for _ in range(size)]
         lines = [POOL[name] for name in picked]
-        assert _whole_run(lines) == line_by_line(lines), picked
+        whole, split = _whole_run(lines)
+        assert whole == line_by_line(lines, audio_heads=False), picked
+        # An audio run comes split by kind, as ``_run_deltas`` would split it; nothing else does.
+        assert split == (_by_kind(lines) if whole == _AUDIO_RUN else None), picked
 
 
 def test_alternating_audio_and_uniform_runs_are_whole() -> None:
     audio, said, text = POOL["audio"], POOL["said"], POOL["text"]
-    assert _whole_run([audio, said] * 5) == _AUDIO_RUN
-    assert _whole_run([said, audio] * 5 + [said]) == _AUDIO_RUN
-    assert _whole_run([audio] * 7) == _whole_run([said] * 7) == _AUDIO_RUN
-    assert _whole_run([text] * 7) == _TEXT_RUN
-    assert _whole_run([audio, audio, said]) == 0  # taken line by line (still folded as a run there)
-    assert _whole_run([text] * 3 + [POOL["thought"]] + [text] * 3) == 0
+    assert _whole_run([audio, said] * 5) == (_AUDIO_RUN, ([audio] * 5, [said] * 5))
+    assert _whole_run([said, audio] * 5 + [said]) == (_AUDIO_RUN, ([audio] * 5, [said] * 6))
+    assert _whole_run([audio] * 7) == (_AUDIO_RUN, ([audio] * 7, []))
+    assert _whole_run([said] * 7) == (_AUDIO_RUN, ([], [said] * 7))
+    assert _whole_run([text] * 7) == (_TEXT_RUN, None)
+    assert _whole_run([audio, audio, said]) == (0, None)  # taken line by line (still folded as a run there)
+    assert _whole_run([text] * 3 + [POOL["thought"]] + [text] * 3) == (0, None)
+
+
+def test_an_odd_audio_head_in_a_whole_chunk_folds_the_same() -> None:
+    """A chunk ``_whole_run`` takes for an audio run though a line's head is odd (``mimeTypo``) or
+    its type no audio type: ``_audio_data`` refuses the run, its lines go one by one."""
+    audio, said = POOL["audio"], POOL["said"]
+    opened = _lines(("client", {"setup": {"model": "models/gemini-live"}}), ("server", {"setupComplete": {}}))
+    for odd in (POOL["audio, other head"], _blob(b'"video/mp4"').rstrip(b"\n")):
+        assert _whole_run([audio, said, odd, said])[0] == _AUDIO_RUN
+        for body in ([audio, said, odd, said, audio], [odd, said, audio, said], [odd, odd], [said, odd]):
+            chunk = b"\n".join(body) + b"\n"
+            assert_same("google-live", opened + audio + b"\n" + chunk, [opened, audio + b"\n", chunk])
+            assert_same("google-live", opened + chunk, [opened, chunk])
 
 
 @pytest.mark.parametrize("name", sorted(n for n in LIVE))

@@ -172,12 +172,14 @@ class JSONLinesStreamDecoder(DirectFold):
                     f"a JSON line grew past {self._max} bytes", protocol=self.protocol, frame=self._frames + 1
                 )
             return []
-        if self._pending:
-            self._pending.append(data)
-            data = b"".join(self._pending)
+        lines = data.split(b"\n")
+        pending = self._pending
+        if pending:
+            # The held start of the first line joins it alone (the chunk is not copied again).
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
             self._pending = []
             self._pending_size = 0
-        lines = data.split(b"\n")
         rest = lines.pop()
         if rest:
             self._pending = [rest]

@@ -72,10 +72,10 @@ class StreamDecoder(LiveEvents):
         folded or held). A delta folds when the decoder's state says it continues an open part,
         after the lines before it went ``normal`` (they may open that part).
         """
-        whole = _whole_run(lines)
+        whole, split = _whole_run(lines)
         if whole:
             # The whole chunk is one run (most chunks of a long turn): no line by line look.
-            self._fold_run(whole, lines)
+            self._fold_run(whole, lines, split)
             return
         other: list[bytes] = []
         run: list[bytes] = []
@@ -105,16 +105,18 @@ class StreamDecoder(LiveEvents):
         if other:
             self._fold_each(other)
 
-    def _fold_run(self, group: int, run: list[bytes]) -> None:
+    def _fold_run(
+        self, group: int, run: list[bytes], split: tuple[list[bytes], list[bytes]] | None = None
+    ) -> None:
         """Fold a run of common lines of one part, or take its lines one by one.
 
         Unless each line holds one delta (``_run_deltas``), the run goes :meth:`_fold_each`, which
         says what the lines are (errors included). Its deltas fold together once the decoder's
         state says they continue the open part (folding changes no state, so then all of them
         do); until then its lines go ``normal`` one at a time, as :meth:`_fold_each` would send
-        them.
+        them. ``split``: an audio run's lines by kind, when known (``_whole_run``).
         """
-        deltas = _run_deltas(group, run)
+        deltas = _run_deltas(group, run, split)
         if deltas is None:
             self._fold_each(run)
             return

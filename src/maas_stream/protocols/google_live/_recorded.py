@@ -86,20 +86,24 @@ _ALTERNATING: Final = b"mo" * 512
 """An audio run's lines as recorded, chunk then transcription (``_run_deltas`` splits it by slicing)."""
 
 
-def _run_deltas(group: int, run: list[bytes]) -> tuple[list[str], list[str]] | None:
+def _run_deltas(
+    group: int, run: list[bytes], split: tuple[list[bytes], list[bytes]] | None = None
+) -> tuple[list[str], list[str]] | None:
     """A run's deltas (audio chunks, texts or transcriptions), each value decoded in ONE call per kind.
 
     ``None`` unless each line holds exactly one value of its kind and each is a delta: a
     non-empty text, or an audio chunk (non-empty data) of an ``audio/`` type, what
     :meth:`StreamDecoder._delta` says of its line. Each line's string is what lies between its
     head and its fixed closing (its run's lines are common lines as recorded, ``fold_lines``);
-    were a line odd, the array would not hold one string per line.
+    were a line odd, the array would not hold one string per line. ``split``: an audio run's
+    lines already split by kind (``_by_kind``'s, as :func:`_whole_run` gives them).
     """
     try:
         if group == _TEXT_RUN:
             texts = _strings(b"[" + b",".join(map(_text_of, run)) + b"]")
             return ([], texts) if len(texts) == len(run) and "" not in texts else None
-        split = _by_kind(run)
+        if split is None:
+            split = _by_kind(run)
         if split is None:
             audio = [line for line in run if line[_KIND_AT] == _MODEL_TURN]
             spoken = [line for line in run if line[_KIND_AT] != _MODEL_TURN]
@@ -119,14 +123,17 @@ def _audio_data(audio: list[bytes]) -> list[str] | None:
     """A run's audio chunks (their ``data``), decoded in ONE call: ``None`` unless they share one ``audio/`` type.
 
     The first line says the type (its ``mimeType`` string, before :data:`_AUDIO_DATA`: a JSON
-    string holds no unescaped quote, so the first ``,"data":`` ends it); each line must begin
-    as it does, up to its data string, which then lies between that head and the fixed closing.
+    string holds no unescaped quote, so the first ``,"data":`` ends it) after :data:`_AUDIO_HEAD`;
+    each line must begin as it does, up to its data string, which then lies between that head
+    and the fixed closing (so each line's head is checked here, whoever checked it before).
     Raises what decoding raises when the type is no string.
     """
     first = audio[0]
     at = first.find(_AUDIO_DATA, _AUDIO_AT) + len(_AUDIO_DATA)
-    if at < _AUDIO_AT + len(_AUDIO_DATA) or not _str(first[_AUDIO_AT : at - len(_AUDIO_DATA)]).startswith(
-        "audio/"
+    if (
+        at < _AUDIO_AT + len(_AUDIO_DATA)
+        or not first.startswith(_AUDIO_HEAD)
+        or not _str(first[_AUDIO_AT : at - len(_AUDIO_DATA)]).startswith("audio/")
     ):
         return None
     head = first[:at]
@@ -156,46 +163,51 @@ def _by_kind(run: list[bytes]) -> tuple[list[bytes], list[bytes]] | None:
 
 _TEXT_SEP: Final = _TEXT_END + b"\n" + _TEXT_HEAD
 """What lies between two consecutive common text lines, around the newline (``_whole_run``)."""
-_audio_head_of = operator.itemgetter(slice(len(_AUDIO_HEAD)))
 _audio_end_of = operator.itemgetter(slice(-len(_AUDIO_END), None))
 _said_head_of = operator.itemgetter(slice(len(_TRANSCRIPT_HEAD)))
 _said_end_of = operator.itemgetter(slice(-len(_TRANSCRIPT_END), None))
 
 
-def _whole_run(lines: list[bytes]) -> int:
+def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]] | None]:
     """The run (``_TEXT_RUN``, ``_AUDIO_RUN``) whose common lines as recorded ALL the lines are, else 0.
+
+    With it, an audio run's lines split by kind (``_by_kind``: :func:`_run_deltas` takes them
+    so), else ``None``.
 
     What ``fold_lines`` checks line by line (each line's head and end), checked for the whole
     chunk a kind at a time in C loops. Text: each newline between two lines is a
     :data:`_TEXT_SEP` (it holds one newline and cannot overlap itself, so counting them counts
     the boundaries that are one), the first line starts and the last one ends as a text line
     does. Audio: its chunks and transcriptions, all one kind or alternating (the orders
-    ``_run_deltas`` splits by slicing), each with its head and end; any other order says 0.
+    ``_run_deltas`` splits by slicing), each with its end, each transcription with its head
+    (an audio chunk's whole head, type included, is ``_audio_data``'s to compare: a line whose
+    head is odd fails the run there, and it goes line by line); any other order says 0.
     """
     first = lines[0]
     if first.startswith(_TEXT_HEAD):
         whole = lines[-1].endswith(_TEXT_END) and (
             len(lines) == 1 or b"\n".join(lines).count(_TEXT_SEP) == len(lines) - 1
         )
-        return _TEXT_RUN if whole else 0
+        return (_TEXT_RUN if whole else 0), None
     last = lines[-1]
     if not (
         last.startswith(_AUDIO_HEAD)
         if last.endswith(_AUDIO_END)
         else last.endswith(_TRANSCRIPT_END) and last.startswith(_TRANSCRIPT_HEAD)
     ) or not (first.startswith(_AUDIO_HEAD) or first.startswith(_TRANSCRIPT_HEAD)):
-        return 0  # (most chunks that are no run say so here)
+        return 0, None  # (most chunks that are no run say so here)
     try:
         split = _by_kind(lines)
     except IndexError:
-        return 0  # a line too short to be a common one
+        return 0, None  # a line too short to be a common one
     if split is None:
-        return 0
+        return 0, None
     audio, spoken = split
-    whole = _all_are(audio, _audio_head_of, _AUDIO_HEAD, _audio_end_of, _AUDIO_END) and _all_are(
+    n = len(audio)
+    whole = list(map(_audio_end_of, audio)).count(_AUDIO_END) == n and _all_are(
         spoken, _said_head_of, _TRANSCRIPT_HEAD, _said_end_of, _TRANSCRIPT_END
     )
-    return _AUDIO_RUN if whole else 0
+    return (_AUDIO_RUN, split) if whole else (0, None)
 
 
 def _all_are(
