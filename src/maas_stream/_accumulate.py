@@ -61,6 +61,7 @@ __all__ = [
     "join_base64",
     "remainder",
     "same_call",
+    "settle",
     "turn_finish",
     "whole_groups",
 ]
@@ -212,6 +213,18 @@ def compact(buf: list[str]) -> None:
     while buf and len(buf[-1]) <= len(merged):
         merged = buf.pop() + merged
     buf.append(merged)
+
+
+def settle(buf: list[str]) -> None:
+    """Join a closed part's text pieces into one (in place: whoever holds ``buf`` keeps it).
+
+    A part that closes takes no more deltas, so its pieces are only ever joined: done at once,
+    a stream of many short parts (Gemini's runs of 10-30 deltas) holds one ``str`` per part
+    rather than one per delta until the end. Plain text only (base64 audio joins by its own
+    rule, :func:`join_base64`); ``"".join(buf)`` is unchanged by this.
+    """
+    if len(buf) > 1:
+        buf[:] = ["".join(buf)]
 
 
 _REST_OF_4: Final = (4).__rmod__

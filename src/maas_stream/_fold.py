@@ -31,6 +31,7 @@ from ._accumulate import (
     empty_refusal,
     empty_text,
     has_client_call,
+    settle,
     turn_finish,
 )
 from ._model import (
@@ -427,6 +428,8 @@ class Fold:
         if part.closed:
             return
         part.closed = True
+        settle(part.text)
+        settle(part.args)
         if isinstance(part.base, ToolCallPart) and part.status is None:
             final = part.final
             done_status = final.status if isinstance(final, ToolCallPart) else None
