@@ -49,6 +49,14 @@ def _against_dir() -> str | None:
     return None
 
 
+def names() -> list[str]:
+    """The command line's positional arguments (what to measure), without ``--against``'s DIR."""
+    args = sys.argv[1:]
+    return [
+        a for i, a in enumerate(args) if not a.startswith("--") and not (i and args[i - 1] == "--against")
+    ]
+
+
 _AGAINST: list[ModuleType | None] = []
 
 
@@ -147,15 +155,15 @@ def aggregate(protocol: str, lib: ModuleType = ms) -> Callable[[list[bytes]], ob
     return run
 
 
-def event_aggregate(protocol: str) -> Callable[[list[bytes]], object]:
-    """Decode and aggregate with every event made (``StreamAggregator(emit=True)``).
+def event_aggregate(protocol: str, lib: ModuleType = ms) -> Callable[[list[bytes]], object]:
+    """Decode and aggregate with every event made (``StreamAggregator(emit=True)``); ``lib``'s if given.
 
     What a conversion decodes through: the fair divisor of an encoder's own cost
     (``encode / event decode``), where ``ms.aggregate``'s direct fold makes no events.
     """
 
     def run(chunks: list[bytes]) -> object:
-        agg = ms.StreamAggregator(protocol, emit=True)
+        agg = lib.StreamAggregator(protocol, emit=True)
         for chunk in chunks:
             agg.feed(chunk)
         agg.finish_events()

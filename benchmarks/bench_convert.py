@@ -26,7 +26,6 @@ change's before and after.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 import bench_anthropic
@@ -35,7 +34,18 @@ import bench_openai_chat
 import bench_openai_responses
 import bench_realtime
 import maas_stream as ms
-from _harness import SMALL, against, bare_jsonl, bare_sse, best_of, chunks_of, event_aggregate, quick, record
+from _harness import (
+    SMALL,
+    against,
+    bare_jsonl,
+    bare_sse,
+    best_of,
+    chunks_of,
+    event_aggregate,
+    names,
+    quick,
+    record,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,19 +74,6 @@ def converter(source: str, target: str, lib: ModuleType = ms) -> Callable[[list[
     return run
 
 
-def event_aggregate_of(source: str, lib: ModuleType) -> Callable[[list[bytes]], object]:
-    """``_harness.event_aggregate`` with another checkout's library (``--against``)."""
-
-    def run(chunks: list[bytes]) -> object:
-        agg = lib.StreamAggregator(source, emit=True)
-        for chunk in chunks:
-            agg.feed(chunk)
-        agg.finish_events()
-        return agg.finish()
-
-    return run
-
-
 def aggregator(source: str) -> Callable[[list[bytes]], object]:
     """``ms.aggregate`` of the chunks (the decode cost the ratios divide by)."""
 
@@ -89,8 +86,8 @@ def aggregator(source: str) -> Callable[[list[bytes]], object]:
 def main() -> None:
     """Measure every (source, target) pair and record its ratios."""
     all_streams = streams(SMALL)
-    names = [a for a in sys.argv[1:] if not a.startswith("--")]
-    sources = [s for s in all_streams if not names or s in names]
+    chosen = names()
+    sources = [s for s in all_streams if not chosen or s in chosen]
     repeat = 1 if quick() else 5
     print(f"cross-protocol conversion, ~{SMALL:,} events per source stream (CPU time, best of {repeat})")
     for source in sources:
@@ -105,7 +102,7 @@ def main() -> None:
         }
         other = against()
         if other is not None:
-            fns["events --against"] = event_aggregate_of(source, other)
+            fns["events --against"] = event_aggregate(source, other)
             fns.update({f"{t} --against": converter(source, t, other) for t in targets})
         t = best_of(fns, chunks, repeat)
         decode, with_events = t["aggregate"], t["events"]
