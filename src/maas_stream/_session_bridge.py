@@ -51,11 +51,13 @@ Live cancellation of a call a Realtime client already got is a ``conversation.it
 of its item), and Realtime's recoverable ``error`` (forwarded to a Realtime client; a Live
 client has no error message, so it is a record of kind ``error``).
 
-The module owns the session's state machine (the client ↔ upstream message flow, the Live
-``setup`` timing, the audio input conversion, the relay of realtime upstream messages); its
+The module owns the session's state machine (the client ↔ upstream message flow, the
+configuration, the relay of realtime upstream messages); its
 rules live beside it: ``_session_config`` (configuration ↔ Live ``setup`` / Realtime
-``session.update``, voices), ``_session_output`` (what the client is sent: server events,
-errors, refusals) and ``_session_http`` (an HTTP upstream's turns).
+``session.update``, voices), ``_session_input`` (what a realtime upstream is sent for the
+client's messages: audio conversion, manual turns, the Live ``setup`` timing, what the session
+keeps of them), ``_session_output`` (what the client is sent: server events, errors, refusals)
+and ``_session_http`` (an HTTP upstream's turns).
 
 It must not do IO.
 """
@@ -67,21 +69,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from . import events as ev
-from ._audio import AudioConverter
-from ._client_model import (
-    ActivityStart,
-    AddMessages,
-    AudioChunk,
-    AudioCommit,
-    AudioFormat,
-    AudioStreamEnd,
-    ClientMessage,
-    ResponseRequest,
-    SessionConfig,
-    TextInput,
-    ToolResults,
-    TurnDetection,
-)
+from ._client_model import AudioFormat, ClientMessage, SessionConfig, TurnDetection
 from ._drops import DropLog
 from ._exceptions import LocalProtocolError, ProtocolError, RemoteProtocolError
 from ._model import Session, StreamError, ToolCallPart
@@ -91,12 +79,12 @@ from ._session_config import (
     SESSION_PROTOCOLS,
     VOICES,
     SampleRates,
-    live_setup,
     merge,
     realtime_update,
     session_object,
 )
 from ._session_http import HttpTurns, TurnRequest
+from ._session_input import UpstreamInput, is_streamed_audio
 from ._session_output import ClientWriter, Translated, close_reason, json_text
 from ._stream_aggregator import StreamAggregator
 from .protocols._names import GOOGLE_LIVE, OPENAI_REALTIME
@@ -170,17 +158,11 @@ class SessionBridge:
             self._encoder = get_protocol(client).encoder()
         # Only a translated session re-encodes the events; a passed-through one only reads them.
         self._agg = StreamAggregator(None if self.http else upstream, emit=self._encoder is not None)
+        self._in = UpstreamInput(
+            upstream, model=model, rates=self.rates, writer=self._out, calls=self._calls, session=self._agg
+        )
         self._reading = True
-        self._setup_sent = False
-        self._setup: dict[str, Any] | None = None
-        self._ready = False
-        self._held: list[str | bytes] = []
         self._awaiting_setup = False
-        self._auto = False
-        """A Live upstream answers by itself now (after tool results or the end of an audio turn):
-        the Realtime client's next plain ``response.create`` is already served."""
-        self._activity = False
-        self._inputs: dict[AudioFormat, AudioConverter] = {}
 
     # ------------------------------------------------------------------ public
 
@@ -301,7 +283,7 @@ class SessionBridge:
                 # The route's model, whatever the client named (it may be an alias).
                 setup["model"] = self.model if self.model.startswith("models/") else f"models/{self.model}"
                 forward = json_text(raw)
-        if not self._is_audio(message):
+        if not is_streamed_audio(message):
             self._read(forward, "client")
         return forward
 
@@ -337,18 +319,6 @@ class SessionBridge:
             )
             self.drops.extend(log.records)
 
-    def _is_audio(self, message: str | bytes) -> bool:
-        """Whether a client message is streamed audio.
-
-        Streamed audio is kept out of the Session: it would grow with every second of audio.
-        """
-        head = message[:120] if isinstance(message, str) else message[:120].decode("utf-8", "ignore")
-        return (
-            "input_audio_buffer.append" in head
-            or ("realtimeInput" in head and '"audio"' in head)
-            or ("realtime_input" in head and '"audio"' in head)
-        )
-
     def _session_event(self, kind: str) -> str:
         """A Realtime ``session.created`` / ``session.updated`` of the configuration as it stands."""
         session = session_object(self.config, model=self.model, beta=self.beta)
@@ -361,10 +331,8 @@ class SessionBridge:
             self._config(m, out)
         elif self.http:
             self._http_turns().take(m, self.config, out)
-        elif self.upstream == GOOGLE_LIVE:
-            self._to_live(m, out)
         else:
-            self._to_realtime(m, out)
+            self._in.take(m, self.config, out)
 
     def _config(self, m: SessionConfig, out: Translated) -> None:
         merged = merge(self.config, m)
@@ -389,23 +357,14 @@ class SessionBridge:
         self.config = merged
         self._awaiting_setup = True
         out.to_upstream.append(json_text(wire))
-        self._feed_client(wire)
+        self._in.keep(wire)
 
     def _live_config(self, m: SessionConfig, merged: SessionConfig, lost: list[str], out: Translated) -> None:
-        setup = live_setup(merged, model=self.model, lost=lost)
-        if self._setup_sent:
-            old: dict[str, Any] = (self._setup or {}).get("setup", {})
-            new: dict[str, Any] = setup["setup"]
-            changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-            lost = [f"setup.{k}" for k in changed] + lost
-            why = "Google Live takes its configuration once, in setup, when the session starts"
-        else:
-            why = "Google Live has no counterpart"
+        setup, lost, why = self._in.live_setup(merged, lost)
         if self._out.lost(out, lost, why, m.event_id):
             return
         self.config = merged
-        if not self._setup_sent:
-            self._setup = setup
+        self._in.configured(setup)
         self._config_done(out)
 
     def _config_done(self, out: Translated) -> None:
@@ -414,127 +373,11 @@ class SessionBridge:
         else:
             out.to_client.append(json_text({"setupComplete": {}}))
 
-    def _feed_client(self, wire: dict[str, Any]) -> None:
-        """Keep a translated client message in the session (not audio: see ``_is_audio``)."""
-        self._agg.feed_message(json_text(wire), direction="client")
-
-    def _send(self, out: Translated, wires: list[dict[str, Any]]) -> None:
-        for wire in wires:
-            text = json_text(wire)
-            if self.upstream == GOOGLE_LIVE and not self._ready:
-                self._held.append(text)
-            else:
-                out.to_upstream.append(text)
-            kind = wire.get("type") if self.upstream == OPENAI_REALTIME else next(iter(wire), None)
-            audio = kind == "input_audio_buffer.append" or (
-                kind == "realtimeInput" and "audio" in wire.get("realtimeInput", {})
-            )
-            if not audio:
-                self._feed_client(wire)
-
-    def _ensure_setup(self, out: Translated) -> bool:
-        """Send the Live setup before the first message that is not a configuration."""
-        if self._setup_sent:
-            return True
-        lost: list[str] = []
-        setup = self._setup or live_setup(self.config, model=self.model, lost=lost)
-        if self._out.lost(out, lost, "Google Live has no counterpart", None):
-            return False
-        self._setup = setup
-        self._setup_sent = True
-        out.to_upstream.append(json_text(setup))
-        self._feed_client(setup)
-        return True
-
-    def _to_live(self, m: ClientMessage, out: Translated) -> None:
-        if not self._ensure_setup(out):
-            return
-        manual = self.config.turn_detection is not None and self.config.turn_detection.mode == "manual"
-        wires: list[dict[str, Any]] = []
-        if isinstance(m, AudioChunk):
-            data = self._convert_in(m.format, AudioFormat(rate=self.rates.live_input), m.data)
-            if manual and not self._activity:
-                self._activity = True
-                wires.append({"realtimeInput": {"activityStart": {}}})
-            if data:
-                m = msgspec.structs.replace(m, data=data, format=AudioFormat(rate=self.rates.live_input))
-                wires += live.encode_client(m)
-            self._send(out, wires)
-            return
-        if isinstance(m, AudioCommit):
-            tail = self._flush_in()
-            if manual and not self._activity:
-                wires.append({"realtimeInput": {"activityStart": {}}})
-            if tail:
-                wires += live.encode_client(
-                    AudioChunk(data=tail, format=AudioFormat(rate=self.rates.live_input))
-                )
-            self._activity = False
-            self._auto = manual
-        if isinstance(m, ResponseRequest) and self._auto and m == ResponseRequest(event_id=m.event_id):
-            self._auto = False  # Live already answers (tool results, the end of an audio turn)
-            return
-        if isinstance(m, ToolResults):
-            results = [
-                r if r.name else msgspec.structs.replace(r, name=self._calls.get(r.tool_call_id))
-                for r in m.results
-            ]
-            m = msgspec.structs.replace(m, results=results)
-            self._auto = True
-        elif isinstance(m, AddMessages | TextInput) or isinstance(m, ResponseRequest):
-            self._auto = False
-        lost: list[str] = []
-        drops = DropLog(self.upstream, self.client)
-        wires += live.encode_client(m, model=self.model, manual_turns=manual, lost=lost, drops=drops)
-        lost += [rec.what for rec in drops.records]
-        if self._out.lost(out, lost, "Google Live has no counterpart", m.event_id, kind="session_frame"):
-            return
-        self._send(out, wires)
-
-    def _to_realtime(self, m: ClientMessage, out: Translated) -> None:
-        wires: list[dict[str, Any]] = []
-        if isinstance(m, AudioChunk):
-            target = AudioFormat(rate=self.rates.realtime)
-            data = self._convert_in(m.format, target, m.data)
-            if data:
-                wires += realtime.encode_client(msgspec.structs.replace(m, data=data, format=target))
-            self._send(out, wires)
-            return
-        manual = self.config.turn_detection is not None and self.config.turn_detection.mode == "manual"
-        if isinstance(m, AudioCommit | AudioStreamEnd):
-            tail = self._flush_in()
-            if tail:
-                wires += realtime.encode_client(
-                    AudioChunk(data=tail, format=AudioFormat(rate=self.rates.realtime))
-                )
-        if isinstance(m, ActivityStart):
-            return  # Realtime needs no mark: a manual turn starts with its first audio
-        lost: list[str] = []
-        drops = DropLog(self.upstream, self.client)
-        wires += realtime.encode_client(m, lost=lost, drops=drops)
-        if isinstance(m, AudioCommit) and manual:
-            wires.append({"type": "response.create"})  # Live answers at activityEnd
-        lost += [rec.what for rec in drops.records]
-        if self._out.lost(out, lost, "OpenAI Realtime has no counterpart", m.event_id, kind="session_frame"):
-            return
-        self._send(out, wires)
-
-    def _convert_in(self, source: AudioFormat, target: AudioFormat, data: bytes) -> bytes:
-        conv = self._inputs.get(source)
-        if conv is None:
-            conv = self._inputs[source] = AudioConverter(source, target)
-        return conv.feed(data)
-
-    def _flush_in(self) -> bytes:
-        return b"".join(conv.flush() for conv in self._inputs.values())
-
     # ------------------------------------------------------------------ upstream → client
 
     def _from_live(self, raw: Any, message: str | bytes, out: Translated) -> None:
         if isinstance(raw, dict) and "setupComplete" in raw:
-            self._ready = True
-            out.to_upstream.extend(self._held)
-            self._held = []
+            out.to_upstream.extend(self._in.ready())
         self._relay(message, out)
         cancel = raw.get("toolCallCancellation") if isinstance(raw, dict) else None
         ids = cancel.get("ids") if isinstance(cancel, dict) else None

@@ -154,6 +154,7 @@ CORE = _under(
             "_audio",
             "_session_bridge",
             "_session_config",
+            "_session_input",
             "_session_output",
             "_session_http",
             "protocols",
