@@ -302,8 +302,10 @@ def measure(
     }
     print(f"\n{protocol} {label}".rstrip() + f": {events:,} events ({len(data) / 1e6:.2f} MB)")
     print(f"  bare split+msgspec.decode  {events / t_bare:12,.0f} ev/s")
+    # Issue 18's goals: the SSE protocols at the untyped bare limit, the JSON-lines (realtime) ones at half of it.
+    goal = ">= 0.5" if bare is bare_jsonl else ">= 1.0"
     print(
-        f"  ms.aggregate               {events / t_ours:12,.0f} ev/s   {ratios['decode_vs_bare']:5.2f}x bare (>= 0.5)"
+        f"  ms.aggregate               {events / t_ours:12,.0f} ev/s   {ratios['decode_vs_bare']:5.2f}x bare ({goal})"
     )
     if "bare_chunked" in t:
         ratios["decode_vs_bare_chunked"] = t["bare_chunked"] / t_ours
@@ -323,12 +325,14 @@ def measure(
         f" the encoder {ratios['encode']:4.2f}x the event decode (<= 1)"
     )
     name = f"{protocol} {events:,} ev"
-    record(name, "decode vs bare", ratios["decode_vs_bare"], ">= 1.0")
+    record(name, "decode vs bare", ratios["decode_vs_bare"], goal)
     if "decode_vs_bare_chunked" in ratios:
         record(name, "decode vs bare (chunk split)", ratios["decode_vs_bare_chunked"], "info")
     if "vs_against" in ratios:
         record(name, "this vs --against", ratios["vs_against"], "info")
     record(name, "vs SDK", ratios["vs_sdk"], ">= 10")
-    record(name, "re-encode / decode", ratios["reencode"], "<= 1")
+    # What a conversion adds over the direct fold: making the events too, so information; the goal
+    # (re-encoding <= 1x the decode it runs on) is the next row's.
+    record(name, "re-encode / decode", ratios["reencode"], "info")
     record(name, "encode / event decode", ratios["encode"], "<= 1")
     return ratios

@@ -8,12 +8,12 @@ every pair on the per-protocol benchmarks' own synthesized streams (~2k events e
 pair, in one run with the contenders interleaved (``_harness.best_of``):
 
 * ``re-encode / decode`` = (t(convert to the target) - t(aggregate)) / t(aggregate): what
-  the emit path and the target's encoder add to decoding the source (budget: <= 1);
+  the emit path and the target's encoder add to decoding the source (information: it counts
+  making the events too, which the direct fold skips);
 * ``encode / event decode`` = (t(convert) - t(events)) / t(events), where ``events`` decodes
   and aggregates with every event made (``StreamAggregator(emit=True)``, what a conversion
-  decodes through): the target's encoder alone against the decode it is fed by. The first
-  ratio divides by the direct fold, which makes no events, so it also counts the events'
-  own cost;
+  decodes through): the target's encoder alone against the decode it is fed by (issue 18's
+  goal: re-encoding <= 1x the decode cost);
 * the whole conversion's CPU time per source event, in µs (decode + aggregate + encode: the
   library's share of a bridge's per-event cost, whose budget is 25 µs in all).
 
@@ -123,7 +123,7 @@ def main() -> None:
                 print(f"     {'':20} --against: encoder {theirs:4.2f}x its event decode")
                 record(f"convert {source} -> {target}", "encode / event decode of --against", theirs, "info")
             name = f"convert {source} -> {target}"
-            record(name, "re-encode / decode", ratio, "<= 1")
+            record(name, "re-encode / decode", ratio, "info")
             record(name, "encode / event decode", encode, "<= 1")
             record(name, "convert µs/event", per_event, "library share of <= 25")
 
