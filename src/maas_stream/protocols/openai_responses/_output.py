@@ -55,8 +55,8 @@ class Item:
         self.type = type
         self.id = id
         self.body: dict[str, Any] = {}
-        self.content: list[dict[str, Any] | None] = []
-        """A message item's content parts, ``None`` while a part is open."""
+        self.content: list[Any] = []
+        """A message item's content parts; an open part's place holds its writer."""
         self.done = False
         self.whole = False
         """One canonical message is this whole item (a Responses source)."""
