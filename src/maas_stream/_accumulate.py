@@ -422,11 +422,13 @@ class SpanState:
         "warnings",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, messages: list[MessageState] | None = None) -> None:
         self.start: ResponseStart | None = None
         self.id: str | None = None
         self.done: ResponseDone | None = None
-        self.messages: list[MessageState] = []
+        self.messages: list[MessageState] = [] if messages is None else messages
+        """Its messages; the first response of a stream shares the aggregator's list while that
+        holds no other (most streams have one response: one list, not two)."""
         self.usage: Usage | None = None
         self.error: StreamError | None = None
         self.unknown: dict[str, int] | None = None

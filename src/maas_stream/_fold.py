@@ -147,8 +147,12 @@ class Fold:
     def _span(self) -> SpanState:
         """The response being folded (the first one opens with the first event)."""
         if not self._spans:
-            self._spans.append(SpanState())
+            self._spans.append(self._first_span())
         return self._spans[-1]
+
+    def _first_span(self) -> SpanState:
+        """The first response: it shares :attr:`_messages` while that holds none of another."""
+        return SpanState(None if self._messages else self._messages)
 
     def _session_event(self, event: SessionEvent) -> None:
         self._more().entries.append(msgspec.structs.replace(event, after=self._started))
@@ -388,12 +392,14 @@ class Fold:
         return msg
 
     def _new_message(self, key: Key, start: MessageStart, out: list[Event]) -> MessageState:
-        msg = MessageState(len(self._messages), key, start)
-        self._messages.append(msg)
-        self._by_key[key] = msg
         spans = self._spans
         span = spans[-1] if spans else self._span()
-        span.messages.append(msg)
+        messages = self._messages
+        msg = MessageState(len(messages), key, start)
+        messages.append(msg)
+        self._by_key[key] = msg
+        if span.messages is not messages:
+            span.messages.append(msg)
         if start.role in ASSISTANT_ROLES:
             if not span.real:
                 self._mark_real(span)

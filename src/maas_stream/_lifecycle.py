@@ -245,7 +245,12 @@ class Lifecycle(Fold):
     def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
         if self._start is None or ev.provider_raw is not None:
             self._start = ev
-        if not self._spans or self._state is AggregatorState.DONE:
+        if not self._spans:
+            self._spans.append(self._first_span())
+        elif self._state is AggregatorState.DONE:
+            first = self._spans[0]
+            if first.messages is self._messages:
+                first.messages = list(first.messages)  # (the next response's are not its own)
             self._spans.append(SpanState())
         span = self._spans[-1]
         if span.start is None or ev.provider_raw is not None:

@@ -269,7 +269,8 @@ def test_a_responses_text_part_holds_few_pieces() -> None:
     conv = ms.StreamConverter("openai-responses", protocol="anthropic")
     data = _long_anthropic(2_000)
     conv.feed(data[: data.index(b"content_block_stop")])
-    writers = [w for w in conv._encoder._parts.values() if isinstance(w, TextWriter)]  # type: ignore[attr-defined]
+    encoder: Any = conv._encoder
+    writers = [w for w in (encoder._hot, *encoder._parts.values()) if isinstance(w, TextWriter)]
     assert len(writers) == 1
     assert 0 < len(writers[0].sent) < 64
     assert "".join(writers[0].sent) == "".join(f"w{i} é\n" for i in range(2_000))

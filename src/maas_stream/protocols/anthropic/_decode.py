@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ... import events
+from ..._accumulate import EMPTY, writable
 from ..._exceptions import RemoteProtocolError
 from ..._model import FinishReason, UnknownPart
 from .._base import SSEStreamDecoder
@@ -65,7 +66,7 @@ class StreamDecoder(SSEStreamDecoder):
         self._decoded: tuple[bytes, Frame] | None = None
         """A frame the direct fold decoded and hands :meth:`normal`: :meth:`on_frame` reads it once."""
         self._provider_finish: str | None = None
-        self._raw: dict[int, dict[str, Any]] = {}
+        self._raw: dict[int, dict[str, Any]] = EMPTY  # (a dict of its own at the first)
         self._usage: dict[str, Any] = {}
         """The message's usage as known so far (``message_delta`` counts overwrite it)."""
         self._unknown: frozenset[int] = _NONE
@@ -219,6 +220,7 @@ class StreamDecoder(SSEStreamDecoder):
                     events.UnknownEvent(provider_type=part.provider_type, raw=block, message=0, part=index)
                 ]
             if part.provider_type == "compaction":
+                self._raw = writable(self._raw)
                 self._raw[index] = dict(block)
             elif part.provider_type == "fallback":
                 # The model named by the (last) fallback hop is the one that served the response.
@@ -231,7 +233,7 @@ class StreamDecoder(SSEStreamDecoder):
 
     def _on_block_stop(self, frame: Frame, data: bytes | str) -> list[events.Event]:
         index = frame.index
-        raw = self._raw.pop(index, None)
+        raw = self._raw.pop(index, None) if self._raw else None
         if raw is not None:
             value = UnknownPart(provider_type=str(raw.get("type")), raw=raw)
             return [events.PartDone(message=0, part=index, value=value)]

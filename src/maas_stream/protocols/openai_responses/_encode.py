@@ -94,7 +94,6 @@ class StreamEncoder(EventEncoder):
         "_skip",
         "_started",
         "_text_item",
-        "_texts",
         "_usage",
         "_whole",
         "drops",
@@ -114,11 +113,13 @@ class StreamEncoder(EventEncoder):
         self._started = False
         self._ended = False
         # One message of one part in most streams: held inline (KeyMap); rare state shared empty.
-        self._meta: KeyMap[events.MessageStart] = KeyMap()
+        self._meta: dict[int, events.MessageStart] = EMPTY
+        """The starts that carry a phase or provider fields (most carry neither)."""
         self._whole: dict[int, Item] = EMPTY
         self._text_item: KeyMap[Item] = KeyMap()
-        self._texts: KeyMap[list[TextWriter]] = KeyMap()
-        self._parts: KeyMap[PartWriter] = KeyMap()
+        self._parts: dict[tuple[Any, Any], PartWriter] = EMPTY
+        """The writers of the parts started, but the hot one's when it has not been stored (most
+        streams write one part: it is never stored, see :meth:`_store_hot`)."""
         # The writer of the part the last delta went to (most deltas go where the last one went).
         self._hot: PartWriter = _NOTHING
         self._hot_message: Any = None
@@ -218,7 +219,9 @@ class StreamEncoder(EventEncoder):
             return self._skip_message(
                 ev.message, "choices after the first (a Responses response carries one)"
             )
-        self._meta[ev.message] = ev
+        if ev.phase is not None or ev.provider_raw is not None:
+            self._meta = writable(self._meta)
+            self._meta[ev.message] = ev
         if self._same and ev.type == "message":
             item = self._text_item[ev.message] = Item(-1, "message", ev.id)
             return self._out.open(
@@ -271,7 +274,7 @@ class StreamEncoder(EventEncoder):
 
     def _message_body(self, message: int, item: Item, status: str | None) -> dict[str, Any]:
         meta = self._meta.get(message)
-        content = [c for c in item.content if c is not None]
+        content = [c for c in item.content if isinstance(c, dict)]  # (not the writer of a part still open)
         phase = meta.phase if meta is not None else None
         return message_item(item.id, status or "completed", content, phase=phase, extras=item.body)
 
@@ -285,13 +288,10 @@ class StreamEncoder(EventEncoder):
         if item is None or item.done:
             return b""
         frames = b""
-        writers = self._texts.get(message)
-        if writers:
-            self._texts[message] = []  # (the next item of the message has writers of its own)
-        for writer in writers or ():
-            if not writer.closed:
-                # The text part ends here, with what was sent, so the message item can end.
-                frames += writer.done(writer.sent_value())
+        for writer in [c for c in item.content if isinstance(c, TextWriter)]:
+            # A part still open (it holds its writer) ends here, with what was sent, so the
+            # message item can end.
+            frames += writer.done(writer.sent_value())
         return frames + self._out.close(item, self._message_body(message, item, status))
 
     def _close_all(self, status: str = "completed") -> bytes:
@@ -344,21 +344,27 @@ class StreamEncoder(EventEncoder):
             phase = meta.phase if meta is not None else None
             frames = self._out.open(item, message_item(None, "in_progress", _NO_CONTENT, phase=phase))
         writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
-        writers = self._texts.get(message)
-        if writers is None:
-            self._texts[message] = [writer]
-        else:
-            writers.append(writer)
         return writer, frames + writer.open()
 
     def _set_writer(self, message: int, part: int, writer: PartWriter) -> None:
-        self._parts[message, part] = writer
+        if message != self._hot_message or part != self._hot_part:
+            self._store_hot()
         self._hot, self._hot_message, self._hot_part = writer, message, part
+
+    def _store_hot(self) -> None:
+        """Keep the hot writer in :attr:`_parts` before another part's takes its place."""
+        hot = self._hot
+        if hot is not _NOTHING:
+            key = (self._hot_message, self._hot_part)
+            if self._parts.get(key) is not hot:
+                self._parts = writable(self._parts)
+                self._parts[key] = hot
 
     def _writer(self, ev: Any) -> PartWriter:
         """The writer of the event's part (one that writes nothing for a part never started)."""
         if ev.part == self._hot_part and ev.message == self._hot_message:
             return self._hot
+        self._store_hot()
         writer = self._parts.get((ev.message, ev.part)) or _NOTHING
         self._hot, self._hot_message, self._hot_part = writer, ev.message, ev.part
         return writer

@@ -44,6 +44,21 @@ PROGRESS: Final[dict[str, tuple[str, str]]] = {
 _PREFIX: Final = {"message": "msg", "function_call": "fc", "custom_tool_call": "fc", "reasoning": "rs"}
 
 
+_IDS: Final[dict[tuple[str, int], str]] = {}
+"""The ids given to items that have none, by prefix and output index: shared by every stream
+(the first few indexes; a string of its own is 59 bytes a stream)."""
+
+
+def _item_id(prefix: str, index: int) -> str:
+    key = (prefix, index)
+    found = _IDS.get(key)
+    if found is None:
+        found = f"{prefix}_maas_{index}"
+        if index < 16:  # (bounded: four prefixes)
+            _IDS[key] = found
+    return found
+
+
 class Item:
     """One output item: its index, type and id, its body so far, and its content parts."""
 
@@ -55,8 +70,8 @@ class Item:
         self.type = type
         self.id = id
         self.body: dict[str, Any] = {}
-        self.content: list[dict[str, Any] | None] = []
-        """A message item's content parts, ``None`` while a part is open."""
+        self.content: list[Any] = []
+        """A message item's content parts; an open part's place holds its writer."""
         self.done = False
         self.whole = False
         """One canonical message is this whole item (a Responses source)."""
@@ -108,7 +123,7 @@ class Output:
         item.index = len(self.items)
         self.items.append(item)
         if item.id is None:
-            item.id = f"{_PREFIX.get(item.type, 'item')}_maas_{item.index}"
+            item.id = _item_id(_PREFIX.get(item.type, "item"), item.index)
         body = dict(added)
         body["type"] = item.type
         body["id"] = item.id

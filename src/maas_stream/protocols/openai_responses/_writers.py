@@ -156,7 +156,7 @@ class TextWriter(PartWriter):
         self.continued = continued
         """The rest of a part whose first item ended early: it ends with what it wrote."""
         self.index = len(item.content)
-        item.content.append(None)
+        item.content.append(self)  # (its content part in place of the writer once it ends)
         self.sent: list[str] = []
         # Log-probabilities and citations are rare: one shared empty value until the first.
         self.pending: list[Any] = _NONE
