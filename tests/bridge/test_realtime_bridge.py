@@ -341,6 +341,36 @@ async def test_sessions_count_with_streams_and_idle_and_size_limits() -> None:
     assert app._active == 0
 
 
+@pytest.mark.parametrize("side", ["pass_client", "pass_upstream"])
+async def test_a_bug_on_either_side_of_the_relay_ends_the_session_as_an_internal_error(
+    realtime: tuple[FakeRealtime, int, BridgeApp], monkeypatch: pytest.MonkeyPatch, side: str
+) -> None:
+    # Either relay side failing stops the other one (no session left waiting) and is told.
+    _, port, app = realtime
+    from maas_stream._session_bridge import SessionBridge
+
+    def broken(self: SessionBridge, message: str | bytes) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(SessionBridge, side, broken)
+    with anyio.fail_after(LIMIT):
+        async with openai_client(port).realtime.connect(model="gpt-realtime") as conn:
+            events = Events(conn)
+            if side == "pass_client":
+                await events.until("session.created")
+                await conn.conversation.item.create(item=user_text("hi"))  # type: ignore[arg-type]
+            error = (await events.until("error"))[-1]
+            with pytest.raises(ConnectionClosed) as closed:
+                await conn.recv_bytes()
+    assert "internal error in the bridge (RuntimeError)" in (error.error.message or "")
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1011
+    with anyio.fail_after(LIMIT):
+        while app._active:  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+    assert app.stats.internal_errors == 1
+
+
 async def test_one_log_line_per_session_without_secrets(
     realtime: tuple[FakeRealtime, int, BridgeApp], caplog: pytest.LogCaptureFixture
 ) -> None:
