@@ -176,6 +176,7 @@ class _Session:
         self.limits = app.session_limits
         self.scope = scope
         self.headers = request_headers(scope)
+        """The handshake's headers (let go once the relay starts: an idle session keeps no copy)."""
         peer = scope.get("client")
         self.exchange = Exchange("GET", scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         self.ws = ClientSocket(scope, receive, send, max_message=self.limits.max_message)
@@ -237,8 +238,7 @@ class _Session:
         first: str | bytes | None = None
         session = spec.session
         if session.model_query is not None:
-            params = dict(parse_qsl(query.decode("latin-1")))
-            model = params.get(session.model_query)
+            model = dict(parse_qsl(query.decode("latin-1"))).get(session.model_query)
         else:  # the model is in the first message: accept to read it
             await self.ws.accept()
             self.exchange.status = 101
@@ -281,12 +281,10 @@ class _Session:
         drop = self.app.drop_params if route.drop_params is None else route.drop_params
         rename = getattr(upstream, "model", None)
         name = rename or model
-        options: dict[str, Any] = {"model": name or "", "drop_params": drop}
-        beta = session.beta_header
-        if beta is not None and self.headers.get(beta[0]) == beta[1]:
-            options["beta"] = True
+        header = session.beta_header
+        beta = header is not None and self.headers.get(header[0]) == header[1]
         try:
-            self.translator = cls(spec.name, upstream.protocol, **options)
+            self.translator = cls(spec.name, upstream.protocol, model=name or "", drop_params=drop, beta=beta)
         except LocalProtocolError as exc:
             raise Rejected(501, str(exc)) from None
         if not websocket:
@@ -296,6 +294,7 @@ class _Session:
         if first is not None and rename is not None and session.model_field:
             first = with_field(first, session.model_field, session.model_prefix + rename)
         forwarded = {h: self.headers[h] for h in session.forward_headers if same and h in self.headers}
+        self.headers = {}  # the handshake is read: the session's life need not keep its headers
         offered = [
             p
             for p in self.scope.get("subprotocols") or ()
