@@ -13,11 +13,13 @@ translator (``maas_stream._session_bridge``; more of them in ``test_realtime_cro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import openai
 import pytest
@@ -867,3 +869,28 @@ async def test_a_client_text_is_limited_by_its_utf8_size(text: str, too_big: boo
     else:
         assert await ws.receive() == text
         assert ws.received == 1
+
+
+async def test_a_relay_cancelled_from_outside_stays_cancelled_and_stops_its_other_side() -> None:
+    # The relay takes back only the cancellations its own end asked for: a server shutting the
+    # session down (here a cancel scope around it) cancels it, and its client side with it.
+    from maas_stream.bridge._realtime import _Pump
+
+    class Stalled:
+        limits = SessionLimits(idle_timeout=None)
+        other: Any = None
+
+        async def _client_to_upstream(self, conn: Any) -> None:
+            self.other = asyncio.current_task()
+            await anyio.sleep_forever()
+
+        async def _upstream_to_client(self, conn: Any) -> None:
+            await anyio.sleep_forever()
+
+    session = Stalled()
+    with anyio.move_on_after(0.2) as scope:
+        await _Pump(session, None).run()  # type: ignore[arg-type]
+    assert scope.cancelled_caught
+    assert session.other is not None
+    await anyio.lowlevel.checkpoint()
+    assert session.other.cancelled()
