@@ -133,14 +133,13 @@ class _Pump:
             await session._upstream_to_client(self.conn)
         except asyncio.CancelledError:
             if not self._stopping or me.uncancel() > 0:  # cancelled from outside: go on cancelling
-                other.cancel()
                 raise
         finally:
             self._me = None  # stop() cancels nothing more here
             if self._timer is not None:
                 self._timer.cancel()
+            other.cancel()  # (nothing once it is done)
         if not other.done():
-            other.cancel()
             await asyncio.wait((other,))
         if not other.cancelled() and (error := other.exception()) is not None:
             raise error
