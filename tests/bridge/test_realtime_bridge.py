@@ -13,11 +13,13 @@ translator (``maas_stream._session_bridge``; more of them in ``test_realtime_cro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import openai
 import pytest
@@ -339,6 +341,36 @@ async def test_sessions_count_with_streams_and_idle_and_size_limits() -> None:
     assert big_closed.value.rcvd is not None
     assert big_closed.value.rcvd.code == 1009
     assert app._active == 0
+
+
+@pytest.mark.parametrize("side", ["pass_client", "pass_upstream"])
+async def test_a_bug_on_either_side_of_the_relay_ends_the_session_as_an_internal_error(
+    realtime: tuple[FakeRealtime, int, BridgeApp], monkeypatch: pytest.MonkeyPatch, side: str
+) -> None:
+    # Either relay side failing stops the other one (no session left waiting) and is told.
+    _, port, app = realtime
+    from maas_stream._session_bridge import SessionBridge
+
+    def broken(self: SessionBridge, message: str | bytes) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(SessionBridge, side, broken)
+    with anyio.fail_after(LIMIT):
+        async with openai_client(port).realtime.connect(model="gpt-realtime") as conn:
+            events = Events(conn)
+            if side == "pass_client":
+                await events.until("session.created")
+                await conn.conversation.item.create(item=user_text("hi"))  # type: ignore[arg-type]
+            error = (await events.until("error"))[-1]
+            with pytest.raises(ConnectionClosed) as closed:
+                await conn.recv_bytes()
+    assert "internal error in the bridge (RuntimeError)" in (error.error.message or "")
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1011
+    with anyio.fail_after(LIMIT):
+        while app._active:  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+    assert app.stats.internal_errors == 1
 
 
 async def test_one_log_line_per_session_without_secrets(
@@ -837,3 +869,28 @@ async def test_a_client_text_is_limited_by_its_utf8_size(text: str, too_big: boo
     else:
         assert await ws.receive() == text
         assert ws.received == 1
+
+
+async def test_a_relay_cancelled_from_outside_stays_cancelled_and_stops_its_other_side() -> None:
+    # The relay takes back only the cancellations its own end asked for: a server shutting the
+    # session down (here a cancel scope around it) cancels it, and its client side with it.
+    from maas_stream.bridge._realtime import _Pump
+
+    class Stalled:
+        limits = SessionLimits(idle_timeout=None)
+        other: Any = None
+
+        async def _client_to_upstream(self, conn: Any) -> None:
+            self.other = asyncio.current_task()
+            await anyio.sleep_forever()
+
+        async def _upstream_to_client(self, conn: Any) -> None:
+            await anyio.sleep_forever()
+
+    session = Stalled()
+    with anyio.move_on_after(0.2) as scope:
+        await _Pump(session, None).run()  # type: ignore[arg-type]
+    assert scope.cancelled_caught
+    assert session.other is not None
+    await anyio.lowlevel.checkpoint()
+    assert session.other.cancelled()

@@ -12,12 +12,15 @@ connects over the ASGI ``websocket`` protocol. Per session:
 3. the route's :class:`~maas_stream.bridge._ws.WebSocketUpstream` is opened with the operator's
    key (a refused or failed handshake is the client's HTTP error before accepting, or its close
    once accepted);
-4. two tasks relay messages, client → upstream and upstream → client, each through the session
-   translator (``from_client``/``from_upstream``); what it drops is counted and logged. A
-   same-protocol session takes the translator's fast path (``pass_client``/``pass_upstream``):
-   each message goes on as it came, read on the side for the record. A third task enforces the
-   idle limit: one deadline per session that every message moves forward (a time stored, no
-   timer or cancel scope per message).
+4. messages are relayed both ways, each through the session translator
+   (``from_client``/``from_upstream``); what it drops is counted and logged. A same-protocol
+   session takes the translator's fast path (``pass_client``/``pass_upstream``): each message
+   goes on as it came, read on the side for the record. A websocket upstream (``websockets``:
+   asyncio) is relayed by the session's own task (upstream → client) and one more asyncio task
+   (client → upstream); the idle limit is one timer handle on the loop, re-armed when it finds a
+   message crossed since (a time stored per message, no timer, task or cancel scope per
+   message). An idle session holds no more than that: two tasks, one timer handle. An HTTP
+   upstream's turns run in an anyio task group (any backend).
 
 Ends, both ways: a client close closes the upstream with the same code; an upstream close is
 passed on with its code and reason. An upstream failure (a close with an error code, a dropped
@@ -42,6 +45,7 @@ events come from the protocols' specs and encoders.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import traceback
@@ -97,6 +101,72 @@ log = logging.getLogger("maas_stream")
 # ---------------------------------------------------------------------------------- a session
 
 
+class _Pump:
+    """A websocket upstream's relay on asyncio: the session's task reads the upstream, one task the client.
+
+    The idle limit is one loop timer (:meth:`_check`) that re-arms itself to the last message's
+    deadline. :meth:`stop` (the first end) cancels the side(s) still waiting; the session's own
+    task takes its cancellation back (as ``asyncio.timeout`` does) and goes on to the close. A
+    bug in either side cancels the other and is raised by :meth:`run`.
+    """
+
+    __slots__ = ("_loop", "_me", "_other", "_stopping", "_timer", "conn", "session")
+
+    def __init__(self, session: _Session, conn: Any) -> None:
+        self.session = session
+        self.conn = conn
+        self._loop = asyncio.get_running_loop()
+        self._me: asyncio.Task[Any] | None = None
+        self._other: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopping = False
+
+    async def run(self) -> None:
+        session, loop = self.session, self._loop
+        me = self._me = asyncio.current_task(loop)
+        assert me is not None
+        other = self._other = loop.create_task(session._client_to_upstream(self.conn))
+        other.add_done_callback(self._other_done)
+        if session.limits.idle_timeout is not None:
+            self._timer = loop.call_later(session.limits.idle_timeout, self._check)
+        try:
+            await session._upstream_to_client(self.conn)
+        except asyncio.CancelledError:
+            if not self._stopping or me.uncancel() > 0:  # cancelled from outside: go on cancelling
+                raise
+        finally:
+            self._me = None  # stop() cancels nothing more here
+            if self._timer is not None:
+                self._timer.cancel()
+            other.cancel()  # (nothing once it is done)
+        if not other.done():
+            await asyncio.wait((other,))
+        if not other.cancelled() and (error := other.exception()) is not None:
+            raise error
+
+    def stop(self) -> None:
+        """Cancel the side(s) still waiting (not the calling one: it sees the end itself)."""
+        current = asyncio.current_task(self._loop)
+        other = self._other
+        if other is not None and other is not current and not other.done():
+            other.cancel()
+        me = self._me
+        if me is not None and me is not current and not self._stopping:
+            self._stopping = True
+            me.cancel()
+
+    def _other_done(self, task: asyncio.Task[None]) -> None:
+        me = self._me
+        if me is not None and not self._stopping and not task.cancelled() and task.exception() is not None:
+            self._stopping = True  # a bug: end the relay to raise it
+            me.cancel()
+
+    def _check(self) -> None:
+        left = self.session._idle_left()
+        if left > 0:
+            self._timer = self._loop.call_later(left, self._check)
+
+
 class _Session:
     """One client session: its checks, its route, its relay, its record."""
 
@@ -105,6 +175,7 @@ class _Session:
         self.limits = app.session_limits
         self.scope = scope
         self.headers = request_headers(scope)
+        """The handshake's headers (let go once the relay starts: an idle session keeps no copy)."""
         peer = scope.get("client")
         self.exchange = Exchange("GET", scope["path"], f"{peer[0]}:{peer[1]}" if peer else None)
         self.ws = ClientSocket(scope, receive, send, max_message=self.limits.max_message)
@@ -119,9 +190,12 @@ class _Session:
         self._secrets: tuple[str, ...] = app._secrets
         self._requests: list[Any] = []
         """Turn requests for an HTTP upstream, waiting to be sent (one turn at a time)."""
-        self._requested = anyio.Event()
+        self._requested: anyio.Event | None = None
+        """Set when a turn request is waiting (an HTTP upstream's only: made by :meth:`_turns`)."""
         self._relaying: anyio.CancelScope | None = None
-        """The relay's task group, cancelled by the first end."""
+        """An HTTP upstream's task group, cancelled by the first end."""
+        self._pump: _Pump | None = None
+        """A websocket upstream's relay tasks, stopped by the first end."""
 
     # ------------------------------------------------------------------ the handshake
 
@@ -163,8 +237,7 @@ class _Session:
         first: str | bytes | None = None
         session = spec.session
         if session.model_query is not None:
-            params = dict(parse_qsl(query.decode("latin-1")))
-            model = params.get(session.model_query)
+            model = dict(parse_qsl(query.decode("latin-1"))).get(session.model_query)
         else:  # the model is in the first message: accept to read it
             await self.ws.accept()
             self.exchange.status = 101
@@ -207,12 +280,10 @@ class _Session:
         drop = self.app.drop_params if route.drop_params is None else route.drop_params
         rename = getattr(upstream, "model", None)
         name = rename or model
-        options: dict[str, Any] = {"model": name or "", "drop_params": drop}
-        beta = session.beta_header
-        if beta is not None and self.headers.get(beta[0]) == beta[1]:
-            options["beta"] = True
+        header = session.beta_header
+        beta = header is not None and self.headers.get(header[0]) == header[1]
         try:
-            self.translator = cls(spec.name, upstream.protocol, **options)
+            self.translator = cls(spec.name, upstream.protocol, model=name or "", drop_params=drop, beta=beta)
         except LocalProtocolError as exc:
             raise Rejected(501, str(exc)) from None
         if not websocket:
@@ -222,6 +293,7 @@ class _Session:
         if first is not None and rename is not None and session.model_field:
             first = with_field(first, session.model_field, session.model_prefix + rename)
         forwarded = {h: self.headers[h] for h in session.forward_headers if same and h in self.headers}
+        self.headers = {}  # the handshake is read: the session's life need not keep its headers
         offered = [
             p
             for p in self.scope.get("subprotocols") or ()
@@ -301,27 +373,29 @@ class _Session:
             code, reason = out.close
             self._ended(End("translator", code, reason, failed=code not in (1000, 1001)))
         request = getattr(out, "request", None)
-        if request is not None:
+        if request is not None and self._requested is not None:
             self._requests.append(request)
             self._requested.set()
 
     async def _turns(self, upstream: Any, model: str | None, first: str | bytes | None) -> None:
         """Serve the session from an HTTP upstream, one turn (one streaming request) at a time."""
         await self._accept()
+        self._requested = anyio.Event()
         await self._deliver(None, self.translator.opening())
         if first is not None:
             await self._deliver(None, self.translator.from_client(first))
         if self.end is None:
             async with anyio.create_task_group() as tg:
                 self._relaying = tg.cancel_scope
-                tg.start_soon(self._client_to_upstream, None, tg.cancel_scope)
+                tg.start_soon(self._client_to_upstream, None)
                 tg.start_soon(self._run_turns, upstream, model)
                 if self.limits.idle_timeout is not None:
-                    tg.start_soon(self._watch_idle, tg.cancel_scope)
+                    tg.start_soon(self._watch_idle)
         await self._finish(None)
 
     async def _run_turns(self, upstream: Any, model: str | None) -> None:
         while True:
+            assert self._requested is not None
             await self._requested.wait()
             self._requested = anyio.Event()
             while self._requests:
@@ -360,23 +434,28 @@ class _Session:
     def _ended(self, end: End) -> None:
         if self.end is None:
             self.end = end
-            if self._relaying is not None:  # stop the other side's task too
-                self._relaying.cancel()
+        self._stop()
+
+    def _stop(self) -> None:
+        """Stop the relay's other side(s) once the session has ended."""
+        if self._relaying is not None:
+            self._relaying.cancel()
+        if self._pump is not None:
+            self._pump.stop()
 
     async def _relay(self, conn: Any, first: str | bytes | None) -> None:
         await self._deliver(conn, self.translator.opening())
         if first is not None:
             await self._deliver(conn, self.translator.from_client(first))
         if self.end is None:
-            async with anyio.create_task_group() as tg:
-                self._relaying = tg.cancel_scope
-                tg.start_soon(self._client_to_upstream, conn, tg.cancel_scope)
-                tg.start_soon(self._upstream_to_client, conn, tg.cancel_scope)
-                if self.limits.idle_timeout is not None:
-                    tg.start_soon(self._watch_idle, tg.cancel_scope)
+            pump = self._pump = _Pump(self, conn)
+            try:
+                await pump.run()
+            finally:
+                self._pump = None
         await self._finish(conn)
 
-    async def _client_to_upstream(self, conn: Any, scope: anyio.CancelScope) -> None:
+    async def _client_to_upstream(self, conn: Any) -> None:
         from websockets.exceptions import ConnectionClosed
 
         translator, receive = self.translator, self.ws.receive
@@ -396,9 +475,9 @@ class _Session:
             self._ended(End("too_big", 1009, str(exc), failed=True))
         except ConnectionClosed as exc:
             self._ended(upstream_end(exc))
-        scope.cancel()
+        self._stop()
 
-    async def _upstream_to_client(self, conn: Any, scope: anyio.CancelScope) -> None:
+    async def _upstream_to_client(self, conn: Any) -> None:
         from websockets.exceptions import ConnectionClosed
 
         translator, recv, send, exchange = self.translator, conn.recv, self.ws.send, self.exchange
@@ -419,23 +498,23 @@ class _Session:
             self._ended(upstream_end(exc))
         except ClientGone as gone:  # a send to a client already gone
             self._ended(End("client", gone.code, gone.reason))
-        scope.cancel()
+        self._stop()
 
-    async def _watch_idle(self, scope: anyio.CancelScope) -> None:
+    def _idle_left(self) -> float:
+        """Seconds before the idle limit, from the last message; ends the session when none are left."""
         idle = self.limits.idle_timeout
         assert idle is not None
-        while True:  # one deadline per session, moved forward by every message (no scope per receive)
-            left = self._last + idle - monotonic()
+        left = self._last + idle - monotonic()
+        if left <= 0:
+            reason = f"no message either way for {idle:g}s (the bridge's idle limit)"
+            self._ended(End("idle", 1008, reason, failed=True))
+        return left
+
+    async def _watch_idle(self) -> None:
+        """An HTTP upstream's idle limit (a task: any anyio backend)."""
+        while True:  # one deadline, moved forward by every message (no scope per receive)
+            left = self._idle_left()
             if left <= 0:
-                self._ended(
-                    End(
-                        "idle",
-                        1008,
-                        f"no message either way for {idle:g}s (the bridge's idle limit)",
-                        failed=True,
-                    )
-                )
-                scope.cancel()
                 return
             await anyio.sleep(left)
 
