@@ -173,3 +173,41 @@ def test_audio_runs_fold_their_data_by_their_one_type(name: str, size: int) -> N
     data = b"".join(lines)
     chunks = [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
     assert_same("google-live", data, chunks)
+
+
+TURN_LINES = {
+    "call": _lines(("server", {"toolCall": {"functionCalls": [{"id": "c", "name": "f", "args": {}}]}})),
+    "results": _lines(
+        ("client", {"toolResponse": {"functionResponses": [{"id": "c", "name": "f", "response": {}}]}})
+    ),
+    "generation complete": _lines(("server", {"serverContent": {"generationComplete": True}})),
+    "turn complete": _lines(
+        ("server", {"serverContent": {"turnComplete": True}, "usageMetadata": {"totalTokenCount": 3}})
+    ),
+    "bad": b'{"dir":"server","msg":{"serverContent":{"modelTurn":{"parts":[{"text":"x"}]}}\n',
+}
+"""Lines that end or bracket a turn, and a bad one (mixed into the pool's lines below)."""
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_mixes_of_lines_fold_the_same_in_chunks_cut_anywhere(seed: int) -> None:
+    """Common lines, near misses (a thought, a garbled end, an odd head), turn ends and now and then
+    a bad line, in any order and cut at line ends or anywhere: the fold is the event path's
+    (a chunk that mixes runs and other lines, and a bad line inside it, included)."""
+    rng = random.Random(seed)
+    pool = [line + b"\n" for line in POOL.values() if line] + list(TURN_LINES.values())
+    weights = [
+        (4 if line.rstrip(b"\n") in (POOL["text"], POOL["audio"], POOL["said"]) else 1)
+        * (0.04 if line == TURN_LINES["bad"] else 1)
+        for line in pool
+    ]
+    opened = _lines(("client", {"setup": {"model": "models/gemini-live"}}), ("server", {"setupComplete": {}}))
+    lines = opened.splitlines(keepends=True) + rng.choices(pool, weights, k=120)
+    data = b"".join(lines)
+    if rng.random() < 0.5:
+        size = rng.randint(1, 20)
+        chunks = [b"".join(lines[i : i + size]) for i in range(0, len(lines), size)]
+    else:
+        cuts = sorted(rng.sample(range(1, len(data)), 12))
+        chunks = [data[a:b] for a, b in itertools.pairwise([0, *cuts, len(data)])]
+    assert_same("google-live", data, chunks)

@@ -91,7 +91,7 @@ class StreamDecoder(LiveEvents):
                             self._fold_run(group, run)
                             run = []
                         if other:
-                            self._fold_each(other)
+                            self._fold_each(other, common=False)
                             other = []
                         group = kind
                     run.append(line)
@@ -103,7 +103,7 @@ class StreamDecoder(LiveEvents):
         if run:
             self._fold_run(group, run)
         if other:
-            self._fold_each(other)
+            self._fold_each(other, common=False)
 
     def _fold_run(
         self, group: int, run: list[bytes], split: tuple[list[bytes], list[bytes]] | None = None
@@ -166,14 +166,15 @@ class StreamDecoder(LiveEvents):
         # The same part's buffers: once the audio folded, its transcript does too.
         return not texts or self.fold_deltas(self._turn, "audio", texts, TRANSCRIPT)
 
-    def _fold_each(self, lines: list[bytes]) -> None:
+    def _fold_each(self, lines: list[bytes], common: bool = True) -> None:
         """Fold lines one at a time: a delta continuing the open part folds, every other line is held.
 
         Consecutive held lines go ``normal`` together (``normal_decoded``: as decoded here), before
         the next delta or turn end is tried (:meth:`_fold_line`). A line with no events
-        (``_QUIET``), with nothing held, is only counted.
+        (``_QUIET``), with nothing held, is only counted. Not ``common``: none of the lines is a
+        common line as recorded (``fold_lines`` looked), none is read as one again.
         """
-        read = self._read
+        read = self._read if common else self._read_whole
         held: list[bytes] = []
         decoded: list[Any] = []
         frames = self._frames
@@ -213,6 +214,10 @@ class StreamDecoder(LiveEvents):
         delta = _recorded_delta(line)
         if delta is not None:
             return None, delta, None
+        return self._read_whole(line)
+
+    def _read_whole(self, line: bytes) -> tuple[Any, tuple[int, str] | None, Any]:
+        """:meth:`_read` of a line that is no common line as recorded: decoded whole."""
         if line.startswith(_CLIENT_TOOL):
             results = _tool_results(client_message(line))
             if results is not None:
