@@ -10,13 +10,15 @@ It must not know canonical events or parts: the encoder and the part writers dec
 
 from __future__ import annotations
 
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, cast
 
 import msgspec
 
 from .._template import HOLE, shared_template
+from ._items_write import message_item
 
-__all__ = ["Item", "Output"]
+__all__ = ["NO_CONTENT", "REBUILT", "Item", "Output"]
 
 _json = msgspec.json.Encoder()
 
@@ -41,6 +43,9 @@ PROGRESS: Final[dict[str, tuple[str, str]]] = {
 }
 """The progress events a hosted tool's item gets when it opens and when it completes."""
 
+NO_CONTENT: Final = cast("list[dict[str, Any]]", ())
+"""An opened message item's content: one shared empty value (encoded ``[]``; never added to)."""
+
 _PREFIX: Final = {"message": "msg", "function_call": "fc", "custom_tool_call": "fc", "reasoning": "rs"}
 
 
@@ -57,6 +62,11 @@ def _item_id(prefix: str, index: int) -> str:
         if index < 16:  # (bounded: four prefixes)
             _IDS[key] = found
     return found
+
+
+REBUILT: Final = cast("dict[str, Any]", MappingProxyType({"type": "message"}))
+"""The body of an open ``message`` item that has nothing but its id (and its in-progress status):
+not kept (a dict is 184 bytes in every idle stream), rebuilt when read (:meth:`Output.output`)."""
 
 
 class Item:
@@ -146,4 +156,8 @@ class Output:
 
     def output(self) -> list[dict[str, Any]]:
         """The output items so far (the terminal event's ``output``)."""
-        return [item.body for item in self.items if item.done or item.body]
+        return [
+            message_item(item.id, "in_progress", NO_CONTENT) if item.body is REBUILT else item.body
+            for item in self.items
+            if item.done or item.body
+        ]
