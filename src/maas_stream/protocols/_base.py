@@ -70,6 +70,7 @@ __all__ = [
     "StreamDecoder",
     "StreamEncoder",
     "flush_warnings",
+    "model_name",
 ]
 
 
@@ -104,6 +105,27 @@ raises ``RecursionError`` for JSON nested past its limit). Each becomes a ``Remo
 
 _INPUT_FAULTS: Final = (RemoteProtocolError, *_DECODE_FAULTS)
 """Input faults a frame handler may raise; anything else is a bug and propagates as itself."""
+
+
+_MODELS: Final[dict[str, str]] = {}
+"""Model names seen, each kept once (bounded: the first :data:`_MODEL_NAMES` short ones)."""
+_MODEL_NAMES: Final = 64
+
+
+def model_name(name: str | None) -> str | None:
+    """A response's model name as a decoder keeps it (the same string).
+
+    The first few distinct names are shared by every stream that names them: thousands of
+    streams of one model hold one string, not one each (~50 bytes an idle stream).
+    """
+    if not name:
+        return name
+    found = _MODELS.get(name)
+    if found is not None:
+        return found
+    if len(_MODELS) < _MODEL_NAMES and len(name) <= 100:
+        _MODELS[name] = name
+    return name
 
 
 class EventEncoder:

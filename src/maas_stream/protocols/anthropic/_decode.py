@@ -26,7 +26,7 @@ from ... import events
 from ..._accumulate import EMPTY, writable
 from ..._exceptions import RemoteProtocolError
 from ..._model import FinishReason, UnknownPart
-from .._base import SSEStreamDecoder
+from .._base import SSEStreamDecoder, model_name
 from .._direct import ARGS, TEXT
 from .._names import ANTHROPIC as PROTOCOL
 from ._blocks import (
@@ -161,7 +161,7 @@ class StreamDecoder(SSEStreamDecoder):
             events.ResponseStart(
                 protocol=PROTOCOL,
                 id=msg_id,
-                model=string(message, "model", "message"),
+                model=model_name(string(message, "model", "message")),
                 provider_raw=extra or None,
             )
         ]

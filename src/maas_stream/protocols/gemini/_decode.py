@@ -38,7 +38,7 @@ from ... import events as ev
 from ..._accumulate import KeyMap
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message
-from .._base import SSEStreamDecoder
+from .._base import SSEStreamDecoder, model_name
 from .._names import GEMINI as PROTOCOL
 from ._candidate import CandidateRuns
 from ._meta import error_from_wire, finish_from_wire, usage_from_wire
@@ -176,7 +176,7 @@ class StreamDecoder(SSEStreamDecoder):
                 ev.ResponseStart(
                     protocol=PROTOCOL,
                     id=chunk.response_id,
-                    model=chunk.model_version,
+                    model=model_name(chunk.model_version),
                     provider_raw=raw or None,
                 )
             )

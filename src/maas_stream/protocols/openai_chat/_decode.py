@@ -15,7 +15,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import ReasoningPart, ToolCallPart
-from .._base import SSEStreamDecoder
+from .._base import SSEStreamDecoder, model_name
 from .._direct import ARGS
 from ._map import (
     LEGACY,
@@ -81,7 +81,7 @@ class StreamDecoder(SSEStreamDecoder):
                 ev.ResponseStart(
                     protocol=PROTOCOL,
                     id=chunk.id or None,
-                    model=chunk.model or None,
+                    model=model_name(chunk.model or None),
                     provider_raw=response_raw(chunk.created, chunk.system_fingerprint, chunk.service_tier),
                 )
             )

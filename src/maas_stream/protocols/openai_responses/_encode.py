@@ -42,7 +42,7 @@ from ._meta import (
     response_object,
     usage_json,
 )
-from ._output import Item, Output
+from ._output import NO_CONTENT, REBUILT, Item, Output
 from ._writers import (
     AudioWriter,
     CallWriter,
@@ -59,8 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["StreamEncoder"]
 
 _ASSISTANT = ("assistant", "model")
-_NO_CONTENT: Final = cast("list[dict[str, Any]]", ())
-"""An opened message item's content: one shared empty value (encoded ``[]``; never added to)."""
 _NO_SKIP: Final[set[int]] = set()
 """The skipped messages of every encoder that skipped none (never added to)."""
 
@@ -225,7 +223,7 @@ class StreamEncoder(EventEncoder):
         if self._same and ev.type == "message":
             item = self._text_item[ev.message] = Item(-1, "message", ev.id)
             return self._out.open(
-                item, message_item(ev.id, "in_progress", _NO_CONTENT, phase=ev.phase, extras=ev.provider_raw)
+                item, message_item(ev.id, "in_progress", NO_CONTENT, phase=ev.phase, extras=ev.provider_raw)
             )
         if self._same and ev.type is not None:
             self._whole = writable(self._whole)
@@ -276,7 +274,8 @@ class StreamEncoder(EventEncoder):
         meta = self._meta.get(message)
         content = [c for c in item.content if isinstance(c, dict)]  # (not the writer of a part still open)
         phase = meta.phase if meta is not None else None
-        return message_item(item.id, status or "completed", content, phase=phase, extras=item.body)
+        extras = None if item.body is REBUILT else item.body
+        return message_item(item.id, status or "completed", content, phase=phase, extras=extras)
 
     def _close_text_item(self, message: int, status: str = "completed") -> bytes:
         """End a message's open ``message`` item.
@@ -342,7 +341,9 @@ class StreamEncoder(EventEncoder):
             meta = self._meta.get(message)
             item = self._text_item[message] = Item(-1, "message", None)
             phase = meta.phase if meta is not None else None
-            frames = self._out.open(item, message_item(None, "in_progress", _NO_CONTENT, phase=phase))
+            frames = self._out.open(item, message_item(None, "in_progress", NO_CONTENT, phase=phase))
+            if phase is None:
+                item.body = REBUILT  # (what it says is its id and type: rebuilt when read)
         writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
         return writer, frames + writer.open()
 

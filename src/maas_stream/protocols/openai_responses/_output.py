@@ -10,13 +10,15 @@ It must not know canonical events or parts: the encoder and the part writers dec
 
 from __future__ import annotations
 
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, cast
 
 import msgspec
 
 from .._template import HOLE, shared_template
+from ._items_write import message_item
 
-__all__ = ["Item", "Output"]
+__all__ = ["NO_CONTENT", "REBUILT", "Item", "Output", "appended"]
 
 _json = msgspec.json.Encoder()
 
@@ -41,6 +43,9 @@ PROGRESS: Final[dict[str, tuple[str, str]]] = {
 }
 """The progress events a hosted tool's item gets when it opens and when it completes."""
 
+NO_CONTENT: Final = cast("list[Any]", ())
+"""An opened message item's content: one shared empty value (encoded ``[]``; never added to)."""
+
 _PREFIX: Final = {"message": "msg", "function_call": "fc", "custom_tool_call": "fc", "reasoning": "rs"}
 
 
@@ -59,6 +64,25 @@ def _item_id(prefix: str, index: int) -> str:
     return found
 
 
+REBUILT: Final = cast("dict[str, Any]", MappingProxyType({"type": "message"}))
+"""The body of an open ``message`` item that has nothing but its id (and its in-progress status):
+not kept (a dict is 184 bytes in every idle stream), rebuilt when read (:meth:`Output.output`)."""
+
+
+def appended(items: list[Any] | tuple[Any, ...], value: Any) -> list[Any]:
+    """``items`` with ``value`` at its end, to store in place of ``items``.
+
+    The first is held in a 1-tuple (48 bytes where a list is 88: most streams have one output
+    item of one content part), a list from the second on (then appended to in place).
+    """
+    if not items:
+        return cast("list[Any]", (value,))
+    if isinstance(items, tuple):
+        return [*items, value]
+    items.append(value)
+    return items
+
+
 class Item:
     """One output item: its index, type and id, its body so far, and its content parts."""
 
@@ -70,8 +94,9 @@ class Item:
         self.type = type
         self.id = id
         self.body: dict[str, Any] = {}
-        self.content: list[Any] = []
-        """A message item's content parts; an open part's place holds its writer."""
+        self.content: list[Any] = NO_CONTENT
+        """A message item's content parts; an open part's place holds its writer (see
+        :func:`appended`)."""
         self.done = False
         self.whole = False
         """One canonical message is this whole item (a Responses source)."""
@@ -84,7 +109,7 @@ class Output:
 
     def __init__(self) -> None:
         self.seq = 0
-        self.items: list[Item] = []
+        self.items: list[Item] = NO_CONTENT  # (see appended)
 
     def frame(self, kind: str, body: dict[str, Any]) -> bytes:
         """One SSE event of type ``kind`` (``body`` gets its ``type`` and ``sequence_number``)."""
@@ -121,7 +146,7 @@ class Output:
     def open(self, item: Item, added: dict[str, Any]) -> bytes:
         """Give ``item`` the next output index and announce it (``added`` is its first body)."""
         item.index = len(self.items)
-        self.items.append(item)
+        self.items = appended(self.items, item)
         if item.id is None:
             item.id = _item_id(_PREFIX.get(item.type, "item"), item.index)
         body = dict(added)
@@ -146,4 +171,8 @@ class Output:
 
     def output(self) -> list[dict[str, Any]]:
         """The output items so far (the terminal event's ``output``)."""
-        return [item.body for item in self.items if item.done or item.body]
+        return [
+            message_item(item.id, "in_progress", NO_CONTENT) if item.body is REBUILT else item.body
+            for item in self.items
+            if item.done or item.body
+        ]

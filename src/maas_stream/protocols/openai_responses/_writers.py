@@ -32,7 +32,7 @@ from ._items_write import (
     reasoning_item,
     text_json,
 )
-from ._output import Output
+from ._output import Output, appended
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -156,7 +156,7 @@ class TextWriter(PartWriter):
         self.continued = continued
         """The rest of a part whose first item ended early: it ends with what it wrote."""
         self.index = len(item.content)
-        item.content.append(self)  # (its content part in place of the writer once it ends)
+        item.content = appended(item.content, self)  # (its content part in place of the writer once it ends)
         self.sent: list[str] = []
         # Log-probabilities and citations are rare: one shared empty value until the first.
         self.pending: list[Any] = _NONE
@@ -265,7 +265,10 @@ class TextWriter(PartWriter):
         else:
             part = {"type": "refusal", "refusal": text}
             frames += self.out.frame("response.refusal.done", {**common, "refusal": text})
-        item.content[self.index] = part
+        content: list[Any] | tuple[Any, ...] = item.content
+        if isinstance(content, tuple):
+            content = item.content = list(content)
+        content[self.index] = part
         return frames + self.out.frame("response.content_part.done", {**common, "part": part})
 
 
