@@ -447,9 +447,20 @@ class RareState:
     tool calls by id (for a cancellation that names only the call), and a session's entries.
     """
 
-    __slots__ = ("after", "calls", "entries", "unknown", "unknown_counts", "unknown_events", "warnings")
+    __slots__ = (
+        "after",
+        "calls",
+        "entries",
+        "keep_passthrough",
+        "unknown",
+        "unknown_counts",
+        "unknown_events",
+        "warnings",
+    )
 
     def __init__(self) -> None:
+        self.keep_passthrough = True
+        """Keep each pass-through session message (see :meth:`~maas_stream._fold.Fold.forget_passthrough`)."""
         self.unknown: dict[str, int] = {}
         self.unknown_events: list[UnknownPart] = []
         self.warnings: list[str] = []

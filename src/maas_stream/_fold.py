@@ -134,6 +134,17 @@ class Fold:
             rare = self._rare = RareState()
         return rare
 
+    def forget_passthrough(self) -> None:
+        """Count a session's pass-through messages by type without keeping them.
+
+        A pass-through message (an :class:`~maas_stream.events.UnknownEvent` with
+        ``passthrough``: a session message no canonical event models, or a client message) is
+        otherwise kept twice, as a session event and in ``unknown_events``, for the session's
+        whole life. A relay that needs only the responses and the counts (the bridge's record)
+        forgets them: its memory then grows with the responses, not with every message relayed.
+        """
+        self._more().keep_passthrough = False
+
     def warn(self, text: str) -> None:
         """Record a warning on the result (and log it)."""
         log.warning("%s: %s", self.protocol, text)

@@ -313,6 +313,8 @@ class Lifecycle(Fold):
         ckey = (self.protocol, self._model, ptype)
         rare.unknown_counts[ckey] = rare.unknown_counts.get(ckey, 0) + 1
         log.info("unknown %s type %r (model %s)", self.protocol, ptype, self._model)
+        if ev.passthrough and ev.message is None and not rare.keep_passthrough:
+            return True  # counted only (forget_passthrough)
         value = UnknownPart(provider_type=ptype, raw=ev.raw)
         if ev.message is None:
             rare.unknown_events.append(value)

@@ -367,7 +367,7 @@ class Session(msgspec.Struct, omit_defaults=True, frozen=True, kw_only=True):
     error: StreamError | None = None
     """An error that ended the session (an error that did not is an ``error`` event)."""
     unknown: dict[str, int] = msgspec.field(default_factory=dict)
-    """How many frames, items, blocks or parts of each unknown type were kept (session frames
+    """How many frames, items, blocks or parts of each unknown type were seen (session frames
     and client messages included, as on :class:`Response`)."""
     warnings: list[str] | None = None
 

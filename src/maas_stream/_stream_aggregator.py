@@ -56,6 +56,10 @@ class StreamAggregator:
     Args:
         protocol: The source protocol; detected from the first frames when ``None``.
         emit: Return canonical events from :meth:`feed` (for a live view or an encoder).
+        keep_passthrough: Keep a session's pass-through messages (session messages no
+            canonical event models, and client messages) as session events and in
+            ``unknown_events``. When false they are counted by type (``unknown``) only, and a
+            long session's memory grows with its responses alone (a relay's record).
     """
 
     __slots__ = (
@@ -66,12 +70,16 @@ class StreamAggregator:
         "_emit",
         "_ended",
         "_failed",
+        "_keep",
         "_recognised",
         "protocol",
     )
 
-    def __init__(self, protocol: str | None = None, *, emit: bool = False) -> None:
+    def __init__(
+        self, protocol: str | None = None, *, emit: bool = False, keep_passthrough: bool = True
+    ) -> None:
         self._emit = emit
+        self._keep = keep_passthrough
         self._detector = Detector() if protocol is None else None
         self._recognised = False
         self._decoder: StreamDecoder | None = None
@@ -88,7 +96,9 @@ class StreamAggregator:
         spec = get_protocol(protocol)
         self.protocol = protocol
         self._decoder = spec.decoder()
-        self._agg = Aggregator(protocol, emit=self._emit)
+        self._agg = agg = Aggregator(protocol, emit=self._emit)
+        if not self._keep:
+            agg.forget_passthrough()
         # Only the result counts: the direct fold (docs/architecture.md), SSE and JSON lines alike.
         self._direct = not self._emit and getattr(self._decoder, "direct", False)
 
