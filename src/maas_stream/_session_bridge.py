@@ -145,9 +145,10 @@ class SessionBridge:
                 self.config, modalities=["text"], turn_detection=TurnDetection(mode="manual")
             )
         """The client's session configuration as it stands (canonical)."""
-        self._out = ClientWriter(
-            client, upstream, drop_params=drop_params, rates=self.rates, beta=beta, drops=self.drops
-        )
+        self._beta = beta
+        self._writer: ClientWriter | None = None
+        self._input: UpstreamInput | None = None
+        """The writer and the input rules, made on first use (a pass-through session needs neither)."""
         self._calls: dict[str, str] = {}
         """Call id → function name (a Live function response needs the name)."""
         self._turns: HttpTurns | None = None
@@ -158,22 +159,51 @@ class SessionBridge:
             self._encoder = get_protocol(client).encoder()
         # Only a translated session re-encodes the events; a passed-through one only reads them.
         self._agg = StreamAggregator(None if self.http else upstream, emit=self._encoder is not None)
-        self._in = UpstreamInput(
-            upstream, model=model, rates=self.rates, writer=self._out, calls=self._calls, session=self._agg
-        )
         self._reading = True
         self._awaiting_setup = False
+
+    @property
+    def _out(self) -> ClientWriter:
+        """What the client is sent (made on first use)."""
+        writer = self._writer
+        if writer is None:
+            writer = self._writer = ClientWriter(
+                self.client,
+                self.upstream,
+                drop_params=self.drop_params,
+                rates=self.rates,
+                beta=self._beta,
+                drops=self.drops,
+            )
+        return writer
+
+    @property
+    def _in(self) -> UpstreamInput:
+        """What a realtime upstream is sent for the client's messages (made on first use)."""
+        rules = self._input
+        if rules is None:
+            rules = self._input = UpstreamInput(
+                self.upstream,
+                model=self.model,
+                rates=self.rates,
+                writer=self._out,
+                calls=self._calls,
+                session=self._agg,
+            )
+        return rules
 
     # ------------------------------------------------------------------ public
 
     @property
     def beta(self) -> bool:
         """The Realtime client speaks the beta event names (given, or learnt from its first update)."""
-        return self._out.beta
+        return self._beta if self._writer is None else self._writer.beta
 
     @beta.setter
     def beta(self, value: bool) -> None:
-        self._out.beta = value
+        self._beta = value
+        if self._writer is not None:
+            self._writer.beta = value
 
     @property
     def session(self) -> Session:

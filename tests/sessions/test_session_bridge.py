@@ -458,6 +458,29 @@ def test_a_beta_realtime_client_gets_beta_event_names() -> None:
     assert _text_of(client) == "ok"
 
 
+@pytest.mark.parametrize("given", [False, True])
+def test_the_beta_flag_holds_before_and_after_the_session_writes(given: bool) -> None:
+    # A session's writer is made on first use: the flag given or set before it is the writer's.
+    bridge = ms.SessionBridge(RT, LIVE, model="gemini-live-2.5-flash", beta=given)
+    assert bridge.beta is given
+    bridge.beta = not given
+    assert bridge.beta is not given
+    side = Side(bridge)
+    side.open()
+    side.send({"type": "response.create"})
+    side.serve({"setupComplete": {}})
+    side.serve(
+        {"serverContent": {"modelTurn": {"parts": [{"text": "ok"}]}}},
+        {"serverContent": {"turnComplete": True}},
+    )
+    client, _ = side.take()
+    beta_names = "response.text.delta" in _types(client)
+    assert beta_names is not given
+    assert bridge.beta is not given
+    same = ms.SessionBridge(RT, RT, model="gpt-realtime", beta=given)
+    assert same.beta is given
+
+
 # ------------------------------------------------------------------ Live client, Realtime upstream
 
 
