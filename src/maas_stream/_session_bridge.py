@@ -151,46 +151,46 @@ class SessionBridge:
         """The writer and the input rules, made on first use (a pass-through session needs neither)."""
         self._calls: dict[str, str] = {}
         """Call id → function name (a Live function response needs the name)."""
-        self._turns: HttpTurns | None = None
-        if self.http:  # raises for a protocol without HTTP request bodies
-            self._turns = HttpTurns(client, upstream, model=model, writer=self._out, calls=self._calls)
         self._encoder: StreamEncoder | None = None
         if not self.http and not self.same:
             self._encoder = get_protocol(client).encoder()
         # Only a translated session re-encodes the events; a passed-through one only reads them.
         self._agg = StreamAggregator(None if self.http else upstream, emit=self._encoder is not None)
+        self._turns: HttpTurns | None = None
+        if self.http:  # raises for a protocol without HTTP request bodies
+            self._turns = HttpTurns(client, upstream, model=model, writer=self._out, calls=self._calls)
         self._reading = True
         self._awaiting_setup = False
 
     @property
     def _out(self) -> ClientWriter:
         """What the client is sent (made on first use)."""
-        writer = self._writer
-        if writer is None:
-            writer = self._writer = ClientWriter(
-                self.client,
-                self.upstream,
-                drop_params=self.drop_params,
-                rates=self.rates,
-                beta=self._beta,
-                drops=self.drops,
-            )
-        return writer
+        return self._writer or self._translating()[0]
 
     @property
     def _in(self) -> UpstreamInput:
         """What a realtime upstream is sent for the client's messages (made on first use)."""
-        rules = self._input
-        if rules is None:
-            rules = self._input = UpstreamInput(
-                self.upstream,
-                model=self.model,
-                rates=self.rates,
-                writer=self._out,
-                calls=self._calls,
-                session=self._agg,
-            )
-        return rules
+        return self._input or self._translating()[1]
+
+    def _translating(self) -> tuple[ClientWriter, UpstreamInput]:
+        """Make the writer and the input rules (together): a pass-through session needs neither."""
+        writer = self._writer = ClientWriter(
+            self.client,
+            self.upstream,
+            drop_params=self.drop_params,
+            rates=self.rates,
+            beta=self._beta,
+            drops=self.drops,
+        )
+        self._input = UpstreamInput(
+            self.upstream,
+            model=self.model,
+            rates=self.rates,
+            writer=writer,
+            calls=self._calls,
+            session=self._agg,
+        )
+        return writer, self._input
 
     # ------------------------------------------------------------------ public
 

@@ -440,12 +440,8 @@ def test_a_change_after_the_live_setup_went_out_is_refused() -> None:
     assert changed.to_upstream == []
 
 
-def test_a_beta_realtime_client_gets_beta_event_names() -> None:
-    side = Side(ms.SessionBridge(RT, LIVE, model="gemini-live-2.5-flash"))
-    side.open()
-    side.take()
-    side.send({"type": "session.update", "session": {"modalities": ["text"], "instructions": "x"}})
-    assert side.bridge.beta
+def _answered_ok(side: Side) -> list[Any]:
+    """The client's messages once the Realtime client asked for a response and Live answered "ok"."""
     side.send({"type": "response.create"})
     side.serve({"setupComplete": {}})
     side.serve(
@@ -453,6 +449,16 @@ def test_a_beta_realtime_client_gets_beta_event_names() -> None:
         {"serverContent": {"turnComplete": True}},
     )
     client, _ = side.take()
+    return client
+
+
+def test_a_beta_realtime_client_gets_beta_event_names() -> None:
+    side = Side(ms.SessionBridge(RT, LIVE, model="gemini-live-2.5-flash"))
+    side.open()
+    side.take()
+    side.send({"type": "session.update", "session": {"modalities": ["text"], "instructions": "x"}})
+    assert side.bridge.beta
+    client = _answered_ok(side)
     assert "response.text.delta" in _types(client)
     assert "response.output_text.delta" not in _types(client)
     assert _text_of(client) == "ok"
@@ -467,13 +473,7 @@ def test_the_beta_flag_holds_before_and_after_the_session_writes(given: bool) ->
     assert bridge.beta is not given
     side = Side(bridge)
     side.open()
-    side.send({"type": "response.create"})
-    side.serve({"setupComplete": {}})
-    side.serve(
-        {"serverContent": {"modelTurn": {"parts": [{"text": "ok"}]}}},
-        {"serverContent": {"turnComplete": True}},
-    )
-    client, _ = side.take()
+    client = _answered_ok(side)
     beta_names = "response.text.delta" in _types(client)
     assert beta_names is not given
     assert bridge.beta is not given
