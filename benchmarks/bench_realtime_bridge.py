@@ -31,7 +31,9 @@ a few:
 
 To profile the bridge under load, ``--py-spy FILE`` records ``this`` bridge with py-spy (raw
 folded stacks, 500 samples/s) for the whole run; ``--levels 1,50`` measures these concurrencies
-instead of :data:`LEVELS`; ``--no-idle`` skips the idle memory; ``--only stream`` or ``--only ping`` measures one of the two.
+instead of :data:`LEVELS`; ``--no-idle`` skips the idle memory; ``--only stream`` or ``--only ping`` measures one of the two;
+``--deflate``: the clients ask for permessage-deflate, as browsers and google-genai do (``serve``
+declines it by default: ``--ws-per-message-deflate``).
 
 Figures are ratios from one run on a shared machine, not budgets.
 """
@@ -230,7 +232,11 @@ async def open_sessions(target: Target, n: int) -> list[Any]:
 
     async def one() -> Any:
         ws = await connect(
-            target.url, additional_headers=target.headers, compression=None, max_size=None, open_timeout=60
+            target.url,
+            additional_headers=target.headers,
+            compression="deflate" if "--deflate" in sys.argv else None,
+            max_size=None,
+            open_timeout=60,
         )
         await ws.recv()  # session.created
         return ws

@@ -145,35 +145,65 @@ class SessionBridge:
                 self.config, modalities=["text"], turn_detection=TurnDetection(mode="manual")
             )
         """The client's session configuration as it stands (canonical)."""
-        self._out = ClientWriter(
-            client, upstream, drop_params=drop_params, rates=self.rates, beta=beta, drops=self.drops
-        )
+        self._beta = beta
+        self._writer: ClientWriter | None = None
+        self._input: UpstreamInput | None = None
+        """The writer and the input rules, made on first use (a pass-through session needs neither)."""
         self._calls: dict[str, str] = {}
         """Call id → function name (a Live function response needs the name)."""
-        self._turns: HttpTurns | None = None
-        if self.http:  # raises for a protocol without HTTP request bodies
-            self._turns = HttpTurns(client, upstream, model=model, writer=self._out, calls=self._calls)
         self._encoder: StreamEncoder | None = None
         if not self.http and not self.same:
             self._encoder = get_protocol(client).encoder()
         # Only a translated session re-encodes the events; a passed-through one only reads them.
         self._agg = StreamAggregator(None if self.http else upstream, emit=self._encoder is not None)
-        self._in = UpstreamInput(
-            upstream, model=model, rates=self.rates, writer=self._out, calls=self._calls, session=self._agg
-        )
+        self._turns: HttpTurns | None = None
+        if self.http:  # raises for a protocol without HTTP request bodies
+            self._turns = HttpTurns(client, upstream, model=model, writer=self._out, calls=self._calls)
         self._reading = True
         self._awaiting_setup = False
+
+    @property
+    def _out(self) -> ClientWriter:
+        """What the client is sent (made on first use)."""
+        return self._writer or self._translating()[0]
+
+    @property
+    def _in(self) -> UpstreamInput:
+        """What a realtime upstream is sent for the client's messages (made on first use)."""
+        return self._input or self._translating()[1]
+
+    def _translating(self) -> tuple[ClientWriter, UpstreamInput]:
+        """Make the writer and the input rules (together): a pass-through session needs neither."""
+        writer = self._writer = ClientWriter(
+            self.client,
+            self.upstream,
+            drop_params=self.drop_params,
+            rates=self.rates,
+            beta=self._beta,
+            drops=self.drops,
+        )
+        self._input = UpstreamInput(
+            self.upstream,
+            model=self.model,
+            rates=self.rates,
+            writer=writer,
+            calls=self._calls,
+            session=self._agg,
+        )
+        return writer, self._input
 
     # ------------------------------------------------------------------ public
 
     @property
     def beta(self) -> bool:
         """The Realtime client speaks the beta event names (given, or learnt from its first update)."""
-        return self._out.beta
+        return self._beta if self._writer is None else self._writer.beta
 
     @beta.setter
     def beta(self, value: bool) -> None:
-        self._out.beta = value
+        self._beta = value
+        if self._writer is not None:
+            self._writer.beta = value
 
     @property
     def session(self) -> Session:

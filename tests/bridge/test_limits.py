@@ -376,11 +376,18 @@ def test_serve_flags_reach_the_app_and_uvicorn(monkeypatch: pytest.MonkeyPatch) 
     assert options["timeout_graceful_shutdown"] == 30.0
 
 
+@pytest.mark.parametrize(("given", "deflate"), [([], False), (["on"], True), (["OFF"], False)])
+def test_websocket_compression_is_off_unless_asked_for(given: list[str], deflate: bool) -> None:
+    flag = ["--ws-per-message-deflate", *given] if given else []
+    args = cli.build_parser().parse_args(["serve", "--upstream-protocol", "openai-realtime", *flag])
+    assert cli.serve_options(args)[3]["ws_per_message_deflate"] is deflate
+
+
 def test_serve_flag_defaults_are_the_library_defaults() -> None:
     args = cli.build_parser().parse_args(["serve", "--upstream-protocol", "anthropic"])
     timeouts, limits, upstream, server = cli.serve_options(args)
     assert (Timeouts(**timeouts), Limits(**limits), upstream) == (Timeouts(), Limits(), {})
-    assert server == {"timeout_graceful_shutdown": 30.0}
+    assert server == {"timeout_graceful_shutdown": 30.0, "ws_per_message_deflate": False}
     with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
         cli.build_parser().parse_args(["serve", "--help"])
     text = out.getvalue()

@@ -676,6 +676,23 @@ def test_close_codes_are_mapped_to_sendable_ones(received: int | None, sent: int
     assert sendable(received) == sent
 
 
+def test_the_upstream_proxy_is_the_environments_read_once_per_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ws_proxy", "http_proxy", "https_proxy", "all_proxy", "socks_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    proxied = WebSocketUpstream("openai-realtime", "ws://upstream.example:8080/v1/realtime?model={model}")
+    monkeypatch.setenv("ws_proxy", "http://proxy.example:3128")
+    assert proxied.connect("m1").opening.proxy == "http://proxy.example:3128"
+    monkeypatch.delenv("ws_proxy")  # read once: the next session to that host goes the same way
+    assert proxied.connect("m2").opening.proxy == "http://proxy.example:3128"
+    direct = WebSocketUpstream("openai-realtime", "ws://upstream.example:8080/v1/realtime?model={model}")
+    assert direct.connect("m1").opening.proxy is None  # no proxy: said, not read again per session
+    monkeypatch.setenv("ws_proxy", "http://proxy.example:3128")
+    monkeypatch.setenv("no_proxy", "upstream.example")
+    bypassed = WebSocketUpstream("openai-realtime", "ws://upstream.example:8080/v1/realtime?model={model}")
+    assert bypassed.connect("m1").opening.proxy is None
+
+
 # ---------------------------------------------------------------------------------- recordings and routes
 
 

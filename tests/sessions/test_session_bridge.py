@@ -440,12 +440,8 @@ def test_a_change_after_the_live_setup_went_out_is_refused() -> None:
     assert changed.to_upstream == []
 
 
-def test_a_beta_realtime_client_gets_beta_event_names() -> None:
-    side = Side(ms.SessionBridge(RT, LIVE, model="gemini-live-2.5-flash"))
-    side.open()
-    side.take()
-    side.send({"type": "session.update", "session": {"modalities": ["text"], "instructions": "x"}})
-    assert side.bridge.beta
+def _answered_ok(side: Side) -> list[Any]:
+    """The client's messages once the Realtime client asked for a response and Live answered "ok"."""
     side.send({"type": "response.create"})
     side.serve({"setupComplete": {}})
     side.serve(
@@ -453,9 +449,36 @@ def test_a_beta_realtime_client_gets_beta_event_names() -> None:
         {"serverContent": {"turnComplete": True}},
     )
     client, _ = side.take()
+    return client
+
+
+def test_a_beta_realtime_client_gets_beta_event_names() -> None:
+    side = Side(ms.SessionBridge(RT, LIVE, model="gemini-live-2.5-flash"))
+    side.open()
+    side.take()
+    side.send({"type": "session.update", "session": {"modalities": ["text"], "instructions": "x"}})
+    assert side.bridge.beta
+    client = _answered_ok(side)
     assert "response.text.delta" in _types(client)
     assert "response.output_text.delta" not in _types(client)
     assert _text_of(client) == "ok"
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_the_beta_flag_holds_before_and_after_the_session_writes(given: bool) -> None:
+    # A session's writer is made on first use: the flag given or set before it is the writer's.
+    bridge = ms.SessionBridge(RT, LIVE, model="gemini-live-2.5-flash", beta=given)
+    assert bridge.beta is given
+    bridge.beta = not given
+    assert bridge.beta is not given
+    side = Side(bridge)
+    side.open()
+    client = _answered_ok(side)
+    beta_names = "response.text.delta" in _types(client)
+    assert beta_names is not given
+    assert bridge.beta is not given
+    same = ms.SessionBridge(RT, RT, model="gpt-realtime", beta=given)
+    assert same.beta is given
 
 
 # ------------------------------------------------------------------ Live client, Realtime upstream

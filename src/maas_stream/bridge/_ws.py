@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio
 import msgspec
@@ -48,6 +48,7 @@ CLOSE_REASON_BYTES: Final = 123
 """The longest close reason a websocket close frame carries (RFC 6455 §5.5: 125 bytes of payload)."""
 
 _RESERVED: Final = frozenset({1004, 1005, 1006, 1015})
+_UNREAD: Final[Any] = object()
 """Close codes that are reported but never sent (RFC 6455 §7.4.1)."""
 
 
@@ -238,6 +239,8 @@ class WebSocketUpstream:
         self.model = model
         self.timeouts = timeouts or Timeouts()
         self._headers = {**auth_headers(protocol, api_key), **(headers or {})}
+        self._proxies: dict[tuple[str, str], Any] = {}
+        """The proxy of each scheme and host connected to, as ``websockets`` finds it in the environment."""
 
     @property
     def protocol(self) -> str:
@@ -277,18 +280,72 @@ class WebSocketUpstream:
         from websockets.asyncio.client import connect
 
         name = quote(self.model or model or "", safe=":@+")
-        return connect(
-            self.url.replace("{model}", name),
+        url = self.url.replace("{model}", name)
+        opening = connect(
+            url,
             additional_headers={**(headers or {}), **self._headers},
             subprotocols=subprotocols or None,  # type: ignore[arg-type]
             max_size=max_message,
             open_timeout=self.timeouts.connect,
             compression=None,
             user_agent_header=None,
+            **self._proxy(url),
         )
+        return _Connecting(opening)
+
+    def _proxy(self, url: str) -> dict[str, Any]:
+        """``connect``'s proxy argument for ``url``: the environment's proxy, read once per scheme and host.
+
+        ``websockets`` (15 and later) reads the proxy settings (``*_proxy``, ``no_proxy``) from the
+        environment on every connect when told nothing: found once here and passed on (``None``
+        when there is none), the upstream goes through the same proxy, or none, as it would
+        unaided; settings changed after the first session to a host are not seen (as the HTTP
+        upstreams' clients, which read them once). Older versions connect without a proxy.
+        """
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc)
+        found = self._proxies.get(key, _UNREAD)
+        if found is _UNREAD:
+            try:
+                from websockets.exceptions import InvalidURI
+                from websockets.proxy import get_proxy
+                from websockets.uri import parse_uri
+            except ImportError:  # websockets < 15: no proxy support
+                found = None
+            else:
+                try:
+                    found = {"proxy": get_proxy(parse_uri(url))}
+                except InvalidURI:
+                    found = None  # websockets' own connect says what is wrong with the URL
+            self._proxies[key] = found
+        return found or {}
 
     async def aclose(self) -> None:
         """Nothing pooled to release (one connection per session, closed with it)."""
+
+
+class _Connecting:
+    """``async with``: an upstream connection, which keeps nothing of its ``connect()`` arguments once open.
+
+    ``websockets``' own ``connect`` context keeps them (the URL, the headers, the handshake
+    options: about 1.4 KiB) until it exits, at the session's end.
+    """
+
+    __slots__ = ("conn", "opening")
+
+    def __init__(self, opening: Any) -> None:
+        self.opening = opening
+        """The ``websockets`` ``connect()``, until the connection is open."""
+        self.conn: Any = None
+
+    async def __aenter__(self) -> Any:
+        opening, self.opening = self.opening, None
+        self.conn = await opening  # opens the connection (what its __aenter__ does)
+        return self.conn
+
+    async def __aexit__(self, *exc: object) -> None:
+        conn, self.conn = self.conn, None
+        await conn.__aexit__(*exc)  # closes it (what its context's __aexit__ does)
 
 
 class SessionRecordingUpstream:

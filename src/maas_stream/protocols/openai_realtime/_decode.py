@@ -118,28 +118,6 @@ class StreamDecoder(SessionDecoder):
         self._names: dict[str, str] = {}
         self._inputs: dict[str, list[str]] = {}
         self._tools = 0
-        # The streamed deltas (nearly every event of a session) need nothing but the typed event.
-        self._deltas: dict[str, Callable[[ServerEvent, list[ev.Event]], None]] = {
-            **dict.fromkeys(_TEXT, self._on_text),
-            **dict.fromkeys(_AUDIO, self._on_audio),
-            **dict.fromkeys(_TRANSCRIPT, self._on_transcript),
-            "response.function_call_arguments.delta": self._on_arguments,
-        }
-        self._handlers: dict[str, Callable[[ServerEvent, Msg, list[ev.Event]], None]] = {
-            **dict.fromkeys(_QUIET, self._on_quiet),
-            "response.function_call_arguments.done": self._on_arguments_done,
-            "response.content_part.added": self._on_part_added,
-            "response.content_part.done": self._on_part_done,
-            "response.output_item.added": self._on_item_added,
-            "response.output_item.done": self._on_item_done,
-            "response.created": self._on_created,
-            "response.done": self._on_done,
-            "conversation.item.input_audio_transcription.delta": self._on_input_delta,
-            "conversation.item.input_audio_transcription.completed": self._on_input_done,
-            "session.created": self._on_session,
-            "session.updated": self._on_session,
-            "error": self._on_error,
-        }
 
     def fold_lines(self, lines: list[bytes]) -> None:
         """Fold a chunk's lines: a streamed delta of a started session goes to ``fold_delta``.
@@ -194,14 +172,14 @@ class StreamDecoder(SessionDecoder):
         self._frames = frames
 
     def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
-        delta = self._deltas.get(event.type)
+        delta = _DELTAS.get(event.type)
         if delta is not None and self._started:
-            delta(event, out)
+            delta(self, event, out)
             return
         if not self._started:
             self._start(event, out)
         if delta is not None:
-            delta(event, out)
+            delta(self, event, out)
         else:
             self._server(event, WrappedLine(line), out)
 
@@ -213,9 +191,9 @@ class StreamDecoder(SessionDecoder):
         if event is None:
             self._client(msg, out)
         else:
-            delta = self._deltas.get(event.type)
+            delta = _DELTAS.get(event.type)
             if delta is not None:
-                delta(event, out)
+                delta(self, event, out)
             else:
                 self._server(event, msg, out)
         return out
@@ -232,14 +210,14 @@ class StreamDecoder(SessionDecoder):
         """Every server event but the streamed deltas (``msg`` is its text, for a raw copy)."""
         if not event.type:
             raise RemoteProtocolError("a Realtime server event without a type")
-        handler = self._handlers.get(event.type)
+        handler = _HANDLERS.get(event.type)
         if handler is None:
             # Session-level server events of known families carry no response content; they
             # are kept for a same-protocol re-encode and never fail a conversion closed.
             known = event.type.startswith(_SESSION_FAMILIES)
             out.append(ev.UnknownEvent(provider_type=event.type, raw=raw_message(msg), passthrough=known))
         else:
-            handler(event, msg, out)
+            handler(self, event, msg, out)
 
     # ------------------------------------------------------------------ responses
 
@@ -459,3 +437,29 @@ class StreamDecoder(SessionDecoder):
         out += [start, ev.PartStart(message=key, part=0, value=result), ev.PartDone(message=key, part=0)]
         out.append(ev.MessageDone(message=key))
         self._close_response(out, only_ours=True)
+
+
+# The dispatch tables: one per class (not a dict of bound methods per decoder, ~2 KiB a session).
+_DELTAS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, list[ev.Event]], None]]] = {
+    **dict.fromkeys(_TEXT, StreamDecoder._on_text),
+    **dict.fromkeys(_AUDIO, StreamDecoder._on_audio),
+    **dict.fromkeys(_TRANSCRIPT, StreamDecoder._on_transcript),
+    "response.function_call_arguments.delta": StreamDecoder._on_arguments,
+}
+"""The streamed deltas (nearly every event of a session): they need nothing but the typed event."""
+_HANDLERS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, Msg, list[ev.Event]], None]]] = {
+    **dict.fromkeys(_QUIET, StreamDecoder._on_quiet),
+    "response.function_call_arguments.done": StreamDecoder._on_arguments_done,
+    "response.content_part.added": StreamDecoder._on_part_added,
+    "response.content_part.done": StreamDecoder._on_part_done,
+    "response.output_item.added": StreamDecoder._on_item_added,
+    "response.output_item.done": StreamDecoder._on_item_done,
+    "response.created": StreamDecoder._on_created,
+    "response.done": StreamDecoder._on_done,
+    "conversation.item.input_audio_transcription.delta": StreamDecoder._on_input_delta,
+    "conversation.item.input_audio_transcription.completed": StreamDecoder._on_input_done,
+    "session.created": StreamDecoder._on_session,
+    "session.updated": StreamDecoder._on_session,
+    "error": StreamDecoder._on_error,
+}
+"""Every other server event the decoder reads, by type (the rest are kept whole)."""
