@@ -109,6 +109,11 @@ class SessionBridge:
         sample_rates: The PCM16 rates of each side.
         beta: The Realtime client speaks the beta event names (``response.audio.delta``...);
             also set when it sends a beta-shaped ``session.update``.
+        keep_passthrough: Keep the session's pass-through messages (session messages such as
+            ``session.updated`` or ``setupComplete``, and the client's messages) in
+            :attr:`session` as session events. When false they are counted by type
+            (``Session.unknown``) only: a relay that needs the responses and the counts (the
+            bridge's record) then holds memory for the responses, not for every message.
 
     Raises:
         LocalProtocolError: ``client`` is not a realtime protocol, or ``upstream`` is neither a
@@ -124,6 +129,7 @@ class SessionBridge:
         drop_params: bool = False,
         sample_rates: SampleRates | None = None,
         beta: bool = False,
+        keep_passthrough: bool = True,
     ) -> None:
         if client not in SESSION_PROTOCOLS:
             raise LocalProtocolError(
@@ -155,7 +161,9 @@ class SessionBridge:
         if not self.http and not self.same:
             self._encoder = get_protocol(client).encoder()
         # Only a translated session re-encodes the events; a passed-through one only reads them.
-        self._agg = StreamAggregator(None if self.http else upstream, emit=self._encoder is not None)
+        self._agg = StreamAggregator(
+            None if self.http else upstream, emit=self._encoder is not None, keep_passthrough=keep_passthrough
+        )
         self._turns: HttpTurns | None = None
         if self.http:  # raises for a protocol without HTTP request bodies
             self._turns = HttpTurns(client, upstream, model=model, writer=self._out, calls=self._calls)

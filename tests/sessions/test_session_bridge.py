@@ -872,6 +872,48 @@ def test_the_relay_fast_path_sends_and_reads_what_the_translated_path_does(proto
         assert json.loads(fast.pass_client(sent[0]))["setup"]["model"] == "models/m"  # the route's model
 
 
+@pytest.mark.parametrize("protocol", [RT, LIVE])
+def test_a_relay_that_keeps_no_passthrough_holds_memory_for_responses_only(protocol: str) -> None:
+    # The bridge's relay (keep_passthrough=False): a long session of pass-through messages (pings,
+    # acknowledgements, rate limits) is counted by type, not kept; the responses are the same.
+    import gc
+    import tracemalloc
+
+    if protocol == RT:
+        ping = {"type": "rate_limits.updated", "rate_limits": [{"name": "requests", "remaining": 9}]}
+        served = [_j(e) for e in _rt_text_response("resp_1", "item_1", "Same.")]
+    else:
+        ping = {"sessionResumptionUpdate": {"newHandle": "h", "resumable": True}}
+        served = [
+            _j({"serverContent": {"modelTurn": {"parts": [{"text": "Same."}]}}}),
+            _j({"serverContent": {"turnComplete": True}}),
+        ]
+    message = _j(ping)
+    kept = ms.SessionBridge(protocol, protocol, model="m")
+    lean = ms.SessionBridge(protocol, protocol, model="m", keep_passthrough=False)
+
+    def grown(bridge: ms.SessionBridge, n: int) -> int:
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(n):
+            bridge.pass_upstream(message)
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        return after - before
+
+    for bridge in (kept, lean):
+        grown(bridge, 100)  # first-use state made
+        for msg in served:
+            bridge.pass_upstream(msg)
+    assert grown(kept, 1000) > 1000 * 100  # each message kept: memory grows with the session
+    assert grown(lean, 1000) < 1000 * 4  # counted only: not a byte a message kept
+    assert lean.session.responses == kept.session.responses
+    (ptype,) = {e.type for e in kept.session.events if e.kind == "server"}
+    assert lean.session.unknown[ptype] == kept.session.unknown[ptype] == 1100
+    assert not [e for e in lean.session.events if e.kind == "server"]
+
+
 def test_the_relay_fast_path_refuses_a_translated_session() -> None:
     bridge = ms.SessionBridge(RT, LIVE, model="m")
     with pytest.raises(ms.LocalProtocolError, match="translated"):

@@ -283,7 +283,15 @@ class _Session:
         header = session.beta_header
         beta = header is not None and self.headers.get(header[0]) == header[1]
         try:
-            self.translator = cls(spec.name, upstream.protocol, model=name or "", drop_params=drop, beta=beta)
+            # The record reads the responses and counts only: relayed session messages are not kept.
+            self.translator = cls(
+                spec.name,
+                upstream.protocol,
+                model=name or "",
+                drop_params=drop,
+                beta=beta,
+                keep_passthrough=False,
+            )
         except LocalProtocolError as exc:
             raise Rejected(501, str(exc)) from None
         if not websocket:
