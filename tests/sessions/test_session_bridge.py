@@ -879,6 +879,7 @@ def test_a_relay_that_keeps_no_passthrough_holds_memory_for_responses_only(proto
     import gc
     import tracemalloc
 
+    ping: dict[str, Any]
     if protocol == RT:
         ping = {"type": "rate_limits.updated", "rate_limits": [{"name": "requests", "remaining": 9}]}
         served = [_j(e) for e in _rt_text_response("resp_1", "item_1", "Same.")]
