@@ -185,7 +185,7 @@ class Fold:
         if self._state is not AggregatorState.STREAMING or self.emit:
             return None
         msg = self._by_key.get(message)
-        return None if msg is None else msg.parts_by_key.get(part)
+        return None if msg is None else msg.get(part)
 
     def open_part(
         self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
@@ -201,13 +201,13 @@ class Fold:
         if self._state is not AggregatorState.STREAMING or self.emit:
             return None
         msg = self._by_key.get(message)
-        if msg is None or msg.parts_by_key.get(part) is not None:
+        if msg is None or msg.get(part) is not None:
             return None
         if isinstance(value, ToolCallPart) and not value.id:
             return None  # the event path gives it an id: let it
         out: list[Event] = []
         if close is not None:
-            old = msg.parts_by_key.get(close)
+            old = msg.get(close)
             if old is not None:
                 self._close_part(msg, old, None, out)
         new = self._new_part(msg, part, value, out)
@@ -426,7 +426,7 @@ class Fold:
         msg = self._by_key.get(message)
         if msg is None:
             msg = self._message(message, out)
-        part = msg.parts_by_key.get(key)
+        part = msg.get(key)
         if part is None:
             part = self._new_part(msg, key, make(), out)
         return part
@@ -435,7 +435,7 @@ class Fold:
         parts = msg.parts
         part = PartState(msg.index, len(parts), value)
         parts.append(part)
-        msg.parts_by_key[key] = part
+        msg[key] = part
         if isinstance(value, ToolCallPart):
             part.args = []
             if value.id:
@@ -453,12 +453,11 @@ class Fold:
         """
         index = msg.index
         held = msg.parts
-        by_key = msg.parts_by_key
         for key, value in parts:
             part = PartState(index, len(held), value)
             part.closed = True
             held.append(part)
-            by_key[key] = part
+            msg[key] = part
             if isinstance(value, ToolCallPart):
                 part.status = "completed"
                 if value.id:
@@ -468,9 +467,11 @@ class Fold:
         if part.closed:
             return
         part.closed = True
-        settle(part.text)
-        if part.args is not None:
-            settle(part.args)
+        text, args = part.text, part.args
+        if len(text) > 1:
+            settle(text)
+        if args is not None and len(args) > 1:
+            settle(args)
         if isinstance(part.base, ToolCallPart) and part.status is None:
             final = part.final
             done_status = final.status if isinstance(final, ToolCallPart) else None
@@ -515,7 +516,7 @@ class Fold:
         if not ev.text:
             return None
         msg = self._by_key.get(ev.message)
-        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        part = msg.get(ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, empty_text, out)
         add_fragment(part.text, ev.text)
@@ -525,7 +526,7 @@ class Fold:
         if not ev.delta:
             return None
         msg = self._by_key.get(ev.message)
-        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        part = msg.get(ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, self._empty_call, out)
         if part.args is None:
