@@ -290,8 +290,10 @@ class DirectFold:
         last are whole base64 groups (``whole_groups``: joined as text they are the bytes they
         encode, and the build joins what follows them alike), else they are kept apart.
         """
+        if len(pieces) == 1:
+            return self.fold_delta(message, part, pieces[0], kind)
         if kind != AUDIO or whole_groups(pieces[:-1]):
-            return self.fold_delta(message, part, pieces[0] if len(pieces) == 1 else "".join(pieces), kind)
+            return self.fold_delta(message, part, "".join(pieces), kind)
         if not self.fold_delta(message, part, pieces[0], AUDIO):
             return False
         hot = self._hot  # the part fold_delta just appended the first chunk to
