@@ -340,18 +340,14 @@ class KeyMap(Generic[V]):
             self._key, self._value = _NO_KEY, None
 
 
-class MessageState(KeyMap[PartState]):
-    """Mutable accumulator of one message; also the map of its parts by key (``get``, ``msg[key] = part``).
-
-    The map is held inline (a :class:`KeyMap` of its own would be one more object per message).
-    """
-
+class MessageState:
     __slots__ = (
         "closed",
         "finish_reason",
         "index",
         "key",
         "parts",
+        "parts_by_key",
         "provider_finish_reason",
         "start",
         "status",
@@ -359,13 +355,11 @@ class MessageState(KeyMap[PartState]):
     )
 
     def __init__(self, index: int, key: Key, start: MessageStart) -> None:
-        self._key = _NO_KEY
-        self._value = None
-        self._more = None
         self.index = index
         self.key = key
         self.start = start
         self.parts: list[PartState] = []
+        self.parts_by_key: KeyMap[PartState] = KeyMap()
         self.closed = False
         self.status: MessageStatus | None = None
         self.finish_reason: FinishReason | None = None

@@ -185,7 +185,7 @@ class Fold:
         if self._state is not AggregatorState.STREAMING or self.emit:
             return None
         msg = self._by_key.get(message)
-        return None if msg is None else msg.get(part)
+        return None if msg is None else msg.parts_by_key.get(part)
 
     def open_part(
         self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
@@ -201,13 +201,13 @@ class Fold:
         if self._state is not AggregatorState.STREAMING or self.emit:
             return None
         msg = self._by_key.get(message)
-        if msg is None or msg.get(part) is not None:
+        if msg is None or msg.parts_by_key.get(part) is not None:
             return None
         if isinstance(value, ToolCallPart) and not value.id:
             return None  # the event path gives it an id: let it
         out: list[Event] = []
         if close is not None:
-            old = msg.get(close)
+            old = msg.parts_by_key.get(close)
             if old is not None:
                 self._close_part(msg, old, None, out)
         new = self._new_part(msg, part, value, out)
@@ -426,7 +426,7 @@ class Fold:
         msg = self._by_key.get(message)
         if msg is None:
             msg = self._message(message, out)
-        part = msg.get(key)
+        part = msg.parts_by_key.get(key)
         if part is None:
             part = self._new_part(msg, key, make(), out)
         return part
@@ -435,7 +435,7 @@ class Fold:
         parts = msg.parts
         part = PartState(msg.index, len(parts), value)
         parts.append(part)
-        msg[key] = part
+        msg.parts_by_key[key] = part
         if isinstance(value, ToolCallPart):
             part.args = []
             if value.id:
@@ -453,11 +453,12 @@ class Fold:
         """
         index = msg.index
         held = msg.parts
+        by_key = msg.parts_by_key
         for key, value in parts:
             part = PartState(index, len(held), value)
             part.closed = True
             held.append(part)
-            msg[key] = part
+            by_key[key] = part
             if isinstance(value, ToolCallPart):
                 part.status = "completed"
                 if value.id:
@@ -516,7 +517,7 @@ class Fold:
         if not ev.text:
             return None
         msg = self._by_key.get(ev.message)
-        part = msg.get(ev.part) if msg is not None else None
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, empty_text, out)
         add_fragment(part.text, ev.text)
@@ -526,7 +527,7 @@ class Fold:
         if not ev.delta:
             return None
         msg = self._by_key.get(ev.message)
-        part = msg.get(ev.part) if msg is not None else None
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, self._empty_call, out)
         if part.args is None:

@@ -137,8 +137,9 @@ class Lifecycle(Fold):
         if role is None:
             if msg is None or msg.closed:
                 return False
+            by_key = msg.parts_by_key
             for key, value in parts:
-                if msg.get(key) is not None or (isinstance(value, ToolCallPart) and not value.id):
+                if by_key.get(key) is not None or (isinstance(value, ToolCallPart) and not value.id):
                     return False
         elif msg is not None:
             return False
@@ -168,7 +169,7 @@ class Lifecycle(Fold):
         if msg is None:
             msg = self._message(ev.message, out)
         value = ev.value
-        part = msg.get(ev.part)
+        part = msg.parts_by_key.get(ev.part)
         if part is not None and not part.closed:
             base = part.base
             if isinstance(value, ToolCallPart) and isinstance(base, ToolCallPart) and same_call(base, value):
@@ -188,7 +189,7 @@ class Lifecycle(Fold):
 
     def _on_part_done(self, ev: PartDone, out: list[Event]) -> None:
         msg = self._by_key.get(ev.message)
-        part = msg.get(ev.part) if msg is not None else None
+        part = msg.parts_by_key.get(ev.part) if msg is not None else None
         if msg is None or part is None:
             if ev.value is None:
                 return  # closing something that never opened: nothing to keep
@@ -357,7 +358,7 @@ class Lifecycle(Fold):
         span.unknown[ptype] = span.unknown.get(ptype, 0) + 1
         msg = self._by_key.get(ev.message) or self._message(ev.message, out)
         key = ev.part if ev.part is not None else ("unknown", len(msg.parts))
-        part = msg.get(key)
+        part = msg.parts_by_key.get(key)
         if part is not None and not part.closed:
             self._close_part(msg, part, None, out)
         part = self._new_part(msg, key, value, out)
@@ -379,7 +380,7 @@ class Lifecycle(Fold):
             msg = self._by_key.get(ev.message)
             if msg is None:
                 return  # nothing of it arrived: nothing to mark
-            part = msg.get(ev.part) if ev.part is not None else None
+            part = msg.parts_by_key.get(ev.part) if ev.part is not None else None
             if ev.part is not None and part is None:
                 return
             targets.append((msg, part))
