@@ -109,7 +109,8 @@ class PartState:
         self.index = index
         self.base = base
         self.text: list[str] = []
-        self.args: list[str] = []
+        self.args: list[str] | None = None
+        """A call's arguments fragments (made with the first one: most parts are no call)."""
         self.summary: dict[int, list[str]] | None = None
         """Summary entries by the provider's index (built in index order)."""
         self.annotations: list[CitationPart] | None = None
@@ -129,13 +130,16 @@ class PartState:
 
     def build(self) -> Part:
         """Build the part as it stands. Reads state, never changes it."""
-        if self.final is not None:
-            return self.final
+        final = self.final
+        if final is not None:
+            return final
         base = self.base
-        fields: dict[str, Any] = dict(self.overrides) if self.overrides else {}
+        overrides = self.overrides
         builder = _BUILDERS.get(type(base))
-        if builder is not None:
-            builder(self, base, fields)
+        if builder is None:
+            return msgspec.structs.replace(base, **overrides) if overrides else base
+        fields: dict[str, Any] = dict(overrides) if overrides else {}
+        builder(self, base, fields)
         if not fields:
             return base
         return msgspec.structs.replace(base, **fields)
@@ -490,7 +494,7 @@ def remainder(part: PartState, value: Part) -> str:
         return ""
     final = getattr(value, content) or ""
     if isinstance(value, ToolCallPart):
-        sent = "".join(part.args)
+        sent = "".join(part.args) if part.args else ""
     else:
         sent = (getattr(part.base, content) or "") + "".join(part.text)
     if len(final) > len(sent) and final.startswith(sent):

@@ -51,7 +51,7 @@ from ._model import (
 from .events import MessageStart
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from .events import (
         AnnotationAdded,
@@ -432,21 +432,47 @@ class Fold:
         return part
 
     def _new_part(self, msg: MessageState, key: Key, value: Part, out: list[Event]) -> PartState:
-        part = PartState(msg.index, len(msg.parts), value)
-        msg.parts.append(part)
+        parts = msg.parts
+        part = PartState(msg.index, len(parts), value)
+        parts.append(part)
         msg.parts_by_key[key] = part
-        if isinstance(value, ToolCallPart) and value.id:
-            self._more().calls[value.id] = (msg, part)
+        if isinstance(value, ToolCallPart):
+            part.args = []
+            if value.id:
+                self._more().calls[value.id] = (msg, part)
         if self.emit:
             self._opened_part(msg, part, out)
         return part
+
+    def _whole_parts(self, msg: MessageState, parts: Sequence[tuple[Key, Part]]) -> None:
+        """New parts of ``msg`` at new keys, closed at once, handing nothing on (not for the emitter).
+
+        What :meth:`_new_part` then :meth:`_close_part` of each leave, done in one loop (a
+        direct turn's end, ``end_message``): nothing was folded into them, so nothing is
+        settled, and a call has no final value, so it is ``completed``.
+        """
+        index = msg.index
+        held = msg.parts
+        by_key = msg.parts_by_key
+        for key, value in parts:
+            part = PartState(index, len(held), value)
+            part.closed = True
+            held.append(part)
+            by_key[key] = part
+            if isinstance(value, ToolCallPart):
+                part.status = "completed"
+                if value.id:
+                    self._more().calls[value.id] = (msg, part)
 
     def _close_part(self, msg: MessageState, part: PartState, status: str | None, out: list[Event]) -> None:
         if part.closed:
             return
         part.closed = True
-        settle(part.text)
-        settle(part.args)
+        text, args = part.text, part.args
+        if len(text) > 1:
+            settle(text)
+        if args is not None and len(args) > 1:
+            settle(args)
         if isinstance(part.base, ToolCallPart) and part.status is None:
             final = part.final
             done_status = final.status if isinstance(final, ToolCallPart) else None
@@ -459,19 +485,21 @@ class Fold:
         return self._messages[self._first_open :]
 
     def _close_message(self, msg: MessageState, status: MessageStatus | None, out: list[Event]) -> None:
-        if msg.finish_reason == "stop":
-            msg.finish_reason = turn_finish(msg.finish_reason, has_client_call(msg))
+        finish = msg.finish_reason
+        if finish == "stop":
+            finish = msg.finish_reason = turn_finish(finish, has_client_call(msg))
         part_status = status
-        if part_status is None and msg.finish_reason == "length":
+        if part_status is None and finish == "length":
             part_status = "incomplete"
         for part in msg.parts:
             if not part.closed:
                 self._close_part(msg, part, part_status, out)
         msg.closed = True
-        if status is not None and msg.status is None:
-            msg.status = status
-        elif msg.status is None:
-            msg.status = "incomplete" if msg.finish_reason in ("length", "content_filter") else "completed"
+        if msg.status is None:
+            if status is not None:
+                msg.status = status
+            else:
+                msg.status = "incomplete" if finish in ("length", "content_filter") else "completed"
         if self.emit:
             self._closed_message(msg, out)
 
@@ -502,7 +530,10 @@ class Fold:
         part = msg.parts_by_key.get(ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, self._empty_call, out)
-        add_fragment(part.args, ev.delta)
+        if part.args is None:
+            part.args = [ev.delta]  # a whole call (``_whole_parts``) or no call: made on first use
+        else:
+            add_fragment(part.args, ev.delta)
         return part
 
     def _on_reasoning(self, ev: ReasoningDelta, out: list[Event]) -> PartState | None:

@@ -61,6 +61,9 @@ __all__ = ["Lifecycle"]
 
 log = logging.getLogger("maas_stream")
 
+_UNUSED: list[Event] = []
+"""The handlers' output list in the direct fold (``emit`` false: nothing is appended)."""
+
 
 class Lifecycle(Fold):
     """The lifecycle handlers of the aggregator (see the module docstring)."""
@@ -100,7 +103,7 @@ class Lifecycle(Fold):
             return None
         if self._by_key.get(message) is not None or (isinstance(value, ToolCallPart) and not value.id):
             return None
-        out: list[Event] = []
+        out = _UNUSED
         if start is not None:
             self._on_response_start(start, out)
         msg = self._new_message(message, MessageStart(message=message, role=role), out)
@@ -134,23 +137,26 @@ class Lifecycle(Fold):
         if role is None:
             if msg is None or msg.closed:
                 return False
+            by_key = msg.parts_by_key
+            for key, value in parts:
+                if by_key.get(key) is not None or (isinstance(value, ToolCallPart) and not value.id):
+                    return False
         elif msg is not None:
             return False
-        keys: set[Key] = set()
-        for key, value in parts:
-            if key in keys or (msg is not None and msg.parts_by_key.get(key) is not None):
-                return False
-            if isinstance(value, ToolCallPart) and not value.id:
-                return False  # the event path gives it an id: let it
-            keys.add(key)
-        out: list[Event] = []
+        else:
+            for _, value in parts:
+                if isinstance(value, ToolCallPart) and not value.id:
+                    return False  # the event path gives it an id: let it
+        if len(parts) > 1 and len({key for key, _ in parts}) < len(parts):
+            return False  # a key twice
+        out = _UNUSED
         if start is not None:
             self._on_response_start(start, out)
         if msg is None:
             assert role is not None
             msg = self._new_message(message, MessageStart(message=message, role=role), out)
-        for key, value in parts:
-            self._close_part(msg, self._new_part(msg, key, value, out), None, out)
+        if parts:
+            self._whole_parts(msg, parts)
         if usage is not None:
             self._use(usage)
         self._close_message(msg, None, out)
@@ -237,37 +243,54 @@ class Lifecycle(Fold):
         self._use(ev.usage)
 
     def _use(self, usage: Usage) -> None:
-        """A usage report, assigned over the stream's and the current response's."""
-        self._usage = _assigned(self._usage, usage)
-        span = self._span()
+        """A usage report, assigned over the stream's and the current response's.
+
+        The stream's is read only by the emitter and by a result that is not a session's last
+        model response (``_build``): once a second response opened and one is a model's, it
+        never is again unless handed on, and is no longer kept (a long session's turns each
+        save an assignment).
+        """
+        spans = self._spans
+        span = spans[-1] if spans else self._span()
+        if self.emit or len(spans) < 2 or not self._started:
+            self._usage = _assigned(self._usage, usage)
         span.usage = _assigned(span.usage, usage)
 
     def _on_response_start(self, ev: ResponseStart, out: list[Event]) -> None:
-        if self._start is None or ev.provider_raw is not None:
+        raw = ev.provider_raw
+        if raw is not None or self._start is None:
             self._start = ev
-        if not self._spans:
-            self._spans.append(self._first_span())
-        elif self._state is AggregatorState.DONE:
-            first = self._spans[0]
+        spans = self._spans
+        done = self._state is AggregatorState.DONE
+        if not spans:
+            span = self._first_span()
+            spans.append(span)
+        elif done:
+            first = spans[0]
             if first.messages is self._messages:
                 first.messages = list(first.messages)  # (the next response's are not its own)
-            self._spans.append(SpanState())
-        span = self._spans[-1]
-        if span.start is None or ev.provider_raw is not None:
+            span = SpanState()
+            spans.append(span)
+        else:
+            span = spans[-1]
+        if raw is not None:
             span.start = ev
-        if ev.provider_raw is not None:
             self._mark_real(span)  # the provider's own start (with its fields)
-        if ev.id and isinstance(ev.id, str):
-            span.id = ev.id
-        if self._state is AggregatorState.DONE:
+        elif span.start is None:
+            span.start = ev
+        given = ev.id
+        if given and isinstance(given, str):
+            span.id = given
+        if done:
             # A session protocol (Live, Realtime) carries several responses on one connection:
             # a start after the provider ended a response opens the next one.
             self._state = AggregatorState.STREAMING
             self._done = None
-        if ev.id:
-            self._id = self._text_field("id", ev.id)
-        if ev.model:
-            self._model = self._text_field("model", ev.model)
+        if given:
+            self._id = given if isinstance(given, str) else self._text_field("id", given)
+        model = ev.model
+        if model:
+            self._model = model if isinstance(model, str) else self._text_field("model", model)
 
     def _on_response_done(self, ev: ResponseDone, out: list[Event]) -> ResponseDone:
         messages = self._messages
@@ -276,10 +299,11 @@ class Lifecycle(Fold):
             ev = msgspec.structs.replace(ev, finish_reason=turn_finish(ev.finish_reason, True))
         if self._done is None:
             self._done = ev
-        span = self._span()
+        spans = self._spans
+        span = spans[-1] if spans else self._span()
         if span.done is None:
             span.done = ev
-        if ev.status is not None or ev.finish_reason is not None:
+        if (ev.status is not None or ev.finish_reason is not None) and not span.real:
             self._mark_real(span)
         if self._state is AggregatorState.STREAMING:
             self._state = AggregatorState.DONE

@@ -45,10 +45,14 @@ class PartBuffers(Protocol):
     """
 
     text: list[str]
-    args: list[str]
     summary: dict[int, list[str]] | None
     audio_data: list[str] | None
     audio_transcript: list[str] | None
+
+    @property
+    def args(self) -> list[str] | None:
+        """A call's arguments fragments (``None``: the part is no call opened so)."""
+        ...
 
 
 class FoldTarget(Protocol):
@@ -248,7 +252,10 @@ class DirectFold:
         if kind == TEXT:
             buf = found.text
         elif kind == ARGS:
-            buf = found.args
+            args = found.args
+            if args is None:
+                return False  # not a call's part (the normal way says what it is)
+            buf = args
         elif kind == AUDIO:
             if found.audio_data is None:
                 found.audio_data = [text]
@@ -283,8 +290,10 @@ class DirectFold:
         last are whole base64 groups (``whole_groups``: joined as text they are the bytes they
         encode, and the build joins what follows them alike), else they are kept apart.
         """
+        if len(pieces) == 1:
+            return self.fold_delta(message, part, pieces[0], kind)
         if kind != AUDIO or whole_groups(pieces[:-1]):
-            return self.fold_delta(message, part, pieces[0] if len(pieces) == 1 else "".join(pieces), kind)
+            return self.fold_delta(message, part, "".join(pieces), kind)
         if not self.fold_delta(message, part, pieces[0], AUDIO):
             return False
         hot = self._hot  # the part fold_delta just appended the first chunk to
