@@ -80,6 +80,7 @@ class StreamEncoder(EventEncoder):
         "_ended",
         "_finish",
         "_hot",
+        "_hot_kept",
         "_hot_message",
         "_hot_part",
         "_id",
@@ -122,6 +123,8 @@ class StreamEncoder(EventEncoder):
         self._hot: PartWriter = _NOTHING
         self._hot_message: Any = None
         self._hot_part: Any = None
+        self._hot_kept = True
+        """The hot writer is in :attr:`_parts` (or is none): parts taking turns store nothing again."""
         self._skip: set[int] = _NO_SKIP  # (a set of its own once a message is skipped)
         self._usage: Usage | None = None
         self._finish: tuple[FinishReason, str | None] | None = None
@@ -351,9 +354,13 @@ class StreamEncoder(EventEncoder):
         if message != self._hot_message or part != self._hot_part:
             self._store_hot()
         self._hot, self._hot_message, self._hot_part = writer, message, part
+        self._hot_kept = False
 
     def _store_hot(self) -> None:
         """Keep the hot writer in :attr:`_parts` before another part's takes its place."""
+        if self._hot_kept:
+            return  # (it came from _parts: parts taking turns, audio and its transcript say)
+        self._hot_kept = True
         hot = self._hot
         if hot is not _NOTHING:
             key = (self._hot_message, self._hot_part)
@@ -368,7 +375,7 @@ class StreamEncoder(EventEncoder):
         self._store_hot()
         writer = self._parts.get((ev.message, ev.part)) or _NOTHING
         self._hot, self._hot_message, self._hot_part = writer, ev.message, ev.part
-        return writer
+        return writer  # (kept: it is _parts' own)
 
     def _on_text(self, ev: events.TextDelta | events.RefusalDelta) -> bytes:
         # (_writer inlined: the hot path)
