@@ -34,7 +34,7 @@ from ._accumulate import (
     same_call,
     turn_finish,
 )
-from ._fold import Fold
+from ._deltas import Deltas
 from ._model import ReasoningPart, RefusalPart, SessionEvent, TextPart, ToolCallPart, UnknownPart
 from .events import MessageStart
 
@@ -65,7 +65,7 @@ _UNUSED: list[Event] = []
 """The handlers' output list in the direct fold (``emit`` false: nothing is appended)."""
 
 
-class Lifecycle(Fold):
+class Lifecycle(Deltas):
     """The lifecycle handlers of the aggregator (see the module docstring)."""
 
     __slots__ = ()

@@ -891,22 +891,21 @@ async def test_a_client_text_is_limited_by_its_utf8_size(text: str, too_big: boo
 async def test_a_relay_cancelled_from_outside_stays_cancelled_and_stops_its_other_side() -> None:
     # The relay takes back only the cancellations its own end asked for: a server shutting the
     # session down (here a cancel scope around it) cancels it, and its client side with it.
-    from maas_stream.bridge._realtime import _Pump
+    from maas_stream.bridge._pump import Pump
 
     class Stalled:
-        limits = SessionLimits(idle_timeout=None)
         other: Any = None
 
-        async def _client_to_upstream(self, conn: Any) -> None:
+        async def client_to_upstream(self) -> None:
             self.other = asyncio.current_task()
             await anyio.sleep_forever()
 
-        async def _upstream_to_client(self, conn: Any) -> None:
+        async def upstream_to_client(self) -> None:
             await anyio.sleep_forever()
 
     session = Stalled()
     with anyio.move_on_after(0.2) as scope:
-        await _Pump(session, None).run()  # type: ignore[arg-type]
+        await Pump(lambda: 1.0).run(session.upstream_to_client(), session.client_to_upstream(), None)
     assert scope.cancelled_caught
     assert session.other is not None
     await anyio.lowlevel.checkpoint()

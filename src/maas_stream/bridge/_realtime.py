@@ -16,10 +16,7 @@ connects over the ASGI ``websocket`` protocol. Per session:
    (``from_client``/``from_upstream``); what it drops is counted and logged. A same-protocol
    session takes the translator's fast path (``pass_client``/``pass_upstream``): each message
    goes on as it came, read on the side for the record. A websocket upstream (``websockets``:
-   asyncio) is relayed by the session's own task (upstream → client) and one more asyncio task
-   (client → upstream); the idle limit is one timer handle on the loop, re-armed when it finds a
-   message crossed since (a time stored per message, no timer, task or cancel scope per
-   message). An idle session holds no more than that: two tasks, one timer handle. An HTTP
+   asyncio) is relayed by ``_pump.Pump``: the session's own task and one more, one idle timer. An HTTP
    upstream's turns run in an anyio task group (any backend).
 
 Ends, both ways: a client close closes the upstream with the same code; an upstream close is
@@ -45,7 +42,6 @@ events come from the protocols' specs and encoders.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import traceback
@@ -66,6 +62,7 @@ from ..io._source import AsyncReader
 from ._asgi import request_headers
 from ._guard import check_model
 from ._metrics import Exchange, access_log, scrub
+from ._pump import Pump
 from ._request import Rejected, error_body
 from ._session_wire import (
     End,
@@ -101,72 +98,6 @@ log = logging.getLogger("maas_stream")
 # ---------------------------------------------------------------------------------- a session
 
 
-class _Pump:
-    """A websocket upstream's relay on asyncio: the session's task reads the upstream, one task the client.
-
-    The idle limit is one loop timer (:meth:`_check`) that re-arms itself to the last message's
-    deadline. :meth:`stop` (the first end) cancels the side(s) still waiting; the session's own
-    task takes its cancellation back (as ``asyncio.timeout`` does) and goes on to the close. A
-    bug in either side cancels the other and is raised by :meth:`run`.
-    """
-
-    __slots__ = ("_loop", "_me", "_other", "_stopping", "_timer", "conn", "session")
-
-    def __init__(self, session: _Session, conn: Any) -> None:
-        self.session = session
-        self.conn = conn
-        self._loop = asyncio.get_running_loop()
-        self._me: asyncio.Task[Any] | None = None
-        self._other: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._stopping = False
-
-    async def run(self) -> None:
-        session, loop = self.session, self._loop
-        me = self._me = asyncio.current_task(loop)
-        assert me is not None
-        other = self._other = loop.create_task(session._client_to_upstream(self.conn))
-        other.add_done_callback(self._other_done)
-        if session.limits.idle_timeout is not None:
-            self._timer = loop.call_later(session.limits.idle_timeout, self._check)
-        try:
-            await session._upstream_to_client(self.conn)
-        except asyncio.CancelledError:
-            if not self._stopping or me.uncancel() > 0:  # cancelled from outside: go on cancelling
-                raise
-        finally:
-            self._me = None  # stop() cancels nothing more here
-            if self._timer is not None:
-                self._timer.cancel()
-            other.cancel()  # (nothing once it is done)
-        if not other.done():
-            await asyncio.wait((other,))
-        if not other.cancelled() and (error := other.exception()) is not None:
-            raise error
-
-    def stop(self) -> None:
-        """Cancel the side(s) still waiting (not the calling one: it sees the end itself)."""
-        current = asyncio.current_task(self._loop)
-        other = self._other
-        if other is not None and other is not current and not other.done():
-            other.cancel()
-        me = self._me
-        if me is not None and me is not current and not self._stopping:
-            self._stopping = True
-            me.cancel()
-
-    def _other_done(self, task: asyncio.Task[None]) -> None:
-        me = self._me
-        if me is not None and not self._stopping and not task.cancelled() and task.exception() is not None:
-            self._stopping = True  # a bug: end the relay to raise it
-            me.cancel()
-
-    def _check(self) -> None:
-        left = self.session._idle_left()
-        if left > 0:
-            self._timer = self._loop.call_later(left, self._check)
-
-
 class _Session:
     """One client session: its checks, its route, its relay, its record."""
 
@@ -194,7 +125,7 @@ class _Session:
         """Set when a turn request is waiting (an HTTP upstream's only: made by :meth:`_turns`)."""
         self._relaying: anyio.CancelScope | None = None
         """An HTTP upstream's task group, cancelled by the first end."""
-        self._pump: _Pump | None = None
+        self._pump: Pump | None = None
         """A websocket upstream's relay tasks, stopped by the first end."""
 
     # ------------------------------------------------------------------ the handshake
@@ -456,9 +387,11 @@ class _Session:
         if first is not None:
             await self._deliver(conn, self.translator.from_client(first))
         if self.end is None:
-            pump = self._pump = _Pump(self, conn)
+            pump = self._pump = Pump(self._idle_left)
             try:
-                await pump.run()
+                await pump.run(
+                    self._upstream_to_client(conn), self._client_to_upstream(conn), self.limits.idle_timeout
+                )
             finally:
                 self._pump = None
         await self._finish(conn)
