@@ -153,7 +153,7 @@ class Fold:
 
     def _first_span(self) -> SpanState:
         """The first response: it shares :attr:`_messages` (``None``) while that holds none of another."""
-        return SpanState([] if self._messages else None)
+        return SpanState(NO_ITEMS if self._messages else None)
 
     def _span_messages(self, span: SpanState) -> list[MessageState]:
         """A response's messages (the first one's may be :attr:`_messages`, shared)."""
@@ -403,8 +403,12 @@ class Fold:
         messages = self._messages
         msg = MessageState(len(messages), key, start)
         self._messages, self._keyed = add_keyed(messages, self._keyed, msg)
-        if span.messages is not None:
-            span.messages.append(msg)
+        held = span.messages
+        if held is not None:
+            if held:
+                held.append(msg)
+            else:
+                span.messages = [msg]
         if start.role in ASSISTANT_ROLES:
             if not span.real:
                 self._mark_real(span)

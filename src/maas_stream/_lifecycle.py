@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._accumulate import (
+    NO_ITEMS,
     AggregatorState,
     MessageState,
     PartState,
@@ -273,7 +274,7 @@ class Lifecycle(Deltas):
             first = spans[0]
             if first.messages is None:
                 first.messages = list(self._messages)  # (the next response's are not its own)
-            span = SpanState([])
+            span = SpanState(NO_ITEMS)
             spans.append(span)
         else:
             span = spans[-1]
