@@ -48,7 +48,11 @@ class Deltas(Fold):
         part = find_keyed(msg.parts, msg.by_key, ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, empty_text, out)
-        add_text(part, ev.text)
+        buf = part.text
+        if buf is None:
+            part.text = [ev.text]  # (``add_text``, inlined: one call per text delta)
+        else:
+            add_fragment(buf, ev.text)
         return part
 
     def _on_args(self, ev: ArgumentsDelta, out: list[Event]) -> PartState | None:
