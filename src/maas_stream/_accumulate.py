@@ -14,7 +14,7 @@ import base64
 import binascii
 import enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -43,8 +43,12 @@ __all__ = [
     "CONTENT",
     "EMPTY",
     "FRAGMENTS",
+    "NO_ITEMS",
     "KeyMap",
     "add_fragment",
+    "add_text",
+    "add_keyed",
+    "find_keyed",
     "compact",
     "writable",
     "INCOMPLETE_FINISH",
@@ -95,6 +99,7 @@ class PartState:
         "closed",
         "final",
         "index",
+        "key",
         "logprobs",
         "message",
         "overrides",
@@ -103,12 +108,15 @@ class PartState:
         "text",
     )
 
-    def __init__(self, message: int, index: int, base: Part) -> None:
+    def __init__(self, message: int, index: int, base: Part, key: Key) -> None:
         self.message = message
         """The position of the part's message in the response."""
         self.index = index
+        self.key = key
+        """Its key in the stream (``MessageState.part`` finds it by it)."""
         self.base = base
-        self.text: list[str] = []
+        self.text: list[str] | None = None
+        """Its text fragments (made with the first one: a call, audio, most parts of a turn, have none)."""
         self.args: list[str] | None = None
         """A call's arguments fragments (made with the first one: most parts are no call)."""
         self.summary: dict[int, list[str]] | None = None
@@ -203,6 +211,15 @@ def add_fragment(buf: list[str], text: str) -> None:
     buf.append(text)
     if len(buf) >= FRAGMENTS:
         compact(buf)
+
+
+def add_text(part: PartState, text: str) -> None:
+    """Append a delta's text to a part's text (:func:`add_fragment`; the first makes the list)."""
+    buf = part.text
+    if buf is None:
+        part.text = [text]
+    else:
+        add_fragment(buf, text)
 
 
 def compact(buf: list[str]) -> None:
@@ -340,14 +357,56 @@ class KeyMap(Generic[V]):
             self._key, self._value = _NO_KEY, None
 
 
+NO_ITEMS: Final = cast("list[Any]", ())
+"""The items of a holder before its first (parts, messages, responses): one shared empty sequence,
+never written (a tuple: a write fails at once); the first item makes the list, as ``[item]``
+(64 bytes, where an empty list appended to holds room for four: 88)."""
+
+
+class _Keyed(Protocol):
+    key: Key
+
+
+_I = TypeVar("_I", bound=_Keyed)
+
+
+def find_keyed(items: list[_I], by_key: dict[Key, _I] | None, key: Key) -> _I | None:
+    """The item at ``key`` (the latest one added there), or ``None`` (:func:`add_keyed`'s holders).
+
+    A holder of keyed items in order (a message's parts, a stream's messages) keeps a map by key
+    only from its second item: most hold one, found by its own key.
+    """
+    if by_key is not None:
+        return by_key.get(key)
+    if items:
+        first = items[0]
+        if first.key == key:
+            return first
+    return None
+
+
+def add_keyed(
+    items: list[_I], by_key: dict[Key, _I] | None, item: _I
+) -> tuple[list[_I], dict[Key, _I] | None]:
+    """``items`` and ``by_key`` with ``item`` appended: the first makes the list, the second the map."""
+    if not items:
+        return [item], None
+    items.append(item)
+    if by_key is None:
+        first = items[0]
+        by_key = {first.key: first}
+    by_key[item.key] = item
+    return items, by_key
+
+
 class MessageState:
     __slots__ = (
+        "by_key",
         "closed",
         "finish_reason",
         "index",
         "key",
         "parts",
-        "parts_by_key",
         "provider_finish_reason",
         "start",
         "status",
@@ -358,8 +417,10 @@ class MessageState:
         self.index = index
         self.key = key
         self.start = start
-        self.parts: list[PartState] = []
-        self.parts_by_key: KeyMap[PartState] = KeyMap()
+        self.parts: list[PartState] = NO_ITEMS
+        """Its parts in order (``add_keyed``)."""
+        self.by_key: dict[Key, PartState] | None = None
+        """Its parts by key, made with the second part (the first is found by its own key)."""
         self.closed = False
         self.status: MessageStatus | None = None
         self.finish_reason: FinishReason | None = None
@@ -426,13 +487,13 @@ class SpanState:
         "warnings",
     )
 
-    def __init__(self, messages: list[MessageState] | None = None) -> None:
+    def __init__(self, messages: list[MessageState] | None) -> None:
         self.start: ResponseStart | None = None
         self.id: str | None = None
         self.done: ResponseDone | None = None
-        self.messages: list[MessageState] = [] if messages is None else messages
-        """Its messages; the first response of a stream shares the aggregator's list while that
-        holds no other (most streams have one response: one list, not two)."""
+        self.messages: list[MessageState] | None = messages
+        """Its messages; ``None`` for the first response of a stream while the aggregator's list
+        holds no other's (most streams have one response: one list, not two)."""
         self.usage: Usage | None = None
         self.error: StreamError | None = None
         self.unknown: dict[str, int] | None = None
@@ -496,7 +557,7 @@ def remainder(part: PartState, value: Part) -> str:
     if isinstance(value, ToolCallPart):
         sent = "".join(part.args) if part.args else ""
     else:
-        sent = (getattr(part.base, content) or "") + "".join(part.text)
+        sent = (getattr(part.base, content) or "") + ("".join(part.text) if part.text else "")
     if len(final) > len(sent) and final.startswith(sent):
         return final[len(sent) :]
     return ""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._accumulate import add_fragment, empty_refusal, empty_text
+from ._accumulate import add_fragment, add_text, empty_refusal, empty_text, find_keyed
 from ._fold import Fold
 from ._model import AudioPart, ReasoningPart
 
@@ -44,18 +44,22 @@ class Deltas(Fold):
     def _on_text(self, ev: TextDelta, out: list[Event]) -> PartState | None:
         if not ev.text:
             return None
-        msg = self._by_key.get(ev.message)
-        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        msg = find_keyed(self._messages, self._keyed, ev.message)
+        part = find_keyed(msg.parts, msg.by_key, ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, empty_text, out)
-        add_fragment(part.text, ev.text)
+        buf = part.text
+        if buf is None:
+            part.text = [ev.text]  # (``add_text``, inlined: one call per text delta)
+        else:
+            add_fragment(buf, ev.text)
         return part
 
     def _on_args(self, ev: ArgumentsDelta, out: list[Event]) -> PartState | None:
         if not ev.delta:
             return None
-        msg = self._by_key.get(ev.message)
-        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        msg = find_keyed(self._messages, self._keyed, ev.message)
+        part = find_keyed(msg.parts, msg.by_key, ev.part) if msg is not None else None
         if part is None:
             part = self._part(ev.message, ev.part, self._empty_call, out)
         if part.args is None:
@@ -68,14 +72,14 @@ class Deltas(Fold):
         if not ev.text:
             return None
         part = self._part(ev.message, ev.part, ReasoningPart, out)
-        add_fragment(part.text, ev.text)
+        add_text(part, ev.text)
         return part
 
     def _on_refusal(self, ev: RefusalDelta, out: list[Event]) -> PartState | None:
         if not ev.text:
             return None
         part = self._part(ev.message, ev.part, empty_refusal, out)
-        add_fragment(part.text, ev.text)
+        add_text(part, ev.text)
         return part
 
     def _on_summary(self, ev: SummaryDelta, out: list[Event]) -> PartState | None:

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._accumulate import (
+    NO_ITEMS,
     AggregatorState,
-    KeyMap,
     MessageState,
     PartState,
     RareState,
     SpanState,
+    add_keyed,
+    find_keyed,
     has_client_call,
     settle,
     turn_finish,
@@ -64,11 +66,11 @@ class Fold:
     """
 
     __slots__ = (
-        "_by_key",
         "_done",
         "_error",
         "_first_open",
         "_id",
+        "_keyed",
         "_messages",
         "_model",
         "_rare",
@@ -87,10 +89,12 @@ class Fold:
     def __init__(self, protocol: str) -> None:
         self.protocol = protocol
         self._state = AggregatorState.STREAMING
-        self._messages: list[MessageState] = []
+        self._messages: list[MessageState] = NO_ITEMS
+        """Every message in order (a list from the first: ``_new_message``)."""
         self._first_open = 0
         """No message before this index is open (messages never reopen)."""
-        self._by_key: KeyMap[MessageState] = KeyMap()
+        self._keyed: dict[Key, MessageState] | None = None
+        """The messages by key, made with the second (the first is found by its own key: ``find_keyed``)."""
         self._start: ResponseStart | None = None
         self._id: str | None = None
         self._model: str | None = None
@@ -100,7 +104,7 @@ class Fold:
         self._rare: RareState | None = None
         """Unknown types, warnings, calls by id, session entries: made on first use."""
         self._synth = 0
-        self._spans: list[SpanState] = []
+        self._spans: list[SpanState] = NO_ITEMS
         """The responses of a session, in order (one for a one-response protocol)."""
         self._started = 0
         """How many spans became model responses so far."""
@@ -140,13 +144,21 @@ class Fold:
 
     def _span(self) -> SpanState:
         """The response being folded (the first one opens with the first event)."""
-        if not self._spans:
-            self._spans.append(self._first_span())
-        return self._spans[-1]
+        spans = self._spans
+        if not spans:
+            span = self._first_span()
+            self._spans = [span]
+            return span
+        return spans[-1]
 
     def _first_span(self) -> SpanState:
-        """The first response: it shares :attr:`_messages` while that holds none of another."""
-        return SpanState(None if self._messages else self._messages)
+        """The first response: it shares :attr:`_messages` (``None``) while that holds none of another."""
+        return SpanState(NO_ITEMS if self._messages else None)
+
+    def _span_messages(self, span: SpanState) -> list[MessageState]:
+        """A response's messages (the first one's may be :attr:`_messages`, shared)."""
+        messages = span.messages
+        return self._messages if messages is None else messages
 
     def _session_event(self, event: SessionEvent) -> None:
         self._more().entries.append(msgspec.structs.replace(event, after=self._started))
@@ -167,8 +179,8 @@ class Fold:
         """
         if self._state is not AggregatorState.STREAMING or self.emit:
             return None
-        msg = self._by_key.get(message)
-        return None if msg is None else msg.parts_by_key.get(part)
+        msg = find_keyed(self._messages, self._keyed, message)
+        return None if msg is None else find_keyed(msg.parts, msg.by_key, part)
 
     def open_part(
         self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
@@ -183,14 +195,14 @@ class Fold:
         """
         if self._state is not AggregatorState.STREAMING or self.emit:
             return None
-        msg = self._by_key.get(message)
-        if msg is None or msg.parts_by_key.get(part) is not None:
+        msg = find_keyed(self._messages, self._keyed, message)
+        if msg is None or find_keyed(msg.parts, msg.by_key, part) is not None:
             return None
         if isinstance(value, ToolCallPart) and not value.id:
             return None  # the event path gives it an id: let it
         out: list[Event] = []
         if close is not None:
-            old = msg.parts_by_key.get(close)
+            old = find_keyed(msg.parts, msg.by_key, close)
             if old is not None:
                 self._close_part(msg, old, None, out)
         new = self._new_part(msg, part, value, out)
@@ -274,7 +286,7 @@ class Fold:
             return None
         for span in reversed(spans):
             if span.real:
-                model = [m for m in span.messages if m.start.role in ASSISTANT_ROLES]
+                model = [m for m in self._span_messages(span) if m.start.role in ASSISTANT_ROLES]
                 return self._span_response(span, model, final)
         return None
 
@@ -291,7 +303,7 @@ class Fold:
         cut = False
         for span in self._spans:
             if span.real:
-                model = [m for m in span.messages if m.start.role in ASSISTANT_ROLES]
+                model = [m for m in self._span_messages(span) if m.start.role in ASSISTANT_ROLES]
                 responses.append(self._span_response(span, model, final))
                 cut = span.done is None and span.error is None
             elif span.error is not None and failed is None:
@@ -380,7 +392,7 @@ class Fold:
     # ------------------------------------------------------------------ messages and parts
 
     def _message(self, key: Key, out: list[Event]) -> MessageState:
-        msg = self._by_key.get(key)
+        msg = find_keyed(self._messages, self._keyed, key)
         if msg is None:
             msg = self._new_message(key, MessageStart(message=key), out)
         return msg
@@ -390,10 +402,13 @@ class Fold:
         span = spans[-1] if spans else self._span()
         messages = self._messages
         msg = MessageState(len(messages), key, start)
-        messages.append(msg)
-        self._by_key[key] = msg
-        if span.messages is not messages:
-            span.messages.append(msg)
+        self._messages, self._keyed = add_keyed(messages, self._keyed, msg)
+        held = span.messages
+        if held is not None:
+            if held:
+                held.append(msg)
+            else:
+                span.messages = [msg]
         if start.role in ASSISTANT_ROLES:
             if not span.real:
                 self._mark_real(span)
@@ -406,19 +421,17 @@ class Fold:
         return msg
 
     def _part(self, message: Key, key: Key, make: Callable[[], Part], out: list[Event]) -> PartState:
-        msg = self._by_key.get(message)
+        msg = find_keyed(self._messages, self._keyed, message)
         if msg is None:
             msg = self._message(message, out)
-        part = msg.parts_by_key.get(key)
+        part = find_keyed(msg.parts, msg.by_key, key)
         if part is None:
             part = self._new_part(msg, key, make(), out)
         return part
 
     def _new_part(self, msg: MessageState, key: Key, value: Part, out: list[Event]) -> PartState:
-        parts = msg.parts
-        part = PartState(msg.index, len(parts), value)
-        parts.append(part)
-        msg.parts_by_key[key] = part
+        part = PartState(msg.index, len(msg.parts), value, key)
+        msg.parts, msg.by_key = add_keyed(msg.parts, msg.by_key, part)
         if isinstance(value, ToolCallPart):
             part.args = []
             if value.id:
@@ -435,24 +448,23 @@ class Fold:
         settled, and a call has no final value, so it is ``completed``.
         """
         index = msg.index
-        held = msg.parts
-        by_key = msg.parts_by_key
+        held, by_key = msg.parts, msg.by_key
         for key, value in parts:
-            part = PartState(index, len(held), value)
+            part = PartState(index, len(held), value, key)
             part.closed = True
-            held.append(part)
-            by_key[key] = part
+            held, by_key = add_keyed(held, by_key, part)
             if isinstance(value, ToolCallPart):
                 part.status = "completed"
                 if value.id:
                     self._more().calls[value.id] = (msg, part)
+        msg.parts, msg.by_key = held, by_key
 
     def _close_part(self, msg: MessageState, part: PartState, status: str | None, out: list[Event]) -> None:
         if part.closed:
             return
         part.closed = True
         text, args = part.text, part.args
-        if len(text) > 1:
+        if text is not None and len(text) > 1:
             settle(text)
         if args is not None and len(args) > 1:
             settle(args)

@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._accumulate import (
+    NO_ITEMS,
     AggregatorState,
     MessageState,
     PartState,
     SpanState,
+    find_keyed,
     is_client_call,
     same_call,
     turn_finish,
@@ -101,7 +103,9 @@ class Lifecycle(Deltas):
             state is AggregatorState.STREAMING or (start is not None and state is AggregatorState.DONE)
         ):
             return None
-        if self._by_key.get(message) is not None or (isinstance(value, ToolCallPart) and not value.id):
+        if find_keyed(self._messages, self._keyed, message) is not None or (
+            isinstance(value, ToolCallPart) and not value.id
+        ):
             return None
         out = _UNUSED
         if start is not None:
@@ -133,13 +137,14 @@ class Lifecycle(Deltas):
             state is AggregatorState.STREAMING or (start is not None and state is AggregatorState.DONE)
         ):
             return False
-        msg = self._by_key.get(message)
+        msg = find_keyed(self._messages, self._keyed, message)
         if role is None:
             if msg is None or msg.closed:
                 return False
-            by_key = msg.parts_by_key
             for key, value in parts:
-                if by_key.get(key) is not None or (isinstance(value, ToolCallPart) and not value.id):
+                if find_keyed(msg.parts, msg.by_key, key) is not None or (
+                    isinstance(value, ToolCallPart) and not value.id
+                ):
                     return False
         elif msg is not None:
             return False
@@ -165,11 +170,11 @@ class Lifecycle(Deltas):
         return True
 
     def _on_part_start(self, ev: PartStart, out: list[Event]) -> None:
-        msg = self._by_key.get(ev.message)
+        msg = find_keyed(self._messages, self._keyed, ev.message)
         if msg is None:
             msg = self._message(ev.message, out)
         value = ev.value
-        part = msg.parts_by_key.get(ev.part)
+        part = find_keyed(msg.parts, msg.by_key, ev.part)
         if part is not None and not part.closed:
             base = part.base
             if isinstance(value, ToolCallPart) and isinstance(base, ToolCallPart) and same_call(base, value):
@@ -188,8 +193,8 @@ class Lifecycle(Deltas):
         self._new_part(msg, ev.part, value, out)
 
     def _on_part_done(self, ev: PartDone, out: list[Event]) -> None:
-        msg = self._by_key.get(ev.message)
-        part = msg.parts_by_key.get(ev.part) if msg is not None else None
+        msg = find_keyed(self._messages, self._keyed, ev.message)
+        part = find_keyed(msg.parts, msg.by_key, ev.part) if msg is not None else None
         if msg is None or part is None:
             if ev.value is None:
                 return  # closing something that never opened: nothing to keep
@@ -218,14 +223,14 @@ class Lifecycle(Deltas):
         self._close_part(msg, part, None, out)
 
     def _on_message_start(self, ev: MessageStart, out: list[Event]) -> None:
-        msg = self._by_key.get(ev.message)
+        msg = find_keyed(self._messages, self._keyed, ev.message)
         if msg is not None and not msg.closed:
             # Repeated role announcements (Chat compat servers send role on every chunk).
             return
         self._new_message(ev.message, ev, out)
 
     def _on_message_done(self, ev: MessageDone, out: list[Event]) -> None:
-        msg = self._by_key.get(ev.message)
+        msg = find_keyed(self._messages, self._keyed, ev.message)
         if msg is None:
             if ev.value is None and ev.finish_reason is None:
                 return
@@ -264,12 +269,12 @@ class Lifecycle(Deltas):
         done = self._state is AggregatorState.DONE
         if not spans:
             span = self._first_span()
-            spans.append(span)
+            self._spans = [span]
         elif done:
             first = spans[0]
-            if first.messages is self._messages:
-                first.messages = list(first.messages)  # (the next response's are not its own)
-            span = SpanState()
+            if first.messages is None:
+                first.messages = list(self._messages)  # (the next response's are not its own)
+            span = SpanState(NO_ITEMS)
             spans.append(span)
         else:
             span = spans[-1]
@@ -356,9 +361,9 @@ class Lifecycle(Deltas):
         span = self._span()
         span.unknown = span.unknown or {}
         span.unknown[ptype] = span.unknown.get(ptype, 0) + 1
-        msg = self._by_key.get(ev.message) or self._message(ev.message, out)
+        msg = find_keyed(self._messages, self._keyed, ev.message) or self._message(ev.message, out)
         key = ev.part if ev.part is not None else ("unknown", len(msg.parts))
-        part = msg.parts_by_key.get(key)
+        part = find_keyed(msg.parts, msg.by_key, key)
         if part is not None and not part.closed:
             self._close_part(msg, part, None, out)
         part = self._new_part(msg, key, value, out)
@@ -377,10 +382,10 @@ class Lifecycle(Deltas):
                 return
             targets.append(found)
         elif ev.message is not None:
-            msg = self._by_key.get(ev.message)
+            msg = find_keyed(self._messages, self._keyed, ev.message)
             if msg is None:
                 return  # nothing of it arrived: nothing to mark
-            part = msg.parts_by_key.get(ev.part) if ev.part is not None else None
+            part = find_keyed(msg.parts, msg.by_key, ev.part) if ev.part is not None else None
             if ev.part is not None and part is None:
                 return
             targets.append((msg, part))

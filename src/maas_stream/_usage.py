@@ -31,8 +31,11 @@ __all__ = ["GoogleCounts", "google_split", "google_usage", "known_sum", "total_o
 
 def known_sum(*counts: int | None) -> int | None:
     """The sum of the counts that are known; ``None`` when none is (unknown is never 0)."""
-    known = [c for c in counts if c is not None]
-    return sum(known) if known else None
+    total = None
+    for count in counts:
+        if count is not None:
+            total = count if total is None else total + count
+    return total
 
 
 def usage_of(

@@ -441,7 +441,7 @@ def test_whole_groups() -> None:
 
 class Buffers:
     def __init__(self) -> None:
-        self.text: list[str] = []
+        self.text: list[str] | None = []
         self.args: list[str] = []
         self.summary: dict[int, list[str]] | None = None
         self.audio_data: list[str] | None = None
@@ -573,7 +573,8 @@ def test_open_message_is_refused_where_events_are_needed() -> None:
     assert agg.open_message(None, 1, "assistant", 0, ms.TextPart(text="")) is None  # ended: needs a start
     opened = agg.open_message(start, 1, "assistant", 0, ms.TextPart(text=""))
     assert opened is not None
-    opened.text.append("z")
+    assert opened.text is None  # made with the first fragment
+    opened.text = ["z"]
     assert agg.snapshot().messages[1].content == [ms.TextPart(text="z")]
     assert agg.state.value == "STREAMING"
     assert (

@@ -57,7 +57,7 @@ def test_a_closed_part_holds_its_text_as_one_piece(emit: bool) -> None:
     assert state is not None
     parts = state._messages[0].parts
     assert len(parts) == 10
-    assert all(part.closed and len(part.text) == 1 for part in parts[:-1])
-    assert len(parts[-1].text) == 10  # the open part still takes deltas one by one
+    assert all(part.closed and len(part.text or ()) == 1 for part in parts[:-1])
+    assert len(parts[-1].text or ()) == 10  # the open part still takes deltas one by one
     texts = [part.text for part in agg.finish().messages[0].content]  # type: ignore[union-attr]
     assert texts == ["".join(f"w{i} " for i in range(k, k + 10)) for k in range(0, 100, 10)]

@@ -44,7 +44,7 @@ class PartBuffers(Protocol):
     went the normal way (``None`` before: the aggregator builds it from the part's base).
     """
 
-    text: list[str]
+    text: list[str] | None
     summary: dict[int, list[str]] | None
     audio_data: list[str] | None
     audio_transcript: list[str] | None
@@ -250,7 +250,11 @@ class DirectFold:
             if found is None:
                 return False
         if kind == TEXT:
-            buf = found.text
+            held = found.text
+            if held is None:
+                found.text = [text]
+                return True
+            buf = held
         elif kind == ARGS:
             args = found.args
             if args is None:
