@@ -33,7 +33,14 @@ from .._base import EventEncoder
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
 from ._items import REBUILT_TYPES
-from ._items_write import call_item, content_json, drop_signature, message_item, output_route, reasoning_item
+from ._items_write import (
+    call_item,
+    content_json,
+    dropped_signature,
+    message_item,
+    output_route,
+    reasoning_item,
+)
 from ._meta import (
     error_json,
     flat_error,
@@ -77,6 +84,7 @@ class StreamEncoder(EventEncoder):
 
     __slots__ = (
         "_base",
+        "_drops",
         "_ended",
         "_finish",
         "_hot",
@@ -88,26 +96,25 @@ class StreamEncoder(EventEncoder):
         "_model",
         "_out",
         "_parts",
-        "_replay",
         "_same",
         "_skip",
+        "_source",
         "_started",
         "_text_item",
         "_usage",
         "_whole",
-        "drops",
     )
 
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, response_id: str | None = None, model: str | None = None) -> None:
-        self.drops = DropLog(PROTOCOL)
-        """What Responses could not carry and was dropped, as records."""
+        self._drops: DropLog | None = None  # (made at the first drop: most streams drop nothing)
+        self._source: str | None = None
         self._id = response_id
         self._model = model
         self._base: dict[str, Any] | None = None
         self._same = False
-        self._replay = False
+        """The source is Responses: its items are kept whole."""
         self._out = Output()
         self._started = False
         self._ended = False
@@ -130,6 +137,22 @@ class StreamEncoder(EventEncoder):
         self._finish: tuple[FinishReason, str | None] | None = None
 
     # ------------------------------------------------------------------ API
+
+    @property
+    def drops(self) -> DropLog:
+        """What Responses could not carry and was dropped, as records."""
+        drops = self._drops
+        if drops is None:
+            drops = self._drops = DropLog(PROTOCOL, self._source)
+        return drops
+
+    @drops.setter
+    def drops(self, value: DropLog) -> None:
+        self._drops = value
+
+    def dropped(self) -> int:
+        """How many distinct drop records there are (no log is made for none)."""
+        return len(self._drops) if self._drops is not None else 0
 
     def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the frames it completes (maybe ``b""``)."""
@@ -161,9 +184,10 @@ class StreamEncoder(EventEncoder):
         )
 
     def _on_response_start(self, ev: events.ResponseStart) -> bytes:
-        self.drops.source = ev.protocol
+        self._source = ev.protocol
+        if self._drops is not None:
+            self._drops.source = ev.protocol
         self._same = ev.protocol == PROTOCOL
-        self._replay = replayable(ev.protocol, PROTOCOL)
         self._id = self._id or ev.id
         self._model = self._model or ev.model
         if self._same:
@@ -309,7 +333,9 @@ class StreamEncoder(EventEncoder):
         if whole is not None:
             meta = self._meta.get(ev.message)
             extras = meta.provider_raw if meta is not None else None
-            writer, frames = whole_part_writer(self._out, whole, ev.value, extras, replay=self._replay)
+            writer, frames = whole_part_writer(
+                self._out, whole, ev.value, extras, replay=replayable(self._source, PROTOCOL)
+            )
         else:
             writer, frames = self._new_part(ev.message, ev.value)
         self._set_writer(ev.message, ev.part, writer)
@@ -319,7 +345,7 @@ class StreamEncoder(EventEncoder):
         """The writer of a part of a message split into items (another protocol's, mostly)."""
         if isinstance(value, AudioPart):
             return AudioWriter(self._out, None), b""
-        route = output_route(value, replay=self._replay)
+        route = output_route(value, replay=replayable(self._source, PROTOCOL))
         if route == "text" or route == "refusal":
             return self._text_part(message, refusal=route == "refusal")
         if isinstance(value, ToolCallPart) and route == "call":
@@ -347,7 +373,7 @@ class StreamEncoder(EventEncoder):
             frames = self._out.open(item, message_item(None, "in_progress", NO_CONTENT, phase=phase))
             if phase is None:
                 item.body = REBUILT  # (what it says is its id and type: rebuilt when read)
-        writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
+        writer = TextWriter(self._out, item, refusal, self, continued=continued)
         return writer, frames + writer.open()
 
     def _set_writer(self, message: int, part: int, writer: PartWriter) -> None:
@@ -425,7 +451,9 @@ class StreamEncoder(EventEncoder):
         if writer is _NOTHING or ev.value is None:
             return b""
         if not isinstance(writer, DropWriter):
-            drop_signature(self.drops, ev.value, where=f"messages[{ev.message}]")
+            what = dropped_signature(ev.value)  # (the log is made at the first drop)
+            if what is not None:
+                self.drops.add("signature", what, where=f"messages[{ev.message}]")
         return writer.done(ev.value)
 
 
