@@ -23,10 +23,10 @@ and frames of other protocols, other choices and non-assistant messages.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ... import events
-from ..._accumulate import EMPTY, KeyMap, writable
+from ..._accumulate import EMPTY, writable
 from ..._drops import DropLog
 from ..._model import AudioPart, ReasoningPart, ToolCallPart
 from .._base import EventEncoder
@@ -49,7 +49,7 @@ from ._meta import (
     response_object,
     usage_json,
 )
-from ._output import NO_CONTENT, REBUILT, Item, Output
+from ._output import NO_CONTENT, REBUILT, Item, Output, members
 from ._writers import (
     AudioWriter,
     CallWriter,
@@ -118,11 +118,13 @@ class StreamEncoder(EventEncoder):
         self._out = Output()
         self._started = False
         self._ended = False
-        # One message of one part in most streams: held inline (KeyMap); rare state shared empty.
+        # One message of one part in most streams: held bare; rare state shared empty.
         self._meta: dict[int, events.MessageStart] = EMPTY
         """The starts that carry a phase or provider fields (most carry neither)."""
         self._whole: dict[int, Item] = EMPTY
-        self._text_item: KeyMap[Item] = KeyMap()
+        self._text_item: Item | dict[int, Item] | None = None
+        """Each message's open text item (see :meth:`_text_of`): the first held bare (most
+        streams have one), a dict by message once another message has one."""
         self._parts: dict[tuple[Any, Any], PartWriter] = EMPTY
         """The writers of the parts started, but the hot one's when it has not been stored (most
         streams write one part: it is never stored, see :meth:`_store_hot`)."""
@@ -248,7 +250,7 @@ class StreamEncoder(EventEncoder):
             self._meta = writable(self._meta)
             self._meta[ev.message] = ev
         if self._same and ev.type == "message":
-            item = self._text_item[ev.message] = Item(-1, "message", ev.id)
+            item = self._set_text(Item(-1, "message", ev.id, ev.message))
             return self._out.open(
                 item, message_item(ev.id, "in_progress", NO_CONTENT, phase=ev.phase, extras=ev.provider_raw)
             )
@@ -285,7 +287,7 @@ class StreamEncoder(EventEncoder):
                 return b""
             frames = self._out.open(whole, {}) if whole.index < 0 else b""
             return frames + self._out.close(whole, _whole_body(whole, value, status))
-        item = self._text_item.get(ev.message)
+        item = self._text_of(ev.message)
         if item is None or item.done:
             return b""
         body = self._message_body(ev.message, item, status)
@@ -299,10 +301,30 @@ class StreamEncoder(EventEncoder):
 
     def _message_body(self, message: int, item: Item, status: str | None) -> dict[str, Any]:
         meta = self._meta.get(message)
-        content = [c for c in item.content if isinstance(c, dict)]  # (not the writer of a part still open)
+        content = [
+            c for c in members(item.content) if isinstance(c, dict)
+        ]  # (not the writer of a part still open)
         phase = meta.phase if meta is not None else None
         extras = None if item.body is REBUILT else item.body
         return message_item(item.id, status or "completed", content, phase=phase, extras=extras)
+
+    def _text_of(self, message: int) -> Item | None:
+        """The open (or last) text item of ``message``, if it has one."""
+        held = self._text_item
+        if isinstance(held, dict):
+            return held.get(message)
+        return held if held is not None and held.message == message else None
+
+    def _set_text(self, item: Item) -> Item:
+        """Make ``item`` its message's text item (in place of one that ended)."""
+        held = self._text_item
+        if isinstance(held, dict):
+            held[item.message] = item
+        elif held is None or held.message == item.message:
+            self._text_item = item
+        else:
+            self._text_item = {held.message: held, item.message: item}
+        return item
 
     def _close_text_item(self, message: int, status: str = "completed") -> bytes:
         """End a message's open ``message`` item.
@@ -310,18 +332,19 @@ class StreamEncoder(EventEncoder):
         Another protocol's message goes on with a call (the text before it is complete), or the
         response ends (``incomplete`` on an error).
         """
-        item = self._text_item.get(message)
+        item = self._text_of(message)
         if item is None or item.done:
             return b""
         frames = b""
-        for writer in [c for c in item.content if isinstance(c, TextWriter)]:
+        for writer in [c for c in members(item.content) if isinstance(c, TextWriter)]:
             # A part still open (it holds its writer) ends here, with what was sent, so the
             # message item can end.
             frames += writer.done(writer.sent_value())
         return frames + self._out.close(item, self._message_body(message, item, status))
 
     def _close_all(self, status: str = "completed") -> bytes:
-        messages = cast("list[int]", self._text_item.keys())  # (keyed by canonical message index)
+        held = self._text_item
+        messages = list(held) if isinstance(held, dict) else [] if held is None else [held.message]
         return b"".join([self._close_text_item(message, status) for message in messages])
 
     # ------------------------------------------------------------------ parts
@@ -365,10 +388,10 @@ class StreamEncoder(EventEncoder):
 
     def _text_part(self, message: int, *, refusal: bool, continued: bool = False) -> tuple[TextWriter, bytes]:
         frames = b""
-        item = self._text_item.get(message)
+        item = self._text_of(message)
         if item is None or item.done:
             meta = self._meta.get(message)
-            item = self._text_item[message] = Item(-1, "message", None)
+            item = self._set_text(Item(-1, "message", None, message))
             phase = meta.phase if meta is not None else None
             frames = self._out.open(item, message_item(None, "in_progress", NO_CONTENT, phase=phase))
             if phase is None:

@@ -32,7 +32,7 @@ from ._items_write import (
     reasoning_item,
     text_json,
 )
-from ._output import Output, appended
+from ._output import Output, appended, members, replaced
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -164,7 +164,7 @@ class TextWriter(PartWriter):
         (its :attr:`~DropSource.drops`, read only then: the log is made at the first drop)."""
         self.continued = continued
         """The rest of a part whose first item ended early: it ends with what it wrote."""
-        self.index = len(item.content)
+        self.index = len(members(item.content))
         item.content = appended(item.content, self)  # (its content part in place of the writer once it ends)
         self.sent: str | list[str] = ""
         """The text written so far: its first fragment as it came (most parts of an idle stream
@@ -280,10 +280,7 @@ class TextWriter(PartWriter):
         else:
             part = {"type": "refusal", "refusal": text}
             frames += self.out.frame("response.refusal.done", {**common, "refusal": text})
-        content: list[Any] | tuple[Any, ...] = item.content
-        if isinstance(content, tuple):
-            content = item.content = list(content)
-        content[self.index] = part
+        item.content = replaced(item.content, self.index, part)
         return frames + self.out.frame("response.content_part.done", {**common, "part": part})
 
 
