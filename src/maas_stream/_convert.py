@@ -29,6 +29,7 @@ from .events import (
     PartStart,
     UnknownEvent,
 )
+from .protocols._base import EventEncoder
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -258,7 +259,9 @@ class StreamConverter:
     def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
         split = self._split
-        if len(self._encoder.drops) + (len(split.drops) if split is not None else 0) <= self._logged:
+        encoder = self._encoder
+        count = encoder.dropped() if isinstance(encoder, EventEncoder) else len(encoder.drops)
+        if count + (len(split.drops) if split is not None else 0) <= self._logged:
             return  # the common case, per frame: nothing new (records are not built)
         records = self.lossy
         if len(records) <= self._logged:

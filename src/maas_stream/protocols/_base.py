@@ -148,6 +148,13 @@ class EventEncoder:
         """The drop records so far (:attr:`drops`)."""
         return self.drops.records
 
+    def dropped(self) -> int:
+        """How many distinct drop records there are.
+
+        An encoder whose log is made at its first drop answers without making it.
+        """
+        return len(self.drops)
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         names = {**HANDLER_NAMES, **cls._ROUTES}

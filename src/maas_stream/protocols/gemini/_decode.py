@@ -35,7 +35,6 @@ import msgspec
 from msgspec import UNSET
 
 from ... import events as ev
-from ..._accumulate import KeyMap
 from ..._exceptions import RemoteProtocolError
 from ..._model import Message
 from .._base import SSEStreamDecoder, model_name
@@ -133,8 +132,9 @@ class StreamDecoder(SSEStreamDecoder):
         super().__init__(**kwargs)
         self._started = False
         self._rid = ""
-        self._cands: KeyMap[CandidateRuns] = KeyMap()
-        """The candidates by index (one, nearly always: held inline)."""
+        self._cands: CandidateRuns | dict[int, CandidateRuns] | None = None
+        """The candidates (:meth:`_cand`): one, nearly always, held bare; a dict by index from
+        the second on."""
         self._blocked: str | None = None
         self._snake = False
         """The direct fold read the last chunk with snake_case names (``_wire.fold_decoders[1]``)."""
@@ -207,7 +207,7 @@ class StreamDecoder(SSEStreamDecoder):
         text = part.text
         if text is UNSET or part.thought_signature or part.function_call is not None:
             return None
-        c = self._cands.get(cs[0].index)
+        c = self._cand(cs[0].index)
         if c is None or c.kind != ("thought" if part.thought else "text"):
             return None
         if chunk.usage_metadata:
@@ -228,7 +228,6 @@ class StreamDecoder(SSEStreamDecoder):
         or holds whole calls (:meth:`_fold_chunk`), with the state :meth:`on_frame` leaves;
         its usage is kept as :meth:`on_frame` keeps it.
         """
-        cands = self._cands
         fold = self.fold_delta
         decode = fold_decoders[self._snake].decode
         started = self._started
@@ -249,7 +248,7 @@ class StreamDecoder(SSEStreamDecoder):
                         text = part.text
                         index = cs[0].index
                         if index != last:
-                            last, c = index, cands.get(index)
+                            last, c = index, self._cand(index)
                         if c is not None and text is not UNSET:
                             kind = "thought" if part.thought else "text"
                             if c.kind == kind and not part.thought_signature:
@@ -294,7 +293,7 @@ class StreamDecoder(SSEStreamDecoder):
             return False
         plans: list[tuple[CandidateRuns, list[FoldPart], list[str]]] = []
         for cand in cs:
-            c = self._cands.get(cand.index)
+            c = self._cand(cand.index)
             if c is None or c.finish is not None or c.kind == "stream":
                 return False
             parts = cand.content.parts if cand.content is not None else []
@@ -357,16 +356,17 @@ class StreamDecoder(SSEStreamDecoder):
     def on_finish(self) -> list[ev.Event]:
         out: list[ev.Event] = []
         self._flush_usage(out)
-        for c in self._cands.values():
+        cands = self._all_cands()
+        for c in cands:
             if c.finish is None:
                 self._close_candidate(c, out, None)
         if self._error:
             return out
-        first = next(iter(self._cands.values()), None)
-        if first is not None and all(c.finish is not None for c in self._cands.values()):
+        first = cands[0] if cands else None
+        if first is not None and all(c.finish is not None for c in cands):
             out.append(
                 ev.ResponseDone(
-                    status="incomplete" if any(c.cut for c in self._cands.values()) else None,
+                    status="incomplete" if any(c.cut for c in cands) else None,
                     finish_reason=finish_from_wire(first.finish),
                     provider_finish_reason=first.finish,
                 )
@@ -377,11 +377,32 @@ class StreamDecoder(SSEStreamDecoder):
 
     # ------------------------------------------------------------------ candidates
 
+    def _cand(self, index: int) -> CandidateRuns | None:
+        """The candidate of ``index``, if it started."""
+        held = self._cands
+        if isinstance(held, dict):
+            return held.get(index)
+        return held if held is not None and held.index == index else None
+
+    def _all_cands(self) -> list[CandidateRuns]:
+        """The candidates, in the order they started."""
+        held = self._cands
+        if isinstance(held, dict):
+            return list(held.values())
+        return [] if held is None else [held]
+
     def _candidate(self, cand: Candidate, position: int, data: bytes | str, out: list[ev.Event]) -> None:
         index = cand.index
-        c = self._cands.get(index)
+        c = self._cand(index)
         if c is None:
-            c = self._cands[index] = CandidateRuns(index, self._rid)
+            c = CandidateRuns(index, self._rid)
+            held = self._cands
+            if held is None:
+                self._cands = c
+            elif isinstance(held, dict):
+                held[index] = c
+            else:
+                self._cands = {held.index: held, index: c}
             out.append(ev.MessageStart(message=index, role="assistant", choice_index=index))
         content = cand.content
         if content is not None:

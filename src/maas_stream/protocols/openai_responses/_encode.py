@@ -23,17 +23,24 @@ and frames of other protocols, other choices and non-assistant messages.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ... import events
-from ..._accumulate import EMPTY, KeyMap, writable
+from ..._accumulate import EMPTY, writable
 from ..._drops import DropLog
 from ..._model import AudioPart, ReasoningPart, ToolCallPart
 from .._base import EventEncoder
 from .._names import OPENAI_RESPONSES as PROTOCOL
 from .._replay import replayable
 from ._items import REBUILT_TYPES
-from ._items_write import call_item, content_json, drop_signature, message_item, output_route, reasoning_item
+from ._items_write import (
+    call_item,
+    content_json,
+    dropped_signature,
+    message_item,
+    output_route,
+    reasoning_item,
+)
 from ._meta import (
     error_json,
     flat_error,
@@ -42,7 +49,7 @@ from ._meta import (
     response_object,
     usage_json,
 )
-from ._output import NO_CONTENT, REBUILT, Item, Output
+from ._output import NO_CONTENT, REBUILT, Item, Output, members
 from ._writers import (
     AudioWriter,
     CallWriter,
@@ -77,6 +84,7 @@ class StreamEncoder(EventEncoder):
 
     __slots__ = (
         "_base",
+        "_drops",
         "_ended",
         "_finish",
         "_hot",
@@ -88,34 +96,35 @@ class StreamEncoder(EventEncoder):
         "_model",
         "_out",
         "_parts",
-        "_replay",
         "_same",
         "_skip",
+        "_source",
         "_started",
         "_text_item",
         "_usage",
         "_whole",
-        "drops",
     )
 
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, response_id: str | None = None, model: str | None = None) -> None:
-        self.drops = DropLog(PROTOCOL)
-        """What Responses could not carry and was dropped, as records."""
+        self._drops: DropLog | None = None  # (made at the first drop: most streams drop nothing)
+        self._source: str | None = None
         self._id = response_id
         self._model = model
         self._base: dict[str, Any] | None = None
         self._same = False
-        self._replay = False
+        """The source is Responses: its items are kept whole."""
         self._out = Output()
         self._started = False
         self._ended = False
-        # One message of one part in most streams: held inline (KeyMap); rare state shared empty.
+        # One message of one part in most streams: held bare; rare state shared empty.
         self._meta: dict[int, events.MessageStart] = EMPTY
         """The starts that carry a phase or provider fields (most carry neither)."""
         self._whole: dict[int, Item] = EMPTY
-        self._text_item: KeyMap[Item] = KeyMap()
+        self._text_item: Item | dict[int, Item] | None = None
+        """Each message's open text item (see :meth:`_text_of`): the first held bare (most
+        streams have one), a dict by message once another message has one."""
         self._parts: dict[tuple[Any, Any], PartWriter] = EMPTY
         """The writers of the parts started, but the hot one's when it has not been stored (most
         streams write one part: it is never stored, see :meth:`_store_hot`)."""
@@ -130,6 +139,22 @@ class StreamEncoder(EventEncoder):
         self._finish: tuple[FinishReason, str | None] | None = None
 
     # ------------------------------------------------------------------ API
+
+    @property
+    def drops(self) -> DropLog:
+        """What Responses could not carry and was dropped, as records."""
+        drops = self._drops
+        if drops is None:
+            drops = self._drops = DropLog(PROTOCOL, self._source)
+        return drops
+
+    @drops.setter
+    def drops(self, value: DropLog) -> None:
+        self._drops = value
+
+    def dropped(self) -> int:
+        """How many distinct drop records there are (no log is made for none)."""
+        return len(self._drops) if self._drops is not None else 0
 
     def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the frames it completes (maybe ``b""``)."""
@@ -161,9 +186,10 @@ class StreamEncoder(EventEncoder):
         )
 
     def _on_response_start(self, ev: events.ResponseStart) -> bytes:
-        self.drops.source = ev.protocol
+        self._source = ev.protocol
+        if self._drops is not None:
+            self._drops.source = ev.protocol
         self._same = ev.protocol == PROTOCOL
-        self._replay = replayable(ev.protocol, PROTOCOL)
         self._id = self._id or ev.id
         self._model = self._model or ev.model
         if self._same:
@@ -224,7 +250,7 @@ class StreamEncoder(EventEncoder):
             self._meta = writable(self._meta)
             self._meta[ev.message] = ev
         if self._same and ev.type == "message":
-            item = self._text_item[ev.message] = Item(-1, "message", ev.id)
+            item = self._set_text(Item(-1, "message", ev.id, ev.message))
             return self._out.open(
                 item, message_item(ev.id, "in_progress", NO_CONTENT, phase=ev.phase, extras=ev.provider_raw)
             )
@@ -261,7 +287,7 @@ class StreamEncoder(EventEncoder):
                 return b""
             frames = self._out.open(whole, {}) if whole.index < 0 else b""
             return frames + self._out.close(whole, _whole_body(whole, value, status))
-        item = self._text_item.get(ev.message)
+        item = self._text_of(ev.message)
         if item is None or item.done:
             return b""
         body = self._message_body(ev.message, item, status)
@@ -275,10 +301,30 @@ class StreamEncoder(EventEncoder):
 
     def _message_body(self, message: int, item: Item, status: str | None) -> dict[str, Any]:
         meta = self._meta.get(message)
-        content = [c for c in item.content if isinstance(c, dict)]  # (not the writer of a part still open)
+        content = [
+            c for c in members(item.content) if isinstance(c, dict)
+        ]  # (not the writer of a part still open)
         phase = meta.phase if meta is not None else None
         extras = None if item.body is REBUILT else item.body
         return message_item(item.id, status or "completed", content, phase=phase, extras=extras)
+
+    def _text_of(self, message: int) -> Item | None:
+        """The open (or last) text item of ``message``, if it has one."""
+        held = self._text_item
+        if isinstance(held, dict):
+            return held.get(message)
+        return held if held is not None and held.message == message else None
+
+    def _set_text(self, item: Item) -> Item:
+        """Make ``item`` its message's text item (in place of one that ended)."""
+        held = self._text_item
+        if isinstance(held, dict):
+            held[item.message] = item
+        elif held is None or held.message == item.message:
+            self._text_item = item
+        else:
+            self._text_item = {held.message: held, item.message: item}
+        return item
 
     def _close_text_item(self, message: int, status: str = "completed") -> bytes:
         """End a message's open ``message`` item.
@@ -286,18 +332,19 @@ class StreamEncoder(EventEncoder):
         Another protocol's message goes on with a call (the text before it is complete), or the
         response ends (``incomplete`` on an error).
         """
-        item = self._text_item.get(message)
+        item = self._text_of(message)
         if item is None or item.done:
             return b""
         frames = b""
-        for writer in [c for c in item.content if isinstance(c, TextWriter)]:
+        for writer in [c for c in members(item.content) if isinstance(c, TextWriter)]:
             # A part still open (it holds its writer) ends here, with what was sent, so the
             # message item can end.
             frames += writer.done(writer.sent_value())
         return frames + self._out.close(item, self._message_body(message, item, status))
 
     def _close_all(self, status: str = "completed") -> bytes:
-        messages = cast("list[int]", self._text_item.keys())  # (keyed by canonical message index)
+        held = self._text_item
+        messages = list(held) if isinstance(held, dict) else [] if held is None else [held.message]
         return b"".join([self._close_text_item(message, status) for message in messages])
 
     # ------------------------------------------------------------------ parts
@@ -309,7 +356,9 @@ class StreamEncoder(EventEncoder):
         if whole is not None:
             meta = self._meta.get(ev.message)
             extras = meta.provider_raw if meta is not None else None
-            writer, frames = whole_part_writer(self._out, whole, ev.value, extras, replay=self._replay)
+            writer, frames = whole_part_writer(
+                self._out, whole, ev.value, extras, replay=replayable(self._source, PROTOCOL)
+            )
         else:
             writer, frames = self._new_part(ev.message, ev.value)
         self._set_writer(ev.message, ev.part, writer)
@@ -319,7 +368,7 @@ class StreamEncoder(EventEncoder):
         """The writer of a part of a message split into items (another protocol's, mostly)."""
         if isinstance(value, AudioPart):
             return AudioWriter(self._out, None), b""
-        route = output_route(value, replay=self._replay)
+        route = output_route(value, replay=replayable(self._source, PROTOCOL))
         if route == "text" or route == "refusal":
             return self._text_part(message, refusal=route == "refusal")
         if isinstance(value, ToolCallPart) and route == "call":
@@ -339,15 +388,15 @@ class StreamEncoder(EventEncoder):
 
     def _text_part(self, message: int, *, refusal: bool, continued: bool = False) -> tuple[TextWriter, bytes]:
         frames = b""
-        item = self._text_item.get(message)
+        item = self._text_of(message)
         if item is None or item.done:
             meta = self._meta.get(message)
-            item = self._text_item[message] = Item(-1, "message", None)
+            item = self._set_text(Item(-1, "message", None, message))
             phase = meta.phase if meta is not None else None
             frames = self._out.open(item, message_item(None, "in_progress", NO_CONTENT, phase=phase))
             if phase is None:
                 item.body = REBUILT  # (what it says is its id and type: rebuilt when read)
-        writer = TextWriter(self._out, item, refusal, self.drops, continued=continued)
+        writer = TextWriter(self._out, item, refusal, self, continued=continued)
         return writer, frames + writer.open()
 
     def _set_writer(self, message: int, part: int, writer: PartWriter) -> None:
@@ -425,7 +474,9 @@ class StreamEncoder(EventEncoder):
         if writer is _NOTHING or ev.value is None:
             return b""
         if not isinstance(writer, DropWriter):
-            drop_signature(self.drops, ev.value, where=f"messages[{ev.message}]")
+            what = dropped_signature(ev.value)  # (the log is made at the first drop)
+            if what is not None:
+                self.drops.add("signature", what, where=f"messages[{ev.message}]")
         return writer.done(ev.value)
 
 

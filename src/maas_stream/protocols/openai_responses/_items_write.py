@@ -31,6 +31,7 @@ __all__ = [
     "content_json",
     "drop_part",
     "drop_signature",
+    "dropped_signature",
     "input_content_json",
     "message_item",
     "output_route",
@@ -124,11 +125,18 @@ def drop_part(
     )
 
 
-def drop_signature(drops: DropLog, part: canonical.Part, *, where: str | None = None) -> None:
-    """Record the signature of a text or call part that is kept (Responses has no field for it)."""
+def dropped_signature(part: canonical.Part) -> str | None:
+    """What a kept text or call part's signature drop says, if it has one (Responses has no field for it)."""
     if isinstance(part, canonical.TextPart | canonical.ToolCallPart) and part.signature:
-        tag = part.__struct_config__.tag
-        drops.add("signature", f"signature on a {tag} part (Responses has no field for it)", where=where)
+        return f"signature on a {part.__struct_config__.tag} part (Responses has no field for it)"
+    return None
+
+
+def drop_signature(drops: DropLog, part: canonical.Part, *, where: str | None = None) -> None:
+    """Record the signature of a text or call part that is kept (:func:`dropped_signature`)."""
+    what = dropped_signature(part)
+    if what is not None:
+        drops.add("signature", what, where=where)
 
 
 def annotation_from_citation(citation: canonical.CitationPart) -> dict[str, Any] | None:

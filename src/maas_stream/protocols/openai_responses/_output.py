@@ -18,7 +18,7 @@ import msgspec
 from .._template import HOLE, shared_template
 from ._items_write import message_item
 
-__all__ = ["NO_CONTENT", "REBUILT", "Item", "Output", "appended"]
+__all__ = ["NO_CONTENT", "REBUILT", "Item", "Output", "appended", "members", "replaced"]
 
 _json = msgspec.json.Encoder()
 
@@ -69,37 +69,56 @@ REBUILT: Final = cast("dict[str, Any]", MappingProxyType({"type": "message"}))
 not kept (a dict is 184 bytes in every idle stream), rebuilt when read (:meth:`Output.output`)."""
 
 
-def appended(items: list[Any] | tuple[Any, ...], value: Any) -> list[Any]:
-    """``items`` with ``value`` at its end, to store in place of ``items``.
+def appended(items: Any, value: Any) -> Any:
+    """``items`` with ``value`` at its end, to store in place of ``items`` (read with :func:`members`).
 
-    The first is held in a 1-tuple (48 bytes where a list is 88: most streams have one output
-    item of one content part), a list from the second on (then appended to in place).
+    The first is held bare, in no container (a 1-tuple is 48 bytes, a list 88: most streams
+    have one output item of one content part), a list from the second on (then appended to in
+    place). A value held is never a list nor a tuple (an item, a writer, a part's JSON).
     """
-    if not items:
-        return cast("list[Any]", (value,))
-    if isinstance(items, tuple):
-        return [*items, value]
-    items.append(value)
-    return items
+    if items is NO_CONTENT:
+        return value
+    if type(items) is list:
+        items.append(value)
+        return items
+    return [items, value]
+
+
+def members(items: Any) -> list[Any] | tuple[Any, ...]:
+    """The values :func:`appended` stored, in order."""
+    if items is NO_CONTENT or type(items) is list:
+        return items
+    return (items,)
+
+
+def replaced(items: Any, index: int, value: Any) -> Any:
+    """``items`` with its entry ``index`` replaced by ``value``, to store in place of ``items``."""
+    if type(items) is list:
+        items[index] = value
+        return items
+    assert index == 0, index
+    return value
 
 
 class Item:
     """One output item: its index, type and id, its body so far, and its content parts."""
 
-    __slots__ = ("body", "content", "done", "id", "index", "type", "whole")
+    __slots__ = ("body", "content", "done", "id", "index", "message", "type", "whole")
 
-    def __init__(self, index: int, type: str, id: str | None) -> None:
+    def __init__(self, index: int, type: str, id: str | None, message: int = -1) -> None:
         self.index = index
         """The output index (-1 until the item is opened)."""
         self.type = type
         self.id = id
         self.body: dict[str, Any] = {}
-        self.content: list[Any] = NO_CONTENT
-        """A message item's content parts; an open part's place holds its writer (see
-        :func:`appended`)."""
+        self.content: Any = NO_CONTENT
+        """A message item's content parts; an open part's place holds its writer (stored with
+        :func:`appended`, read with :func:`members`)."""
         self.done = False
         self.whole = False
         """One canonical message is this whole item (a Responses source)."""
+        self.message = message
+        """The canonical message whose text this ``message`` item holds (-1: not told)."""
 
 
 class Output:
@@ -109,7 +128,8 @@ class Output:
 
     def __init__(self) -> None:
         self.seq = 0
-        self.items: list[Item] = NO_CONTENT  # (see appended)
+        self.items: Any = NO_CONTENT
+        """The output items (stored with :func:`appended`, read with :func:`members`)."""
 
     def frame(self, kind: str, body: dict[str, Any]) -> bytes:
         """One SSE event of type ``kind`` (``body`` gets its ``type`` and ``sequence_number``)."""
@@ -145,7 +165,7 @@ class Output:
 
     def open(self, item: Item, added: dict[str, Any]) -> bytes:
         """Give ``item`` the next output index and announce it (``added`` is its first body)."""
-        item.index = len(self.items)
+        item.index = len(members(self.items))
         self.items = appended(self.items, item)
         if item.id is None:
             item.id = _item_id(_PREFIX.get(item.type, "item"), item.index)
@@ -173,6 +193,6 @@ class Output:
         """The output items so far (the terminal event's ``output``)."""
         return [
             message_item(item.id, "in_progress", NO_CONTENT) if item.body is REBUILT else item.body
-            for item in self.items
+            for item in members(self.items)
             if item.done or item.body
         ]

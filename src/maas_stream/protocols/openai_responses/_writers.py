@@ -17,7 +17,7 @@ It must not decide which part goes into which item (the encoder does) or frame e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import msgspec
 
@@ -32,7 +32,7 @@ from ._items_write import (
     reasoning_item,
     text_json,
 )
-from ._output import Output, appended
+from ._output import Output, appended, members, replaced
 
 _encode: Final = msgspec.json.Encoder().encode
 
@@ -130,16 +130,24 @@ _NONE: Final = cast("list[Any]", ())
 """A writer's rare list before its first entry: one shared empty value (written by replacing it)."""
 
 
+class DropSource(Protocol):
+    """What holds a conversion's drop log, made on first use (the encoder)."""
+
+    @property
+    def drops(self) -> DropLog:
+        """The drop log (made when first read)."""
+        ...
+
+
 class TextWriter(PartWriter):
     """A text or refusal content part of a ``message`` item."""
 
     __slots__ = (
-        "annotations",
         "closed",
         "continued",
-        "drops",
         "index",
         "kind",
+        "log",
         "pending",
         "sent",
         "sent_annotations",
@@ -147,21 +155,23 @@ class TextWriter(PartWriter):
     )
 
     def __init__(
-        self, out: Output, item: Item, refusal: bool, drops: DropLog, *, continued: bool = False
+        self, out: Output, item: Item, refusal: bool, log: DropSource, *, continued: bool = False
     ) -> None:
         super().__init__(out, item)
         self.kind = "refusal" if refusal else "text"
-        self.drops = drops
-        """Where citations without a Responses shape are recorded, once, from the final value."""
+        self.log = log
+        """Where citations without a Responses shape are recorded, once, from the final value
+        (its :attr:`~DropSource.drops`, read only then: the log is made at the first drop)."""
         self.continued = continued
         """The rest of a part whose first item ended early: it ends with what it wrote."""
-        self.index = len(item.content)
+        self.index = len(members(item.content))
         item.content = appended(item.content, self)  # (its content part in place of the writer once it ends)
-        self.sent: list[str] = []
+        self.sent: str | list[str] = ""
+        """The text written so far: its first fragment as it came (most parts of an idle stream
+        hold one), a list from the second on (joined as they come, see ``add_fragment``)."""
         # Log-probabilities and citations are rare: one shared empty value until the first.
         self.pending: list[Any] = _NONE
         self.sent_logprobs: list[Any] = _NONE
-        self.annotations = 0
         self.sent_annotations: list[CitationPart] = _NONE
         self.closed = False
 
@@ -183,9 +193,14 @@ class TextWriter(PartWriter):
         if self.closed:
             return b""  # the encoder moves a part that goes on after its item ended
         sent = self.sent  # joined as they come (add_fragment inlined: the hot path)
-        sent.append(text)
-        if len(sent) >= FRAGMENTS:
-            compact(sent)
+        if isinstance(sent, list):
+            sent.append(text)
+            if len(sent) >= FRAGMENTS:
+                compact(sent)
+        elif sent:
+            self.sent = [sent, text]
+        else:
+            self.sent = text
         if not self.pending:  # the common case: one shape for every delta of the part
             frames = self.frames
             if frames is None:
@@ -226,17 +241,17 @@ class TextWriter(PartWriter):
         annotation = annotation_from_citation(citation)
         if annotation is None:
             return b""  # recorded with the final value, as the body encoder records it
-        index = self.annotations
-        self.annotations += 1
         if self.sent_annotations is _NONE:
             self.sent_annotations = []
+        index = len(self.sent_annotations)
         self.sent_annotations.append(citation)
         body = {**self._common(), "annotation_index": index, "annotation": annotation}
         return self.out.frame("response.output_text.annotation.added", body)
 
     def sent_value(self) -> TextPart | RefusalPart:
         """The part as far as it was written."""
-        text = "".join(self.sent)
+        sent = self.sent
+        text = sent if isinstance(sent, str) else "".join(sent)
         if self.kind == "refusal":
             return RefusalPart(text=text)
         return TextPart(
@@ -257,7 +272,7 @@ class TextWriter(PartWriter):
         # the terminal response): encoded once, each writes the same bytes.
         text = msgspec.Raw(_encode(value.text))
         if isinstance(value, TextPart):
-            part = text_json(value, None if self.continued else self.drops)
+            part = text_json(value, None if self.continued or not value.annotations else self.log.drops)
             part["text"] = text
             frames += self.out.frame(
                 "response.output_text.done", {**common, "text": text, "logprobs": value.logprobs or []}
@@ -265,10 +280,7 @@ class TextWriter(PartWriter):
         else:
             part = {"type": "refusal", "refusal": text}
             frames += self.out.frame("response.refusal.done", {**common, "refusal": text})
-        content: list[Any] | tuple[Any, ...] = item.content
-        if isinstance(content, tuple):
-            content = item.content = list(content)
-        content[self.index] = part
+        item.content = replaced(item.content, self.index, part)
         return frames + self.out.frame("response.content_part.done", {**common, "part": part})
 
 
