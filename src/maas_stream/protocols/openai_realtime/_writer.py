@@ -43,15 +43,17 @@ class Item:
         self.index = index
         self.kind = kind
         self.content: list[dict[str, Any]] = []
-        """The content parts as written so far (a raw item: the item itself)."""
+        """The content parts as written so far (a raw item: the item itself); a closed part's
+        text is held encoded (``msgspec.Raw``, see :meth:`ResponseWriter.content_done`)."""
         self.args: list[str] = []
         self.call: ToolCallPart | None = None
         self.done = False
         self.status = "completed"
         """The status ``response.done`` lists (``incomplete`` once cut or cancelled)."""
         self.pieces: dict[int, list[str]] | None = None
-        """The text or transcript written to each content part, joined into :attr:`content`
-        only when the item is listed (appending to a ``str`` per delta is quadratic)."""
+        """The text or transcript written to each open content part, joined into :attr:`content`
+        only when the item is listed or the part closed (appending to a ``str`` per delta is
+        quadratic)."""
         self.frames: dict[tuple[str, int], tuple[str | None, tuple[bytes, ...]]] | None = None
         """The pre-encoded delta events of this item (see :meth:`ResponseWriter.delta`), by event
         type and content index, with the response id they were made for."""
@@ -123,10 +125,13 @@ class ResponseWriter:
                 body["call_id"] = item.call.id
             body["delta"] = HOLE[0]
             body["event_id"] = HOLE[1]
-            found = frames[kind, index] = (self.response, template(frame, body, 2))
+            head, middle, tail = template(frame, body, 2)
+            # The event id's constant part goes into the fragments: only its number is encoded
+            # per event (an int's encoding is the cheapest).
+            found = frames[kind, index] = (self.response, (head, middle + b'"event_maas_', b'"' + tail))
         head, middle, tail = found[1]
         self._n += 1
-        return b"".join((head, _json.encode(delta), middle, b'"event_maas_%d"' % self._n, tail))
+        return b"".join((head, _json.encode(delta), middle, _json.encode(self._n), tail))
 
     def wire(self, item: Item, status: str) -> dict[str, Any]:
         """An item as the server lists it (without audio data)."""
@@ -243,7 +248,13 @@ class ResponseWriter:
             found.append(text)
             if len(found) >= FRAGMENTS:
                 compact(found)
-        return self.delta(item, "response.output_text.delta", index, text)
+        frames = item.frames
+        made = frames.get(("response.output_text.delta", index)) if frames is not None else None
+        if made is None or made[0] != self.response:
+            return self.delta(item, "response.output_text.delta", index, text)
+        head, middle, tail = made[1]  # (the end of delta inlined, once its template is made)
+        self._n += 1
+        return b"".join((head, _json.encode(text), middle, _json.encode(self._n), tail))
 
     def audio(self, item: Item, index: int, data: str | None, transcript: str | None) -> bytes:
         """``output_audio.delta`` and/or ``output_audio_transcript.delta``."""
@@ -254,14 +265,21 @@ class ResponseWriter:
         return out
 
     def content_done(self, item: Item, index: int, kind: str) -> bytes:
-        """The part's ``*.done`` events and ``content_part.done``, with what was streamed."""
+        """The part's ``*.done`` events and ``content_part.done``, with what was streamed.
+
+        The part's text is encoded here once, for these events and the item's later listings
+        (``output_item.done``, ``response.done``): the part is closed, it streams no more.
+        """
         base = {**self._base(item), "content_index": index}
-        wire = item.synced()[index]
+        wire = item.content[index]
+        field = _FIELD[wire["type"]]
+        pieces = item.pieces.pop(index, None) if item.pieces is not None else None
+        text = wire[field] = msgspec.Raw(_json.encode("".join(pieces) if pieces is not None else wire[field]))
         if kind == "text":
-            out = self.event({"type": "response.output_text.done", **base, "text": wire["text"]})
-            part: dict[str, Any] = {"type": "text", "text": wire["text"]}
+            out = self.event({"type": "response.output_text.done", **base, "text": text})
+            part: dict[str, Any] = {"type": "text", "text": text}
         else:
-            transcript = wire["transcript"]
+            transcript = text
             out = self.event({"type": "response.output_audio.done", **base})
             out += self.event(
                 {"type": "response.output_audio_transcript.done", **base, "transcript": transcript}
