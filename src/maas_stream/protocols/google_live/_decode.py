@@ -16,6 +16,7 @@ open and close their own message and response, in the target without events (``f
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Final
 
 from ... import events as ev
@@ -44,6 +45,11 @@ from ._recorded import (
     _whole_run,
 )
 from ._wire import ServerMessage, frame_decoder
+
+_kind_of: Final = operator.itemgetter(_KIND_AT)
+_CUTS: Final = bytes(0x20 if i in b"mo" else 0x78 for i in range(256))
+"""A line's byte that tells a common line's kind (``modelTurn``, ``outputTranscription``), and those
+bytes as ``fold_lines`` cuts a chunk by them: ``x`` for any other (no common line)."""
 
 __all__ = ["StreamDecoder"]
 
@@ -77,14 +83,57 @@ class StreamDecoder(LiveEvents):
             # The whole chunk is one run (most chunks of a long turn): no line by line look.
             self._fold_run(whole, lines, split)
             return
+        # A chunk across a turn's boundary: cut at its lines that are no common lines by their
+        # kind's byte (few: C loops find them), and each stretch between them is tried as one run.
+        try:
+            cuts = bytes(map(_kind_of, lines)).translate(_CUTS)
+        except IndexError:
+            cuts = b""  # a short line (a blank one, say): one stretch, looked at line by line
+        n = len(lines)
         other: list[bytes] = []
+        at = 0
+        while at < n:
+            stop = cuts.find(b"x", at) % (n + 1)  # (none: -1, the end)
+            if stop > at:
+                other = self._fold_stretch(lines[at:stop], other)
+            if stop < n:
+                other.append(lines[stop])
+            at = stop + 1
+        if other:
+            self._fold_each(other, common=False)
+
+    def _fold_stretch(self, lines: list[bytes], other: list[bytes]) -> list[bytes]:
+        """Fold lines that are all common lines by their first bytes, after ``other`` (held before them).
+
+        As one run when they are one (``_whole_run``), also after a first line that is none by
+        its end (a thought before its turn's text); else line by line. Returns what is held after
+        them (not folded yet).
+        """
+        whole, split = _whole_run(lines)
+        if not whole and len(lines) > 1:
+            first = lines[0]
+            shape = _COMMON.get(first[:_PREFIX])
+            if (
+                shape is None
+                or first[shape[1] :] != shape[2]
+                or (shape[3] and not first.startswith(shape[3]))
+            ):
+                other.append(first)
+                lines = lines[1:]
+                whole, split = _whole_run(lines)
+        if whole:
+            if other:
+                self._fold_each(other, common=False)
+                other = []
+            self._fold_run(whole, lines, split)
+            return other
         run: list[bytes] = []
         group = 0
         common = _COMMON.get
         for line in lines:
-            shape = common(line[:_PREFIX])
-            if shape is not None:
-                kind, cut, end, head = shape
+            shape_ = common(line[:_PREFIX])
+            if shape_ is not None:
+                kind, cut, end, head = shape_
                 if line[cut:] == end and (not head or line.startswith(head)):
                     if kind != group or other:
                         if run:
@@ -102,8 +151,7 @@ class StreamDecoder(LiveEvents):
             other.append(line)
         if run:
             self._fold_run(group, run)
-        if other:
-            self._fold_each(other, common=False)
+        return other
 
     def _fold_run(
         self, group: int, run: list[bytes], split: tuple[list[bytes], list[bytes]] | None = None

@@ -1,0 +1,46 @@
+"""Google Live: a chunk across a turn's boundary is cut at its lines that are no common lines.
+
+``StreamDecoder.fold_lines`` cuts such a chunk where a line's kind byte says it is no common line,
+and tries each stretch between the cuts as one run (after a first line that is none by its end, a
+thought say); whatever the stretches hold, the fold must stay the event path's.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tests.unit.test_direct_fold import _lines
+from tests.unit.test_direct_fold_sessions import assert_same
+from tests.unit.test_live_whole_runs import POOL, TURN_LINES
+
+OPENED = _lines(("client", {"setup": {"model": "models/gemini-live"}}), ("server", {"setupComplete": {}}))
+TEXT, AUDIO, SAID, THOUGHT = POOL["text"], POOL["audio"], POOL["said"], POOL["thought"]
+CUTS = {name: line.rstrip(b"\n") for name, line in TURN_LINES.items() if name != "bad"}
+"""Lines that end or bracket a turn (each is a cut)."""
+
+STRETCHES = {
+    "text": [TEXT] * 4,
+    "thought then text": [THOUGHT, TEXT, TEXT, TEXT],
+    "two thoughts then text": [THOUGHT, THOUGHT, TEXT, TEXT],
+    "audio and said": [AUDIO, SAID] * 3,
+    "said then audio": [SAID, AUDIO, SAID],
+    "audio then text": [AUDIO, SAID, TEXT, TEXT],
+    "garbled end inside": [TEXT, POOL["text, garbled end"], TEXT],
+    "odd audio head": [AUDIO, POOL["audio, other head"], AUDIO],
+    "a blank line": [TEXT, b"", TEXT],
+    "a short line": [AUDIO, POOL["short"], AUDIO],
+    "one thought": [THOUGHT],
+}
+
+
+@pytest.mark.parametrize(("first", "second"), list(itertools.product(sorted(STRETCHES), repeat=2)))
+@pytest.mark.parametrize("cut", sorted(CUTS))
+def test_a_chunk_across_a_turn_boundary_folds_as_the_event_path(first: str, second: str, cut: str) -> None:
+    """Two stretches around a cut line, in one chunk, after a turn of text and of audio (each its own chunk)."""
+    before = b"\n".join([TEXT, TEXT]) + b"\n"
+    audio = b"\n".join([AUDIO, SAID]) + b"\n"
+    chunk = b"\n".join([*STRETCHES[first], CUTS[cut], CUTS[cut], *STRETCHES[second]]) + b"\n"
+    for lead in (before, audio):
+        assert_same("google-live", OPENED + lead + chunk, [OPENED, lead, chunk])
