@@ -11,6 +11,7 @@ import itertools
 
 import pytest
 
+from maas_stream.protocols.google_live._recorded import _THOUGHT, _recorded_delta
 from tests.unit.test_direct_fold import _lines
 from tests.unit.test_direct_fold_sessions import assert_same
 from tests.unit.test_live_whole_runs import POOL, TURN_LINES
@@ -44,3 +45,21 @@ def test_a_chunk_across_a_turn_boundary_folds_as_the_event_path(first: str, seco
     chunk = b"\n".join([*STRETCHES[first], CUTS[cut], CUTS[cut], *STRETCHES[second]]) + b"\n"
     for lead in (before, audio):
         assert_same("google-live", OPENED + lead + chunk, [OPENED, lead, chunk])
+
+
+@pytest.mark.parametrize(
+    ("part", "want"),
+    [
+        ({"text": "plan ", "thought": True}, "plan "),
+        ({"text": 'a "q"\n', "thought": True}, 'a "q"\n'),
+        ({"text": "", "thought": True}, ""),
+        ({"text": "x", "thought": False}, None),
+        ({"text": "x", "thoughtSignature": "s", "thought": True}, None),
+    ],
+)
+def test_a_thought_as_recorded_is_read_by_its_text(part: dict[str, object], want: str | None) -> None:
+    """A thought as recorded (one part, its text, ``"thought":true`` last) is read without a whole decode."""
+    line = _lines(("server", {"serverContent": {"modelTurn": {"parts": [part]}}})).rstrip(b"\n")
+    assert _recorded_delta(line) == (None if want is None else (_THOUGHT, want))
+    chunk = b"\n".join([line, TEXT, TEXT, CUTS["turn complete"]]) + b"\n"
+    assert_same("google-live", OPENED + chunk, [OPENED, chunk])

@@ -39,6 +39,7 @@ from ._recorded import (
     _TEXT,
     _TEXT_RUN,
     _THOUGHT,
+    _THOUGHT_END,
     _recorded_delta,
     _run_deltas,
     _str,
@@ -105,22 +106,14 @@ class StreamDecoder(LiveEvents):
     def _fold_stretch(self, lines: list[bytes], other: list[bytes]) -> list[bytes]:
         """Fold lines that are all common lines by their first bytes, after ``other`` (held before them).
 
-        As one run when they are one (``_whole_run``), also after a first line that is none by
-        its end (a thought before its turn's text); else line by line. Returns what is held after
+        As one run when they are one (``_whole_run``), also after a thought that opens them (held
+        with ``other``: no common line by its end); else line by line. Returns what is held after
         them (not folded yet).
         """
+        if len(lines) > 1 and lines[0].endswith(_THOUGHT_END):
+            other.append(lines[0])  # a thought that opens its turn's text: no common line, held
+            lines = lines[1:]
         whole, split = _whole_run(lines)
-        if not whole and len(lines) > 1:
-            first = lines[0]
-            shape = _COMMON.get(first[:_PREFIX])
-            if (
-                shape is None
-                or first[shape[1] :] != shape[2]
-                or (shape[3] and not first.startswith(shape[3]))
-            ):
-                other.append(first)
-                lines = lines[1:]
-                whole, split = _whole_run(lines)
         if whole:
             if other:
                 self._fold_each(other, common=False)
@@ -265,7 +258,14 @@ class StreamDecoder(LiveEvents):
         return self._read_whole(line)
 
     def _read_whole(self, line: bytes) -> tuple[Any, tuple[int, str] | None, Any]:
-        """:meth:`_read` of a line that is no common line as recorded: decoded whole."""
+        """:meth:`_read` of a line that is no common line as recorded: decoded whole.
+
+        A thought as recorded (``_THOUGHT_END``) has only its text decoded (``_recorded_delta``).
+        """
+        if line.endswith(_THOUGHT_END):
+            delta = _recorded_delta(line)
+            if delta is not None:
+                return None, delta, None
         if line.startswith(_CLIENT_TOOL):
             results = _tool_results(client_message(line))
             if results is not None:
