@@ -11,6 +11,7 @@ import itertools
 
 import pytest
 
+from maas_stream.protocols.google_live._decode import _GENERATION_COMPLETE
 from maas_stream.protocols.google_live._recorded import _THOUGHT, _recorded_delta
 from tests.unit.test_direct_fold import _lines
 from tests.unit.test_direct_fold_sessions import assert_same
@@ -63,3 +64,18 @@ def test_a_thought_as_recorded_is_read_by_its_text(part: dict[str, object], want
     assert _recorded_delta(line) == (None if want is None else (_THOUGHT, want))
     chunk = b"\n".join([line, TEXT, TEXT, CUTS["turn complete"]]) + b"\n"
     assert_same("google-live", OPENED + chunk, [OPENED, chunk])
+
+
+def test_a_generation_complete_as_recorded_folds_as_the_event_path() -> None:
+    """``generationComplete`` alone as recorded is no delta and no events once the session started;
+    before it (no setup yet) and after held lines it goes the normal way, as decoded."""
+    done = CUTS["generation complete"]
+    assert done == _GENERATION_COMPLETE
+    client = POOL["client"]
+    for body in (
+        [done, *OPENED.splitlines(), TEXT, done],
+        [*OPENED.splitlines(), client, done, TEXT, done, AUDIO],
+    ):
+        chunk = b"\n".join(body) + b"\n"
+        assert_same("google-live", chunk, [chunk])
+        assert_same("google-live", chunk, chunk.splitlines(keepends=True))

@@ -56,6 +56,9 @@ __all__ = ["StreamDecoder"]
 
 _CLIENT_TOOL: Final = b'{"dir":"client","msg":{"toolResponse":'
 """How a client's tool results begin as recorded (``_fold_each`` folds them without events)."""
+_GENERATION_COMPLETE: Final = b'{"dir":"server","msg":{"serverContent":{"generationComplete":true}}}'
+_NO_DELTA: Final = (_QUIET, "")
+"""A ``generationComplete`` alone as recorded (``_read_whole``), and what ``_delta`` says of it."""
 _STOP: Final = ev.ResponseDone(finish_reason="stop")
 _DONE: Final = ev.ResponseDone()
 """How a folded turn's response ends (``fold_end``), and the response the decoder opened for a
@@ -260,12 +263,15 @@ class StreamDecoder(LiveEvents):
     def _read_whole(self, line: bytes) -> tuple[Any, tuple[int, str] | None, Any]:
         """:meth:`_read` of a line that is no common line as recorded: decoded whole.
 
-        A thought as recorded (``_THOUGHT_END``) has only its text decoded (``_recorded_delta``).
+        A thought as recorded (``_THOUGHT_END``) has only its text decoded (``_recorded_delta``), a
+        ``generationComplete`` alone as recorded none (no delta, no events once the session started).
         """
         if line.endswith(_THOUGHT_END):
             delta = _recorded_delta(line)
             if delta is not None:
                 return None, delta, None
+        elif line == _GENERATION_COMPLETE:
+            return None, _NO_DELTA, None
         if line.startswith(_CLIENT_TOOL):
             results = _tool_results(client_message(line))
             if results is not None:
@@ -328,7 +334,7 @@ class StreamDecoder(LiveEvents):
         transcript = content.output_transcription
         text = transcript.text if transcript is not None else None
         if turn is None or not turn.parts:
-            return (TRANSCRIPT, text) if text else (_QUIET, "")
+            return (TRANSCRIPT, text) if text else _NO_DELTA
         if text or len(turn.parts) != 1:
             return None
         part = turn.parts[0]
