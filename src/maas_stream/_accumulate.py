@@ -252,17 +252,19 @@ _REST_OF_4: Final = (4).__rmod__
 """``n % 4`` of a length ``n`` (mapped over lengths: no Python code per length)."""
 
 
-def whole_groups(chunks: list[str]) -> bool:
+def whole_groups(chunks: list[str], within: str | None = None) -> bool:
     """Whether base64 chunks are whole 4-character groups without padding (:func:`join_base64`'s rule).
 
     Joined as text, such chunks are joined as the bytes they encode, and what follows them joins
     as bytes alike: a run of audio deltas whose all but last are such groups may be kept as one
-    chunk (``"".join``) with the same result.
+    chunk (``"".join``) with the same result. ``within``: a text that holds them all (their join
+    and more, when the caller has it: no second join).
     """
     if any(map(_REST_OF_4, set(map(len, chunks)))):
         return False
     # Audio deltas come in runs of one length: the set is one length, and no "=" is a quick no.
-    return "=" not in "".join(chunks) or not any(c.endswith("=") for c in chunks)
+    text = "".join(chunks) if within is None else within
+    return "=" not in text or not any(c.endswith("=") for c in chunks)
 
 
 def join_base64(chunks: list[str]) -> str:

@@ -296,8 +296,9 @@ class DirectFold:
         """
         if len(pieces) == 1:
             return self.fold_delta(message, part, pieces[0], kind)
-        if kind != AUDIO or whole_groups(pieces[:-1]):
-            return self.fold_delta(message, part, "".join(pieces), kind)
+        joined = "".join(pieces)
+        if kind != AUDIO or whole_groups(pieces[:-1], joined):
+            return self.fold_delta(message, part, joined, kind)
         if not self.fold_delta(message, part, pieces[0], AUDIO):
             return False
         hot = self._hot  # the part fold_delta just appended the first chunk to

@@ -16,6 +16,7 @@ open and close their own message and response, in the target without events (``f
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Final
 
 from ... import events as ev
@@ -38,6 +39,7 @@ from ._recorded import (
     _TEXT,
     _TEXT_RUN,
     _THOUGHT,
+    _THOUGHT_END,
     _recorded_delta,
     _run_deltas,
     _str,
@@ -45,10 +47,18 @@ from ._recorded import (
 )
 from ._wire import ServerMessage, frame_decoder
 
+_kind_of: Final = operator.itemgetter(_KIND_AT)
+_CUTS: Final = bytes(0x20 if i in b"mo" else 0x78 for i in range(256))
+"""A line's byte that tells a common line's kind (``modelTurn``, ``outputTranscription``), and those
+bytes as ``fold_lines`` cuts a chunk by them: ``x`` for any other (no common line)."""
+
 __all__ = ["StreamDecoder"]
 
 _CLIENT_TOOL: Final = b'{"dir":"client","msg":{"toolResponse":'
 """How a client's tool results begin as recorded (``_fold_each`` folds them without events)."""
+_GENERATION_COMPLETE: Final = b'{"dir":"server","msg":{"serverContent":{"generationComplete":true}}}'
+_NO_DELTA: Final = (_QUIET, "")
+"""A ``generationComplete`` alone as recorded (``_read_whole``), and what ``_delta`` says of it."""
 _STOP: Final = ev.ResponseDone(finish_reason="stop")
 _DONE: Final = ev.ResponseDone()
 """How a folded turn's response ends (``fold_end``), and the response the decoder opened for a
@@ -77,14 +87,49 @@ class StreamDecoder(LiveEvents):
             # The whole chunk is one run (most chunks of a long turn): no line by line look.
             self._fold_run(whole, lines, split)
             return
+        # A chunk across a turn's boundary: cut at its lines that are no common lines by their
+        # kind's byte (few: C loops find them), and each stretch between them is tried as one run.
+        try:
+            cuts = bytes(map(_kind_of, lines)).translate(_CUTS)
+        except IndexError:
+            cuts = b""  # a short line (a blank one, say): one stretch, looked at line by line
+        n = len(lines)
         other: list[bytes] = []
+        at = 0
+        while at < n:
+            stop = cuts.find(b"x", at) % (n + 1)  # (none: -1, the end)
+            if stop > at:
+                other = self._fold_stretch(lines[at:stop], other)
+            if stop < n:
+                other.append(lines[stop])
+            at = stop + 1
+        if other:
+            self._fold_each(other, common=False)
+
+    def _fold_stretch(self, lines: list[bytes], other: list[bytes]) -> list[bytes]:
+        """Fold lines that are all common lines by their first bytes, after ``other`` (held before them).
+
+        As one run when they are one (``_whole_run``), also after a thought that opens them (held
+        with ``other``: no common line by its end); else line by line. Returns what is held after
+        them (not folded yet).
+        """
+        if len(lines) > 1 and lines[0].endswith(_THOUGHT_END):
+            other.append(lines[0])  # a thought that opens its turn's text: no common line, held
+            lines = lines[1:]
+        whole, split = _whole_run(lines)
+        if whole:
+            if other:
+                self._fold_each(other, common=False)
+                other = []
+            self._fold_run(whole, lines, split)
+            return other
         run: list[bytes] = []
         group = 0
         common = _COMMON.get
         for line in lines:
-            shape = common(line[:_PREFIX])
-            if shape is not None:
-                kind, cut, end, head = shape
+            shape_ = common(line[:_PREFIX])
+            if shape_ is not None:
+                kind, cut, end, head = shape_
                 if line[cut:] == end and (not head or line.startswith(head)):
                     if kind != group or other:
                         if run:
@@ -102,8 +147,7 @@ class StreamDecoder(LiveEvents):
             other.append(line)
         if run:
             self._fold_run(group, run)
-        if other:
-            self._fold_each(other, common=False)
+        return other
 
     def _fold_run(
         self, group: int, run: list[bytes], split: tuple[list[bytes], list[bytes]] | None = None
@@ -217,7 +261,17 @@ class StreamDecoder(LiveEvents):
         return self._read_whole(line)
 
     def _read_whole(self, line: bytes) -> tuple[Any, tuple[int, str] | None, Any]:
-        """:meth:`_read` of a line that is no common line as recorded: decoded whole."""
+        """:meth:`_read` of a line that is no common line as recorded: decoded whole.
+
+        A thought as recorded (``_THOUGHT_END``) has only its text decoded (``_recorded_delta``), a
+        ``generationComplete`` alone as recorded none (no delta, no events once the session started).
+        """
+        if line.endswith(_THOUGHT_END):
+            delta = _recorded_delta(line)
+            if delta is not None:
+                return None, delta, None
+        elif line == _GENERATION_COMPLETE:
+            return None, _NO_DELTA, None
         if line.startswith(_CLIENT_TOOL):
             results = _tool_results(client_message(line))
             if results is not None:
@@ -280,7 +334,7 @@ class StreamDecoder(LiveEvents):
         transcript = content.output_transcription
         text = transcript.text if transcript is not None else None
         if turn is None or not turn.parts:
-            return (TRANSCRIPT, text) if text else (_QUIET, "")
+            return (TRANSCRIPT, text) if text else _NO_DELTA
         if text or len(turn.parts) != 1:
             return None
         part = turn.parts[0]

@@ -36,6 +36,7 @@ __all__ = [
     "_TEXT_HEAD",
     "_TEXT_RUN",
     "_THOUGHT",
+    "_THOUGHT_END",
     "_recorded_delta",
     "_run_deltas",
     "_str",
@@ -230,12 +231,20 @@ _TEXT, _THOUGHT, _QUIET = TEXT, -1, -2
 no delta at all (a message with no events once the session started: ``generationComplete``, say)."""
 
 
+_THOUGHT_END: Final = b'","thought":true}]}}}}'
+"""How a thought as recorded ends: one text part (``_TEXT_HEAD``, its text) that is a thought and
+nothing else (no common line: it opens its part, ``_recorded_delta`` reads it)."""
+_THOUGHT_CUT: Final = 1 - len(_THOUGHT_END)
+
+
 def _recorded_delta(line: bytes) -> tuple[int, str] | None:
-    """The delta (kind, text) of a common line as recorded (``_TEXT_HEAD``...), or ``None``."""
+    """The delta (kind, text) of a common line as recorded (``_TEXT_HEAD``...), or of a thought, or ``None``."""
     try:
         if line.startswith(_TEXT_HEAD):
-            if line.endswith(_TEXT_END):  # a thought's ends otherwise: no failed decode for it
+            if line.endswith(_TEXT_END):
                 return (_TEXT, _str(line[_TEXT_AT:-6]))
+            if line.endswith(_THOUGHT_END):  # (a turn's first line, often)
+                return (_THOUGHT, _str(line[_TEXT_AT:_THOUGHT_CUT]))
         elif line.startswith(_AUDIO_HEAD):
             if line.endswith(_AUDIO_END):
                 body = line[_AUDIO_AT:-7]
