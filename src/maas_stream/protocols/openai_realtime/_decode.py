@@ -58,7 +58,7 @@ from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
 from .._session import NOT_SERVER, SessionDecoder
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
-from ._wire import ServerEvent, frame_decoder, server_decoder
+from ._wire import ServerEvent, server_decoder, typed_frames
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -110,7 +110,6 @@ class StreamDecoder(SessionDecoder):
     """Decode an OpenAI Realtime session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
     protocol = PROTOCOL
-    frame_decoder = frame_decoder
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -130,8 +129,7 @@ class StreamDecoder(SessionDecoder):
         quiet ``.done`` line of a started session has no events: with nothing held, it is only
         counted.
         """
-        decode = frame_decoder.decode
-        folds = _FOLDS
+        decode = self.frame_decoder.decode
         fold = self.fold_delta
         held: list[bytes] = []
         decoded: list[Any] = []
@@ -145,8 +143,7 @@ class StreamDecoder(SessionDecoder):
             except _DECODE_FAULTS:
                 event = NOT_SERVER  # a client line, an odd or bad one: the normal way says which
             else:
-                kind = event.type
-                into = folds.get(kind)
+                into = event.into
                 text = event.delta
                 if into is not None and text:
                     if held:
@@ -160,7 +157,7 @@ class StreamDecoder(SessionDecoder):
                     ):
                         frames += 1
                         continue
-                elif kind in _QUIET and started and not held:
+                elif event.type in _QUIET and started and not held:
                     frames += 1
                     continue
             held.append(line)
@@ -463,3 +460,27 @@ _HANDLERS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, Msg, list[ev.Ev
     "error": StreamDecoder._on_error,
 }
 """Every other server event the decoder reads, by type (the rest are kept whole)."""
+_PASSED: Final = (
+    "conversation.created",
+    "conversation.item.created",
+    "conversation.item.added",
+    "conversation.item.done",
+    "conversation.item.retrieved",
+    "conversation.item.truncated",
+    "conversation.item.deleted",
+    "conversation.item.input_audio_transcription.failed",
+    "conversation.item.input_audio_transcription.segment",
+    "input_audio_buffer.committed",
+    "input_audio_buffer.cleared",
+    "input_audio_buffer.speech_started",
+    "input_audio_buffer.speech_stopped",
+    "input_audio_buffer.timeout_triggered",
+    "output_audio_buffer.started",
+    "output_audio_buffer.stopped",
+    "output_audio_buffer.cleared",
+    "rate_limits.updated",
+    "transcription_session.created",
+    "transcription_session.updated",
+)
+"""The common session events (kept whole): read typed too, so they need no second decode."""
+StreamDecoder.frame_decoder = typed_frames(_FOLDS, [*_HANDLERS, *_PASSED])

@@ -1,25 +1,32 @@
-"""OpenAI Realtime wire Struct (private): one envelope for every server event, typed by ``type``.
+"""OpenAI Realtime wire Structs (private): the server events, typed by ``type``.
 
-It declares only the fields the decoder reads (unknown ones are ignored, never forbidden) and is
+They declare only the fields the decoder reads (unknown ones are ignored, never forbidden) and are
 ``gc=False`` like the Live Structs (fresh per message, plain JSON values inside, no cycles;
 measured in ``benchmarks/bench_realtime.py``).
+
+A recorded server line is decoded by :func:`typed_frames`'s decoder: its ``type`` picks the
+Struct (a msgspec tag: no ``type`` string is built per message), and a streamed delta's Struct
+holds only what a delta needs. A line of any other type fails it and takes the decoder's normal
+way (``ServerEvent``, read untagged).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 import msgspec
 
 from .._session import Frame
 
-__all__ = ["ServerEvent", "frame_decoder", "server_decoder"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["ServerEvent", "server_decoder", "typed_frames"]
 
 
-class ServerEvent(msgspec.Struct, gc=False):
-    """Any Realtime server event (GA and beta names share these fields)."""
+class _Fields(msgspec.Struct, gc=False):
+    """The fields the decoder reads of any server event but its type (GA and beta names share them)."""
 
-    type: str = ""
     item_id: str | None = None
     content_index: int = 0
     delta: str | None = None
@@ -34,8 +41,47 @@ class ServerEvent(msgspec.Struct, gc=False):
     error: Any = None
 
 
+class ServerEvent(_Fields, gc=False):
+    """Any Realtime server event, its type read as a string."""
+
+    type: str = ""
+
+
+class _Known(_Fields, tag_field="type", gc=False):
+    """A server event of a type the decoder names: ``type`` is its tag, one string per class."""
+
+    type: ClassVar[str] = ""
+    into: ClassVar[int | None] = None
+    """The buffer a streamed delta folds to (``_direct``'s kinds), ``None`` for any other event."""
+
+
+class _Delta(msgspec.Struct, tag_field="type", gc=False):
+    """A streamed delta (text, audio, transcript, call arguments): only what it needs."""
+
+    type: ClassVar[str] = ""
+    into: ClassVar[int | None] = None
+    item_id: str | None = None
+    content_index: int = 0
+    delta: str | None = None
+
+
 server_decoder = msgspec.json.Decoder(ServerEvent)
 
 
-frame_decoder = msgspec.json.Decoder(Frame[ServerEvent])
-"""Reads a recorded server line, envelope included, in one pass."""
+def typed_frames(deltas: dict[str, int], others: Iterable[str]) -> msgspec.json.Decoder[Any]:
+    """A decoder of recorded server lines (``Frame``) whose message is typed by its ``type``.
+
+    ``deltas``: the streamed deltas' types, by the buffer they fold to; ``others``: every other
+    type read typed. Each type is one Struct whose ``type`` and ``into`` are class attributes.
+    """
+    kinds = [
+        msgspec.defstruct(
+            f"Delta{i}", [], bases=(_Delta,), tag=name, namespace={"type": name, "into": into}, gc=False
+        )
+        for i, (name, into) in enumerate(deltas.items())
+    ]
+    kinds += [
+        msgspec.defstruct(f"Event{i}", [], bases=(_Known,), tag=name, namespace={"type": name}, gc=False)
+        for i, name in enumerate(others)
+    ]
+    return msgspec.json.Decoder(Frame[Union[tuple(kinds)]])  # type: ignore[misc]  # noqa: UP007
