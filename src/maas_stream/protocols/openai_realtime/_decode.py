@@ -36,10 +36,11 @@ deltas until ``.completed``: a transcription often outlives the response it bega
 message must not straddle two responses (the aggregator closes a response's messages at its
 end). Item values and statuses are the aggregator's.
 
-Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); the streamed
-deltas (text, audio, transcript, call arguments: nearly every event of a session) go straight
-from the typed event to their delta event, or, folded directly (:meth:`StreamDecoder.fold_lines`),
-straight into their part's buffers.
+Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``), a server message
+alike (``on_message``): the event's ``type`` picks its Struct (``_wire.typed_decoders``; a type
+the decoder does not name is read untagged); the streamed deltas (text, audio, transcript, call
+arguments: nearly every event of a session) go straight from the typed event to their delta
+event, or, folded directly (:meth:`StreamDecoder.fold_lines`), straight into their part's buffers.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
 from .._session import NOT_SERVER, SessionDecoder
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
-from ._wire import ServerEvent, server_decoder, typed_frames
+from ._wire import ServerEvent, server_decoder, typed_decoders
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -182,7 +183,12 @@ class StreamDecoder(SessionDecoder):
 
     def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
         out: list[ev.Event] = []
-        event = server_decoder.decode(msg) if direction != "client" else None
+        event: Any = None
+        if direction != "client":
+            try:
+                event = _typed.decode(msg)
+            except _DECODE_FAULTS:
+                event = server_decoder.decode(msg)  # any other type (or a bad message: this says why)
         if not self._started:
             self._start(event, out)
         if event is None:
@@ -483,4 +489,4 @@ _PASSED: Final = (
     "transcription_session.updated",
 )
 """The common session events (kept whole): read typed too, so they need no second decode."""
-StreamDecoder.frame_decoder = typed_frames(_FOLDS, [*_HANDLERS, *_PASSED])
+_typed, StreamDecoder.frame_decoder = typed_decoders(_FOLDS, [*_HANDLERS, *_PASSED])

@@ -4,10 +4,10 @@ They declare only the fields the decoder reads (unknown ones are ignored, never 
 ``gc=False`` like the Live Structs (fresh per message, plain JSON values inside, no cycles;
 measured in ``benchmarks/bench_realtime.py``).
 
-A recorded server line is decoded by :func:`typed_frames`'s decoder: its ``type`` picks the
-Struct (a msgspec tag: no ``type`` string is built per message), and a streamed delta's Struct
-holds only what a delta needs. A line of any other type fails it and takes the decoder's normal
-way (``ServerEvent``, read untagged).
+A server message (or a recorded server line) is decoded by :func:`typed_decoders`'s decoders:
+its ``type`` picks the Struct (a msgspec tag: no ``type`` string is built per message), and a
+streamed delta's Struct holds only what a delta needs (its other fields are not read, so not
+checked either). A message of any other type fails them and is read untagged (``ServerEvent``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .._session import Frame
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["ServerEvent", "server_decoder", "typed_frames"]
+__all__ = ["ServerEvent", "server_decoder", "typed_decoders"]
 
 
 class _Fields(msgspec.Struct, gc=False):
@@ -68,11 +68,14 @@ class _Delta(msgspec.Struct, tag_field="type", gc=False):
 server_decoder = msgspec.json.Decoder(ServerEvent)
 
 
-def typed_frames(deltas: dict[str, int], others: Iterable[str]) -> msgspec.json.Decoder[Any]:
-    """A decoder of recorded server lines (``Frame``) whose message is typed by its ``type``.
+def typed_decoders(
+    deltas: dict[str, int], others: Iterable[str]
+) -> tuple[msgspec.json.Decoder[Any], msgspec.json.Decoder[Any]]:
+    """Decoders of a server message and of a recorded server line (``Frame``), typed by ``type``.
 
     ``deltas``: the streamed deltas' types, by the buffer they fold to; ``others``: every other
-    type read typed. Each type is one Struct whose ``type`` and ``into`` are class attributes.
+    type read typed. Each type is one Struct whose ``type`` and ``into`` are class attributes; a
+    message of any other type fails both decoders (``server_decoder`` reads it).
     """
     kinds = [
         msgspec.defstruct(
@@ -84,4 +87,5 @@ def typed_frames(deltas: dict[str, int], others: Iterable[str]) -> msgspec.json.
         msgspec.defstruct(f"Event{i}", [], bases=(_Known,), tag=name, namespace={"type": name}, gc=False)
         for i, name in enumerate(others)
     ]
-    return msgspec.json.Decoder(Frame[Union[tuple(kinds)]])  # type: ignore[misc]  # noqa: UP007
+    typed = Union[tuple(kinds)]  # type: ignore[valid-type]  # noqa: UP007
+    return msgspec.json.Decoder(typed), msgspec.json.Decoder(Frame[typed])  # type: ignore[valid-type]
