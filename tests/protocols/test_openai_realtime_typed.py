@@ -75,3 +75,11 @@ def test_a_bad_message_fails_both_ways(bad: dict[str, Any]) -> None:
         StreamDecoder().feed(recorded([SESSION, bad]))
     with pytest.raises(RemoteProtocolError):
         by_message([SESSION, bad])
+
+
+def test_every_type_the_decoder_handles_is_read_typed() -> None:
+    from maas_stream.protocols.openai_realtime import _decode, _wire
+
+    assert set(_decode._HANDLERS) <= set(_wire._NAMED)
+    assert set(_decode._DELTAS) == set(_wire.DELTAS)
+    assert not set(_wire.DELTAS) & set(_wire._NAMED)

@@ -37,7 +37,7 @@ message must not straddle two responses (the aggregator closes a response's mess
 end). Item values and statuses are the aggregator's.
 
 Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``), a server message
-alike (``on_message``): the event's ``type`` picks its Struct (``_wire.typed_decoders``; a type
+alike (``on_message``): the event's ``type`` picks its Struct (``_wire.message_decoder``; a type
 the decoder does not name is read untagged); the streamed deltas (text, audio, transcript, call
 arguments: nearly every event of a session) go straight from the typed event to their delta
 event, or, folded directly (:meth:`StreamDecoder.fold_lines`), straight into their part's buffers.
@@ -59,33 +59,13 @@ from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
 from .._session import NOT_SERVER, SessionDecoder
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
-from ._wire import ServerEvent, server_decoder, typed_decoders
+from ._wire import DELTAS, QUIET, ServerEvent, frame_decoder, message_decoder, server_decoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ["StreamDecoder"]
 
-_TEXT: Final = frozenset({"response.output_text.delta", "response.text.delta"})
-_AUDIO: Final = frozenset({"response.output_audio.delta", "response.audio.delta"})
-_TRANSCRIPT: Final = frozenset({"response.output_audio_transcript.delta", "response.audio_transcript.delta"})
-_QUIET: Final = frozenset(
-    {
-        "response.output_text.done",
-        "response.text.done",
-        "response.output_audio.done",
-        "response.audio.done",
-        "response.output_audio_transcript.done",
-        "response.audio_transcript.done",
-    }
-)
-_FOLDS: Final[dict[str, int]] = {
-    **dict.fromkeys(_TEXT, TEXT),
-    **dict.fromkeys(_AUDIO, AUDIO),
-    **dict.fromkeys(_TRANSCRIPT, TRANSCRIPT),
-    "response.function_call_arguments.delta": ARGS,
-}
-"""The streamed deltas folded directly, by the buffer they go to (``fold_delta``)."""
 _ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
@@ -111,6 +91,7 @@ class StreamDecoder(SessionDecoder):
     """Decode an OpenAI Realtime session recorded as ``{"dir", "msg"}`` JSON lines (or fed live)."""
 
     protocol = PROTOCOL
+    frame_decoder = frame_decoder
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -130,7 +111,7 @@ class StreamDecoder(SessionDecoder):
         quiet ``.done`` line of a started session has no events: with nothing held, it is only
         counted.
         """
-        decode = self.frame_decoder.decode
+        decode = frame_decoder.decode
         fold = self.fold_delta
         held: list[bytes] = []
         decoded: list[Any] = []
@@ -158,7 +139,7 @@ class StreamDecoder(SessionDecoder):
                     ):
                         frames += 1
                         continue
-                elif event.type in _QUIET and started and not held:
+                elif event.type in QUIET and started and not held:
                     frames += 1
                     continue
             held.append(line)
@@ -186,7 +167,7 @@ class StreamDecoder(SessionDecoder):
         event: Any = None
         if direction != "client":
             try:
-                event = _typed.decode(msg)
+                event = message_decoder.decode(msg)
             except _DECODE_FAULTS:
                 event = server_decoder.decode(msg)  # any other type (or a bad message: this says why)
         if not self._started:
@@ -443,15 +424,18 @@ class StreamDecoder(SessionDecoder):
 
 
 # The dispatch tables: one per class (not a dict of bound methods per decoder, ~2 KiB a session).
+_ON_DELTA: Final = {
+    TEXT: StreamDecoder._on_text,
+    AUDIO: StreamDecoder._on_audio,
+    TRANSCRIPT: StreamDecoder._on_transcript,
+    ARGS: StreamDecoder._on_arguments,
+}
 _DELTAS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, list[ev.Event]], None]]] = {
-    **dict.fromkeys(_TEXT, StreamDecoder._on_text),
-    **dict.fromkeys(_AUDIO, StreamDecoder._on_audio),
-    **dict.fromkeys(_TRANSCRIPT, StreamDecoder._on_transcript),
-    "response.function_call_arguments.delta": StreamDecoder._on_arguments,
+    name: _ON_DELTA[into] for name, into in DELTAS.items()
 }
 """The streamed deltas (nearly every event of a session): they need nothing but the typed event."""
 _HANDLERS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, Msg, list[ev.Event]], None]]] = {
-    **dict.fromkeys(_QUIET, StreamDecoder._on_quiet),
+    **dict.fromkeys(QUIET, StreamDecoder._on_quiet),
     "response.function_call_arguments.done": StreamDecoder._on_arguments_done,
     "response.content_part.added": StreamDecoder._on_part_added,
     "response.content_part.done": StreamDecoder._on_part_done,
@@ -466,27 +450,3 @@ _HANDLERS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, Msg, list[ev.Ev
     "error": StreamDecoder._on_error,
 }
 """Every other server event the decoder reads, by type (the rest are kept whole)."""
-_PASSED: Final = (
-    "conversation.created",
-    "conversation.item.created",
-    "conversation.item.added",
-    "conversation.item.done",
-    "conversation.item.retrieved",
-    "conversation.item.truncated",
-    "conversation.item.deleted",
-    "conversation.item.input_audio_transcription.failed",
-    "conversation.item.input_audio_transcription.segment",
-    "input_audio_buffer.committed",
-    "input_audio_buffer.cleared",
-    "input_audio_buffer.speech_started",
-    "input_audio_buffer.speech_stopped",
-    "input_audio_buffer.timeout_triggered",
-    "output_audio_buffer.started",
-    "output_audio_buffer.stopped",
-    "output_audio_buffer.cleared",
-    "rate_limits.updated",
-    "transcription_session.created",
-    "transcription_session.updated",
-)
-"""The common session events (kept whole): read typed too, so they need no second decode."""
-_typed, StreamDecoder.frame_decoder = typed_decoders(_FOLDS, [*_HANDLERS, *_PASSED])
