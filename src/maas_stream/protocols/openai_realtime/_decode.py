@@ -36,10 +36,11 @@ deltas until ``.completed``: a transcription often outlives the response it bega
 message must not straddle two responses (the aggregator closes a response's messages at its
 end). Item values and statuses are the aggregator's.
 
-Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``); the streamed
-deltas (text, audio, transcript, call arguments: nearly every event of a session) go straight
-from the typed event to their delta event, or, folded directly (:meth:`StreamDecoder.fold_lines`),
-straight into their part's buffers.
+Recorded server lines are decoded typed in one pass (``SessionDecoder.feed``), a server message
+alike (``on_message``): the event's ``type`` picks its Struct (``_wire.message_decoder``; a type
+the decoder does not name is read untagged); the streamed deltas (text, audio, transcript, call
+arguments: nearly every event of a session) go straight from the typed event to their delta
+event, or, folded directly (:meth:`StreamDecoder.fold_lines`), straight into their part's buffers.
 """
 
 from __future__ import annotations
@@ -58,33 +59,13 @@ from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
 from .._session import NOT_SERVER, SessionDecoder
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
-from ._wire import ServerEvent, frame_decoder, server_decoder
+from ._wire import DELTAS, QUIET, ServerEvent, frame_decoder, message_decoder, server_decoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ["StreamDecoder"]
 
-_TEXT: Final = frozenset({"response.output_text.delta", "response.text.delta"})
-_AUDIO: Final = frozenset({"response.output_audio.delta", "response.audio.delta"})
-_TRANSCRIPT: Final = frozenset({"response.output_audio_transcript.delta", "response.audio_transcript.delta"})
-_QUIET: Final = frozenset(
-    {
-        "response.output_text.done",
-        "response.text.done",
-        "response.output_audio.done",
-        "response.audio.done",
-        "response.output_audio_transcript.done",
-        "response.audio_transcript.done",
-    }
-)
-_FOLDS: Final[dict[str, int]] = {
-    **dict.fromkeys(_TEXT, TEXT),
-    **dict.fromkeys(_AUDIO, AUDIO),
-    **dict.fromkeys(_TRANSCRIPT, TRANSCRIPT),
-    "response.function_call_arguments.delta": ARGS,
-}
-"""The streamed deltas folded directly, by the buffer they go to (``fold_delta``)."""
 _ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
@@ -131,7 +112,6 @@ class StreamDecoder(SessionDecoder):
         counted.
         """
         decode = frame_decoder.decode
-        folds = _FOLDS
         fold = self.fold_delta
         held: list[bytes] = []
         decoded: list[Any] = []
@@ -145,8 +125,7 @@ class StreamDecoder(SessionDecoder):
             except _DECODE_FAULTS:
                 event = NOT_SERVER  # a client line, an odd or bad one: the normal way says which
             else:
-                kind = event.type
-                into = folds.get(kind)
+                into = event.into
                 text = event.delta
                 if into is not None and text:
                     if held:
@@ -160,7 +139,7 @@ class StreamDecoder(SessionDecoder):
                     ):
                         frames += 1
                         continue
-                elif kind in _QUIET and started and not held:
+                elif event.type in QUIET and started and not held:
                     frames += 1
                     continue
             held.append(line)
@@ -185,7 +164,12 @@ class StreamDecoder(SessionDecoder):
 
     def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
         out: list[ev.Event] = []
-        event = server_decoder.decode(msg) if direction != "client" else None
+        event: Any = None
+        if direction != "client":
+            try:
+                event = message_decoder.decode(msg)
+            except _DECODE_FAULTS:
+                event = server_decoder.decode(msg)  # any other type (or a bad message: this says why)
         if not self._started:
             self._start(event, out)
         if event is None:
@@ -440,15 +424,18 @@ class StreamDecoder(SessionDecoder):
 
 
 # The dispatch tables: one per class (not a dict of bound methods per decoder, ~2 KiB a session).
+_ON_DELTA: Final = {
+    TEXT: StreamDecoder._on_text,
+    AUDIO: StreamDecoder._on_audio,
+    TRANSCRIPT: StreamDecoder._on_transcript,
+    ARGS: StreamDecoder._on_arguments,
+}
 _DELTAS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, list[ev.Event]], None]]] = {
-    **dict.fromkeys(_TEXT, StreamDecoder._on_text),
-    **dict.fromkeys(_AUDIO, StreamDecoder._on_audio),
-    **dict.fromkeys(_TRANSCRIPT, StreamDecoder._on_transcript),
-    "response.function_call_arguments.delta": StreamDecoder._on_arguments,
+    name: _ON_DELTA[into] for name, into in DELTAS.items()
 }
 """The streamed deltas (nearly every event of a session): they need nothing but the typed event."""
 _HANDLERS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, Msg, list[ev.Event]], None]]] = {
-    **dict.fromkeys(_QUIET, StreamDecoder._on_quiet),
+    **dict.fromkeys(QUIET, StreamDecoder._on_quiet),
     "response.function_call_arguments.done": StreamDecoder._on_arguments_done,
     "response.content_part.added": StreamDecoder._on_part_added,
     "response.content_part.done": StreamDecoder._on_part_done,
