@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AudioWriter",
     "CallWriter",
+    "ContinuedTextWriter",
     "DropWriter",
     "PartWriter",
     "PatchWriter",
@@ -121,8 +122,11 @@ class PartWriter:
         """A piece of audio or of its transcript."""
         return b""
 
-    def done(self, value: Part) -> bytes:
-        """The part ended with ``value`` (its metadata; its content came as deltas)."""
+    def done(self, value: Part, log: DropSource) -> bytes:
+        """The part ended with ``value`` (its metadata; its content came as deltas).
+
+        ``log`` holds the drop log, made when first read (what a text part's citations lose).
+        """
         return b""
 
 
@@ -144,26 +148,21 @@ class TextWriter(PartWriter):
 
     __slots__ = (
         "closed",
-        "continued",
         "index",
         "kind",
-        "log",
         "pending",
         "sent",
         "sent_annotations",
         "sent_logprobs",
     )
 
-    def __init__(
-        self, out: Output, item: Item, refusal: bool, log: DropSource, *, continued: bool = False
-    ) -> None:
+    continued: bool = False
+    """The rest of a part whose first item ended early: it ends with what it wrote
+    (:class:`ContinuedTextWriter`)."""
+
+    def __init__(self, out: Output, item: Item, refusal: bool) -> None:
         super().__init__(out, item)
         self.kind = "refusal" if refusal else "text"
-        self.log = log
-        """Where citations without a Responses shape are recorded, once, from the final value
-        (its :attr:`~DropSource.drops`, read only then: the log is made at the first drop)."""
-        self.continued = continued
-        """The rest of a part whose first item ended early: it ends with what it wrote."""
         self.index = len(members(item.content))
         item.content = appended(item.content, self)  # (its content part in place of the writer once it ends)
         self.sent: str | list[str] = ""
@@ -258,7 +257,7 @@ class TextWriter(PartWriter):
             text=text, annotations=self.sent_annotations or None, logprobs=self.sent_logprobs or None
         )
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         if self.closed or not isinstance(value, TextPart | RefusalPart):
             return b""
         item = self.item
@@ -272,7 +271,7 @@ class TextWriter(PartWriter):
         # the terminal response): encoded once, each writes the same bytes.
         text = msgspec.Raw(_encode(value.text))
         if isinstance(value, TextPart):
-            part = text_json(value, None if self.continued or not value.annotations else self.log.drops)
+            part = text_json(value, None if self.continued or not value.annotations else log.drops)
             part["text"] = text
             frames += self.out.frame(
                 "response.output_text.done", {**common, "text": text, "logprobs": value.logprobs or []}
@@ -282,6 +281,14 @@ class TextWriter(PartWriter):
             frames += self.out.frame("response.refusal.done", {**common, "refusal": text})
         item.content = replaced(item.content, self.index, part)
         return frames + self.out.frame("response.content_part.done", {**common, "part": part})
+
+
+class ContinuedTextWriter(TextWriter):
+    """The rest of a text or refusal part whose first ``message`` item ended early (a call came between)."""
+
+    __slots__ = ()
+
+    continued = True
 
 
 class CallWriter(PartWriter):
@@ -304,7 +311,7 @@ class CallWriter(PartWriter):
                 self.frames = frames
         return self.out.fill(frames, delta)
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         if not isinstance(value, ToolCallPart):
@@ -342,7 +349,7 @@ class PatchWriter(PartWriter):
 
     __slots__ = ()
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         diff = _arguments(value).get("diff")
@@ -368,7 +375,7 @@ class ShellWriter(PartWriter):
 
     __slots__ = ()
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         commands = _arguments(value).get("commands")
@@ -459,7 +466,7 @@ class ReasoningWriter(PartWriter):
         assert self.text_frames is not None
         return frames + self.out.fill(self.text_frames, text)
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         if not isinstance(value, ReasoningPart):
@@ -495,7 +502,7 @@ class AudioWriter(PartWriter):
             frames += self.out.fill(_TRANSCRIPT_DELTA, transcript)
         return frames
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         return self.out.frame("response.audio.done", {}) + self.out.frame(
             "response.audio.transcript.done", {}
         )
@@ -544,7 +551,7 @@ class DropWriter(PartWriter):
         self._record(ReasoningPart(signature="-"))
         return b""
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         self._record(value)
         if self.kinds is not None and not self.kinds:
             self.kinds.add("reasoning")
