@@ -143,18 +143,24 @@ class DropSource(Protocol):
         ...
 
 
+class _TextRare:
+    """A text part's log-probabilities and citations: rare, made at the first."""
+
+    __slots__ = ("annotations", "logprobs", "pending")
+
+    def __init__(self) -> None:
+        self.pending: list[Any] = _NONE
+        """Log-probabilities for the next text delta (Responses puts them there)."""
+        self.logprobs: list[Any] = _NONE
+        """The log-probabilities sent."""
+        self.annotations: list[CitationPart] = _NONE
+        """The citations sent."""
+
+
 class TextWriter(PartWriter):
     """A text or refusal content part of a ``message`` item."""
 
-    __slots__ = (
-        "closed",
-        "index",
-        "kind",
-        "pending",
-        "sent",
-        "sent_annotations",
-        "sent_logprobs",
-    )
+    __slots__ = ("closed", "index", "kind", "rare", "sent")
 
     continued: bool = False
     """The rest of a part whose first item ended early: it ends with what it wrote
@@ -168,11 +174,15 @@ class TextWriter(PartWriter):
         self.sent: str | list[str] = ""
         """The text written so far: its first fragment as it came (most parts of an idle stream
         hold one), a list from the second on (joined as they come, see ``add_fragment``)."""
-        # Log-probabilities and citations are rare: one shared empty value until the first.
-        self.pending: list[Any] = _NONE
-        self.sent_logprobs: list[Any] = _NONE
-        self.sent_annotations: list[CitationPart] = _NONE
+        self.rare: _TextRare | None = None
+        """Log-probabilities and citations (rare): made at the first."""
         self.closed = False
+
+    def _rare(self) -> _TextRare:
+        rare = self.rare
+        if rare is None:
+            rare = self.rare = _TextRare()
+        return rare
 
     def _common(self) -> dict[str, Any]:
         item = self.item
@@ -200,7 +210,8 @@ class TextWriter(PartWriter):
             self.sent = [sent, text]
         else:
             self.sent = text
-        if not self.pending:  # the common case: one shape for every delta of the part
+        rare = self.rare
+        if rare is None or not rare.pending:  # the common case: one shape for every delta of the part
             frames = self.frames
             if frames is None:
                 body = {**self._common(), "delta": HOLE[0]}
@@ -218,20 +229,20 @@ class TextWriter(PartWriter):
         body = {**self._common(), "delta": text}
         if self.kind == "refusal":
             return self.out.frame("response.refusal.delta", body)
-        body["logprobs"] = self.pending
-        if self.pending:
-            if self.sent_logprobs is _NONE:
-                self.sent_logprobs = []
-            self.sent_logprobs.extend(self.pending)
-            self.pending = _NONE
+        body["logprobs"] = rare.pending
+        if rare.logprobs is _NONE:
+            rare.logprobs = []
+        rare.logprobs.extend(rare.pending)
+        rare.pending = _NONE
         return self.out.frame("response.output_text.delta", body)
 
     def logprobs(self, logprobs: list[Any]) -> bytes:
         if self.kind == "text" and not self.closed:
             # Sent on the next text delta (Responses puts them there).
-            if self.pending is _NONE:
-                self.pending = []
-            self.pending.extend(logprobs)
+            rare = self._rare()
+            if rare.pending is _NONE:
+                rare.pending = []
+            rare.pending.extend(logprobs)
         return b""
 
     def annotation(self, citation: CitationPart) -> bytes:
@@ -240,10 +251,11 @@ class TextWriter(PartWriter):
         annotation = annotation_from_citation(citation)
         if annotation is None:
             return b""  # recorded with the final value, as the body encoder records it
-        if self.sent_annotations is _NONE:
-            self.sent_annotations = []
-        index = len(self.sent_annotations)
-        self.sent_annotations.append(citation)
+        rare = self._rare()
+        if rare.annotations is _NONE:
+            rare.annotations = []
+        index = len(rare.annotations)
+        rare.annotations.append(citation)
         body = {**self._common(), "annotation_index": index, "annotation": annotation}
         return self.out.frame("response.output_text.annotation.added", body)
 
@@ -253,16 +265,20 @@ class TextWriter(PartWriter):
         text = sent if isinstance(sent, str) else "".join(sent)
         if self.kind == "refusal":
             return RefusalPart(text=text)
-        return TextPart(
-            text=text, annotations=self.sent_annotations or None, logprobs=self.sent_logprobs or None
-        )
+        rare = self.rare
+        if rare is None:
+            return TextPart(text=text)
+        return TextPart(text=text, annotations=rare.annotations or None, logprobs=rare.logprobs or None)
 
     def done(self, value: Part, log: DropSource) -> bytes:
         if self.closed or not isinstance(value, TextPart | RefusalPart):
             return b""
         item = self.item
         assert item is not None
-        frames = self.text("") if self.pending else b""  # log-probabilities no text followed
+        rare = self.rare
+        frames = (
+            self.text("") if rare is not None and rare.pending else b""
+        )  # log-probabilities no text followed
         self.closed = True
         if self.continued:
             value = self.sent_value()
