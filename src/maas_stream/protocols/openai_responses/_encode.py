@@ -508,7 +508,11 @@ class StreamEncoder(EventEncoder):
         return self._writer(ev).args(ev.delta)
 
     def _on_audio(self, ev: events.AudioDelta) -> bytes:
-        return self._writer(ev).audio(ev.data, ev.transcript)
+        # (_writer inlined: the hot path of a spoken response)
+        writer = (
+            self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
+        )
+        return writer.audio(ev.data, ev.transcript)
 
     def _on_part_done(self, ev: events.PartDone) -> bytes:
         writer = self._writer(ev)

@@ -123,10 +123,7 @@ class PartWriter:
         return b""
 
     def done(self, value: Part, log: DropSource) -> bytes:
-        """The part ended with ``value`` (its metadata; its content came as deltas).
-
-        ``log`` holds the drop log, made when first read (what a text part's citations lose).
-        """
+        """The part ended with ``value`` (its metadata; its content came as deltas); ``log``: the drops."""
         return b""
 
 
@@ -144,17 +141,14 @@ class DropSource(Protocol):
 
 
 class _TextRare:
-    """A text part's log-probabilities and citations: rare, made at the first."""
+    """A text part's log-probabilities (for the next delta, and sent) and citations sent: made at the first."""
 
     __slots__ = ("annotations", "logprobs", "pending")
 
     def __init__(self) -> None:
         self.pending: list[Any] = _NONE
-        """Log-probabilities for the next text delta (Responses puts them there)."""
         self.logprobs: list[Any] = _NONE
-        """The log-probabilities sent."""
         self.annotations: list[CitationPart] = _NONE
-        """The citations sent."""
 
 
 class TextWriter(PartWriter):
@@ -163,8 +157,7 @@ class TextWriter(PartWriter):
     __slots__ = ("closed", "index", "kind", "rare", "sent")
 
     continued: bool = False
-    """The rest of a part whose first item ended early: it ends with what it wrote
-    (:class:`ContinuedTextWriter`)."""
+    """A part's rest after its first item ended (:class:`ContinuedTextWriter`): ends with what it wrote."""
 
     def __init__(self, out: Output, item: Item, refusal: bool) -> None:
         super().__init__(out, item)
@@ -179,10 +172,9 @@ class TextWriter(PartWriter):
         self.closed = False
 
     def _rare(self) -> _TextRare:
-        rare = self.rare
-        if rare is None:
-            rare = self.rare = _TextRare()
-        return rare
+        if self.rare is None:
+            self.rare = _TextRare()
+        return self.rare
 
     def _common(self) -> dict[str, Any]:
         item = self.item
@@ -303,7 +295,6 @@ class ContinuedTextWriter(TextWriter):
     """The rest of a text or refusal part whose first ``message`` item ended early (a call came between)."""
 
     __slots__ = ()
-
     continued = True
 
 
@@ -511,12 +502,10 @@ class AudioWriter(PartWriter):
     __slots__ = ()
 
     def audio(self, data: str | None, transcript: str | None) -> bytes:
-        frames = b""
-        if data:
-            frames += self.out.fill(_AUDIO_DELTA, data)
-        if transcript:
-            frames += self.out.fill(_TRANSCRIPT_DELTA, transcript)
-        return frames
+        if not transcript:  # (the common case: one piece of audio)
+            return self.out.fill(_AUDIO_DELTA, data) if data else b""
+        frames = self.out.fill(_AUDIO_DELTA, data) if data else b""
+        return frames + self.out.fill(_TRANSCRIPT_DELTA, transcript)
 
     def done(self, value: Part, log: DropSource) -> bytes:
         return self.out.frame("response.audio.done", {}) + self.out.frame(
