@@ -48,7 +48,6 @@ log = logging.getLogger("maas_stream")
 
 # Shared empty values: an idle converter holds no empty containers of its own.
 _NO_OPTIONS: Final[dict[str, Any]] = {}
-_NO_CALLS: Final[frozenset[str]] = frozenset()
 _NO_STREAMS: Final[list[list[bytes]]] = []  # (never added to: replaced by a list of its own)
 
 
@@ -109,7 +108,6 @@ class StreamConverter:
     """
 
     __slots__ = (
-        "_all_streams",
         "_cancelled",
         "_checked",
         "_encoder",
@@ -133,10 +131,10 @@ class StreamConverter:
         self._logged = 0
         self._split: Splitter | None = None
         self._checked = False
-        self._cancelled: frozenset[str] = _NO_CALLS
-        """Ids of calls the whole input cancels later (``convert_session`` knows them up front)."""
-        self._all_streams = False
-        """Whether the caller takes every stream (``convert_session``): no response is lost."""
+        self._cancelled: frozenset[str] | None = None
+        """Ids of calls the whole input cancels later, when the caller takes every stream
+        (``convert_session``, which knows them up front): no response is lost. ``None``: one
+        stream is taken."""
         self.target = to
         self.fail_closed = fail_closed
         self.response: Response | None = None
@@ -242,7 +240,7 @@ class StreamConverter:
         One target stream holds one response: a session's later responses are only in
         :attr:`streams` (and listed as a ``message`` drop of the single stream).
         """
-        if self._split is None and not self._all_streams:
+        if self._split is None and self._cancelled is None:
             return out  # one stream, which the caller has: no copy kept
         streams = self._streams
         if streams is _NO_STREAMS:
@@ -375,7 +373,6 @@ def convert_session(
     # The whole input is here: a call the session cancels later (Live toolCallCancellation)
     # is known before its response is written, so it is not sent as a call to run.
     session = aggregate_session(chunks, protocol=protocol)
-    conv._all_streams = True
     conv._cancelled = frozenset(
         e.call_id for e in session.events if e.kind == "cancellation" and e.call_id is not None
     )

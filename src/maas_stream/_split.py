@@ -214,7 +214,7 @@ class Splitter:
         del calls[key]
         value = event.value
         cut = isinstance(value, ToolCallPart) and (
-            value.status == "incomplete" or value.id in self._conv._cancelled
+            value.status == "incomplete" or value.id in (self._conv._cancelled or ())
         )
         if key in self._cancelled or cut:
             self._cancelled.discard(key)
@@ -258,7 +258,7 @@ class Splitter:
         if self._used:
             self.drops.extend(conv._encoder.drops.records)
             conv._encoder = get_protocol(conv.target).encoder(**conv._options)
-            if not conv._all_streams:
+            if conv._cancelled is None:
                 self.drops.add(
                     "message",
                     "a further response of the session (one stream holds one response; each is in"

@@ -31,6 +31,11 @@ DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 
 _BOM: Final = b"\xef\xbb\xbf"
 
+_BOM_PENDING: Final = 1
+"""A :attr:`Decoder._settle` flag: a BOM may start the stream (nothing decided yet)."""
+_PENDING_CR: Final = 2
+"""A :attr:`Decoder._settle` flag: the last chunk ended with a CR (an LF may follow it)."""
+
 _NO_LINES: Final = cast("list[bytes]", ())
 """No pending line or data lines: shared by idle decoders (two empty lists are 112 bytes a
 stream). A tuple, so an ``append`` to it fails at once; every writer makes its own list."""
@@ -94,16 +99,15 @@ class Decoder:
     """
 
     __slots__ = (
-        "_bom_pending",
         "_data",
         "_data_size",
         "_event",
         "_last_id",
         "_max",
         "_pending",
-        "_pending_cr",
         "_pending_size",
         "_retry",
+        "_settle",
         "_state",
         "events",
         "truncated",
@@ -113,8 +117,9 @@ class Decoder:
         self._max = max_event_size
         self._pending = _NO_LINES
         self._pending_size = 0
-        self._pending_cr = False
-        self._bom_pending = True
+        self._settle = _BOM_PENDING
+        """What the next chunk settles first (flags): a BOM that may start the stream, a CR
+        that ended the last chunk (an LF may follow it)."""
         self._event = ""
         self._data = _NO_LINES
         self._data_size = 0
@@ -214,16 +219,16 @@ class Decoder:
         if (
             self._data
             or self._retry is not None
-            or self._pending_cr
+            or self._settle & _PENDING_CR
             or 10 not in chunk  # an int: memchr (a one-byte bytes needle is searched far slower)
         ):
             return None  # inside an event, a rare case to settle first, or nothing ends here
-        if self._bom_pending:
+        if self._settle:
             # A fresh decoder: the first chunk takes the whole-chunk split too, unless it may
             # start with a BOM (what is pending then is the start of one).
             if self._pending or chunk[0] == 0xEF:
                 return None
-            self._bom_pending = False  # as feed_raw would settle it: no BOM here
+            self._settle = 0  # as feed_raw would settle it: no BOM here
         data = b"".join(self._pending) + chunk if self._pending else chunk
         if self._event:
             # feed_raw stopped after an event's "event:" line: read from that line again.
@@ -267,7 +272,7 @@ class Decoder:
             raise LocalProtocolError(f"SSE decoder fed in state {self._state.value}", state=self._state.value)
         if not chunk:
             return b""
-        if self._pending_cr or self._bom_pending or b"\r" in chunk:
+        if self._settle or b"\r" in chunk:
             chunk = self._normalize(chunk)
             if not chunk:
                 return b""
@@ -312,25 +317,25 @@ class Decoder:
 
     def _normalize(self, chunk: bytes) -> bytes:
         """Handle the rare cases: a CR that ended the last chunk, the BOM, CR and CRLF endings."""
-        if self._pending_cr:
-            self._pending_cr = False
+        if self._settle & _PENDING_CR:
+            self._settle &= _BOM_PENDING
             if chunk[0] == 0x0A:
                 chunk = chunk[1:]
                 if not chunk:
                     return b""
-        if self._bom_pending:
+        if self._settle & _BOM_PENDING:
             head = b"".join(self._pending) + chunk if self._pending else chunk
             if len(head) < 3 and _BOM.startswith(head):
                 self._pending = [head]
                 self._pending_size = len(head)
                 return b""
-            self._bom_pending = False
+            self._settle &= _PENDING_CR
             self._pending = _NO_LINES
             self._pending_size = 0
             chunk = head[3:] if head.startswith(_BOM) else head
         if b"\r" in chunk:
             if chunk[-1] == 0x0D:
-                self._pending_cr = True
+                self._settle |= _PENDING_CR
             chunk = chunk.replace(b"\r\n", b"\n")
             if 13 in chunk:  # a lone CR (an int: memchr, where a second replace scans it all)
                 chunk = chunk.replace(b"\r", b"\n")
@@ -357,7 +362,7 @@ class Decoder:
         return []
 
     def _bom_only(self) -> bool:
-        return self._bom_pending and _BOM.startswith(b"".join(self._pending))
+        return bool(self._settle & _BOM_PENDING) and _BOM.startswith(b"".join(self._pending))
 
     def _field(self, line: bytes) -> None:
         name, sep, value = line.partition(b":")

@@ -49,7 +49,6 @@ class CandidateRuns:
     """
 
     __slots__ = (
-        "call",
         "calls",
         "cut",
         "fields",
@@ -60,7 +59,7 @@ class CandidateRuns:
         "last_text",
         "rid",
         "signed",
-        "writer",
+        "stream",
     )
 
     def __init__(self, index: int, rid: str) -> None:
@@ -72,8 +71,8 @@ class CandidateRuns:
         """The open run: ``"text"``, ``"thought"``, ``"stream"`` (a streamed call) or ``""``."""
         self.signed = False
         self.calls = 0
-        self.call: ToolCallPart | None = None
-        self.writer: ArgsWriter | None = None
+        self.stream: tuple[ToolCallPart, ArgsWriter] | None = None
+        """The open streamed call and the writer of its arguments."""
         self.cut = False
         self.finish: str | None = None
         self.last_text: int | None = None
@@ -188,8 +187,7 @@ class CandidateRuns:
             value = call_part(call, call_id, sig, "")
             out.append(ev.PartStart(message=index, part=key, value=value))
             self.kind = "stream"
-            self.call = value
-            self.writer = ArgsWriter()
+            self.stream = (value, ArgsWriter())
             self._partial(call, out)
             return
         out.append(
@@ -198,8 +196,8 @@ class CandidateRuns:
         out.append(ev.PartDone(message=index, part=key))
 
     def _partial(self, call: FunctionCall, out: list[ev.Event]) -> None:
-        writer = self.writer
-        assert writer is not None
+        assert self.stream is not None
+        writer = self.stream[1]
         for arg in call.partial_args or ():
             delta = writer.feed(arg)
             if delta:
@@ -213,28 +211,23 @@ class CandidateRuns:
             return
         if call.will_continue:
             return  # a keep-going marker between arguments
-        writer = self.writer
-        assert writer is not None
-        assert self.call is not None
+        assert self.stream is not None
+        started, writer = self.stream
         out.append(ev.ArgumentsDelta(message=self.index, part=self.key, delta=writer.finish()))
         final = writer.final_text()
         value = None
         if final is not None:
-            value = msgspec.structs.replace(self.call, arguments=final, status="completed")
+            value = msgspec.structs.replace(started, arguments=final, status="completed")
         out.append(ev.PartDone(message=self.index, part=self.key, value=value))
         self.kind = ""
-        self.call = None
-        self.writer = None
+        self.stream = None
 
     def cut_call(self, out: list[ev.Event]) -> None:
         """The open streamed call never got its terminal part: it ends incomplete."""
-        call = self.call
-        writer = self.writer
-        assert call is not None
-        assert writer is not None
+        assert self.stream is not None
+        call, writer = self.stream
         self.kind = ""
-        self.call = None
-        self.writer = None
+        self.stream = None
         self.cut = True
         value = msgspec.structs.replace(call, arguments=writer.text, status="incomplete")
         out.append(ev.PartDone(message=self.index, part=self.key, value=value))

@@ -126,12 +126,12 @@ class StreamDecoder(SSEStreamDecoder):
     protocol = PROTOCOL
     direct = True
 
-    __slots__ = ("_blocked", "_cands", "_error", "_rid", "_snake", "_started", "_usage")
+    __slots__ = ("_blocked", "_cands", "_error", "_rid", "_snake", "_usage")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._started = False
-        self._rid = ""
+        self._rid: str | None = None
+        """The response id (``""`` when none is given), ``None`` until the first chunk started the response."""
         self._cands: CandidateRuns | dict[int, CandidateRuns] | None = None
         """The candidates (:meth:`_cand`): one, nearly always, held bare; a dict by index from
         the second on."""
@@ -147,7 +147,7 @@ class StreamDecoder(SSEStreamDecoder):
     # ------------------------------------------------------------------ frames
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
-        if self._started and self._target is None:  # (folding: fold_frames read it lean already)
+        if self._rid is not None and self._target is None:  # (folding: fold_frames read it lean already)
             delta = self._run_delta(data)
             if delta is not None:
                 return delta
@@ -168,8 +168,7 @@ class StreamDecoder(SSEStreamDecoder):
             self._flush_usage(out)
             out.append(ev.StreamErrorEvent(error=error_from_wire(chunk.error)))
             return out
-        if not self._started:
-            self._started = True
+        if self._rid is None:
             self._rid = chunk.response_id or ""
             raw = response_fields(chunk)
             out.append(
@@ -230,7 +229,7 @@ class StreamDecoder(SSEStreamDecoder):
         """
         fold = self.fold_delta
         decode = fold_decoders[self._snake].decode
-        started = self._started
+        started = self._rid is not None
         last = -1  # the candidate index looked up last, and what was found (a normal frame may add one)
         c: CandidateRuns | None = None
         first = self._frames + 1
@@ -269,7 +268,7 @@ class StreamDecoder(SSEStreamDecoder):
                             self._usage = chunk.usage_metadata
                         continue
             self.normal(number, names[number - first], data)
-            started = self._started
+            started = self._rid is not None
             last = -1
 
     def _other_names(self, data: bytes) -> FoldChunk | None:
@@ -395,7 +394,7 @@ class StreamDecoder(SSEStreamDecoder):
         index = cand.index
         c = self._cand(index)
         if c is None:
-            c = CandidateRuns(index, self._rid)
+            c = CandidateRuns(index, self._rid or "")
             held = self._cands
             if held is None:
                 self._cands = c

@@ -49,10 +49,11 @@ from ._meta import (
     response_object,
     usage_json,
 )
-from ._output import NO_CONTENT, REBUILT, Item, Output, members
+from ._output import NO_CONTENT, REBUILT, Item, Output, WholeItem, members
 from ._writers import (
     AudioWriter,
     CallWriter,
+    ContinuedTextWriter,
     DropWriter,
     PartWriter,
     ReasoningWriter,
@@ -73,6 +74,24 @@ _NO_SKIP: Final[set[int]] = set()
 _NOTHING: Final = PartWriter(Output(), None)
 """The writer of a part never started: it writes nothing (one for every encoder)."""
 
+_FRESH: Final = 0
+_STARTED: Final = 1
+_ENDED: Final = 2
+
+
+class _Rare:
+    """The encoder's state that few streams have, made at its first use (one slot when idle)."""
+
+    __slots__ = ("base", "drops", "meta", "whole")
+
+    def __init__(self) -> None:
+        self.drops: DropLog | None = None
+        """Made at the first drop: most streams drop nothing."""
+        self.base: dict[str, Any] | None = None
+        """A Responses source's response fields."""
+        self.meta: dict[int, events.MessageStart] = EMPTY
+        self.whole: dict[int, Item] = EMPTY
+
 
 class StreamEncoder(EventEncoder):
     """Encode canonical events as an OpenAI Responses SSE stream.
@@ -83,45 +102,36 @@ class StreamEncoder(EventEncoder):
     """
 
     __slots__ = (
-        "_base",
-        "_drops",
-        "_ended",
         "_finish",
         "_hot",
         "_hot_kept",
         "_hot_message",
         "_hot_part",
         "_id",
-        "_meta",
         "_model",
         "_out",
         "_parts",
-        "_same",
+        "_phase",
+        "_rare",
         "_skip",
         "_source",
-        "_started",
         "_text_item",
         "_usage",
-        "_whole",
     )
 
     protocol: ClassVar[str] = PROTOCOL
 
     def __init__(self, *, response_id: str | None = None, model: str | None = None) -> None:
-        self._drops: DropLog | None = None  # (made at the first drop: most streams drop nothing)
         self._source: str | None = None
         self._id = response_id
         self._model = model
-        self._base: dict[str, Any] | None = None
-        self._same = False
-        """The source is Responses: its items are kept whole."""
+        self._rare: _Rare | None = None
+        """What few streams have (a drop, a Responses source's fields and items, a message's
+        phase): made at its first use."""
         self._out = Output()
-        self._started = False
-        self._ended = False
-        # One message of one part in most streams: held bare; rare state shared empty.
-        self._meta: dict[int, events.MessageStart] = EMPTY
-        """The starts that carry a phase or provider fields (most carry neither)."""
-        self._whole: dict[int, Item] = EMPTY
+        self._phase = _FRESH
+        """Whether the output started (:data:`_STARTED`) or ended (:data:`_ENDED`)."""
+        # One message of one part in most streams: held bare.
         self._text_item: Item | dict[int, Item] | None = None
         """Each message's open text item (see :meth:`_text_of`): the first held bare (most
         streams have one), a dict by message once another message has one."""
@@ -143,43 +153,73 @@ class StreamEncoder(EventEncoder):
     @property
     def drops(self) -> DropLog:
         """What Responses could not carry and was dropped, as records."""
-        drops = self._drops
+        rare = self._rare_state()
+        drops = rare.drops
         if drops is None:
-            drops = self._drops = DropLog(PROTOCOL, self._source)
+            drops = rare.drops = DropLog(PROTOCOL, self._source)
         return drops
 
     @drops.setter
     def drops(self, value: DropLog) -> None:
-        self._drops = value
+        self._rare_state().drops = value
 
     def dropped(self) -> int:
         """How many distinct drop records there are (no log is made for none)."""
-        return len(self._drops) if self._drops is not None else 0
+        rare = self._rare
+        return len(rare.drops) if rare is not None and rare.drops is not None else 0
+
+    def _rare_state(self) -> _Rare:
+        rare = self._rare
+        if rare is None:
+            rare = self._rare = _Rare()
+        return rare
+
+    @property
+    def _same(self) -> bool:
+        """The source is Responses: its items are kept whole."""
+        return self._source == PROTOCOL
+
+    @property
+    def _meta(self) -> dict[int, events.MessageStart]:
+        """The starts that carry a phase or provider fields (most carry neither)."""
+        rare = self._rare
+        return EMPTY if rare is None else rare.meta
+
+    @property
+    def _whole(self) -> dict[int, Item]:
+        """A Responses source's items kept whole, by message."""
+        rare = self._rare
+        return EMPTY if rare is None else rare.whole
 
     def encode(self, event: events.Event) -> bytes:
         """Encode one canonical event; return the frames it completes (maybe ``b""``)."""
-        if self._ended:
+        phase = self._phase
+        if phase == _ENDED:
             return b""
         if self._skip and getattr(event, "message", None) in self._skip:
             return b""  # another choice, or a message that is not the model's: reported once
-        if self._started:
+        if phase == _STARTED:
             return self._TABLE[type(event)](self, event)  # (inlined _route: the hot path)
         head = b"" if isinstance(event, events.ResponseStart) else self._start()
         return head + self._TABLE[type(event)](self, event)
 
     def finish(self) -> bytes:
         """End the output. A source that was cut stays cut: no terminal event is invented."""
-        self._ended = True
+        self._phase = _ENDED
         return b""
 
     # ------------------------------------------------------------------ the response
 
     def _response(self, status: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
-        return response_object(self._id, self._model, self._base, status, self._out.output(), usage)
+        return response_object(self._id, self._model, self._base(), status, self._out.output(), usage)
+
+    def _base(self) -> dict[str, Any] | None:
+        rare = self._rare
+        return None if rare is None else rare.base
 
     def _start(self) -> bytes:
-        self._started = True
-        created = response_object(self._id, self._model, self._base, "in_progress", [])
+        self._phase = _STARTED
+        created = response_object(self._id, self._model, self._base(), "in_progress", [])
         self._id = created["id"]  # the SDK rejects a response whose id changes mid-stream
         return self._out.frame("response.created", {"response": created}) + self._out.frame(
             "response.in_progress", {"response": self._response("in_progress")}
@@ -187,14 +227,14 @@ class StreamEncoder(EventEncoder):
 
     def _on_response_start(self, ev: events.ResponseStart) -> bytes:
         self._source = ev.protocol
-        if self._drops is not None:
-            self._drops.source = ev.protocol
-        self._same = ev.protocol == PROTOCOL
+        rare = self._rare
+        if rare is not None and rare.drops is not None:
+            rare.drops.source = ev.protocol
         self._id = self._id or ev.id
         self._model = self._model or ev.model
         if self._same:
-            self._base = response_fields(ev.provider_raw)
-        return self._start() if not self._started else b""
+            self._rare_state().base = response_fields(ev.provider_raw)
+        return self._start() if self._phase == _FRESH else b""
 
     def _on_usage(self, ev: events.UsageUpdate) -> bytes:
         self._usage = ev.usage
@@ -215,7 +255,7 @@ class StreamEncoder(EventEncoder):
             response["incomplete_details"] = incomplete_details(
                 finish, provider, same=self._same, drops=self.drops
             )
-        self._ended = True
+        self._phase = _ENDED
         return frames + self._out.frame(f"response.{status}", {"response": response})
 
     def _on_error(self, ev: events.StreamErrorEvent) -> bytes:
@@ -228,7 +268,7 @@ class StreamEncoder(EventEncoder):
             frames += self._out.frame("error", flat_error(error))
         response = self._response("failed", usage_json(self._usage, same=self._same))
         response["error"] = error_json(error)  # the code may change here: the error event keeps it
-        self._ended = True
+        self._phase = _ENDED
         return frames + self._out.frame("response.failed", {"response": response})
 
     def _on_unknown(self, ev: events.UnknownEvent) -> bytes:
@@ -247,17 +287,18 @@ class StreamEncoder(EventEncoder):
                 ev.message, "choices after the first (a Responses response carries one)"
             )
         if ev.phase is not None or ev.provider_raw is not None:
-            self._meta = writable(self._meta)
-            self._meta[ev.message] = ev
+            rare = self._rare_state()
+            rare.meta = writable(rare.meta)
+            rare.meta[ev.message] = ev
         if self._same and ev.type == "message":
             item = self._set_text(Item(-1, "message", ev.id, ev.message))
             return self._out.open(
                 item, message_item(ev.id, "in_progress", NO_CONTENT, phase=ev.phase, extras=ev.provider_raw)
             )
         if self._same and ev.type is not None:
-            self._whole = writable(self._whole)
-            item = self._whole[ev.message] = Item(-1, ev.type, ev.id)
-            item.whole = True
+            rare = self._rare_state()
+            rare.whole = writable(rare.whole)
+            item = rare.whole[ev.message] = WholeItem(-1, ev.type, ev.id)
             if ev.type not in REBUILT_TYPES:
                 # A hosted tool or an unknown item: its raw item is all there is; send it as is.
                 return self._out.open(item, ev.provider_raw if isinstance(ev.provider_raw, dict) else {})
@@ -339,7 +380,7 @@ class StreamEncoder(EventEncoder):
         for writer in [c for c in members(item.content) if isinstance(c, TextWriter)]:
             # A part still open (it holds its writer) ends here, with what was sent, so the
             # message item can end.
-            frames += writer.done(writer.sent_value())
+            frames += writer.done(writer.sent_value(), self)
         return frames + self._out.close(item, self._message_body(message, item, status))
 
     def _close_all(self, status: str = "completed") -> bytes:
@@ -396,7 +437,7 @@ class StreamEncoder(EventEncoder):
             frames = self._out.open(item, message_item(None, "in_progress", NO_CONTENT, phase=phase))
             if phase is None:
                 item.body = REBUILT  # (what it says is its id and type: rebuilt when read)
-        writer = TextWriter(self._out, item, refusal, self, continued=continued)
+        writer = (ContinuedTextWriter if continued else TextWriter)(self._out, item, refusal)
         return writer, frames + writer.open()
 
     def _set_writer(self, message: int, part: int, writer: PartWriter) -> None:
@@ -467,7 +508,11 @@ class StreamEncoder(EventEncoder):
         return self._writer(ev).args(ev.delta)
 
     def _on_audio(self, ev: events.AudioDelta) -> bytes:
-        return self._writer(ev).audio(ev.data, ev.transcript)
+        # (_writer inlined: the hot path of a spoken response)
+        writer = (
+            self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
+        )
+        return writer.audio(ev.data, ev.transcript)
 
     def _on_part_done(self, ev: events.PartDone) -> bytes:
         writer = self._writer(ev)
@@ -477,7 +522,7 @@ class StreamEncoder(EventEncoder):
             what = dropped_signature(ev.value)  # (the log is made at the first drop)
             if what is not None:
                 self.drops.add("signature", what, where=f"messages[{ev.message}]")
-        return writer.done(ev.value)
+        return writer.done(ev.value, self)
 
 
 def _whole_body(item: Item, value: Message | None, status: str | None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import msgspec
 from .._template import HOLE, shared_template
 from ._items_write import message_item
 
-__all__ = ["NO_CONTENT", "REBUILT", "Item", "Output", "appended", "members", "replaced"]
+__all__ = ["NO_CONTENT", "REBUILT", "Item", "Output", "WholeItem", "appended", "members", "replaced"]
 
 _json = msgspec.json.Encoder()
 
@@ -103,7 +103,10 @@ def replaced(items: Any, index: int, value: Any) -> Any:
 class Item:
     """One output item: its index, type and id, its body so far, and its content parts."""
 
-    __slots__ = ("body", "content", "done", "id", "index", "message", "type", "whole")
+    __slots__ = ("body", "content", "done", "id", "index", "message", "type")
+
+    whole: bool = False
+    """One canonical message is this whole item (a Responses source: :class:`WholeItem`)."""
 
     def __init__(self, index: int, type: str, id: str | None, message: int = -1) -> None:
         self.index = index
@@ -115,10 +118,16 @@ class Item:
         """A message item's content parts; an open part's place holds its writer (stored with
         :func:`appended`, read with :func:`members`)."""
         self.done = False
-        self.whole = False
-        """One canonical message is this whole item (a Responses source)."""
         self.message = message
         """The canonical message whose text this ``message`` item holds (-1: not told)."""
+
+
+class WholeItem(Item):
+    """An item that one canonical message of a Responses source is, whole."""
+
+    __slots__ = ()
+
+    whole = True
 
 
 class Output:

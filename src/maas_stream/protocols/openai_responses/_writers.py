@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AudioWriter",
     "CallWriter",
+    "ContinuedTextWriter",
     "DropWriter",
     "PartWriter",
     "PatchWriter",
@@ -121,8 +122,8 @@ class PartWriter:
         """A piece of audio or of its transcript."""
         return b""
 
-    def done(self, value: Part) -> bytes:
-        """The part ended with ``value`` (its metadata; its content came as deltas)."""
+    def done(self, value: Part, log: DropSource) -> bytes:
+        """The part ended with ``value`` (its metadata; its content came as deltas); ``log``: the drops."""
         return b""
 
 
@@ -139,41 +140,41 @@ class DropSource(Protocol):
         ...
 
 
+class _TextRare:
+    """A text part's log-probabilities (for the next delta, and sent) and citations sent: made at the first."""
+
+    __slots__ = ("annotations", "logprobs", "pending")
+
+    def __init__(self) -> None:
+        self.pending: list[Any] = _NONE
+        self.logprobs: list[Any] = _NONE
+        self.annotations: list[CitationPart] = _NONE
+
+
 class TextWriter(PartWriter):
     """A text or refusal content part of a ``message`` item."""
 
-    __slots__ = (
-        "closed",
-        "continued",
-        "index",
-        "kind",
-        "log",
-        "pending",
-        "sent",
-        "sent_annotations",
-        "sent_logprobs",
-    )
+    __slots__ = ("closed", "index", "kind", "rare", "sent")
 
-    def __init__(
-        self, out: Output, item: Item, refusal: bool, log: DropSource, *, continued: bool = False
-    ) -> None:
+    continued: bool = False
+    """A part's rest after its first item ended (:class:`ContinuedTextWriter`): ends with what it wrote."""
+
+    def __init__(self, out: Output, item: Item, refusal: bool) -> None:
         super().__init__(out, item)
         self.kind = "refusal" if refusal else "text"
-        self.log = log
-        """Where citations without a Responses shape are recorded, once, from the final value
-        (its :attr:`~DropSource.drops`, read only then: the log is made at the first drop)."""
-        self.continued = continued
-        """The rest of a part whose first item ended early: it ends with what it wrote."""
         self.index = len(members(item.content))
         item.content = appended(item.content, self)  # (its content part in place of the writer once it ends)
         self.sent: str | list[str] = ""
         """The text written so far: its first fragment as it came (most parts of an idle stream
         hold one), a list from the second on (joined as they come, see ``add_fragment``)."""
-        # Log-probabilities and citations are rare: one shared empty value until the first.
-        self.pending: list[Any] = _NONE
-        self.sent_logprobs: list[Any] = _NONE
-        self.sent_annotations: list[CitationPart] = _NONE
+        self.rare: _TextRare | None = None
+        """Log-probabilities and citations (rare): made at the first."""
         self.closed = False
+
+    def _rare(self) -> _TextRare:
+        if self.rare is None:
+            self.rare = _TextRare()
+        return self.rare
 
     def _common(self) -> dict[str, Any]:
         item = self.item
@@ -201,7 +202,8 @@ class TextWriter(PartWriter):
             self.sent = [sent, text]
         else:
             self.sent = text
-        if not self.pending:  # the common case: one shape for every delta of the part
+        rare = self.rare
+        if rare is None or not rare.pending:  # the common case: one shape for every delta of the part
             frames = self.frames
             if frames is None:
                 body = {**self._common(), "delta": HOLE[0]}
@@ -219,20 +221,20 @@ class TextWriter(PartWriter):
         body = {**self._common(), "delta": text}
         if self.kind == "refusal":
             return self.out.frame("response.refusal.delta", body)
-        body["logprobs"] = self.pending
-        if self.pending:
-            if self.sent_logprobs is _NONE:
-                self.sent_logprobs = []
-            self.sent_logprobs.extend(self.pending)
-            self.pending = _NONE
+        body["logprobs"] = rare.pending
+        if rare.logprobs is _NONE:
+            rare.logprobs = []
+        rare.logprobs.extend(rare.pending)
+        rare.pending = _NONE
         return self.out.frame("response.output_text.delta", body)
 
     def logprobs(self, logprobs: list[Any]) -> bytes:
         if self.kind == "text" and not self.closed:
             # Sent on the next text delta (Responses puts them there).
-            if self.pending is _NONE:
-                self.pending = []
-            self.pending.extend(logprobs)
+            rare = self._rare()
+            if rare.pending is _NONE:
+                rare.pending = []
+            rare.pending.extend(logprobs)
         return b""
 
     def annotation(self, citation: CitationPart) -> bytes:
@@ -241,10 +243,11 @@ class TextWriter(PartWriter):
         annotation = annotation_from_citation(citation)
         if annotation is None:
             return b""  # recorded with the final value, as the body encoder records it
-        if self.sent_annotations is _NONE:
-            self.sent_annotations = []
-        index = len(self.sent_annotations)
-        self.sent_annotations.append(citation)
+        rare = self._rare()
+        if rare.annotations is _NONE:
+            rare.annotations = []
+        index = len(rare.annotations)
+        rare.annotations.append(citation)
         body = {**self._common(), "annotation_index": index, "annotation": annotation}
         return self.out.frame("response.output_text.annotation.added", body)
 
@@ -254,16 +257,20 @@ class TextWriter(PartWriter):
         text = sent if isinstance(sent, str) else "".join(sent)
         if self.kind == "refusal":
             return RefusalPart(text=text)
-        return TextPart(
-            text=text, annotations=self.sent_annotations or None, logprobs=self.sent_logprobs or None
-        )
+        rare = self.rare
+        if rare is None:
+            return TextPart(text=text)
+        return TextPart(text=text, annotations=rare.annotations or None, logprobs=rare.logprobs or None)
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         if self.closed or not isinstance(value, TextPart | RefusalPart):
             return b""
         item = self.item
         assert item is not None
-        frames = self.text("") if self.pending else b""  # log-probabilities no text followed
+        rare = self.rare
+        frames = (
+            self.text("") if rare is not None and rare.pending else b""
+        )  # log-probabilities no text followed
         self.closed = True
         if self.continued:
             value = self.sent_value()
@@ -272,7 +279,7 @@ class TextWriter(PartWriter):
         # the terminal response): encoded once, each writes the same bytes.
         text = msgspec.Raw(_encode(value.text))
         if isinstance(value, TextPart):
-            part = text_json(value, None if self.continued or not value.annotations else self.log.drops)
+            part = text_json(value, None if self.continued or not value.annotations else log.drops)
             part["text"] = text
             frames += self.out.frame(
                 "response.output_text.done", {**common, "text": text, "logprobs": value.logprobs or []}
@@ -282,6 +289,13 @@ class TextWriter(PartWriter):
             frames += self.out.frame("response.refusal.done", {**common, "refusal": text})
         item.content = replaced(item.content, self.index, part)
         return frames + self.out.frame("response.content_part.done", {**common, "part": part})
+
+
+class ContinuedTextWriter(TextWriter):
+    """The rest of a text or refusal part whose first ``message`` item ended early (a call came between)."""
+
+    __slots__ = ()
+    continued = True
 
 
 class CallWriter(PartWriter):
@@ -304,7 +318,7 @@ class CallWriter(PartWriter):
                 self.frames = frames
         return self.out.fill(frames, delta)
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         if not isinstance(value, ToolCallPart):
@@ -342,7 +356,7 @@ class PatchWriter(PartWriter):
 
     __slots__ = ()
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         diff = _arguments(value).get("diff")
@@ -368,7 +382,7 @@ class ShellWriter(PartWriter):
 
     __slots__ = ()
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         commands = _arguments(value).get("commands")
@@ -459,7 +473,7 @@ class ReasoningWriter(PartWriter):
         assert self.text_frames is not None
         return frames + self.out.fill(self.text_frames, text)
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         item = self.item
         assert item is not None
         if not isinstance(value, ReasoningPart):
@@ -488,14 +502,12 @@ class AudioWriter(PartWriter):
     __slots__ = ()
 
     def audio(self, data: str | None, transcript: str | None) -> bytes:
-        frames = b""
-        if data:
-            frames += self.out.fill(_AUDIO_DELTA, data)
-        if transcript:
-            frames += self.out.fill(_TRANSCRIPT_DELTA, transcript)
-        return frames
+        if not transcript:  # (the common case: one piece of audio)
+            return self.out.fill(_AUDIO_DELTA, data) if data else b""
+        frames = self.out.fill(_AUDIO_DELTA, data) if data else b""
+        return frames + self.out.fill(_TRANSCRIPT_DELTA, transcript)
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         return self.out.frame("response.audio.done", {}) + self.out.frame(
             "response.audio.transcript.done", {}
         )
@@ -544,7 +556,7 @@ class DropWriter(PartWriter):
         self._record(ReasoningPart(signature="-"))
         return b""
 
-    def done(self, value: Part) -> bytes:
+    def done(self, value: Part, log: DropSource) -> bytes:
         self._record(value)
         if self.kinds is not None and not self.kinds:
             self.kinds.add("reasoning")
