@@ -236,3 +236,58 @@ def test_fuzzed_bodies_decode(body: dict[str, Any], output: list[Any]) -> None:
     resp = decode_response({**body, "output": output})
     assert len(resp.messages) == len(output)
     assert resp.status in ("in_progress", "completed", "incomplete", "failed")
+
+
+def _fold_both(data: bytes) -> list[str]:
+    """What ``ms.aggregate`` (the direct fold) and a converter (the event path) make of ``data``."""
+    seen: list[str] = []
+    try:
+        seen.append(ms.aggregate(data, protocol=PROTO).status)
+    except ms.RemoteProtocolError as exc:
+        seen.append(f"error: {exc}")
+    conv = ms.StreamConverter(PROTO, protocol=PROTO)
+    try:
+        conv.feed(data)
+        conv.finish()
+        response = conv.response
+        assert response is not None
+        seen.append(response.status)
+    except ms.RemoteProtocolError as exc:
+        seen.append(f"error: {exc}")
+    return seen
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [{}, {"delta": ""}, {"delta": "", "item_id": "i"}, {"delta": 5}],
+    ids=["missing", "empty", "empty-with-item", "not-text"],
+)
+def test_an_empty_delta_after_the_end_is_the_same_error_in_both_paths(delta: dict[str, Any]) -> None:
+    # The direct fold skipped an empty delta before asking whether the response had ended.
+    late = {"type": "response.output_text.delta", **delta}
+    both = _fold_both(sse(CREATED, {"type": "response.completed", "sequence_number": 1}, late))
+    assert both[0] == both[1]
+    assert both[0].startswith("error: ")
+    assert "after the provider ended the response" in both[0]
+
+
+def test_an_empty_delta_while_streaming_changes_nothing_in_either_path() -> None:
+    item = {"type": "message", "id": "m", "role": "assistant", "content": []}
+    frames = [
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {
+            "type": "response.content_part.added",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": ""},
+        },
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "a"},
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": ""},
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "b"},
+        {"type": "response.completed", "response": {"id": "r", "model": "m", "status": "completed"}},
+    ]
+    with_empty = ms.aggregate(sse(*frames), protocol=PROTO)
+    without = ms.aggregate(sse(*frames[:4], *frames[5:]), protocol=PROTO)
+    assert with_empty == without
+    assert with_empty.messages[0].content[0].text == "ab"  # type: ignore[union-attr]

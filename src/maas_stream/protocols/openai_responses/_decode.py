@@ -193,9 +193,9 @@ class StreamDecoder(SSEStreamDecoder):
                             and self.fold_delta(message, "reasoning", delta, SUMMARY, index)
                         )
                     elif not delta or not isinstance(delta, str):
-                        if seq is not None:
-                            self._last = seq
-                        continue  # an empty delta changes nothing
+                        # Empty or not text: the normal way says what it is (nothing while the
+                        # response streams, an error once it has ended), as for a stream of events.
+                        folded = False
                     elif route == "content":
                         folded = self.fold_delta(message, env.content_index or 0, delta)
                     else:
