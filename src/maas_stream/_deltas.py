@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._accumulate import add_fragment, add_text, empty_refusal, empty_text, find_keyed
+from ._accumulate import add_fragment, add_text, empty_refusal, empty_text
 from ._fold import Fold
+from ._holders import find_keyed
 from ._model import AudioPart, ReasoningPart
 
 if TYPE_CHECKING:

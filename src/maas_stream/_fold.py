@@ -18,18 +18,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._accumulate import (
-    NO_ITEMS,
     AggregatorState,
     MessageState,
     PartState,
     RareState,
     SpanState,
-    add_keyed,
-    find_keyed,
     has_client_call,
     settle,
     turn_finish,
 )
+from ._holders import NO_ITEMS, add_keyed, find_keyed
 from ._model import (
     ASSISTANT_ROLES,
     MessageStatus,

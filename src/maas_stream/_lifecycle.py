@@ -26,17 +26,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._accumulate import (
-    NO_ITEMS,
     AggregatorState,
     MessageState,
     PartState,
     SpanState,
-    find_keyed,
     is_client_call,
     same_call,
     turn_finish,
 )
 from ._deltas import Deltas
+from ._holders import NO_ITEMS, find_keyed
 from ._model import ReasoningPart, RefusalPart, SessionEvent, TextPart, ToolCallPart, UnknownPart
 from .events import MessageStart
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maas_stream._accumulate import KeyMap
+from maas_stream._holders import KeyMap
 
 keys = st.one_of(
     st.integers(-3, 3),

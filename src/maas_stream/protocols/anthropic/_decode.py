@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ... import events
-from ..._accumulate import EMPTY, writable
 from ..._exceptions import RemoteProtocolError
+from ..._holders import EMPTY, writable
 from ..._model import FinishReason, UnknownPart
 from .._base import SSEStreamDecoder, model_name
 from .._direct import ARGS, TEXT

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from ..._accumulate import EMPTY, writable
+from ..._holders import EMPTY, writable
 from ...events import Event, ResponseStart
 from .._base import EventEncoder
 from ._map import (

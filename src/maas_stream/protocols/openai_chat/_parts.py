@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ..._accumulate import EMPTY, writable
 from ..._drops import DropLog
+from ..._holders import EMPTY, writable
 from ..._model import AudioPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .._replay import replayable
 from .._template import HOLE, template

@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ... import events
-from ..._accumulate import EMPTY, writable
 from ..._drops import DropLog
+from ..._holders import EMPTY, writable
 from ..._model import AudioPart, ReasoningPart, ToolCallPart
 from .._base import EventEncoder
 from .._names import OPENAI_RESPONSES as PROTOCOL
