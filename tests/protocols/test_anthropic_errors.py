@@ -185,3 +185,68 @@ def test_history_block_of_wrong_type_is_a_validation_error() -> None:
     body = {"messages": [{"role": "user", "content": [{"type": "text", "text": {"a": 1}}]}]}
     with pytest.raises(ms.ValidationError, match=r"messages\[0\]\.content\[0\]"):
         to_canonical(body)
+
+
+def _status_both_ways(data: bytes) -> list[str]:
+    """What ``ms.aggregate`` (the direct fold) and a converter (the event path) make of ``data``."""
+    seen: list[str] = []
+    try:
+        seen.append(ms.aggregate(data, protocol="anthropic").status)
+    except ms.RemoteProtocolError as exc:
+        seen.append(f"error: {exc}")
+    conv = ms.StreamConverter("anthropic", protocol="anthropic")
+    try:
+        conv.feed(data)
+        conv.finish()
+        response = conv.response
+        assert response is not None
+        seen.append(response.status)
+    except ms.RemoteProtocolError as exc:
+        seen.append(f"error: {exc}")
+    return seen
+
+
+_EMPTY_START = {
+    "type": "message_start",
+    "message": {"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [], "usage": {}},
+}
+_EMPTY_BLOCK = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+
+
+def _sse_of(*payloads: dict[str, Any]) -> bytes:
+    return b"".join(
+        b"event: " + p["type"].encode() + b"\ndata: " + json.dumps(p).encode() + b"\n\n" for p in payloads
+    )
+
+
+@pytest.mark.parametrize("kind", ["text_delta", "thinking_delta", "input_json_delta"])
+def test_an_empty_delta_after_the_end_is_the_same_error_both_ways(kind: str) -> None:
+    # The direct fold skipped an empty delta before asking whether the message had ended.
+    field = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}[kind]
+    late = {"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: ""}}
+    stop = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}
+    both = _status_both_ways(
+        _sse_of(
+            _EMPTY_START,
+            _EMPTY_BLOCK,
+            {"type": "content_block_stop", "index": 0},
+            stop,
+            {"type": "message_stop"},
+            late,
+        )
+    )
+    assert both[0] == both[1]
+    assert both[0].startswith("error: ")
+
+
+def test_an_empty_delta_while_streaming_changes_nothing_either_way() -> None:
+    def delta(text: str) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+
+    stop = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}
+    end: list[dict[str, Any]] = [{"type": "content_block_stop", "index": 0}, stop, {"type": "message_stop"}]
+    with_empty = _sse_of(_EMPTY_START, _EMPTY_BLOCK, delta("a"), delta(""), delta("b"), *end)
+    without = _sse_of(_EMPTY_START, _EMPTY_BLOCK, delta("a"), delta("b"), *end)
+    assert _status_both_ways(with_empty) == ["completed", "completed"]
+    assert ms.aggregate(with_empty, protocol="anthropic") == ms.aggregate(without, protocol="anthropic")
+    assert ms.aggregate(with_empty, protocol="anthropic").messages[0].content[0].text == "ab"  # type: ignore[union-attr]

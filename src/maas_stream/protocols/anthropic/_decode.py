@@ -134,11 +134,10 @@ class StreamDecoder(SSEStreamDecoder):
                     else:
                         text = None
                         dtype = ""
-                    if dtype:
-                        if not text:
-                            continue  # an empty delta changes nothing
-                        if self.fold_delta(0, index, text, kind):
-                            continue
+                    # An empty one goes the normal way, which says what it is: nothing while the
+                    # message streams, an error once it has ended (as for a stream of events).
+                    if dtype and text and self.fold_delta(0, index, text, kind):
+                        continue
             if frame is not None:
                 self._decoded = (data, frame)  # not decoded twice: on_frame reads it once
             self.normal(number, names[number - first], data)
