@@ -100,3 +100,28 @@ def parts(message: ms.Message) -> list[ms.Part]:
     """A message's content as a list of parts (failing the test when it is a plain string)."""
     assert isinstance(message.content, list), message.content
     return message.content
+
+
+def status_both_ways(data: bytes, protocol: str) -> list[str]:
+    """What ``ms.aggregate`` (the direct fold) and a converter (the event path) make of ``data``.
+
+    Each the response's status, or ``"error: ..."`` for a ``RemoteProtocolError``: the two
+    paths must agree on every input.
+    """
+    import maas_stream as ms
+
+    seen: list[str] = []
+    try:
+        seen.append(ms.aggregate(data, protocol=protocol).status)
+    except ms.RemoteProtocolError as exc:
+        seen.append(f"error: {exc}")
+    conv = ms.StreamConverter(protocol, protocol=protocol)
+    try:
+        conv.feed(data)
+        conv.finish()
+        response = conv.response
+        assert response is not None
+        seen.append(response.status)
+    except ms.RemoteProtocolError as exc:
+        seen.append(f"error: {exc}")
+    return seen

@@ -12,7 +12,7 @@ import pytest
 import maas_stream as ms
 from maas_stream.protocols.anthropic import to_canonical
 from maas_stream.sse import Decoder
-from tests.conftest import recordings
+from tests.conftest import recordings, status_both_ways
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -187,25 +187,6 @@ def test_history_block_of_wrong_type_is_a_validation_error() -> None:
         to_canonical(body)
 
 
-def _status_both_ways(data: bytes) -> list[str]:
-    """What ``ms.aggregate`` (the direct fold) and a converter (the event path) make of ``data``."""
-    seen: list[str] = []
-    try:
-        seen.append(ms.aggregate(data, protocol="anthropic").status)
-    except ms.RemoteProtocolError as exc:
-        seen.append(f"error: {exc}")
-    conv = ms.StreamConverter("anthropic", protocol="anthropic")
-    try:
-        conv.feed(data)
-        conv.finish()
-        response = conv.response
-        assert response is not None
-        seen.append(response.status)
-    except ms.RemoteProtocolError as exc:
-        seen.append(f"error: {exc}")
-    return seen
-
-
 _EMPTY_START = {
     "type": "message_start",
     "message": {"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [], "usage": {}},
@@ -225,7 +206,7 @@ def test_an_empty_delta_after_the_end_is_the_same_error_both_ways(kind: str) -> 
     field = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}[kind]
     late = {"type": "content_block_delta", "index": 0, "delta": {"type": kind, field: ""}}
     stop = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}
-    both = _status_both_ways(
+    both = status_both_ways(
         _sse_of(
             _EMPTY_START,
             _EMPTY_BLOCK,
@@ -233,7 +214,8 @@ def test_an_empty_delta_after_the_end_is_the_same_error_both_ways(kind: str) -> 
             stop,
             {"type": "message_stop"},
             late,
-        )
+        ),
+        "anthropic",
     )
     assert both[0] == both[1]
     assert both[0].startswith("error: ")
@@ -247,6 +229,6 @@ def test_an_empty_delta_while_streaming_changes_nothing_either_way() -> None:
     end: list[dict[str, Any]] = [{"type": "content_block_stop", "index": 0}, stop, {"type": "message_stop"}]
     with_empty = _sse_of(_EMPTY_START, _EMPTY_BLOCK, delta("a"), delta(""), delta("b"), *end)
     without = _sse_of(_EMPTY_START, _EMPTY_BLOCK, delta("a"), delta("b"), *end)
-    assert _status_both_ways(with_empty) == ["completed", "completed"]
+    assert status_both_ways(with_empty, "anthropic") == ["completed", "completed"]
     assert ms.aggregate(with_empty, protocol="anthropic") == ms.aggregate(without, protocol="anthropic")
     assert ms.aggregate(with_empty, protocol="anthropic").messages[0].content[0].text == "ab"  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import maas_stream as ms
 from maas_stream.protocols.openai_responses import decode_response
+from tests.conftest import status_both_ways
 
 PROTO = "openai-responses"
 CREATED = {"type": "response.created", "sequence_number": 0, "response": {"id": "r", "model": "m"}}
@@ -238,25 +239,6 @@ def test_fuzzed_bodies_decode(body: dict[str, Any], output: list[Any]) -> None:
     assert resp.status in ("in_progress", "completed", "incomplete", "failed")
 
 
-def _fold_both(data: bytes) -> list[str]:
-    """What ``ms.aggregate`` (the direct fold) and a converter (the event path) make of ``data``."""
-    seen: list[str] = []
-    try:
-        seen.append(ms.aggregate(data, protocol=PROTO).status)
-    except ms.RemoteProtocolError as exc:
-        seen.append(f"error: {exc}")
-    conv = ms.StreamConverter(PROTO, protocol=PROTO)
-    try:
-        conv.feed(data)
-        conv.finish()
-        response = conv.response
-        assert response is not None
-        seen.append(response.status)
-    except ms.RemoteProtocolError as exc:
-        seen.append(f"error: {exc}")
-    return seen
-
-
 @pytest.mark.parametrize(
     "delta",
     [{}, {"delta": ""}, {"delta": "", "item_id": "i"}, {"delta": 5}],
@@ -265,7 +247,7 @@ def _fold_both(data: bytes) -> list[str]:
 def test_an_empty_delta_after_the_end_is_the_same_error_in_both_paths(delta: dict[str, Any]) -> None:
     # The direct fold skipped an empty delta before asking whether the response had ended.
     late = {"type": "response.output_text.delta", **delta}
-    both = _fold_both(sse(CREATED, {"type": "response.completed", "sequence_number": 1}, late))
+    both = status_both_ways(sse(CREATED, {"type": "response.completed", "sequence_number": 1}, late), PROTO)
     assert both[0] == both[1]
     assert both[0].startswith("error: ")
     assert "after the provider ended the response" in both[0]
