@@ -34,7 +34,8 @@ a few:
 To profile the bridge under load, ``--py-spy FILE`` records ``this`` bridge with py-spy (raw
 folded stacks, 500 samples/s) for the whole run; ``--levels 1,50`` measures these concurrencies
 instead of :data:`LEVELS`; ``--no-idle`` skips the idle memory; ``--only stream`` or ``--only ping`` measures one of the two;
-``--deflate``: the clients ask for permessage-deflate, as browsers and google-genai do (``serve``
+``--this-args "ARGS"``: more ``serve`` arguments for ``this`` (e.g. ``--ws websockets``, to compare
+uvicorn's websocket implementations against ``--against`` the same checkout); ``--deflate``: the clients ask for permessage-deflate, as browsers and google-genai do (``serve``
 declines it by default: ``--ws-per-message-deflate``).
 
 Figures are ratios from one run on a shared machine, not budgets.
@@ -375,6 +376,8 @@ def start() -> tuple[list[subprocess.Popen[bytes]], dict[str, Target]]:
         args = ["serve", "--upstream-protocol", "openai-realtime", "--upstream-url", up_url]
         args += ["--port", str(port), "--log-level", "warning", "--backlog", "4096"]
         args += ["--bridge-key", BRIDGE_KEY]
+        if label == "this":
+            args += (option("--this-args") or "").split()
         proc = subprocess.Popen([sys.executable, "-c", BRIDGE, *args], env=env)
         procs.append(proc)
         ports[label] = (port, proc)

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -266,6 +266,20 @@ def _switch(value: str) -> bool:
     return value.lower() == "on"
 
 
+_WS_IMPLS: Final = ("websockets-sansio", "websockets", "wsproto")
+"""uvicorn's websocket implementations ``serve --ws`` offers. Left out, uvicorn's ``auto`` picks
+websockets-sansio (wsproto without ``websockets``): the bridge's measured best
+(``benchmarks/bench_realtime_bridge.py --this-args "--ws websockets"``), and not named as the
+default, so that a bridge without ``websockets`` (HTTP only) still starts."""
+
+
+def _ws_impl(value: str) -> str:
+    """One of uvicorn's websocket implementations (:data:`_WS_IMPLS`)."""
+    if value not in _WS_IMPLS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(_WS_IMPLS)}, not {value!r}")
+    return value
+
+
 def _count(value: str) -> int | None:
     """A positive count, or 0 / ``none`` for no limit."""
     if value.lower() in ("0", "none", "off"):
@@ -328,6 +342,13 @@ _SERVER_FLAGS: dict[str, tuple[Callable[[str], Any], str, str]] = {
         "on|off",
         "uvicorn: compress websocket messages for the clients that ask (browsers, google-genai); "
         "a compressed session costs about 36 KiB and 40%% more CPU per message (default off)",
+    ),
+    "ws": (
+        _ws_impl,
+        "IMPL",
+        "uvicorn: the websocket implementation, " + ", ".join(_WS_IMPLS) + " (default: uvicorn's auto, "
+        "websockets-sansio where websockets is installed; 'websockets' costs the bridge ~30%% more CPU "
+        "per message and ~7 KiB more per idle session)",
     ),
 }
 _SERVER_DEFAULTS: dict[str, Any] = {"timeout_graceful_shutdown": 30.0, "ws_per_message_deflate": False}

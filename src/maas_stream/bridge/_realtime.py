@@ -101,6 +101,11 @@ log = logging.getLogger("maas_stream")
 class _Session:
     """One client session: its checks, its route, its relay, its record."""
 
+    __slots__ = (
+        "_last", "_pump", "_relaying", "_requested", "_requests", "_secrets", "app", "counted", "end",
+        "exchange", "headers", "limits", "scope", "spec", "translator", "upstream_in", "ws",
+    )  # fmt: skip
+
     def __init__(self, app: BridgeApp, scope: Scope, receive: Receive, send: Send) -> None:
         self.app = app
         self.limits = app.session_limits

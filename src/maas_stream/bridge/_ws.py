@@ -93,6 +93,11 @@ class ClientSocket:
         max_message: The largest message accepted from the client, in bytes.
     """
 
+    __slots__ = (
+        "_receive", "_send", "accepted", "close_code", "closed", "max_message", "received", "scope", "sent",
+        "status",
+    )  # fmt: skip
+
     def __init__(self, scope: Scope, receive: Receive, send: Send, *, max_message: int) -> None:
         self.scope = scope
         self._receive = receive
