@@ -68,10 +68,12 @@ from ._session_wire import (
     End,
     close_code,
     close_upstream,
+    closed_error,
     error_messages,
     field_at,
     is_connect_error,
     presented,
+    refused_error,
     upstream_end,
     with_field,
 )
@@ -139,7 +141,8 @@ class _Session:
         if not await self.ws.wait_connect():
             return
         try:
-            await self._open()
+            # One after the other, not nested: an open session keeps no frame of its checks.
+            await self._serve(*await self._open())
         except ClientGone as gone:  # before the relay (a Live client gone before its setup)
             self._ended(End("client", gone.code, gone.reason))
         except Rejected as exc:
@@ -150,7 +153,8 @@ class _Session:
             if self.counted:
                 self.app._active -= 1
 
-    async def _open(self) -> None:
+    async def _open(self) -> tuple[ProtocolSpec, Route, str | None, str | bytes | None]:
+        """The checks and the route: what :meth:`_serve` is given."""
         app, scope = self.app, self.scope
         app.guard.check_host(self.headers)
         app.guard.check_origin(self.headers)
@@ -182,7 +186,7 @@ class _Session:
         check_model(model)
         route = app.router.select(model)
         self.exchange.route, self.exchange.upstream = route.name, route.upstream.protocol
-        await self._serve(spec, route, model, first)
+        return spec, route, model, first
 
     async def _first_message(self, spec: ProtocolSpec) -> tuple[str | bytes, str | None]:
         session = spec.session
@@ -266,14 +270,13 @@ class _Session:
         offered: list[str],
         first: str | bytes | None,
     ) -> None:
-        from websockets.exceptions import InvalidStatus
-
+        invalid_status = refused_error()
         try:
             connecting = upstream.connect(
                 model, headers=headers, subprotocols=offered, max_message=self.limits.max_message
             )
             conn = await connecting.__aenter__()
-        except InvalidStatus as exc:
+        except invalid_status as exc:
             status = exc.response.status_code
             body = bytes(exc.response.body or b"")[:200].decode("utf-8", "replace")
             raise Rejected(
@@ -402,8 +405,7 @@ class _Session:
         await self._finish(conn)
 
     async def _client_to_upstream(self, conn: Any) -> None:
-        from websockets.exceptions import ConnectionClosed
-
+        closed = closed_error()
         translator, receive = self.translator, self.ws.receive
         # The same protocol passes through: each message goes on as it came (read on the side).
         passing = translator.same
@@ -419,13 +421,12 @@ class _Session:
             self._ended(End("client", gone.code, gone.reason))
         except MessageTooBig as exc:
             self._ended(End("too_big", 1009, str(exc), failed=True))
-        except ConnectionClosed as exc:
+        except closed as exc:
             self._ended(upstream_end(exc))
         self._stop()
 
     async def _upstream_to_client(self, conn: Any) -> None:
-        from websockets.exceptions import ConnectionClosed
-
+        closed = closed_error()
         translator, recv, send, exchange = self.translator, conn.recv, self.ws.send, self.exchange
         passing = translator.same
         try:
@@ -440,7 +441,7 @@ class _Session:
                     await send(message)
                 else:
                     await self._deliver(conn, translator.from_upstream(message))
-        except ConnectionClosed as exc:
+        except closed as exc:
             self._ended(upstream_end(exc))
         except ClientGone as gone:  # a send to a client already gone
             self._ended(End("client", gone.code, gone.reason))
