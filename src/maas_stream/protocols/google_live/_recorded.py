@@ -177,9 +177,10 @@ def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]]
     :data:`_TEXT_SEP` (it holds one newline and cannot overlap itself, so counting them counts
     the boundaries that are one), the first line starts and the last one ends as a text line
     does. Audio: its chunks and transcriptions, all one kind or alternating (the orders
-    ``_run_deltas`` splits by slicing), each with its end, each transcription with its head
-    (an audio chunk's whole head, type included, is ``_audio_data``'s to compare: a line whose
-    head is odd fails the run there, and it goes line by line); any other order says 0.
+    ``_run_deltas`` splits by slicing) as its first two lines say, each chunk with its end, each
+    transcription with its head and end (a chunk's whole head, type included, so its kind too,
+    is ``_audio_data``'s to compare: a line whose head is odd fails the run there, and it goes
+    line by line); any other order says 0.
     """
     first = lines[0]
     if first.startswith(_TEXT_HEAD):
@@ -191,13 +192,14 @@ def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]]
         else last.endswith(_TRANSCRIPT_END) and last.startswith(_TRANSCRIPT_HEAD)
     ) or not (first.startswith(_AUDIO_HEAD) or first.startswith(_TRANSCRIPT_HEAD)):
         return 0, None  # (most chunks that are no run say so here)
-    try:
-        split = _by_kind(lines)
-    except IndexError:
-        return 0, None  # a line too short to be a common one
-    if split is None:
-        return 0, None
-    audio, spoken = split
+    # Its kinds by position, as its first two lines say (all one, or alternating; ``_by_kind``'s
+    # orders): each line is then checked as one of its kind, below or by ``_audio_data``.
+    said = first[_KIND_AT] != _MODEL_TURN
+    if len(lines) > 1 and (lines[1][_KIND_AT : _KIND_AT + 1] == b"m") == said:
+        audio, spoken = (lines[1::2], lines[0::2]) if said else (lines[0::2], lines[1::2])
+    else:
+        audio, spoken = ([], lines) if said else (lines, [])
+    split = audio, spoken
     whole = list(map(_audio_end_of, audio)).count(_AUDIO_END) == len(audio) and _all_are(
         spoken, _TRANSCRIPT_HEAD, _TRANSCRIPT_END, _SAID_SEP
     )
