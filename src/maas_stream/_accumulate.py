@@ -270,12 +270,13 @@ def join_base64(chunks: list[str]) -> str:
     groups without padding (the common case) join as text, which is the same thing. A chunk
     that is not valid base64 is kept as sent (joined as text): nothing received is lost.
     """
-    if whole_groups(chunks[:-1]):
-        return "".join(chunks)
+    joined = "".join(chunks)
+    if whole_groups(chunks[:-1], joined):
+        return joined
     try:
         raw = b"".join(base64.b64decode(c, validate=True) for c in chunks)
     except (binascii.Error, ValueError):
-        return "".join(chunks)
+        return joined
     return base64.b64encode(raw).decode("ascii")
 
 

@@ -1,8 +1,10 @@
 """Google Live: a chunk whose lines are all one run's common lines folds without a look at each line.
 
 ``_recorded._whole_run`` says so for the whole chunk at once (text: its separators counted; audio:
-its heads and ends compared a kind at a time); it must say exactly what ``fold_lines``' line by
-line look says, and the fold must stay the event path's whatever the chunk holds.
+its lines split by position, their heads and ends compared a kind at a time); it must say exactly
+what ``fold_lines``' line by line look says of these lines (a chunk's head past its first bytes,
+kind byte included, is ``_audio_data``'s to compare: ``test_live_runs_by_position``), and the fold
+must stay the event path's whatever the chunk holds.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ It must not do IO, and must not apply the aggregator's rules.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 import msgspec
 
@@ -59,6 +59,10 @@ class _WSFrame(msgspec.Struct):
 
 
 _ws_frame = msgspec.json.Decoder(_WSFrame)
+
+_NEWLINE: Final = ord("\n")
+"""A newline as the byte value ``in`` looks for: ``b"\\n" in data`` first tries its argument as a
+number and clears the error that raises, ~10x the cost of the search (once per chunk)."""
 
 
 def client_message(line: bytes) -> Any:
@@ -163,7 +167,7 @@ class JSONLinesStreamDecoder(DirectFold):
             raise LocalProtocolError(
                 f"decoder fed in state {self._state.value}", protocol=self.protocol, state=self._state.value
             )
-        if b"\n" not in data:
+        if _NEWLINE not in data:
             self._pending.append(data)
             self._pending_size += len(data)
             if self._pending_size > self._max:

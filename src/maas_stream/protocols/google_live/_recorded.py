@@ -13,15 +13,12 @@ It must not do IO.
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import msgspec
 
 from .._base import _DECODE_FAULTS
 from .._direct import AUDIO, TEXT, TRANSCRIPT
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 __all__ = [
     "_AUDIO_AT",
@@ -163,10 +160,10 @@ def _by_kind(run: list[bytes]) -> tuple[list[bytes], list[bytes]] | None:
 
 
 _TEXT_SEP: Final = _TEXT_END + b"\n" + _TEXT_HEAD
-"""What lies between two consecutive common text lines, around the newline (``_whole_run``)."""
+_SAID_SEP: Final = _TRANSCRIPT_END + b"\n" + _TRANSCRIPT_HEAD
+"""What lies between two consecutive common text lines, around the newline (``_whole_run``); between
+two transcriptions."""
 _audio_end_of = operator.itemgetter(slice(-len(_AUDIO_END), None))
-_said_head_of = operator.itemgetter(slice(len(_TRANSCRIPT_HEAD)))
-_said_end_of = operator.itemgetter(slice(-len(_TRANSCRIPT_END), None))
 
 
 def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]] | None]:
@@ -180,16 +177,14 @@ def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]]
     :data:`_TEXT_SEP` (it holds one newline and cannot overlap itself, so counting them counts
     the boundaries that are one), the first line starts and the last one ends as a text line
     does. Audio: its chunks and transcriptions, all one kind or alternating (the orders
-    ``_run_deltas`` splits by slicing), each with its end, each transcription with its head
-    (an audio chunk's whole head, type included, is ``_audio_data``'s to compare: a line whose
-    head is odd fails the run there, and it goes line by line); any other order says 0.
+    ``_run_deltas`` splits by slicing) as its first two lines say, each chunk with its end, each
+    transcription with its head and end (a chunk's whole head, type included, so its kind too,
+    is ``_audio_data``'s to compare: a line whose head is odd fails the run there, and it goes
+    line by line); any other order says 0.
     """
     first = lines[0]
     if first.startswith(_TEXT_HEAD):
-        whole = lines[-1].endswith(_TEXT_END) and (
-            len(lines) == 1 or b"\n".join(lines).count(_TEXT_SEP) == len(lines) - 1
-        )
-        return (_TEXT_RUN if whole else 0), None
+        return (_TEXT_RUN if _all_are(lines, _TEXT_HEAD, _TEXT_END, _TEXT_SEP) else 0), None
     last = lines[-1]
     if not (
         last.startswith(_AUDIO_HEAD)
@@ -197,33 +192,35 @@ def _whole_run(lines: list[bytes]) -> tuple[int, tuple[list[bytes], list[bytes]]
         else last.endswith(_TRANSCRIPT_END) and last.startswith(_TRANSCRIPT_HEAD)
     ) or not (first.startswith(_AUDIO_HEAD) or first.startswith(_TRANSCRIPT_HEAD)):
         return 0, None  # (most chunks that are no run say so here)
-    try:
-        split = _by_kind(lines)
-    except IndexError:
-        return 0, None  # a line too short to be a common one
-    if split is None:
-        return 0, None
-    audio, spoken = split
-    n = len(audio)
-    whole = list(map(_audio_end_of, audio)).count(_AUDIO_END) == n and _all_are(
-        spoken, _said_head_of, _TRANSCRIPT_HEAD, _said_end_of, _TRANSCRIPT_END
+    # Its kinds by position, as its first two lines say (all one, or alternating; ``_by_kind``'s
+    # orders): each line is then checked as one of its kind, below or by ``_audio_data``.
+    said = first[_KIND_AT] != _MODEL_TURN
+    if len(lines) > 1 and (lines[1][_KIND_AT : _KIND_AT + 1] == b"m") == said:
+        audio, spoken = (lines[1::2], lines[0::2]) if said else (lines[0::2], lines[1::2])
+    else:
+        audio, spoken = ([], lines) if said else (lines, [])
+    split = audio, spoken
+    whole = list(map(_audio_end_of, audio)).count(_AUDIO_END) == len(audio) and _all_are(
+        spoken, _TRANSCRIPT_HEAD, _TRANSCRIPT_END, _SAID_SEP
     )
     return (_AUDIO_RUN, split) if whole else (0, None)
 
 
-def _all_are(
-    lines: list[bytes],
-    head_of: Callable[[bytes], bytes],
-    head: bytes,
-    end_of: Callable[[bytes], bytes],
-    end: bytes,
-) -> bool:
-    """Whether every line starts with ``head`` and ends with ``end``.
+def _all_are(lines: list[bytes], head: bytes, end: bytes, between: bytes) -> bool:
+    """Whether every line starts with ``head`` and ends with ``end`` (``between``: ``end``, a newline, ``head``).
 
-    Their slices are compared (in C loops: no hashing, no argument parsing per line).
+    Their boundaries are counted in the lines joined, in C loops (no slice per line): each
+    newline must lie within one ``between``, which holds one newline and cannot overlap itself
+    (a head ends with ``:``, an end starts with a quote), so each is counted once.
     """
     n = len(lines)
-    return list(map(head_of, lines)).count(head) == n and list(map(end_of, lines)).count(end) == n
+    if not n:
+        return True
+    return (
+        lines[0].startswith(head)
+        and lines[-1].endswith(end)
+        and (n == 1 or b"\n".join(lines).count(between) == n - 1)
+    )
 
 
 _TEXT, _THOUGHT, _QUIET = TEXT, -1, -2
