@@ -526,7 +526,7 @@ class Detector:
             raise ProtocolDetectionError(f"the first {_MAX_FRAMES} frames match no known protocol")
 
     def _lines(self, data: bytes) -> str | None:
-        if b"\n" not in data:
+        if 10 not in data:
             self._line.append(data)
             return None
         self._line.append(data)
