@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import msgspec
 
-from ..._accumulate import FRAGMENTS, add_fragment, compact
+from ..._accumulate import add_fragment
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .._template import HOLE
 from ._items_write import (
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ._output import Item
 
 __all__ = [
+    "AUDIO_DELTA",
+    "TRANSCRIPT_DELTA",
     "AudioWriter",
     "CallWriter",
     "ContinuedTextWriter",
@@ -193,15 +195,11 @@ class TextWriter(PartWriter):
     def text(self, text: str) -> bytes:
         if self.closed:
             return b""  # the encoder moves a part that goes on after its item ended
-        sent = self.sent  # joined as they come (add_fragment inlined: the hot path)
+        sent = self.sent  # joined as they come (the encoder inlines this: its hot path)
         if isinstance(sent, list):
-            sent.append(text)
-            if len(sent) >= FRAGMENTS:
-                compact(sent)
-        elif sent:
-            self.sent = [sent, text]
+            add_fragment(sent, text)
         else:
-            self.sent = text
+            self.sent = [sent, text] if sent else text
         rare = self.rare
         if rare is None or not rare.pending:  # the common case: one shape for every delta of the part
             frames = self.frames
@@ -491,8 +489,8 @@ class ReasoningWriter(PartWriter):
         return frames
 
 
-_AUDIO_DELTA: Final = Output.delta_frame("response.audio.delta", {"delta": HOLE[0]})
-_TRANSCRIPT_DELTA: Final = Output.delta_frame("response.audio.transcript.delta", {"delta": HOLE[0]})
+AUDIO_DELTA: Final = Output.delta_frame("response.audio.delta", {"delta": HOLE[0]})
+TRANSCRIPT_DELTA: Final = Output.delta_frame("response.audio.transcript.delta", {"delta": HOLE[0]})
 """The audio and transcript delta events (:meth:`Output.frame`'s bytes, made once)."""
 
 
@@ -502,10 +500,8 @@ class AudioWriter(PartWriter):
     __slots__ = ()
 
     def audio(self, data: str | None, transcript: str | None) -> bytes:
-        if not transcript:  # (the common case: one piece of audio)
-            return self.out.fill(_AUDIO_DELTA, data) if data else b""
-        frames = self.out.fill(_AUDIO_DELTA, data) if data else b""
-        return frames + self.out.fill(_TRANSCRIPT_DELTA, transcript)
+        frames = self.out.fill(AUDIO_DELTA, data) if data else b""  # (the encoder writes one piece itself)
+        return frames + self.out.fill(TRANSCRIPT_DELTA, transcript) if transcript else frames
 
     def done(self, value: Part, log: DropSource) -> bytes:
         return self.out.frame("response.audio.done", {}) + self.out.frame(
