@@ -23,7 +23,7 @@ import msgspec
 
 from ..._accumulate import add_fragment
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
-from .._template import HOLE
+from .._template import HOLE, SHARED_MAX
 from ._items_write import (
     annotation_from_citation,
     call_item,
@@ -90,7 +90,8 @@ class PartWriter:
         self.out = out
         self.item = item
         self.frames: tuple[bytes, ...] | None = None
-        """The part's delta event, pre-encoded (:meth:`Output.delta_frame`) at its first delta."""
+        """The part's delta event, pre-encoded (:meth:`Output.delta_frame`) at its first delta (a text
+        part's when it opens)."""
 
     def text(self, text: str) -> bytes:
         """A text or refusal delta."""
@@ -153,6 +154,10 @@ class _TextRare:
         self.annotations: list[CitationPart] = _NONE
 
 
+_PART_FRAMES: Final[dict[tuple[str, str | None, int, int], tuple[tuple[bytes, ...], tuple[bytes, ...]]]] = {}
+"""Text parts' ``content_part.added`` and delta events (:meth:`Output.delta_frame`), shared, by what sets them."""
+
+
 class TextWriter(PartWriter):
     """A text or refusal content part of a ``message`` item."""
 
@@ -184,13 +189,28 @@ class TextWriter(PartWriter):
         return {"item_id": item.id, "output_index": item.index, "content_index": self.index}
 
     def open(self) -> bytes:
-        """The ``content_part.added`` event."""
-        part = (
-            {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            if self.kind == "text"
-            else {"type": "refusal", "refusal": ""}
-        )
-        return self.out.frame("response.content_part.added", {**self._common(), "part": part})
+        """The ``content_part.added`` event (and :attr:`frames`, the part's delta event)."""
+        item = self.item
+        assert item is not None
+        assert item.index >= 0  # (opened before its parts: its id and index are final)
+        key = (self.kind, item.id, item.index, self.index)
+        found = _PART_FRAMES.get(key)
+        if found is None:
+            common = self._common()
+            body = {**common, "delta": HOLE[0]}
+            if self.kind == "text":
+                part = {"type": "output_text", "text": HOLE[0], "annotations": [], "logprobs": []}
+                body["logprobs"] = []
+                delta = self.out.delta_frame("response.output_text.delta", body)
+            else:
+                part = {"type": "refusal", "refusal": HOLE[0]}
+                delta = self.out.delta_frame("response.refusal.delta", body)
+            found = (self.out.delta_frame("response.content_part.added", {**common, "part": part}), delta)
+            if len(_PART_FRAMES) >= SHARED_MAX:
+                _PART_FRAMES.clear()  # (bounded: a Responses source's item ids are its own)
+            _PART_FRAMES[key] = found
+        self.frames = found[1]
+        return self.out.fill(found[0], "")
 
     def text(self, text: str) -> bytes:
         if self.closed:
@@ -201,21 +221,9 @@ class TextWriter(PartWriter):
         else:
             self.sent = [sent, text] if sent else text
         rare = self.rare
-        if rare is None or not rare.pending:  # the common case: one shape for every delta of the part
-            frames = self.frames
-            if frames is None:
-                body = {**self._common(), "delta": HOLE[0]}
-                if self.kind == "refusal":
-                    frames = self.out.delta_frame("response.refusal.delta", body)
-                else:
-                    body["logprobs"] = []
-                    frames = self.out.delta_frame("response.output_text.delta", body)
-                if self.item is not None and self.item.index >= 0:  # opened: id and index final
-                    self.frames = frames
-            out = self.out  # (Output.fill inlined: the hot path)
-            seq = out.seq
-            out.seq = seq + 1
-            return b"".join((frames[0], _encode(text), frames[1], b"%d" % seq, frames[2]))
+        if rare is None or not rare.pending:  # one shape for every delta of the part (as the encoder's)
+            assert self.frames is not None  # (made by open)
+            return self.out.fill(self.frames, text)
         body = {**self._common(), "delta": text}
         if self.kind == "refusal":
             return self.out.frame("response.refusal.delta", body)
@@ -534,19 +542,15 @@ class DropWriter(PartWriter):
                 self.drops.add(kind, what, where=self.where)
 
     def summary(self, index: int, text: str) -> bytes:
-        if not self._recorded(text):
+        if not (text and self.kinds is not None and "reasoning" in self.kinds):  # (recorded already)
             self._record(ReasoningPart(summary=[text]))
         return b""
 
     def reasoning(self, text: str) -> bytes:
-        kinds = self.kinds  # (_recorded inlined: the hot path, every delta after the first)
+        kinds = self.kinds  # (the hot path: recorded already, every delta after the first)
         if not (text and kinds is not None and "reasoning" in kinds):
             self._record(ReasoningPart(text=text))
         return b""
-
-    def _recorded(self, text: str) -> bool:
-        """Whether a delta of ``text`` has nothing left to record (the hot path: every delta after the first)."""
-        return bool(text) and self.kinds is not None and "reasoning" in self.kinds
 
     def signature(self) -> bytes:
         self._record(ReasoningPart(signature="-"))
