@@ -112,9 +112,7 @@ class Splitter:
         A content delta of a model response's open stream (the common case) is encoded here,
         the same way as through :meth:`_event` and :meth:`_feed`, and each run of them goes to
         the converter's output once; a delta of a held call is held here, as :meth:`_hold`
-        holds it; every other event goes through :meth:`_event`. Session and client frames
-        belong to no response: the session keeps them (:func:`aggregate_session`). They are no
-        loss of a response's stream, so they are neither sent nor listed.
+        holds it; every other event goes through :meth:`_event`.
         """
         out: list[bytes] = []
         run: list[bytes] = []
@@ -148,8 +146,6 @@ class Splitter:
                 if held is not None:
                     held.append(event)
                     continue
-            elif kind is UnknownEvent and event.passthrough and event.message is None:  # type: ignore[union-attr]
-                continue
             if run:
                 out.append(self._conv._output(b"".join(run)))
                 run = []
@@ -167,6 +163,11 @@ class Splitter:
                 return b""
             return self._feed(event)
         message = getattr(event, "message", None)
+        if type(event) is UnknownEvent and event.passthrough and message is None:
+            # Session and client frames belong to no response: the session keeps them
+            # (:func:`aggregate_session`). They are no loss of a response's stream, so they
+            # are neither sent nor listed.
+            return b""
         if isinstance(event, MessageStart):
             if event.role not in ASSISTANT_ROLES:
                 self._inputs.add(event.message)  # type: ignore[arg-type]
