@@ -219,13 +219,7 @@ class StreamConverter:
             for event in events:
                 self._check_unknown(event)
         if self._split is not None:
-            # Session and client frames belong to no response: the session keeps them
-            # (:func:`aggregate_session`). They are no loss of a response's stream, so they
-            # are neither sent nor listed.
-            events = [
-                e for e in events if not (type(e) is UnknownEvent and e.passthrough and e.message is None)
-            ]
-            out = self._split.encode(events)
+            out = self._split.encode(events)  # (it leaves out session and client frames)
         else:
             encode = self._encoder.encode
             out = b"".join([encode(e) for e in events])

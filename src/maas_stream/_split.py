@@ -35,6 +35,7 @@ from .events import (
     StreamErrorEvent,
     SummaryDelta,
     TextDelta,
+    UnknownEvent,
 )
 
 if TYPE_CHECKING:
@@ -55,7 +56,14 @@ message's own (an input's, or one whose stream was sent, goes nowhere) applies t
 _ENDS: Final = frozenset({ResponseDone, MessageDone})
 """The events that carry a finish reason (matched by type: no subclasses)."""
 
+_HELD_DELTAS: Final = frozenset({ArgumentsDelta, SignatureDelta})
+"""The deltas of a held call (see :meth:`Splitter._hold`)."""
+
 _replace: Final = msgspec.structs.replace
+
+_UNSET: Final = object()
+_SKIP: Final = object()
+"""Where a content delta of a message that goes nowhere goes (see :meth:`Splitter.encode`)."""
 
 
 class Splitter:
@@ -103,29 +111,47 @@ class Splitter:
 
         A content delta of a model response's open stream (the common case) is encoded here,
         the same way as through :meth:`_event` and :meth:`_feed`, and each run of them goes to
-        the converter's output once; every other event goes through :meth:`_event`.
+        the converter's output once; a delta of a held call is held here, as :meth:`_hold`
+        holds it; every other event goes through :meth:`_event`.
         """
         out: list[bytes] = []
         run: list[bytes] = []
         encode = self._conv._encoder.encode
+        real, local_of, inputs, sent, calls = self._real, self._local, self._inputs, self._sent, self._calls
+        last: Any = _UNSET  # the message of the last content delta, and where its deltas go
+        to: Any = None
         for event in events:
-            if type(event) in _STREAMED and self._real:
+            kind = type(event)
+            if kind in _STREAMED and real:
                 message: Any = event.message  # type: ignore[union-attr]
-                if message is not None:
-                    if message in self._inputs or message in self._sent:
+                if message is not last:  # (most deltas are of the message the last one was)
+                    last, to = message, None
+                    if message is not None:
+                        if message in inputs or message in sent:
+                            to = _SKIP
+                        else:
+                            local = local_of.get(message)
+                            if local is not None and local != message:
+                                to = local
+                if to is not None:
+                    if to is _SKIP:
                         continue
-                    local = self._local.get(message)
-                    if local is not None and local != message:
-                        event = _replace(event, message=local)
+                    event = _replace(event, message=to)
                 data = encode(event)
                 if data:
                     run.append(data)
                 continue
+            if kind in _HELD_DELTAS and calls:
+                held = calls.get((event.message, event.part))  # type: ignore[union-attr]
+                if held is not None:
+                    held.append(event)
+                    continue
             if run:
                 out.append(self._conv._output(b"".join(run)))
                 run = []
             out.append(self._event(event))
             encode = self._conv._encoder.encode  # a new response may have a new encoder
+            real, local_of, last = self._real, self._local, _UNSET
         if run:
             out.append(self._conv._output(b"".join(run)))
         return b"".join(out)
@@ -137,6 +163,11 @@ class Splitter:
                 return b""
             return self._feed(event)
         message = getattr(event, "message", None)
+        if type(event) is UnknownEvent and event.passthrough and message is None:
+            # Session and client frames belong to no response: the session keeps them
+            # (:func:`aggregate_session`). They are no loss of a response's stream, so they
+            # are neither sent nor listed.
+            return b""
         if isinstance(event, MessageStart):
             if event.role not in ASSISTANT_ROLES:
                 self._inputs.add(event.message)  # type: ignore[arg-type]
@@ -228,10 +259,16 @@ class Splitter:
             return b""
         self._calls_sent = True
         self._fed.add(key)
-        return b"".join([self._feed(e) for e in (*held, event)])
+        out = b"".join([self._send(e) for e in (*held, event)])
+        return self._conv._output(out) if out else b""
 
     def _feed(self, event: Event) -> bytes:
         """Hand an event to the open response's encoder (or hold it until the span is one)."""
+        out = self._send(event)
+        return self._conv._output(out) if out else b""
+
+    def _send(self, event: Event) -> bytes:
+        """:meth:`_feed`'s bytes, not yet handed to the converter's output."""
         if not self._open:
             self._open, self._real, self._pending, self._local = True, False, [], {}
         if not self._real:
@@ -248,8 +285,7 @@ class Splitter:
         ):
             # Its calls were cut or cancelled and not sent: the stream has no call to run.
             event = msgspec.structs.replace(event, finish_reason="stop")
-        out = self._conv._encoder.encode(event)
-        return self._conv._output(out) if out else b""
+        return self._conv._encoder.encode(event)
 
     def _become_real(self) -> bytes:
         if self._real:
@@ -267,7 +303,8 @@ class Splitter:
         self._used = self._real = self._open = True
         conv._next_stream()
         held, self._pending = self._pending, []
-        return b"".join([self._feed(e) for e in held])
+        out = b"".join([self._send(e) for e in held])
+        return conv._output(out) if out else b""
 
     def _end(self) -> bytes:
         """The open span ended: a model response's stream ends with it."""

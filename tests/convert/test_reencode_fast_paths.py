@@ -234,6 +234,7 @@ def test_encoders_join_their_fragments_as_they_come(target: str, monkeypatch: py
     """
     import maas_stream.protocols.google_live._encode as live_encode
     import maas_stream.protocols.openai_realtime._writer as realtime_writer
+    import maas_stream.protocols.openai_responses._encode as responses_encode
     import maas_stream.protocols.openai_responses._writers as responses_writers
 
     data = _long_anthropic(2_000)
@@ -245,8 +246,9 @@ def test_encoders_join_their_fragments_as_they_come(target: str, monkeypatch: py
     for pieces in ([data], [data[i : i + 4096] for i in range(0, len(data), 4096)]):
         joined = run(pieces)
         with monkeypatch.context() as patched:
-            for module in (live_encode, realtime_writer, responses_writers):
-                patched.setattr(module, "add_fragment", lambda buf, text: buf.append(text))
+            for module in (live_encode, realtime_writer, responses_writers, responses_encode):
+                if hasattr(module, "add_fragment"):
+                    patched.setattr(module, "add_fragment", lambda buf, text: buf.append(text))
                 if hasattr(module, "compact"):  # (where add_fragment is inlined)
                     patched.setattr(module, "compact", lambda buf: None)
             appended = run(pieces)

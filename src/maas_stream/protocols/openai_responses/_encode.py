@@ -25,7 +25,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+import msgspec
+
 from ... import events
+from ..._accumulate import FRAGMENTS, compact
 from ..._drops import DropLog
 from ..._holders import EMPTY, writable
 from ..._model import AudioPart, ReasoningPart, ToolCallPart
@@ -51,6 +54,8 @@ from ._meta import (
 )
 from ._output import NO_CONTENT, REBUILT, Item, Output, WholeItem, members
 from ._writers import (
+    AUDIO_DELTA,
+    TRANSCRIPT_DELTA,
     AudioWriter,
     CallWriter,
     ContinuedTextWriter,
@@ -65,6 +70,8 @@ if TYPE_CHECKING:
     from ..._model import FinishReason, Message, Part, Usage
 
 __all__ = ["StreamEncoder"]
+
+_json: Final = msgspec.json.Encoder().encode
 
 _ASSISTANT = ("assistant", "model")
 _NO_SKIP: Final[set[int]] = set()
@@ -462,7 +469,8 @@ class StreamEncoder(EventEncoder):
         """The writer of the event's part (one that writes nothing for a part never started)."""
         if ev.part == self._hot_part and ev.message == self._hot_message:
             return self._hot
-        self._store_hot()
+        if not self._hot_kept:  # (the check of _store_hot inlined: parts taking turns)
+            self._store_hot()
         writer = self._parts.get((ev.message, ev.part)) or _NOTHING
         self._hot, self._hot_message, self._hot_part = writer, ev.message, ev.part
         return writer  # (kept: it is _parts' own)
@@ -472,6 +480,23 @@ class StreamEncoder(EventEncoder):
         writer = (
             self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
         )
+        frames = writer.frames
+        if type(writer) is TextWriter and frames is not None and writer.rare is None and not writer.closed:
+            # (TextWriter.text of a delta of the part's one shape inlined: the hot path)
+            text = ev.text
+            sent = writer.sent  # (as TextWriter.text joins them, add_fragment inlined)
+            if isinstance(sent, list):
+                sent.append(text)
+                if len(sent) >= FRAGMENTS:
+                    compact(sent)
+            elif sent:
+                writer.sent = [sent, text]
+            else:
+                writer.sent = text
+            out = self._out  # (Output.fill inlined)
+            seq = out.seq
+            out.seq = seq + 1
+            return b"".join((frames[0], _json(text), frames[1], b"%d" % seq, frames[2]))
         if not writer.closed:
             return writer.text(ev.text)
         # The part goes on after its message item ended (a call came between): the rest is
@@ -479,9 +504,9 @@ class StreamEncoder(EventEncoder):
         assert isinstance(ev.message, int)
         assert isinstance(writer, TextWriter)
         assert isinstance(ev.part, int)
-        writer, frames = self._text_part(ev.message, refusal=writer.kind == "refusal", continued=True)
+        writer, added = self._text_part(ev.message, refusal=writer.kind == "refusal", continued=True)
         self._set_writer(ev.message, ev.part, writer)
-        return frames + writer.text(ev.text)
+        return added + writer.text(ev.text)
 
     _on_refusal = _on_text
 
@@ -505,14 +530,30 @@ class StreamEncoder(EventEncoder):
         return self._writer(ev).signature()
 
     def _on_arguments(self, ev: events.ArgumentsDelta) -> bytes:
-        return self._writer(ev).args(ev.delta)
+        # (_writer inlined: the hot path of a call)
+        writer = (
+            self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
+        )
+        return writer.args(ev.delta)
 
     def _on_audio(self, ev: events.AudioDelta) -> bytes:
         # (_writer inlined: the hot path of a spoken response)
         writer = (
             self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
         )
-        return writer.audio(ev.data, ev.transcript)
+        if type(writer) is not AudioWriter:
+            return writer.audio(ev.data, ev.transcript)
+        # (AudioWriter.audio and Output.fill inlined: one piece of audio or of its transcript)
+        data, transcript = ev.data, ev.transcript
+        if data and transcript:
+            return writer.audio(data, transcript)
+        frames = AUDIO_DELTA if data else TRANSCRIPT_DELTA if transcript else None
+        if frames is None:
+            return b""
+        out = self._out
+        seq = out.seq
+        out.seq = seq + 1
+        return b"".join((frames[0], _json(data or transcript), frames[1], b"%d" % seq, frames[2]))
 
     def _on_part_done(self, ev: events.PartDone) -> bytes:
         writer = self._writer(ev)

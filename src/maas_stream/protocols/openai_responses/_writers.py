@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import msgspec
 
-from ..._accumulate import FRAGMENTS, add_fragment, compact
+from ..._accumulate import add_fragment
 from ..._model import CitationPart, ReasoningPart, RefusalPart, TextPart, ToolCallPart
-from .._template import HOLE
+from .._template import HOLE, SHARED_MAX
 from ._items_write import (
     annotation_from_citation,
     call_item,
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ._output import Item
 
 __all__ = [
+    "AUDIO_DELTA",
+    "TRANSCRIPT_DELTA",
     "AudioWriter",
     "CallWriter",
     "ContinuedTextWriter",
@@ -88,7 +90,8 @@ class PartWriter:
         self.out = out
         self.item = item
         self.frames: tuple[bytes, ...] | None = None
-        """The part's delta event, pre-encoded (:meth:`Output.delta_frame`) at its first delta."""
+        """The part's delta event, pre-encoded (:meth:`Output.delta_frame`) at its first delta (a text
+        part's when it opens)."""
 
     def text(self, text: str) -> bytes:
         """A text or refusal delta."""
@@ -151,6 +154,10 @@ class _TextRare:
         self.annotations: list[CitationPart] = _NONE
 
 
+_PART_FRAMES: Final[dict[tuple[str, str | None, int, int], tuple[tuple[bytes, ...], tuple[bytes, ...]]]] = {}
+"""Text parts' ``content_part.added`` and delta events (:meth:`Output.delta_frame`), shared, by what sets them."""
+
+
 class TextWriter(PartWriter):
     """A text or refusal content part of a ``message`` item."""
 
@@ -182,42 +189,41 @@ class TextWriter(PartWriter):
         return {"item_id": item.id, "output_index": item.index, "content_index": self.index}
 
     def open(self) -> bytes:
-        """The ``content_part.added`` event."""
-        part = (
-            {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            if self.kind == "text"
-            else {"type": "refusal", "refusal": ""}
-        )
-        return self.out.frame("response.content_part.added", {**self._common(), "part": part})
+        """The ``content_part.added`` event (and :attr:`frames`, the part's delta event)."""
+        item = self.item
+        assert item is not None
+        assert item.index >= 0  # (opened before its parts: its id and index are final)
+        key = (self.kind, item.id, item.index, self.index)
+        found = _PART_FRAMES.get(key)
+        if found is None:
+            common = self._common()
+            body = {**common, "delta": HOLE[0]}
+            if self.kind == "text":
+                part = {"type": "output_text", "text": HOLE[0], "annotations": [], "logprobs": []}
+                body["logprobs"] = []
+                delta = self.out.delta_frame("response.output_text.delta", body)
+            else:
+                part = {"type": "refusal", "refusal": HOLE[0]}
+                delta = self.out.delta_frame("response.refusal.delta", body)
+            found = (self.out.delta_frame("response.content_part.added", {**common, "part": part}), delta)
+            if len(_PART_FRAMES) >= SHARED_MAX:
+                _PART_FRAMES.clear()  # (bounded: a Responses source's item ids are its own)
+            _PART_FRAMES[key] = found
+        self.frames = found[1]
+        return self.out.fill(found[0], "")
 
     def text(self, text: str) -> bytes:
         if self.closed:
             return b""  # the encoder moves a part that goes on after its item ended
-        sent = self.sent  # joined as they come (add_fragment inlined: the hot path)
+        sent = self.sent  # joined as they come (the encoder inlines this: its hot path)
         if isinstance(sent, list):
-            sent.append(text)
-            if len(sent) >= FRAGMENTS:
-                compact(sent)
-        elif sent:
-            self.sent = [sent, text]
+            add_fragment(sent, text)
         else:
-            self.sent = text
+            self.sent = [sent, text] if sent else text
         rare = self.rare
-        if rare is None or not rare.pending:  # the common case: one shape for every delta of the part
-            frames = self.frames
-            if frames is None:
-                body = {**self._common(), "delta": HOLE[0]}
-                if self.kind == "refusal":
-                    frames = self.out.delta_frame("response.refusal.delta", body)
-                else:
-                    body["logprobs"] = []
-                    frames = self.out.delta_frame("response.output_text.delta", body)
-                if self.item is not None and self.item.index >= 0:  # opened: id and index final
-                    self.frames = frames
-            out = self.out  # (Output.fill inlined: the hot path)
-            seq = out.seq
-            out.seq = seq + 1
-            return b"".join((frames[0], _encode(text), frames[1], b"%d" % seq, frames[2]))
+        if rare is None or not rare.pending:  # one shape for every delta of the part (as the encoder's)
+            assert self.frames is not None  # (made by open)
+            return self.out.fill(self.frames, text)
         body = {**self._common(), "delta": text}
         if self.kind == "refusal":
             return self.out.frame("response.refusal.delta", body)
@@ -491,8 +497,8 @@ class ReasoningWriter(PartWriter):
         return frames
 
 
-_AUDIO_DELTA: Final = Output.delta_frame("response.audio.delta", {"delta": HOLE[0]})
-_TRANSCRIPT_DELTA: Final = Output.delta_frame("response.audio.transcript.delta", {"delta": HOLE[0]})
+AUDIO_DELTA: Final = Output.delta_frame("response.audio.delta", {"delta": HOLE[0]})
+TRANSCRIPT_DELTA: Final = Output.delta_frame("response.audio.transcript.delta", {"delta": HOLE[0]})
 """The audio and transcript delta events (:meth:`Output.frame`'s bytes, made once)."""
 
 
@@ -502,10 +508,8 @@ class AudioWriter(PartWriter):
     __slots__ = ()
 
     def audio(self, data: str | None, transcript: str | None) -> bytes:
-        if not transcript:  # (the common case: one piece of audio)
-            return self.out.fill(_AUDIO_DELTA, data) if data else b""
-        frames = self.out.fill(_AUDIO_DELTA, data) if data else b""
-        return frames + self.out.fill(_TRANSCRIPT_DELTA, transcript)
+        frames = self.out.fill(AUDIO_DELTA, data) if data else b""  # (the encoder writes one piece itself)
+        return frames + self.out.fill(TRANSCRIPT_DELTA, transcript) if transcript else frames
 
     def done(self, value: Part, log: DropSource) -> bytes:
         return self.out.frame("response.audio.done", {}) + self.out.frame(
@@ -538,19 +542,15 @@ class DropWriter(PartWriter):
                 self.drops.add(kind, what, where=self.where)
 
     def summary(self, index: int, text: str) -> bytes:
-        if not self._recorded(text):
+        if not (text and self.kinds is not None and "reasoning" in self.kinds):  # (recorded already)
             self._record(ReasoningPart(summary=[text]))
         return b""
 
     def reasoning(self, text: str) -> bytes:
-        kinds = self.kinds  # (_recorded inlined: the hot path, every delta after the first)
+        kinds = self.kinds  # (the hot path: recorded already, every delta after the first)
         if not (text and kinds is not None and "reasoning" in kinds):
             self._record(ReasoningPart(text=text))
         return b""
-
-    def _recorded(self, text: str) -> bool:
-        """Whether a delta of ``text`` has nothing left to record (the hot path: every delta after the first)."""
-        return bool(text) and self.kinds is not None and "reasoning" in self.kinds
 
     def signature(self) -> bytes:
         self._record(ReasoningPart(signature="-"))
