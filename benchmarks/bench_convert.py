@@ -17,7 +17,9 @@ pair, in one run with the contenders interleaved (``_harness.best_of``):
 * the whole conversion's CPU time per source event, in µs (decode + aggregate + encode: the
   library's share of a bridge's per-event cost, whose budget is 25 µs in all).
 
-``fail_closed=False``: what a target cannot carry is dropped and listed, as a bridge allows.
+``fail_closed=False``: what a target cannot carry is dropped and listed, as a bridge allows. Each
+run reads the stream with ids of its own (``_harness.FreshIds``), as each user's stream has: an
+encoder's templates that carry an id are not found again from an earlier run.
 
 ``--against DIR`` measures another checkout's library too, in the same run and interleaved (see
 ``_harness.against``): each pair then also prints that library's ``encode / event decode``, for a
@@ -36,6 +38,7 @@ import bench_realtime
 import maas_stream as ms
 from _harness import (
     SMALL,
+    FreshIds,
     against,
     bare_jsonl,
     bare_sse,
@@ -104,7 +107,7 @@ def main() -> None:
         if other is not None:
             fns["events --against"] = event_aggregate(source, other)
             fns.update({f"{t} --against": converter(source, t, other) for t in targets})
-        t = best_of(fns, chunks, repeat)
+        t = best_of(fns, FreshIds(data), repeat)  # (each run its own ids, as each user stream)
         decode, with_events = t["aggregate"], t["events"]
         print(
             f"\n{source}: {events:,} events, aggregate {decode / events * 1e6:.2f} µs/event, "

@@ -29,7 +29,17 @@ import openai
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 import maas_stream as ms
-from _harness import LARGE, SMALL, against, aggregate, bare_sse_chunked, best_of, event_aggregate, record
+from _harness import (
+    LARGE,
+    SMALL,
+    FreshIds,
+    against,
+    aggregate,
+    bare_sse_chunked,
+    best_of,
+    event_aggregate,
+    record,
+)
 from maas_stream.sse import Decoder
 
 if TYPE_CHECKING:
@@ -210,7 +220,7 @@ def main() -> None:
         }
         if other is not None:
             fns["against"] = aggregate("openai-chat", other)
-        t = best_of(fns, chunks, 3 if quick else (31 if n == SMALL else 9))
+        t = best_of(fns, FreshIds(data), 3 if quick else (31 if n == SMALL else 9))
         t_bare, t_ours, t_enc, t_sse, t_sse_httpx = t["bare"], t["ours"], t["enc"], t["sse"], t["sse_httpx"]
         t_sdk = best_of({"sdk": sdk(data)}, chunks, 1 if n > 10_000 else 2)["sdk"]
         per_event[n] = t_ours / events
