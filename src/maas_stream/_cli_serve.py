@@ -267,10 +267,10 @@ def _switch(value: str) -> bool:
 
 
 _WS_IMPLS: Final = ("websockets-sansio", "websockets", "wsproto")
-"""uvicorn's websocket implementations ``serve --ws`` offers. Left out, uvicorn's ``auto`` picks
-websockets-sansio (wsproto without ``websockets``): the bridge's measured best
-(``benchmarks/bench_realtime_bridge.py --this-args "--ws websockets"``), and not named as the
-default, so that a bridge without ``websockets`` (HTTP only) still starts."""
+"""uvicorn's websocket implementations ``serve --ws`` offers. Left out, the bridge's own
+(:class:`~maas_stream.bridge._ws_server.BridgeWebSocketProtocol`: websockets-sansio reading
+paused only when a client is 16 messages ahead, not after each message) where ``websockets``
+is installed, else uvicorn's ``auto`` (wsproto, or none: an HTTP-only bridge still starts)."""
 
 
 def _ws_impl(value: str) -> str:
@@ -346,9 +346,10 @@ _SERVER_FLAGS: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "ws": (
         _ws_impl,
         "IMPL",
-        "uvicorn: the websocket implementation, " + ", ".join(_WS_IMPLS) + " (default: uvicorn's auto, "
-        "websockets-sansio where websockets is installed; 'websockets' costs the bridge ~30%% more CPU "
-        "per message and ~7 KiB more per idle session)",
+        "uvicorn: the websocket implementation, " + ", ".join(_WS_IMPLS) + " (default: the bridge's "
+        "websockets-sansio, which pauses reading only for a client 16 messages ahead, where websockets "
+        "is installed, else uvicorn's auto; 'websockets' costs the bridge ~30%% more CPU per message "
+        "and ~7 KiB more per idle session)",
     ),
 }
 _SERVER_DEFAULTS: dict[str, Any] = {"timeout_graceful_shutdown": 30.0, "ws_per_message_deflate": False}
@@ -410,6 +411,13 @@ def serve_options(
         {"max_connections": given["max_connections"]} if "max_connections" in given else {}
     )
     server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
+    if "ws" not in server:
+        try:
+            from .bridge._ws_server import BridgeWebSocketProtocol
+        except ImportError:  # no websockets (or uvicorn < 0.35): uvicorn's auto
+            pass
+        else:
+            server["ws"] = BridgeWebSocketProtocol
     sessions = {field: given[name] for name, (field, *_) in _SESSION_FLAGS.items() if name in given}
     if sessions:
         from .bridge._session_limits import SessionLimits

@@ -32,6 +32,7 @@ from maas_stream.bridge import (
     create_app,
 )
 from maas_stream.bridge._transport import LeanTransport
+from maas_stream.bridge._ws_server import BridgeWebSocketProtocol
 from tests.bridge.test_faults import CUT, FRAMES, MESSAGES, openai_client
 from tests.conftest import RECORDINGS
 from tests.io.loopback import Conn, Script, serve
@@ -387,7 +388,11 @@ def test_serve_flag_defaults_are_the_library_defaults() -> None:
     args = cli.build_parser().parse_args(["serve", "--upstream-protocol", "anthropic"])
     timeouts, limits, upstream, server = cli.serve_options(args)
     assert (Timeouts(**timeouts), Limits(**limits), upstream) == (Timeouts(), Limits(), {})
-    assert server == {"timeout_graceful_shutdown": 30.0, "ws_per_message_deflate": False}
+    assert server == {
+        "timeout_graceful_shutdown": 30.0,
+        "ws_per_message_deflate": False,
+        "ws": BridgeWebSocketProtocol,
+    }
     with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
         cli.build_parser().parse_args(["serve", "--help"])
     text = out.getvalue()

@@ -1,9 +1,10 @@
-"""``serve --ws``: uvicorn's websocket implementation, uvicorn's ``auto`` unless named."""
+"""``serve --ws``: uvicorn's websocket implementation, the bridge's own unless named."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import sys
 
 import pytest
 
@@ -15,8 +16,19 @@ def _server(*flags: str) -> dict[str, object]:
     return cli.serve_options(args)[3]
 
 
-def test_left_out_uvicorn_picks_the_implementation() -> None:
-    # Not named: an HTTP-only bridge (no ``websockets`` installed) must still start.
+def test_left_out_the_bridge_s_own_protocol_is_used() -> None:
+    from maas_stream.bridge._ws_server import BridgeWebSocketProtocol
+
+    assert _server()["ws"] is BridgeWebSocketProtocol
+
+
+def test_left_out_without_websockets_uvicorn_picks_the_implementation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An HTTP-only bridge (no ``websockets`` installed) must still start: uvicorn's auto.
+    monkeypatch.delitem(sys.modules, "maas_stream.bridge._ws_server", raising=False)
+    monkeypatch.setitem(sys.modules, "websockets", None)
+    monkeypatch.setitem(sys.modules, "uvicorn.protocols.websockets.websockets_sansio_impl", None)
     assert "ws" not in _server()
 
 
