@@ -18,7 +18,12 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from uvicorn.server import ServerState
 from websockets.frames import Frame, Opcode
 
-from maas_stream.bridge._ws_server import QUEUE_DEPTH, BridgeWebSocketProtocol, _LoopQueue
+from maas_stream.bridge._ws_server import (
+    LARGE_MESSAGE,
+    QUEUE_DEPTH,
+    BridgeWebSocketProtocol,
+    _LoopQueue,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -136,6 +141,29 @@ async def test_messages_already_read_when_pausing_are_all_queued_in_order() -> N
     done.set()
 
 
+@pytest.mark.parametrize("pieces", [1, 3], ids=["one frame", "fragmented"])
+async def test_a_large_message_pauses_reading_at_once(pieces: int) -> None:
+    # What a session holds stays near uvicorn's bound: small messages up to the depth, and
+    # reading stops after any large one.
+    done = anyio.Event()
+    proto, transport = await opened(BridgeWebSocketProtocol, done)
+    proto.data_received(frame("small"))
+    assert not transport.paused
+    text = "x" * LARGE_MESSAGE
+    step = -(-len(text) // pieces)
+    parts = [text[i : i + step].encode() for i in range(0, len(text), step)]
+    for n, part in enumerate(parts):
+        opcode = Opcode.TEXT if n == 0 else Opcode.CONT
+        last = n == len(parts) - 1
+        proto.data_received(Frame(opcode, part, fin=last).serialize(mask=True, extensions=[]))
+        assert transport.paused is last
+    assert [(await proto.receive())["text"] for _ in range(2)] == ["small", text]
+    assert (transport.pauses, transport.resumes) == (1, 1)
+    proto.data_received(frame("x" * (LARGE_MESSAGE - 1)))
+    assert not transport.paused
+    done.set()
+
+
 async def test_closing_while_paused_resumes_reading_for_the_close_reply() -> None:
     done = anyio.Event()
     proto, transport = await opened(BridgeWebSocketProtocol, done)
@@ -143,6 +171,10 @@ async def test_closing_while_paused_resumes_reading_for_the_close_reply() -> Non
     assert transport.paused
     await proto.send({"type": "websocket.close", "code": 1000})
     assert (transport.paused, proto.read_paused) == (False, False)
+    # The app is past its close: uvicorn drops the client's messages and keeps reading.
+    proto.data_received(frame("late"))
+    proto.data_received(frame("x" * LARGE_MESSAGE))
+    assert (transport.paused, transport.pauses, proto.queue.qsize()) == (False, 1, QUEUE_DEPTH + 1)
     done.set()
 
 
