@@ -142,6 +142,28 @@ class JSONLinesStreamDecoder(DirectFold):
         finally:
             self._fold_end()
 
+    def feed_message_into(self, msg: bytes | str, direction: str, target: FoldTarget) -> None:
+        """Decode one websocket message and fold it into ``target`` (the direct fold, ``_base``).
+
+        The result is ``target.consume(self.feed_message(msg, direction=direction))``'s, and so
+        are the errors (a bad message's own events are never applied); a message the protocol
+        folds (:meth:`fold_one`) makes no events.
+        """
+        self._fold_begin(target)
+        try:
+            if not self.fold_one(msg, direction):
+                self._forget(self.feed_message(msg, direction=direction))
+        finally:
+            self._fold_end()
+
+    def fold_one(self, msg: bytes | str, direction: str) -> bool:
+        """Fold one whole message directly if it is a common one, counting it; ``False``: go :meth:`feed_message`.
+
+        :meth:`fold_lines` for one message (all or nothing); only while the decoder is open. By
+        default none is folded.
+        """
+        return False
+
     def fold_lines(self, lines: list[bytes]) -> None:
         """Fold one chunk's whole lines in order; by default they all go :meth:`normal`.
 
