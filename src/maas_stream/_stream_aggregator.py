@@ -370,6 +370,8 @@ class StreamAggregator:
         ``failed`` response carrying ``error``. The decoder is not finished (it may be broken).
         """
         self._ended = True
+        if self._direct == _FOLD_MESSAGES:
+            self._decoder.forget_folded()  # type: ignore[union-attr]  # the parts close below
         agg = self._agg
         event = StreamErrorEvent(error=error)
         if agg is None or agg.state is AggregatorState.ERROR or self._failed is not None:

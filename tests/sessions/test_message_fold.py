@@ -179,3 +179,35 @@ def test_http_protocol_refuses_messages_every_time() -> None:
     for _ in range(2):
         with pytest.raises(ms.LocalProtocolError, match="not a websocket protocol"):
             agg.feed_message('{"a":1}')
+
+
+@pytest.mark.parametrize("protocol", ["openai-realtime", "google-live"])
+def test_fail_between_messages_forgets_the_folded_part(
+    monkeypatch: pytest.MonkeyPatch, protocol: str
+) -> None:
+    if protocol == "openai-realtime":
+        messages = _realtime_turn()
+        late = DELTA % " late"
+    else:
+        text = '{"serverContent":{"modelTurn":{"parts":[{"text":"%s"}]}}}'
+        messages = [("server", '{"setupComplete":{}}'), ("server", text % "Hel"), ("server", text % "lo")]
+        late = text % " late"
+
+    def run() -> tuple[bytes, list[str]]:
+        agg = StreamAggregator(protocol)
+        for direction, msg in messages:
+            agg.feed_message(msg, direction=direction)
+        agg.fail(ms.StreamError(type="upstream_closed", message="gone"))
+        errors: list[str] = []
+        try:
+            agg.feed_message(late)  # after the failure: never into the part folded before it
+        except ms.ProtocolError as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+        return msgspec.json.encode(agg.session()), errors
+
+    folded = run()
+    with monkeypatch.context() as m:
+        _no_fold(m)
+        reference = run()
+    assert folded == reference
+    assert b" late" not in folded[0]

@@ -20,7 +20,7 @@ import msgspec
 from .._exceptions import LocalProtocolError, RemoteProtocolError
 from ..sse import DEFAULT_MAX_EVENT_SIZE
 from ._base import _DECODE_FAULTS, _State, flush_warnings
-from ._direct import DirectFold, FoldTarget
+from ._direct import _IDLE, DirectFold, FoldTarget
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -147,14 +147,24 @@ class JSONLinesStreamDecoder(DirectFold):
 
         The result is ``target.consume(self.feed_message(msg, direction=direction))``'s, and so
         are the errors (a bad message's own events are never applied); a message the protocol
-        folds (:meth:`fold_one`) makes no events.
+        folds (:meth:`fold_one`) makes no events. The part the last delta went to stays the one
+        ``fold_delta`` tries first (``_hot``: a run of deltas to one part skips looking it up, as
+        within a chunk) until a normal message, a chunk, an error or :meth:`forget_folded` (the
+        target changed on its own) forgets it; nothing else is kept between messages.
         """
-        self._fold_begin(target)
+        self._target, self._buffers = target, {}
         try:
             if not self.fold_one(msg, direction):
                 self._forget(self.feed_message(msg, direction=direction))
+        except BaseException:
+            self._hot = None
+            raise
         finally:
-            self._fold_end()
+            self._target, self._buffers = None, _IDLE
+
+    def forget_folded(self) -> None:
+        """Forget the part the last message folded into (:meth:`feed_message_into`): its target changed it."""
+        self._hot = None
 
     def fold_one(self, msg: bytes | str, direction: str) -> bool:
         """Fold one whole message directly if it is a common one, counting it; ``False``: go :meth:`feed_message`.
