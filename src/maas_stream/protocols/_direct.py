@@ -105,8 +105,7 @@ class FoldTarget(Protocol):
 
 
 _IDLE: Final[dict[Any, Any]] = {}
-"""A decoder's buffers while idle: empty, never written (a chunk's fold has its own; one message's
-fold, ``_jsonl``'s ``feed_message_into``, keeps only the hot part)."""
+"""A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
 
 TEXT: Final = 0
 """:meth:`DirectFold.fold_delta` appends to the part's text (also a reasoning part's thinking)."""
@@ -213,8 +212,7 @@ class DirectFold:
     def _opened(self, message: Key, part: Key, found: PartBuffers | None) -> PartBuffers | None:
         """A part the target opened (``found``, unless ``None``) is the one :meth:`fold_delta` uses next."""
         if found is not None:
-            if self._buffers is not _IDLE:  # (one message's fold keeps only the hot part: _jsonl)
-                self._buffers[message, part] = found
+            self._buffers[message, part] = found
             self._hot, self._hot_message, self._hot_part = found, message, part
         return found
 
@@ -231,8 +229,7 @@ class DirectFold:
                 found = target.part_buffers(message, part) if target is not None else None
                 if found is None:
                     return None
-                if self._buffers is not _IDLE:
-                    self._buffers[message, part] = found
+                self._buffers[message, part] = found
             self._hot, self._hot_message, self._hot_part = found, message, part
         return found
 

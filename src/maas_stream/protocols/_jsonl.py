@@ -20,7 +20,7 @@ import msgspec
 from .._exceptions import LocalProtocolError, RemoteProtocolError
 from ..sse import DEFAULT_MAX_EVENT_SIZE
 from ._base import _DECODE_FAULTS, _State, flush_warnings
-from ._direct import DirectFold, FoldTarget
+from ._direct import _IDLE, DirectFold, FoldTarget
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -152,7 +152,7 @@ class JSONLinesStreamDecoder(DirectFold):
         within a chunk) until a normal message, a chunk, an error or :meth:`forget_folded` (the
         target changed on its own) forgets it; nothing else is kept between messages.
         """
-        self._target = target
+        self._target, self._buffers = target, {}
         try:
             if not self.fold_one(msg, direction):
                 self._forget(self.feed_message(msg, direction=direction))
@@ -160,7 +160,7 @@ class JSONLinesStreamDecoder(DirectFold):
             self._hot = None
             raise
         finally:
-            self._target = None
+            self._target, self._buffers = None, _IDLE
 
     def forget_folded(self) -> None:
         """Forget the part the last message folded into (:meth:`feed_message_into`): its target changed it."""
