@@ -338,7 +338,11 @@ class SessionBridge:
             raise LocalProtocolError(
                 f"a {self.client} client of {self.upstream} is translated: use from_upstream()"
             )
-        self._read(message, "server")
+        if self._reading:  # (_read, inlined: once per streamed message)
+            try:
+                self._agg.feed_message(message)
+            except ProtocolError as exc:
+                self._unreadable(exc, "server")
 
     def _read(self, message: str | bytes, direction: str) -> None:
         """Read a passed-through message for the Session; one it cannot read ends the reading.
@@ -350,12 +354,14 @@ class SessionBridge:
         try:
             self._agg.feed_message(message, direction=direction)
         except ProtocolError as exc:
-            self._reading = False
-            log = DropLog(self.client, self.upstream)
-            log.add(
-                "unknown", f"the rest of the Session (a {direction} message it cannot read: {exc.message})"
-            )
-            self.drops.extend(log.records)
+            self._unreadable(exc, direction)
+
+    def _unreadable(self, exc: ProtocolError, direction: str) -> None:
+        """A ``direction`` message the Session cannot read (``exc``): the reading ends, and says so in the drops."""
+        self._reading = False
+        log = DropLog(self.client, self.upstream)
+        log.add("unknown", f"the rest of the Session (a {direction} message it cannot read: {exc.message})")
+        self.drops.extend(log.records)
 
     def _session_event(self, kind: str) -> str:
         """A Realtime ``session.created`` / ``session.updated`` of the configuration as it stands."""

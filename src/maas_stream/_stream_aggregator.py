@@ -38,6 +38,13 @@ log = logging.getLogger("maas_stream")
 
 _DETECT_LIMIT = 1024 * 1024
 
+_FOLD: Final = 1
+"""``StreamAggregator._direct``: the decoder folds directly (only the result counts: no ``emit``)."""
+_MESSAGES: Final = 2
+"""... the protocol's frames are websocket messages (``feed_message``: JSON-lines framing)."""
+_FOLD_MESSAGES: Final = _FOLD | _MESSAGES
+"""... both: a message folds directly (``feed_message_into``)."""
+
 _UNRECOGNISED: Final = frozenset({UnknownEvent, StreamWarning})
 """Events that say nothing was understood (an unknown frame; a warning about one)."""
 
@@ -86,7 +93,7 @@ class StreamAggregator:
         self._agg: Aggregator | None = None
         self._ended = False
         self._failed: Response | None = None
-        self._direct = False
+        self._direct = 0
         self.protocol: str | None = None
         """The source protocol (``None`` until detected)."""
         if protocol is not None:
@@ -99,8 +106,14 @@ class StreamAggregator:
         self._agg = agg = Aggregator(protocol, emit=self._emit)
         if not self._keep:
             agg.forget_passthrough()
-        # Only the result counts: the direct fold (docs/architecture.md), SSE and JSON lines alike.
-        self._direct = not self._emit and getattr(self._decoder, "direct", False)
+        # Only the result counts: the direct fold (docs/architecture.md), SSE and JSON lines alike;
+        # what feed_message may do is told here once, not per message.
+        mode = _FOLD if not self._emit and getattr(self._decoder, "direct", False) else 0
+        if spec.framing == "jsonl":
+            mode |= _MESSAGES
+            if mode & _FOLD and not hasattr(self._decoder, "feed_message_into"):
+                mode = _MESSAGES
+        self._direct = mode
 
     @property
     def aggregator(self) -> Aggregator:
@@ -142,7 +155,7 @@ class StreamAggregator:
     def _apply(self, data: bytes) -> list[Event]:
         decoder = self._decoder
         assert decoder is not None
-        if self._direct:
+        if self._direct & _FOLD:
             # The direct fold (protocols/_direct.py): common deltas go straight into the parts.
             try:
                 decoder.feed_into(data, self)  # type: ignore[attr-defined]
@@ -168,15 +181,26 @@ class StreamAggregator:
             RemoteProtocolError: The message breaks the protocol (``exc.partial`` is set).
             ProtocolDetectionError: No protocol was given and the first message matches none.
         """
-        if self._decoder is None:
+        decoder = self._decoder
+        if decoder is None:
             raw = msg.encode() if isinstance(msg, str) else msg
             line = b'{"dir":"' + direction.encode() + b'","msg":' + raw + b"}\n"
             name = detect_protocol(line, final=True)
             assert name is not None
             self._start(name)
-        decoder = self._decoder
-        assert decoder is not None
-        if get_protocol(decoder.protocol).framing != "jsonl":
+            decoder = self._decoder
+            assert decoder is not None
+        mode = self._direct
+        if mode == _FOLD_MESSAGES:
+            # The direct fold of one message (protocols/_jsonl.py): common deltas go straight into the parts.
+            try:
+                decoder.feed_message_into(msg, direction, self)  # type: ignore[attr-defined]
+            except ProtocolError as exc:
+                if exc.partial is None:
+                    self._salvage(exc)
+                raise
+            return []
+        if not mode & _MESSAGES:
             raise LocalProtocolError(
                 f"{decoder.protocol} is not a websocket protocol; a websocket source needs a JSON-lines protocol",
                 protocol=decoder.protocol,
@@ -346,6 +370,8 @@ class StreamAggregator:
         ``failed`` response carrying ``error``. The decoder is not finished (it may be broken).
         """
         self._ended = True
+        if self._direct == _FOLD_MESSAGES:
+            self._decoder.forget_folded()  # type: ignore[union-attr]  # the parts close below
         agg = self._agg
         event = StreamErrorEvent(error=error)
         if agg is None or agg.state is AggregatorState.ERROR or self._failed is not None:

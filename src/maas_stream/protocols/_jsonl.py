@@ -20,7 +20,7 @@ import msgspec
 from .._exceptions import LocalProtocolError, RemoteProtocolError
 from ..sse import DEFAULT_MAX_EVENT_SIZE
 from ._base import _DECODE_FAULTS, _State, flush_warnings
-from ._direct import DirectFold, FoldTarget
+from ._direct import _IDLE, DirectFold, FoldTarget
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -141,6 +141,38 @@ class JSONLinesStreamDecoder(DirectFold):
             self.fold_lines(lines)
         finally:
             self._fold_end()
+
+    def feed_message_into(self, msg: bytes | str, direction: str, target: FoldTarget) -> None:
+        """Decode one websocket message and fold it into ``target`` (the direct fold, ``_base``).
+
+        The result is ``target.consume(self.feed_message(msg, direction=direction))``'s, and so
+        are the errors (a bad message's own events are never applied); a message the protocol
+        folds (:meth:`fold_one`) makes no events. The part the last delta went to stays the one
+        ``fold_delta`` tries first (``_hot``: a run of deltas to one part skips looking it up, as
+        within a chunk) until a normal message, a chunk, an error or :meth:`forget_folded` (the
+        target changed on its own) forgets it; nothing else is kept between messages.
+        """
+        self._target, self._buffers = target, {}
+        try:
+            if not self.fold_one(msg, direction):
+                self._forget(self.feed_message(msg, direction=direction))
+        except BaseException:
+            self._hot = None
+            raise
+        finally:
+            self._target, self._buffers = None, _IDLE
+
+    def forget_folded(self) -> None:
+        """Forget the part the last message folded into (:meth:`feed_message_into`): its target changed it."""
+        self._hot = None
+
+    def fold_one(self, msg: bytes | str, direction: str) -> bool:
+        """Fold one whole message directly if it is a common one, counting it; ``False``: go :meth:`feed_message`.
+
+        :meth:`fold_lines` for one message (all or nothing); only while the decoder is open. By
+        default none is folded.
+        """
+        return False
 
     def fold_lines(self, lines: list[bytes]) -> None:
         """Fold one chunk's whole lines in order; by default they all go :meth:`normal`.

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from ... import events as ev
 from ..._model import AudioPart, Part, ReasoningPart, Role, TextPart, ToolResultPart
-from .._base import _DECODE_FAULTS
+from .._base import _DECODE_FAULTS, _State
 from .._direct import AUDIO, TRANSCRIPT
 from .._jsonl import client_message
 from .._session import NOT_SERVER
@@ -45,8 +45,9 @@ from ._recorded import (
     _str,
     _whole_run,
 )
-from ._wire import ServerMessage, frame_decoder
+from ._wire import ServerMessage, frame_decoder, server_decoder
 
+_OPEN: Final = _State.OPEN
 _kind_of: Final = operator.itemgetter(_KIND_AT)
 _CUTS: Final = bytes(0x20 if i in b"mo" else 0x78 for i in range(256))
 """A line's byte that tells a common line's kind (``modelTurn``, ``outputTranscription``), and those
@@ -105,6 +106,29 @@ class StreamDecoder(LiveEvents):
             at = stop + 1
         if other:
             self._fold_each(other, common=False)
+
+    def fold_one(self, msg: bytes | str, direction: str) -> bool:
+        """Fold one message as :meth:`_fold_each` folds its line (decoded whole): a delta, a turn's end.
+
+        Only a server message of a started, open session; any other goes ``feed_message``.
+        """
+        if direction == "client" or not self._started or self._state is not _OPEN:
+            return False
+        try:
+            message = server_decoder.decode(msg)
+        except _DECODE_FAULTS:
+            return False  # a bad message: feed_message says why
+        delta = self._delta(message)
+        if delta is None:
+            content = message.server_content
+            if not (message.tool_call is not None or (content is not None and content.turn_complete)):
+                return False
+            if not self._fold_line(None, message):
+                return False
+        elif delta[0] != _QUIET and not (delta[1] and self._fold_line(delta, None)):
+            return False
+        self._frames += 1
+        return True
 
     def _fold_stretch(self, lines: list[bytes], other: list[bytes]) -> list[bytes]:
         """Fold lines that are all common lines by their first bytes, after ``other`` (held before them).

@@ -52,7 +52,7 @@ import msgspec
 from ... import events as ev
 from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, Role, ToolCallPart
-from .._base import _DECODE_FAULTS
+from .._base import _DECODE_FAULTS, _State
 from .._direct import ARGS, AUDIO, TEXT, TRANSCRIPT
 from .._jsonl import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamDecoder"]
 
+_OPEN: Final = _State.OPEN
 _ROLES: Final[dict[str, Role]] = {"system": "system", "user": "user", "assistant": "assistant"}
 _SESSION_FAMILIES = (
     "conversation.",
@@ -149,6 +150,29 @@ class StreamDecoder(SessionDecoder):
             self.normal_decoded(decoded, held)
             frames = self._frames
         self._frames = frames
+
+    def fold_one(self, msg: bytes | str, direction: str) -> bool:
+        """Fold one message as :meth:`fold_lines` folds its line: a streamed delta, a quiet ``.done``.
+
+        Only a server message of a started, open session; any other goes ``feed_message``.
+        """
+        if direction == "client" or not self._started or self._state is not _OPEN:
+            return False
+        try:
+            event: Any = message_decoder.decode(msg)
+        except _DECODE_FAULTS:
+            return False  # any other type, or a bad message: feed_message says which
+        into = event.into
+        text = event.delta
+        if into is not None and text:
+            if not self.fold_delta(
+                event.item_id or "", "call" if into == ARGS else event.content_index, text, into
+            ):
+                return False
+        elif event.type not in QUIET:
+            return False
+        self._frames += 1
+        return True
 
     def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
         delta = _DELTAS.get(event.type)
