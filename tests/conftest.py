@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -125,3 +125,17 @@ def status_both_ways(data: bytes, protocol: str) -> list[str]:
     except ms.RemoteProtocolError as exc:
         seen.append(f"error: {exc}")
     return seen
+
+
+def chat_chunk(delta: dict[str, Any], finish: str | None = None, *, model: str = "gpt-test") -> bytes:
+    """One OpenAI Chat Completions stream chunk (an SSE event) of one choice's ``delta``."""
+    import json
+
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(body).encode() + b"\n\n"

@@ -60,6 +60,7 @@ __all__ = [
     "remainder",
     "same_call",
     "settle",
+    "text_so_far",
     "turn_finish",
     "whole_groups",
 ]
@@ -438,6 +439,15 @@ CONTENT: Final[dict[type[Any], str]] = {
 """The streamed content field of each part type that streams."""
 
 
+def text_so_far(part: PartState) -> str:
+    """A text, refusal or reasoning part's text as emitted so far: its start's, then its deltas'.
+
+    (An emitting aggregator sends a start's text as the first delta: a converter's encoder
+    reads what it wrote here, :class:`~maas_stream.protocols.openai_responses._text_writer.SharedTextWriter`.)
+    """
+    return (getattr(part.base, "text", None) or "") + ("".join(part.text) if part.text else "")
+
+
 def remainder(part: PartState, value: Part) -> str:
     """What of a part's final content was never sent as a delta (emitted starts carry none)."""
     content = CONTENT.get(type(value))
@@ -447,7 +457,7 @@ def remainder(part: PartState, value: Part) -> str:
     if isinstance(value, ToolCallPart):
         sent = "".join(part.args) if part.args else ""
     else:
-        sent = (getattr(part.base, content) or "") + ("".join(part.text) if part.text else "")
+        sent = text_so_far(part)
     if len(final) > len(sent) and final.startswith(sent):
         return final[len(sent) :]
     return ""

@@ -18,6 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from ._drops import DropLog, Dropped
+from ._emit import EmittingAggregator
 from ._exceptions import (
     ConversionError,
 )
@@ -109,7 +110,6 @@ class StreamConverter:
 
     __slots__ = (
         "_cancelled",
-        "_checked",
         "_encoder",
         "_logged",
         "_options",
@@ -126,11 +126,12 @@ class StreamConverter:
         self, to: str, *, protocol: str | None = None, fail_closed: bool = True, **options: Any
     ) -> None:
         self._source = StreamAggregator(protocol, emit=True)
-        self._options = options or _NO_OPTIONS
+        self._options: dict[str, Any] | None = options or _NO_OPTIONS
+        """The target encoder's options, for a session's later responses (:class:`Splitter`);
+        ``None`` once the first events showed one response per stream (no further encoder)."""
         self._encoder: StreamEncoder = get_protocol(to).encoder(**options)
         self._logged = 0
         self._split: Splitter | None = None
-        self._checked = False
         self._cancelled: frozenset[str] | None = None
         """Ids of calls the whole input cancels later, when the caller takes every stream
         (``convert_session``, which knows them up front): no response is lost. ``None``: one
@@ -211,10 +212,8 @@ class StreamConverter:
 
     def _encode(self, events: list[Event]) -> bytes:
         source = self._source.protocol
-        if not self._checked and source is not None:
-            self._checked = True
-            if get_protocol(source).framing == "jsonl" and get_protocol(self.target).framing != "jsonl":
-                self._split = Splitter(self)
+        if self._split is None and self._options is not None and source is not None:
+            self._one_or_many(source)
         if self.fail_closed and self.target != source:
             for event in events:
                 self._check_unknown(event)
@@ -227,6 +226,22 @@ class StreamConverter:
                 out = self._output(out)
         self._log_lossy()
         return out
+
+    def _one_or_many(self, source: str) -> None:
+        """Decide, at the first events, how the source's responses become target streams.
+
+        A session's responses are split into streams (:class:`Splitter`); one response is
+        encoded as it comes (the options are then no longer needed).
+        """
+        if get_protocol(source).framing == "jsonl" and get_protocol(self.target).framing != "jsonl":
+            self._split = Splitter(self)
+            return
+        self._options = None  # (decided: the slot doubles as the mark, one less per stream)
+        agg = self._source.aggregator
+        if isinstance(self._encoder, EventEncoder) and isinstance(agg, EmittingAggregator):
+            # One response, folded before the encoder gets each event: the encoder reads the
+            # parts' text from the aggregator rather than keeping it twice.
+            self._encoder.read_text_from(agg)
 
     def _output(self, out: bytes) -> bytes:
         """Keep target bytes in :attr:`streams`; return what the single output stream gets.

@@ -97,6 +97,19 @@ class EmittingAggregator(Aggregator):
 
     emit = True
 
+    def part_state(self, message: int, part: int) -> PartState | None:
+        """The state of a part by the canonical keys its events carry (``None``: no such part).
+
+        A converter's encoder reads a part's text here (``EventEncoder.read_text_from``) rather
+        than keeping a copy: the state is this stream's own and lives as long as the response.
+        """
+        messages = self._messages
+        if 0 <= message < len(messages):
+            parts = messages[message].parts
+            if 0 <= part < len(parts):
+                return parts[part]
+        return None
+
     # ------------------------------------------------------------------ structure hooks
 
     def _opened_message(self, msg: MessageState, out: list[Event]) -> None:

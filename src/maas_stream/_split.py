@@ -293,7 +293,7 @@ class Splitter:
         conv = self._conv
         if self._used:
             self.drops.extend(conv._encoder.drops.records)
-            conv._encoder = get_protocol(conv.target).encoder(**conv._options)
+            conv._encoder = get_protocol(conv.target).encoder(**(conv._options or {}))
             if conv._cancelled is None:
                 self.drops.add(
                     "message",

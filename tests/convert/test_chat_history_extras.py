@@ -19,7 +19,7 @@ import pytest
 
 import maas_stream as ms
 from maas_stream.protocols import openai_chat
-from tests.conftest import CORPUS, parts
+from tests.conftest import CORPUS, chat_chunk, parts
 from tests.oracles import chat_request
 
 PNG = "iVBORw0KGgoAAAANSUhEUg=="
@@ -287,14 +287,7 @@ def test_reasoning_alone_cannot_make_an_assistant_message_and_is_reported() -> N
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    body = {
-        "id": "c1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "deepseek-reasoner",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
+    return chat_chunk(delta, finish, model="deepseek-reasoner")
 
 
 def test_a_streamed_reasoning_content_is_kept_and_replayed_on_the_next_request() -> None:

@@ -235,6 +235,7 @@ def test_encoders_join_their_fragments_as_they_come(target: str, monkeypatch: py
     import maas_stream.protocols.google_live._encode as live_encode
     import maas_stream.protocols.openai_realtime._writer as realtime_writer
     import maas_stream.protocols.openai_responses._encode as responses_encode
+    import maas_stream.protocols.openai_responses._text_writer as responses_text
     import maas_stream.protocols.openai_responses._writers as responses_writers
 
     data = _long_anthropic(2_000)
@@ -246,7 +247,7 @@ def test_encoders_join_their_fragments_as_they_come(target: str, monkeypatch: py
     for pieces in ([data], [data[i : i + 4096] for i in range(0, len(data), 4096)]):
         joined = run(pieces)
         with monkeypatch.context() as patched:
-            for module in (live_encode, realtime_writer, responses_writers, responses_encode):
+            for module in (live_encode, realtime_writer, responses_writers, responses_text, responses_encode):
                 if hasattr(module, "add_fragment"):
                     patched.setattr(module, "add_fragment", lambda buf, text: buf.append(text))
                 if hasattr(module, "compact"):  # (where add_fragment is inlined)
@@ -265,14 +266,47 @@ def test_encoders_join_their_fragments_as_they_come(target: str, monkeypatch: py
 
 
 def test_a_responses_text_part_holds_few_pieces() -> None:
-    """The Responses encoder's copy of a 2,000-delta text part is a few pieces, not 2,000."""
-    from maas_stream.protocols.openai_responses._writers import TextWriter
+    """The Responses encoder's own copy of a 2,000-delta text part is a few pieces, not 2,000.
 
-    conv = ms.StreamConverter("openai-responses", protocol="anthropic")
+    (An encoder fed events keeps what it wrote; a converter's reads its aggregator's, below.)
+    """
+    from maas_stream.protocols.openai_responses import StreamEncoder
+    from maas_stream.protocols.openai_responses._text_writer import TextWriter
+
     data = _long_anthropic(2_000)
-    conv.feed(data[: data.index(b"content_block_stop")])
+    source = ms.StreamAggregator("anthropic", emit=True)
+    encoder: Any = StreamEncoder()
+    for event in source.feed(data[: data.index(b"content_block_stop")]):
+        encoder.encode(event)
+    writers = [w for w in (encoder._hot, *encoder._parts.values()) if isinstance(w, TextWriter)]
+    assert len(writers) == 1
+    assert type(writers[0]) is TextWriter
+    assert 0 < len(writers[0].sent) < 64
+    assert "".join(writers[0].sent) == "".join(f"w{i} é\n" for i in range(2_000))
+
+
+def test_a_converter_keeps_a_responses_text_part_once() -> None:
+    """In a converter the text part's writer keeps no copy: it counts what it wrote.
+
+    The output is the same bytes as an encoder's that kept its own copy (a part ended early:
+    tests/convert/test_responses_shared_text.py).
+    """
+    from maas_stream.protocols.openai_responses import StreamEncoder
+    from maas_stream.protocols.openai_responses._text_writer import SharedTextWriter, TextWriter
+
+    data = _long_anthropic(2_000)
+    cut = data[: data.index(b"content_block_stop")]
+    conv = ms.StreamConverter("openai-responses", protocol="anthropic")
+    out = conv.feed(cut)
     encoder: Any = conv._encoder
     writers = [w for w in (encoder._hot, *encoder._parts.values()) if isinstance(w, TextWriter)]
     assert len(writers) == 1
-    assert 0 < len(writers[0].sent) < 64
-    assert "".join(writers[0].sent) == "".join(f"w{i} é\n" for i in range(2_000))
+    assert type(writers[0]) is SharedTextWriter
+    count: object = writers[0].sent
+    assert count == len("".join(f"w{i} é\n" for i in range(2_000)))  # a count, no text
+    out += conv.finish()
+
+    source = ms.StreamAggregator("anthropic", emit=True)
+    kept = StreamEncoder()
+    own = b"".join([kept.encode(e) for e in [*source.feed(cut), *source.finish_events()]]) + kept.finish()
+    assert out == own

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeAlias, cast
 
 import msgspec
 
@@ -59,12 +59,14 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Decoder, ServerSentEvent
 from ._direct import DirectFold
 
 if TYPE_CHECKING:
+    from .._accumulate import PartState
     from .._drops import DropLog, Dropped
     from ..events import Event
     from ._direct import FoldTarget
 
 __all__ = [
     "EventEncoder",
+    "PartStates",
     "Framing",
     "SSEStreamDecoder",
     "StreamDecoder",
@@ -128,6 +130,14 @@ def model_name(name: str | None) -> str | None:
     return name
 
 
+class PartStates(Protocol):
+    """An aggregator's parts by the canonical keys its events carry (the emitting aggregator's)."""
+
+    def part_state(self, message: int, part: int) -> PartState | None:
+        """The part's state (``None``: no such part)."""
+        ...
+
+
 class EventEncoder:
     """Base of the stream encoders: routes each canonical event to the subclass's ``_on_*`` method.
 
@@ -154,6 +164,16 @@ class EventEncoder:
         An encoder whose log is made at its first drop answers without making it.
         """
         return len(self.drops)
+
+    def read_text_from(self, parts: PartStates) -> None:
+        """Read the text of the parts it writes from the aggregator feeding it, not keep a copy.
+
+        A converter calls it when its aggregator folds every event before this encoder gets
+        it (one response per stream): an encoder that keeps the text it wrote (for a part's
+        end events) can then read it from ``parts`` instead (held as the object itself: a
+        bound method would cost every stream an allocation). An encoder that keeps no text
+        ignores it (the default).
+        """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -23,13 +23,14 @@ and frames of other protocols, other choices and non-assistant messages.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 import msgspec
 
 from ... import events
 from ..._accumulate import FRAGMENTS, compact
 from ..._drops import DropLog
+from ..._exceptions import LocalProtocolError
 from ..._holders import EMPTY, writable
 from ..._model import AudioPart, ReasoningPart, ToolCallPart
 from .._base import EventEncoder
@@ -53,21 +54,21 @@ from ._meta import (
     usage_json,
 )
 from ._output import NO_CONTENT, REBUILT, Item, Output, WholeItem, members
+from ._text_writer import ContinuedTextWriter, SharedTextWriter, TextWriter
 from ._writers import (
     AUDIO_DELTA,
     TRANSCRIPT_DELTA,
     AudioWriter,
     CallWriter,
-    ContinuedTextWriter,
     DropWriter,
     PartWriter,
     ReasoningWriter,
-    TextWriter,
     whole_part_writer,
 )
 
 if TYPE_CHECKING:
     from ..._model import FinishReason, Message, Part, Usage
+    from .._base import PartStates
 
 __all__ = ["StreamEncoder"]
 
@@ -123,6 +124,7 @@ class StreamEncoder(EventEncoder):
         "_skip",
         "_source",
         "_text_item",
+        "_texts",
         "_usage",
     )
 
@@ -154,6 +156,8 @@ class StreamEncoder(EventEncoder):
         self._skip: set[int] = _NO_SKIP  # (a set of its own once a message is skipped)
         self._usage: Usage | None = None
         self._finish: tuple[FinishReason, str | None] | None = None
+        self._texts: PartStates | None = None
+        """Where a converter's aggregator keeps the parts' text (:meth:`read_text_from`)."""
 
     # ------------------------------------------------------------------ API
 
@@ -174,6 +178,10 @@ class StreamEncoder(EventEncoder):
         """How many distinct drop records there are (no log is made for none)."""
         rare = self._rare
         return len(rare.drops) if rare is not None and rare.drops is not None else 0
+
+    def read_text_from(self, parts: PartStates) -> None:
+        """A text part's writer reads its text from ``parts`` (:class:`SharedTextWriter`)."""
+        self._texts = parts
 
     def _rare_state(self) -> _Rare:
         rare = self._rare
@@ -387,8 +395,21 @@ class StreamEncoder(EventEncoder):
         for writer in [c for c in members(item.content) if isinstance(c, TextWriter)]:
             # A part still open (it holds its writer) ends here, with what was sent, so the
             # message item can end.
-            frames += writer.done(writer.sent_value(), self)
+            text = self._shared_text(writer) if type(writer) is SharedTextWriter else None
+            frames += writer.done(writer.sent_value(text), self)
         return frames + self._out.close(item, self._message_body(message, item, status))
+
+    def _shared_text(self, writer: SharedTextWriter) -> str:
+        """What a :class:`SharedTextWriter` wrote, read from the aggregator's part (a rare path)."""
+        texts = self._texts
+        assert texts is not None
+        keys = [key for key, found in self._parts.items() if found is writer]
+        if writer is self._hot:
+            keys.append((self._hot_message, self._hot_part))
+        state = texts.part_state(*keys[0]) if keys else None
+        if state is None:
+            raise LocalProtocolError("a shared text part is not in the aggregator that feeds the encoder")
+        return writer.read_from(state)
 
     def _close_all(self, status: str = "completed") -> bytes:
         held = self._text_item
@@ -418,7 +439,7 @@ class StreamEncoder(EventEncoder):
             return AudioWriter(self._out, None), b""
         route = output_route(value, replay=replayable(self._source, PROTOCOL))
         if route == "text" or route == "refusal":
-            return self._text_part(message, refusal=route == "refusal")
+            return self._text_part(message, refusal=route == "refusal", shared=self._texts is not None)
         if isinstance(value, ToolCallPart) and route == "call":
             frames = self._close_text_item(message)
             added = call_item(value, "in_progress")
@@ -434,7 +455,9 @@ class StreamEncoder(EventEncoder):
             return writer, frames + writer.start(value)
         return DropWriter(self._out, self.drops, value, where=f"messages[{message}]"), b""
 
-    def _text_part(self, message: int, *, refusal: bool, continued: bool = False) -> tuple[TextWriter, bytes]:
+    def _text_part(
+        self, message: int, *, refusal: bool, continued: bool = False, shared: bool = False
+    ) -> tuple[TextWriter, bytes]:
         frames = b""
         item = self._text_of(message)
         if item is None or item.done:
@@ -444,7 +467,8 @@ class StreamEncoder(EventEncoder):
             frames = self._out.open(item, message_item(None, "in_progress", NO_CONTENT, phase=phase))
             if phase is None:
                 item.body = REBUILT  # (what it says is its id and type: rebuilt when read)
-        writer = (ContinuedTextWriter if continued else TextWriter)(self._out, item, refusal)
+        kind = SharedTextWriter if shared else ContinuedTextWriter if continued else TextWriter
+        writer = kind(self._out, item, refusal)
         return writer, frames + writer.open()
 
     def _set_writer(self, message: int, part: int, writer: PartWriter) -> None:
@@ -481,22 +505,27 @@ class StreamEncoder(EventEncoder):
             self._hot if ev.part == self._hot_part and ev.message == self._hot_message else self._writer(ev)
         )
         frames = writer.frames
-        if type(writer) is TextWriter and frames is not None and writer.rare is None and not writer.closed:
-            # (TextWriter.text of a delta of the part's one shape inlined: the hot path)
-            text = ev.text
-            sent = writer.sent  # (as TextWriter.text joins them, add_fragment inlined)
-            if isinstance(sent, list):
-                sent.append(text)
-                if len(sent) >= FRAGMENTS:
-                    compact(sent)
-            elif sent:
-                writer.sent = [sent, text]
-            else:
-                writer.sent = text
-            out = self._out  # (Output.fill inlined)
-            seq = out.seq
-            out.seq = seq + 1
-            return b"".join((frames[0], _json(text), frames[1], b"%d" % seq, frames[2]))
+        kind = type(writer)
+        if (kind is SharedTextWriter or kind is TextWriter) and frames is not None:
+            text_writer = cast("TextWriter", writer)
+            if text_writer.rare is None and not text_writer.closed:
+                # (TextWriter.text of a delta of the part's one shape inlined: the hot path)
+                text = ev.text
+                sent = text_writer.sent
+                if kind is SharedTextWriter:  # (its text is the aggregator's: it counts what it wrote)
+                    text_writer.sent = sent + len(text)  # type: ignore[operator]
+                elif isinstance(sent, list):  # (as TextWriter.text joins them, add_fragment inlined)
+                    sent.append(text)
+                    if len(sent) >= FRAGMENTS:
+                        compact(sent)
+                elif sent:
+                    text_writer.sent = [sent, text]
+                else:
+                    text_writer.sent = text
+                out = self._out  # (Output.fill inlined)
+                seq = out.seq
+                out.seq = seq + 1
+                return b"".join((frames[0], _json(text), frames[1], b"%d" % seq, frames[2]))
         if not writer.closed:
             return writer.text(ev.text)
         # The part goes on after its message item ended (a call came between): the rest is
