@@ -488,12 +488,18 @@ def tls_files(folder: Path) -> tuple[Path, Path, ssl.SSLContext]:
 
 @contextlib.asynccontextmanager
 async def serving(app: Any, *, tls: tuple[Path, Path] | None = None) -> AsyncIterator[int]:
-    """Run ``app`` under uvicorn on 127.0.0.1; yield its port."""
+    """Run ``app`` under uvicorn on 127.0.0.1, with ``serve``'s websocket protocol; yield its port.
+
+    (``BridgeWebSocketProtocol``, as ``maas-stream serve`` runs it: every served test, the official
+    SDKs' realtime and live clients included, goes through it.)
+    """
     import uvicorn
 
-    extra: dict[str, Any] = {}
+    from maas_stream.bridge._ws_server import BridgeWebSocketProtocol
+
+    extra: dict[str, Any] = {"ws": BridgeWebSocketProtocol}
     if tls is not None:
-        extra = {"ssl_certfile": str(tls[0]), "ssl_keyfile": str(tls[1])}
+        extra.update(ssl_certfile=str(tls[0]), ssl_keyfile=str(tls[1]))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **extra)
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
