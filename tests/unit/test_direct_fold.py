@@ -208,6 +208,24 @@ CHAT_CASES = {
     "args for a call never started": _chat(
         _choice({"role": "assistant"}), _call(3, '{"a":'), _call(3, "1}"), _choice({}, finish="tool_calls")
     ),
+    # The fold's struct reads these fields only as null (a value sends the frame the normal way):
+    # each between texts of one run, which the fold appends to its part without a lookup.
+    "fields the fold reads only as null, mid-run": _chat(
+        _choice({"role": "assistant", "content": ""}),
+        *[_choice({"content": f"t{i} "}) for i in range(70)],
+        _choice({"content": "a", "annotations": [{"type": "url_citation", "url_citation": {"url": "u"}}]}),
+        _choice({"content": "b", "refusal": ""}),
+        _choice({"content": "c", "audio": {"id": "x", "transcript": "hi"}}),
+        _choice({"content": "d", "function_call": {"name": "f", "arguments": ""}}),
+        _choice({"content": "e", "reasoning_details": []}),
+        {"choices": [{"index": 0, "delta": {"content": "f"}, "logprobs": {"content": []}}]},
+        {**_choice({"content": "g"}), "error": {}},
+        {**_choice({"content": "h"}), "prompt_filter_results": []},
+        {**_choice({"content": "i"}), "moderation": {}},
+        {**_choice({"content": "j"}), "usage": {}},
+        *[_choice({"content": f"u{i} "}) for i in range(70)],
+        _choice({}, finish="stop"),
+    ),
     "usage and an error frame": _chat(
         _choice({"role": "assistant"}),
         _choice({"content": "a"}),

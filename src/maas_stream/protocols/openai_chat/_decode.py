@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ... import events as ev
+from ..._accumulate import FRAGMENTS, compact
 from ..._exceptions import RemoteProtocolError
 from ..._model import ReasoningPart, ToolCallPart
 from .._base import SSEStreamDecoder, model_name
@@ -114,6 +115,8 @@ class StreamDecoder(SSEStreamDecoder):
         first = self._frames + 1
         # An "event: error" frame is never common; a chunk of plain "data:" events has none.
         typed = type(names) is not list or names.count("message") != len(names)
+        run: list[str] = []  # the text buffer the last content delta went to (fold_delta's, inlined)
+        run_index = -1  # its choice (-1: none; any normal frame may change the parts)
         for number, data in enumerate(payloads, first):
             event = names[number - first] if typed else "message"
             try:
@@ -124,10 +127,7 @@ class StreamDecoder(SSEStreamDecoder):
                 chunk is None
                 or len(chunk.choices) != 1
                 or chunk.usage
-                or chunk.error
                 or event == "error"
-                or chunk.prompt_filter_results is not None
-                or chunk.moderation is not None
                 or (not plain and (self._done or chunk.id or not self._started))
             ):
                 choice = chunk.choices[0]
@@ -136,22 +136,24 @@ class StreamDecoder(SSEStreamDecoder):
                 if not (
                     delta is None
                     or choice.finish_reason
-                    or choice.logprobs is not None
                     or index not in seen
-                    or delta.refusal is not None
                     or delta.reasoning_content is not None
                     or delta.reasoning is not None
-                    or delta.reasoning_details is not None
-                    or delta.annotations is not None
-                    or delta.function_call is not None
-                    or delta.audio is not None
                 ):
                     calls = delta.tool_calls
                     if calls is None:
                         text = delta.content
                         if not text:
                             continue  # nothing to fold, nothing to announce
+                        if index == run_index:  # (the same part as the last: fold_delta's append)
+                            run.append(text)
+                            if len(run) >= FRAGMENTS:
+                                compact(run)
+                            continue
                         if self.fold_delta(index, "content", text):
+                            hot = self._hot
+                            if hot is not None and hot.text is not None:
+                                run, run_index = hot.text, index
                             continue
                     elif len(calls) == 1 and not delta.content:
                         call = calls[0]
@@ -160,8 +162,10 @@ class StreamDecoder(SSEStreamDecoder):
                             args = fn.arguments
                             if not args:
                                 continue
+                            run_index = -1
                             if self.fold_delta(index, call.index, args, ARGS):
                                 continue
+            run_index = -1
             self.normal(number, event, data)
             plain = self._have_id and not self._done
             seen = self._choices

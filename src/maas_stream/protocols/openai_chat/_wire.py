@@ -129,13 +129,13 @@ class FoldDelta(msgspec.Struct, gc=False):
     role: str | None = None
     content: str | None = None
     tool_calls: list[ToolCallDelta] | None = None
-    refusal: Any = None
-    function_call: Any = None
-    audio: Any = None
+    refusal: None = None
+    function_call: None = None
+    audio: None = None
     reasoning_content: Any = None
     reasoning: Any = None
-    reasoning_details: Any = None
-    annotations: Any = None
+    reasoning_details: None = None
+    annotations: None = None
 
 
 class FoldChoice(msgspec.Struct, gc=False):
@@ -143,16 +143,17 @@ class FoldChoice(msgspec.Struct, gc=False):
 
     index: int = 0
     finish_reason: str | None = None
-    logprobs: Any = None
+    logprobs: None = None
     delta: FoldDelta | None = None
 
 
 class FoldChunk(_Envelope, gc=False):
     """A chunk read for the direct fold (see :class:`FoldDelta`)."""
 
+    error: None = None
     choices: list[FoldChoice] = []
-    prompt_filter_results: Any = None
-    moderation: Any = None
+    prompt_filter_results: None = None
+    moderation: None = None
 
 
 chunk_decoder = msgspec.json.Decoder(Chunk)
