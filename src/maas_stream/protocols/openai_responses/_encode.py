@@ -44,6 +44,7 @@ from ._items_write import (
     message_item,
     output_route,
     reasoning_item,
+    whole_item_body,
 )
 from ._meta import (
     error_json,
@@ -67,7 +68,7 @@ from ._writers import (
 )
 
 if TYPE_CHECKING:
-    from ..._model import FinishReason, Message, Part, Usage
+    from ..._model import FinishReason, Part, Usage
     from .._base import PartStates
 
 __all__ = ["StreamEncoder"]
@@ -342,7 +343,7 @@ class StreamEncoder(EventEncoder):
             if whole.done:
                 return b""
             frames = self._out.open(whole, {}) if whole.index < 0 else b""
-            return frames + self._out.close(whole, _whole_body(whole, value, status))
+            return frames + self._out.close(whole, whole_item_body(whole, value, status))
         item = self._text_of(ev.message)
         if item is None or item.done:
             return b""
@@ -593,22 +594,3 @@ class StreamEncoder(EventEncoder):
             if what is not None:
                 self.drops.add("signature", what, where=f"messages[{ev.message}]")
         return writer.done(ev.value, self)
-
-
-def _whole_body(item: Item, value: Message | None, status: str | None) -> dict[str, Any]:
-    """The final body of a Responses item kept whole."""
-    raw = value.provider_raw if value is not None else None
-    if item.type not in REBUILT_TYPES:
-        body = dict(raw) if isinstance(raw, dict) else dict(item.body)
-        if "status" in body and status is not None and body.get("status") in (None, "in_progress"):
-            body["status"] = status
-        return body
-    parts = value.content if value is not None and isinstance(value.content, list) else []
-    wire_status = status if status in ("completed", "incomplete", "in_progress") else None
-    for part in parts:
-        if isinstance(part, ToolCallPart):
-            return call_item(part, wire_status, raw)
-        if isinstance(part, ReasoningPart):
-            assert value is not None
-            return reasoning_item(part, value.status, raw)
-    return dict(item.body)

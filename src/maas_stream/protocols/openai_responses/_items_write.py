@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from ... import _model as canonical
-from ._items import CLIENT_CALLS, _type
+from ._items import CLIENT_CALLS, REBUILT_TYPES, _type
 
 if TYPE_CHECKING:
     from ..._drops import DropKind, DropLog
+    from ._output import Item
 
 __all__ = [
     "annotation_from_citation",
@@ -39,6 +40,7 @@ __all__ = [
     "reasoning_item",
     "result_item",
     "text_json",
+    "whole_item_body",
 ]
 
 
@@ -358,3 +360,22 @@ def result_item(
         drops.add("tool_result", "is_error flag of a tool result (no Responses field for it)", where=call_id)
     out_kind = "custom_tool_call_output" if kind == "custom_tool_call" else "function_call_output"
     return {"type": out_kind, "call_id": call_id, "output": output}
+
+
+def whole_item_body(item: Item, value: canonical.Message | None, status: str | None) -> dict[str, Any]:
+    """The final body of a Responses item kept whole (a Responses source's, re-encoded)."""
+    raw = value.provider_raw if value is not None else None
+    if item.type not in REBUILT_TYPES:
+        body = dict(raw) if isinstance(raw, dict) else dict(item.body)
+        if "status" in body and status is not None and body.get("status") in (None, "in_progress"):
+            body["status"] = status
+        return body
+    parts = value.content if value is not None and isinstance(value.content, list) else []
+    wire_status = status if status in ("completed", "incomplete", "in_progress") else None
+    for part in parts:
+        if isinstance(part, canonical.ToolCallPart):
+            return call_item(part, wire_status, raw)
+        if isinstance(part, canonical.ReasoningPart):
+            assert value is not None
+            return reasoning_item(part, value.status, raw)
+    return dict(item.body)
