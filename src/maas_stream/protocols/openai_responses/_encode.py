@@ -23,7 +23,7 @@ and frames of other protocols, other choices and non-assistant messages.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import msgspec
 
@@ -508,7 +508,7 @@ class StreamEncoder(EventEncoder):
         frames = writer.frames
         kind = type(writer)
         if (kind is SharedTextWriter or kind is TextWriter) and frames is not None:
-            text_writer = cast("TextWriter", writer)
+            text_writer: TextWriter = writer  # type: ignore[assignment]  # (no cast call: the hot path)
             if text_writer.rare is None and not text_writer.closed:
                 # (TextWriter.text of a delta of the part's one shape inlined: the hot path)
                 text = ev.text

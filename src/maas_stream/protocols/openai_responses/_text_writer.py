@@ -58,8 +58,6 @@ class TextWriter(PartWriter):
 
     continued: bool = False
     """A part's rest after its first item ended (:class:`ContinuedTextWriter`): ends with what it wrote."""
-    keeps: bool = True
-    """Whether it keeps the text it writes in :attr:`sent` (not a :class:`SharedTextWriter`)."""
 
     def __init__(self, out: Output, item: Item, refusal: bool) -> None:
         super().__init__(out, item)
@@ -110,14 +108,7 @@ class TextWriter(PartWriter):
     def text(self, text: str) -> bytes:
         if self.closed:
             return b""  # the encoder moves a part that goes on after its item ended
-        if self.keeps:
-            sent = self.sent  # joined as they come (the encoder inlines this: its hot path)
-            if isinstance(sent, list):
-                add_fragment(sent, text)
-            else:
-                self.sent = [sent, text] if sent else text
-        else:
-            self.wrote(len(text))
+        self.keep(text)
         rare = self.rare
         if rare is None or not rare.pending:  # one shape for every delta of the part (as the encoder's)
             assert self.frames is not None  # (made by open)
@@ -155,8 +146,13 @@ class TextWriter(PartWriter):
         body = {**self._common(), "annotation_index": index, "annotation": annotation}
         return self.out.frame("response.output_text.annotation.added", body)
 
-    def wrote(self, size: int) -> None:
-        """``size`` more characters were written (kept by a writer that keeps no text)."""
+    def keep(self, text: str) -> None:
+        """Keep ``text`` as written: joined as they come (the encoder inlines this: its hot path)."""
+        sent = self.sent
+        if isinstance(sent, list):
+            add_fragment(sent, text)
+        else:
+            self.sent = [sent, text] if sent else text
 
     def sent_text(self) -> str:
         """The text written so far."""
@@ -221,15 +217,14 @@ class SharedTextWriter(TextWriter):
     """
 
     __slots__ = ()
-    keeps = False
 
     def __init__(self, out: Output, item: Item, refusal: bool) -> None:
         super().__init__(out, item, refusal)
         self.sent = cast("Any", 0)
 
-    def wrote(self, size: int) -> None:
-        """``size`` more characters were written."""
-        self.sent = cast("Any", cast("int", self.sent) + size)
+    def keep(self, text: str) -> None:
+        """Count ``text`` as written (the aggregator keeps it)."""
+        self.sent = cast("Any", cast("int", self.sent) + len(text))
 
     def read_from(self, state: PartState) -> str:
         """The text written so far, read from the aggregator's ``state`` of the part."""
