@@ -370,7 +370,7 @@ class StreamAggregator:
         ``failed`` response carrying ``error``. The decoder is not finished (it may be broken).
         """
         self._ended = True
-        if self._direct == _FOLD_MESSAGES:
+        if self._direct & _FOLD:
             self._decoder.forget_folded()  # type: ignore[union-attr]  # the parts close below
         agg = self._agg
         event = StreamErrorEvent(error=error)

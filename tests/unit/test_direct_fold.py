@@ -835,3 +835,64 @@ def test_a_live_connection_aggregates_what_the_folded_recording_does(protocol: s
         frame = json.loads(text)
         agg.feed_message(json.dumps(frame["msg"]), direction=frame["dir"])
     assert agg.finish() == ms.aggregate(data, protocol=protocol)
+
+
+class Lookups(ms.StreamAggregator):
+    """Counts the decoder's lookups of a part (``FoldTarget.part_buffers``)."""
+
+    lookups = 0
+
+    def part_buffers(self, message: Any, part: Any) -> Any:
+        self.lookups += 1
+        return super().part_buffers(message, part)
+
+
+@pytest.mark.parametrize("protocol", SSE)
+def test_a_run_split_over_many_chunks_looks_its_part_up_once_per_run(protocol: str) -> None:
+    """The part the last delta went to is kept between chunks (``DirectFold``): one frame a chunk,
+    as a slow network delivers them, the run's deltas go in without a lookup each."""
+    data = SYNTH[protocol]()
+    frames = [frame + b"\n\n" for frame in data.replace(b"\r\n", b"\n").split(b"\n\n") if frame]
+    agg = Lookups(protocol)
+    for frame in frames:
+        agg.feed(frame)
+    assert agg.finish() == ms.aggregate(data, protocol=protocol)
+    assert 0 < agg.lookups < len(frames) // 20
+
+
+def test_an_error_and_fail_forget_the_kept_part() -> None:
+    """A bad frame, and ``fail()`` (the target changing on its own), forget the part kept between chunks."""
+    run = [_choice({"content": f"w{i} "}) for i in range(5)]
+    data = _chat(_choice({"role": "assistant", "content": ""}), *run)[: -len(b"data: [DONE]\n\n")]
+    agg = ms.StreamAggregator("openai-chat")
+    agg.feed(data)
+    decoder: Any = agg._decoder
+    assert decoder._hot is not None
+    with pytest.raises(ms.RemoteProtocolError):
+        agg.feed(b"data: {nope\n\n")
+    assert decoder._hot is None
+    agg = ms.StreamAggregator("openai-chat")
+    agg.feed(data)
+    agg.fail(ms.StreamError(type="stall", message="upstream stalled"))
+    assert agg._decoder._hot is None  # type: ignore[union-attr]
+    assert agg.finish().status == "failed"
+
+
+@pytest.mark.parametrize("size", [1, 7, 1 << 30])
+def test_a_later_chunks_envelope_is_not_read_either_way(size: int) -> None:
+    """Only the chunk that gives the response its id is read whole; later chunks' ``id``, ``model``,
+    ``created``... are skipped, by the events and by the fold alike, as a field neither reads."""
+    later = b'data: {"id":5,"model":["x"],"created":"soon","object":1,"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n'
+    data = _chat(_choice({"role": "assistant", "content": ""}), _choice({"content": "a"}))[:-14] + later
+    assert_same("openai-chat", data, size)
+    response = ms.aggregate(data, protocol="openai-chat")
+    assert (response.id, response.model, response.messages[0].content[0]) == (
+        "c1",
+        "m",
+        ms.TextPart(text="ab"),
+    )
+    first = b'data: {"id":5,"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    with pytest.raises(ms.RemoteProtocolError):
+        ms.aggregate([first], protocol="openai-chat")
+    with pytest.raises(ms.RemoteProtocolError):
+        by_events("openai-chat", [first])

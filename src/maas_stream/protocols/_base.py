@@ -306,8 +306,10 @@ class SSEStreamDecoder(DirectFold):
         end = self._frames + len(payloads)
         try:
             self.fold_frames(payloads, names)
-        finally:
-            self._fold_end()
+        except BaseException:
+            self._fold_end(True)
+            raise
+        self._fold_end(False)
         self._frames = end
 
     def fold_frames(self, payloads: list[bytes], names: Sequence[str]) -> None:

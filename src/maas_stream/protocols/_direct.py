@@ -105,7 +105,7 @@ class FoldTarget(Protocol):
 
 
 _IDLE: Final[dict[Any, Any]] = {}
-"""A decoder's buffers while idle: empty, never written (a fold in progress has its own)."""
+"""A decoder's buffers while idle or before its chunk's first lookup: empty, never written."""
 
 TEXT: Final = 0
 """:meth:`DirectFold.fold_delta` appends to the part's text (also a reasoning part's thinking)."""
@@ -122,10 +122,16 @@ SUMMARY: Final = 4
 class DirectFold:
     """The decoders' half of the direct fold (module docstring), one home for both framings.
 
-    A framing's ``feed_into`` sets :attr:`_target` and fresh :attr:`_buffers` for one chunk and
-    restores both after it (:meth:`_fold_begin`, :meth:`_fold_end`); its protocol hands each common delta to :meth:`fold_delta` and every
-    other frame to the framing's ``normal``, which calls :meth:`_forget` before the frame's
-    events reach the target.
+    A framing's ``feed_into`` sets :attr:`_target` for one chunk and restores it after
+    (:meth:`_fold_begin`, :meth:`_fold_end`); its protocol hands each common delta to
+    :meth:`fold_delta` and every other frame to the framing's ``normal``, which calls
+    :meth:`_forget` before the frame's events reach the target.
+
+    What is kept between chunks (and websocket messages) is the part the last delta went to
+    (:attr:`_hot`), so that a run of deltas split over many small chunks looks its part up once:
+    a decoder folds only into the target that owns it (``StreamAggregator``), whose parts change
+    only through the decoder's frames, so the part stays the one for its keys until a normal
+    frame, an error, or the target changing on its own (:meth:`forget_folded`) forgets it.
     """
 
     direct: ClassVar[bool] = False
@@ -136,7 +142,8 @@ class DirectFold:
     def __init__(self) -> None:
         self._target: FoldTarget | None = None
         self._buffers: dict[tuple[Key, Key], PartBuffers] = _IDLE
-        """Buffers :meth:`fold_delta` got from the target since the last normal frame of this ``feed_into``."""
+        """Buffers :meth:`fold_delta` got from the target since the last normal frame of this
+        ``feed_into`` (made on first use: most chunks of a run need none)."""
         self._hot: PartBuffers | None = None
         """The buffers :meth:`fold_delta` used last (one of :attr:`_buffers`), for the keys below:
         a run of deltas to one part skips the dictionary."""
@@ -144,12 +151,18 @@ class DirectFold:
         self._hot_part: Key = 0
 
     def _fold_begin(self, target: FoldTarget) -> None:
-        """A chunk's fold starts: deltas may go into ``target``'s parts."""
-        self._target, self._buffers, self._hot = target, {}, None
+        """A chunk's fold starts: deltas may go into ``target``'s parts (the last run's first)."""
+        self._target = target
 
-    def _fold_end(self) -> None:
-        """A chunk's fold ended (or failed): while idle, no cycle and no part kept alive."""
-        self._target, self._buffers, self._hot = None, _IDLE, None
+    def _fold_end(self, failed: bool = False) -> None:
+        """A chunk's fold ended: while idle no cycle, and only the hot part kept (none if it ``failed``)."""
+        self._target, self._buffers = None, _IDLE
+        if failed:
+            self._hot = None
+
+    def forget_folded(self) -> None:
+        """Forget the part the last delta went to (:attr:`_hot`): the target changed on its own."""
+        self._hot = None
 
     def _forget(self, events: list[Event]) -> None:
         """Hand a normal frame's events to the target, forgetting every buffer it handed out."""
@@ -212,6 +225,8 @@ class DirectFold:
     def _opened(self, message: Key, part: Key, found: PartBuffers | None) -> PartBuffers | None:
         """A part the target opened (``found``, unless ``None``) is the one :meth:`fold_delta` uses next."""
         if found is not None:
+            if self._buffers is _IDLE:
+                self._buffers = {}
             self._buffers[message, part] = found
             self._hot, self._hot_message, self._hot_part = found, message, part
         return found
@@ -229,6 +244,8 @@ class DirectFold:
                 found = target.part_buffers(message, part) if target is not None else None
                 if found is None:
                     return None
+                if self._buffers is _IDLE:
+                    self._buffers = {}
                 self._buffers[message, part] = found
             self._hot, self._hot_message, self._hot_part = found, message, part
         return found
@@ -285,6 +302,19 @@ class DirectFold:
         if len(buf) >= FRAGMENTS:
             compact(buf)
         return True
+
+    def fold_run(self, message: Key, part: Key, text: str, kind: int = TEXT) -> list[str] | None:
+        """:meth:`fold_delta` of a run's first delta, then the buffer it went to; ``None``: go the normal way.
+
+        For a hot loop that appends the run's next deltas of the same part itself (``append``,
+        then :func:`~maas_stream._accumulate.compact` at :data:`~maas_stream._accumulate.FRAGMENTS`
+        pieces), until its next normal frame. :data:`TEXT` or :data:`ARGS` only.
+        """
+        if not self.fold_delta(message, part, text, kind):
+            return None
+        hot = self._hot  # the part fold_delta just appended to
+        assert hot is not None
+        return hot.text if kind == TEXT else hot.args
 
     def fold_deltas(self, message: Key, part: Key, pieces: list[str], kind: int = TEXT) -> bool:
         """Append a run of common deltas (in order, none empty) to one buffer of a part; ``False``: go the normal way.

@@ -20,7 +20,7 @@ import msgspec
 from .._exceptions import LocalProtocolError, RemoteProtocolError
 from ..sse import DEFAULT_MAX_EVENT_SIZE
 from ._base import _DECODE_FAULTS, _State, flush_warnings
-from ._direct import _IDLE, DirectFold, FoldTarget
+from ._direct import DirectFold, FoldTarget
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -139,8 +139,10 @@ class JSONLinesStreamDecoder(DirectFold):
         self._fold_begin(target)
         try:
             self.fold_lines(lines)
-        finally:
-            self._fold_end()
+        except BaseException:
+            self._fold_end(True)
+            raise
+        self._fold_end(False)
 
     def feed_message_into(self, msg: bytes | str, direction: str, target: FoldTarget) -> None:
         """Decode one websocket message and fold it into ``target`` (the direct fold, ``_base``).
@@ -149,22 +151,17 @@ class JSONLinesStreamDecoder(DirectFold):
         are the errors (a bad message's own events are never applied); a message the protocol
         folds (:meth:`fold_one`) makes no events. The part the last delta went to stays the one
         ``fold_delta`` tries first (``_hot``: a run of deltas to one part skips looking it up, as
-        within a chunk) until a normal message, a chunk, an error or :meth:`forget_folded` (the
-        target changed on its own) forgets it; nothing else is kept between messages.
+        across chunks, ``DirectFold``) until a normal message, an error or :meth:`forget_folded`
+        (the target changed on its own) forgets it; nothing else is kept between messages.
         """
-        self._target, self._buffers = target, {}
+        self._fold_begin(target)
         try:
             if not self.fold_one(msg, direction):
                 self._forget(self.feed_message(msg, direction=direction))
         except BaseException:
-            self._hot = None
+            self._fold_end(True)
             raise
-        finally:
-            self._target, self._buffers = None, _IDLE
-
-    def forget_folded(self) -> None:
-        """Forget the part the last message folded into (:meth:`feed_message_into`): its target changed it."""
-        self._hot = None
+        self._fold_end(False)
 
     def fold_one(self, msg: bytes | str, direction: str) -> bool:
         """Fold one whole message directly if it is a common one, counting it; ``False``: go :meth:`feed_message`.

@@ -29,7 +29,20 @@ from ._map import (
     response_raw,
     usage_from,
 )
-from ._wire import Choice, Delta, ReasoningDetail, ToolCallDelta, chunk_decoder, fold_decoder
+from ._wire import (
+    Choice,
+    Chunk,
+    Delta,
+    FoldChunk,
+    FoldLaterChunk,
+    LaterChunk,
+    ReasoningDetail,
+    ToolCallDelta,
+    chunk_decoder,
+    fold_decoder,
+    fold_later_decoder,
+    later_decoder,
+)
 
 _FIRST: Final = (0,)
 """The choices announced in most streams (one shared tuple rather than 48 bytes a stream)."""
@@ -66,14 +79,18 @@ class StreamDecoder(SSEStreamDecoder):
         self._done = False
 
     def on_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
+        out: list[ev.Event] = []
+        chunk: Chunk | LaterChunk
         try:
-            chunk = chunk_decoder.decode(data)
+            if self._have_id:  # the envelope was read: a later chunk's is not (LaterChunk)
+                chunk = later_decoder.decode(data)
+            else:
+                chunk = chunk_decoder.decode(data)
         except msgspec.DecodeError:
             return self._odd_frame(event, data)
         if self._done:
             raise RemoteProtocolError("data after [DONE]", event_type=event)
-        out: list[ev.Event] = []
-        if not self._have_id and (chunk.id or not self._started):
+        if type(chunk) is Chunk and (chunk.id or not self._started):
             # Azure sends a first chunk with an empty id (prompt filter results): announce the
             # response at once and again when the real id arrives.
             self._started = True
@@ -109,16 +126,22 @@ class StreamDecoder(SSEStreamDecoder):
         already, no finish reason, log-probabilities, usage, error, id to announce, nor any field
         but the content or one call's argument fragment (read with ``fold_decoder``).
         """
-        decode = fold_decoder.decode
         seen = self._choices
         plain = self._have_id and not self._done  # no response start nor [DONE] to mind
+        # A chunk after the id's is read without its envelope (as on_frame reads it).
+        decode = fold_later_decoder.decode if self._have_id else fold_decoder.decode
         first = self._frames + 1
         # An "event: error" frame is never common; a chunk of plain "data:" events has none.
         typed = type(names) is not list or names.count("message") != len(names)
-        run: list[str] = []  # the text buffer the last content delta went to (fold_delta's, inlined)
-        run_index = -1  # its choice (-1: none; any normal frame may change the parts)
+        # The buffers the last text and the last arguments delta went to (fold_delta's append,
+        # inlined), with their choice (None: none; a normal frame may change the parts) and call.
+        text_run: list[str] = []
+        text_index: int | None = None
+        args_run: list[str] = []
+        args_index: int | None = None
+        args_call = 0
+        chunk: FoldChunk | FoldLaterChunk | None
         for number, data in enumerate(payloads, first):
-            event = names[number - first] if typed else "message"
             try:
                 chunk = decode(data)
             except _FAULTS:
@@ -127,8 +150,8 @@ class StreamDecoder(SSEStreamDecoder):
                 chunk is None
                 or len(chunk.choices) != 1
                 or chunk.usage
-                or event == "error"
-                or (not plain and (self._done or chunk.id or not self._started))
+                or (typed and names[number - first] == "error")
+                or (not plain and (self._done or getattr(chunk, "id", None) or not self._started))
             ):
                 choice = chunk.choices[0]
                 delta = choice.delta
@@ -145,29 +168,34 @@ class StreamDecoder(SSEStreamDecoder):
                         text = delta.content
                         if not text:
                             continue  # nothing to fold, nothing to announce
-                        if index == run_index:  # (the same part as the last: fold_delta's append)
-                            run.append(text)
-                            if len(run) >= FRAGMENTS:
-                                compact(run)
+                        if index == text_index:
+                            text_run.append(text)
+                            if len(text_run) >= FRAGMENTS:
+                                compact(text_run)
                             continue
-                        if self.fold_delta(index, "content", text):
-                            hot = self._hot
-                            if hot is not None and hot.text is not None:
-                                run, run_index = hot.text, index
+                        run = self.fold_run(index, "content", text)
+                        if run is not None:
+                            text_run, text_index = run, index
                             continue
                     elif len(calls) == 1 and not delta.content:
                         call = calls[0]
                         fn = call.function
-                        if fn is not None and not call.id and not fn.name:
+                        # (an empty fragment is appended: it changes nothing, as it adds no event)
+                        if fn is not None and not call.id and not fn.name and fn.arguments is not None:
                             args = fn.arguments
-                            if not args:
+                            if index == args_index and call.index == args_call:
+                                args_run.append(args)
+                                if len(args_run) >= FRAGMENTS:
+                                    compact(args_run)
                                 continue
-                            run_index = -1
-                            if self.fold_delta(index, call.index, args, ARGS):
+                            run = self.fold_run(index, call.index, args, ARGS)
+                            if run is not None:
+                                args_run, args_index, args_call = run, index, call.index
                                 continue
-            run_index = -1
-            self.normal(number, event, data)
+            text_index = args_index = None
+            self.normal(number, names[number - first] if typed else "message", data)
             plain = self._have_id and not self._done
+            decode = fold_later_decoder.decode if self._have_id else fold_decoder.decode
             seen = self._choices
 
     def _odd_frame(self, event: str, data: bytes | str) -> list[ev.Event]:

@@ -156,6 +156,35 @@ class FoldChunk(_Envelope, gc=False):
     moderation: None = None
 
 
+class LaterChunk(msgspec.Struct, gc=False):
+    """A chunk after the one that gave the response its id: :class:`Chunk` without the envelope.
+
+    The decoder reads ``id``, ``object``, ``created``, ``model``, ``system_fingerprint`` and
+    ``service_tier`` from the chunk that announces the response only (every later chunk repeats
+    them), so later chunks leave them undeclared: msgspec skips them as any unknown field (still
+    checked as JSON) rather than making five objects per chunk. Both ways of reading a stream (the
+    events and the direct fold) read later chunks so.
+    """
+
+    usage: Any = None
+    error: Any = None
+    choices: list[Choice] = []
+    prompt_filter_results: Any = None
+    moderation: Any = None
+
+
+class FoldLaterChunk(msgspec.Struct, gc=False):
+    """A later chunk read for the direct fold: :class:`LaterChunk` as :class:`FoldChunk` reads it."""
+
+    usage: Any = None
+    error: None = None
+    choices: list[FoldChoice] = []
+    prompt_filter_results: None = None
+    moderation: None = None
+
+
 chunk_decoder = msgspec.json.Decoder(Chunk)
+later_decoder = msgspec.json.Decoder(LaterChunk)
 fold_decoder = msgspec.json.Decoder(FoldChunk)
+fold_later_decoder = msgspec.json.Decoder(FoldLaterChunk)
 completion_decoder = msgspec.json.Decoder(Completion)
