@@ -25,7 +25,8 @@ and each concurrency C:
   (p50 and p90 over the probes, best of the repetitions). Unlike the C streams opened at once,
   whose TTFB is mostly the client's and the upstream's queue (it differs by several ms between
   two identical bridges), this is what one more stream waits for in a busy bridge: its setup,
-  its upstream exchange, its first frame behind the other streams' frames.
+  its upstream exchange, its first frame behind the other streams' frames. The bridge's CPU per
+  event of these runs is reported beside (``paced``): one frame per read, as a model's tokens come.
 
 The machine is shared, so the figures are ratios from one run, not absolute budgets. To compare
 two versions of the bridge in ONE run, add ``--against DIR`` (a checkout, e.g. ``/work/main``): a
@@ -232,28 +233,43 @@ async def probed(url: str, load: dict[str, object], body: dict[str, object], str
 
 
 def under_load(
-    flavour: str, streams: int, direct_url: str, urls: dict[str, str], order: list[tuple[str, str]]
+    flavour: str,
+    streams: int,
+    direct_url: str,
+    urls: dict[str, str],
+    order: list[tuple[str, str]],
+    pids: dict[str, int],
 ) -> None:
-    """The TTFB-under-load rows of one level: probes directly and through each bridge, alternated."""
+    """The TTFB-under-load rows of one level: probes directly and through each bridge, alternated.
+
+    With each bridge's CPU per event of the run: a paced stream's frames come one per read, so
+    this is the cost per event a model's token stream has (the streams above come in bursts).
+    """
     direct: list[float] = []
     via: dict[str, list[float]] = {label: [] for label in urls}
+    cpu: dict[str, float] = {}
+    events = (streams + PROBES) * (EVENTS + 5)  # the paced streams, the probes and a warm-up
     for _ in range(REPEATS):
         found = asyncio.run(probed(direct_url, PACED["anthropic"], ANTHROPIC_BODY, streams))
         direct = min(direct, found, key=lambda v: pct(v, 0.5)) if direct else found
         order = order[1:] + order[:1]
         for label, url in order:
+            before = cpu_seconds(pids[label])
             found = asyncio.run(probed(url, PACED["chat"], CHAT_BODY, streams))
+            used = (cpu_seconds(pids[label]) - before) / events
+            cpu[label] = min(cpu.get(label, used), used)
             via[label] = min(via[label], found, key=lambda v: pct(v, 0.5)) if via[label] else found
     d50, d90 = pct(direct, 0.5), pct(direct, 0.9)
     for label, found in via.items():
         v50, v90 = pct(found, 0.5), pct(found, 0.9)
         print(
             f"{streams:>8} {label:>8} {d50 * 1e3:>13.2f}ms {v50 * 1e3:>7.2f}ms {(v50 - d50) * 1e3:>6.2f}ms"
-            f" {d90 * 1e3:>9.2f}ms {v90 * 1e3:>7.2f}ms {(v90 - d90) * 1e3:>6.2f}ms"
+            f" {d90 * 1e3:>9.2f}ms {v90 * 1e3:>7.2f}ms {(v90 - d90) * 1e3:>6.2f}ms {cpu[label] * 1e6:>12.1f}µs"
         )
         name = f"bridge {flavour} x{streams}" + ("" if label == "this" else f" ({label})")
         record(name, "TTFB p50 added under load (ms)", (v50 - d50) * 1e3, "<= 2")
         record(name, "TTFB p90 added under load (ms)", (v90 - d90) * 1e3, "<= 2")
+        record(name, "bridge CPU µs/event (paced)", cpu[label] * 1e6, "<= 25")
 
 
 def against() -> str | None:
@@ -337,11 +353,12 @@ def bench_flavour(flavour: str) -> None:
         print(
             f"TTFB under load: N - 1 paced streams, {PROBES} probes one by one\n"
             f"{'streams':>8} {'bridge':>8} {'TTFB p50 direct':>15} {'bridge':>9} {'added':>8}"
-            f" {'p90 direct':>11} {'bridge':>9} {'added':>8}"
+            f" {'p90 direct':>11} {'bridge':>9} {'added':>8} {'CPU/ev bridge':>14}"
         )
+        pids = {label: proc.pid for label, proc in bridges.items()}
         for streams in LEVELS:
             if streams > 1:
-                under_load(flavour, streams, direct_url, urls, list(urls.items()))
+                under_load(flavour, streams, direct_url, urls, list(urls.items()), pids)
     finally:
         for proc in (*bridges.values(), upstream):
             proc.terminate()
