@@ -18,7 +18,15 @@ and each concurrency C:
 * CPU per event: the bridge process's CPU time (user + system) over the run divided by the
   events it forwarded, against the upstream process's CPU per event it served;
 * flatness, per server flavour: the bridge's CPU per streamed event at C streams over its CPU
-  per event at 1 stream (a bridge whose cost per event does not grow with the streams: ~1).
+  per event at 1 stream (a bridge whose cost per event does not grow with the streams: ~1);
+* TTFB under load: C - 1 streams paced like a model's tokens (``"model": "paced"``: the upstream
+  spreads their frames over ``PACED_SECONDS``) keep the servers busy while ``PROBES`` streams
+  are opened one after another, each timed to its first byte, directly and through the bridge
+  (p50 and p90 over the probes, best of the repetitions). Unlike the C streams opened at once,
+  whose TTFB is mostly the client's and the upstream's queue (it differs by several ms between
+  two identical bridges), this is what one more stream waits for in a busy bridge: its setup,
+  its upstream exchange, its first frame behind the other streams' frames. The bridge's CPU per
+  event of these runs is reported beside (``paced``): one frame per read, as a model's tokens come.
 
 The machine is shared, so the figures are ratios from one run, not absolute budgets. To compare
 two versions of the bridge in ONE run, add ``--against DIR`` (a checkout, e.g. ``/work/main``): a
@@ -39,6 +47,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import httpx2
 
 from _harness import quick, record
@@ -62,9 +71,10 @@ BRIDGE = textwrap.dedent(
 
 UPSTREAM = textwrap.dedent(
     """
-    import json, sys, uvicorn
+    import asyncio, json, sys, uvicorn
 
     N = int(sys.argv[2])
+    PACE = float(sys.argv[3]) / (N + 5)  # seconds between two frames of a "paced" stream
     start = {"type": "message_start", "message": {"id": "msg_bench", "type": "message",
              "role": "assistant", "model": "bench", "content": [], "stop_reason": None,
              "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}
@@ -83,13 +93,18 @@ UPSTREAM = textwrap.dedent(
     async def app(scope, receive, send):
         if scope["type"] != "http":
             return
-        more = True
+        more, body = True, b""
         while more:
-            more = (await receive()).get("more_body", False)
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        paced = json.loads(body).get("model") == "paced"
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
         for f in FRAMES:
             await send({"type": "http.response.body", "body": f, "more_body": True})
+            if paced:
+                await asyncio.sleep(PACE)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", backlog=4096,
@@ -100,6 +115,12 @@ UPSTREAM = textwrap.dedent(
 CHAT_BODY = {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 ANTHROPIC_BODY = {**CHAT_BODY, "max_tokens": 100}
 CHAT_WHOLE = {**CHAT_BODY, "stream": False}
+PACED = {"chat": {**CHAT_BODY, "model": "paced"}, "anthropic": {**ANTHROPIC_BODY, "model": "paced"}}
+"""The load of the TTFB-under-load measure: streams whose frames the upstream spreads out."""
+PACED_SECONDS = 0.5 if quick() else 1.5
+"""How long the upstream takes over a paced stream."""
+PROBES = 3 if quick() else 20
+"""Streams timed to their first byte, one after another, under the load of the paced ones."""
 
 
 def free_port() -> int:
@@ -196,6 +217,61 @@ def better(best: Sample | None, sample: Sample) -> Sample:
     return Sample(best.ttfb, best.whole, cpu, best.upstream_cpu)
 
 
+async def probed(url: str, load: dict[str, object], body: dict[str, object], streams: int) -> list[float]:
+    """The TTFB of ``PROBES`` streams opened one by one while ``streams - 1`` paced ones run."""
+    limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
+    async with httpx2.AsyncClient(limits=limits, timeout=120, trust_env=False) as client:
+        await one(client, url, body)  # warm the connection pools
+        busy = asyncio.gather(*(one(client, url, load) for _ in range(streams - 1)))
+        await anyio.sleep(PACED_SECONDS / 5)  # every paced stream is under way
+        found = []
+        for _ in range(PROBES):
+            found.append((await one(client, url, body))[0])
+            await anyio.sleep(PACED_SECONDS / 2 / PROBES)
+        await busy
+        return found
+
+
+def under_load(
+    flavour: str,
+    streams: int,
+    direct_url: str,
+    urls: dict[str, str],
+    order: list[tuple[str, str]],
+    pids: dict[str, int],
+) -> None:
+    """The TTFB-under-load rows of one level: probes directly and through each bridge, alternated.
+
+    With each bridge's CPU per event of the run: a paced stream's frames come one per read, so
+    this is the cost per event a model's token stream has (the streams above come in bursts).
+    """
+    direct: list[float] = []
+    via: dict[str, list[float]] = {label: [] for label in urls}
+    cpu: dict[str, float] = {}
+    events = (streams + PROBES) * (EVENTS + 5)  # the paced streams, the probes and a warm-up
+    for _ in range(REPEATS):
+        found = asyncio.run(probed(direct_url, PACED["anthropic"], ANTHROPIC_BODY, streams))
+        direct = min(direct, found, key=lambda v: pct(v, 0.5)) if direct else found
+        order = order[1:] + order[:1]
+        for label, url in order:
+            before = cpu_seconds(pids[label])
+            found = asyncio.run(probed(url, PACED["chat"], CHAT_BODY, streams))
+            used = (cpu_seconds(pids[label]) - before) / events
+            cpu[label] = min(cpu.get(label, used), used)
+            via[label] = min(via[label], found, key=lambda v: pct(v, 0.5)) if via[label] else found
+    d50, d90 = pct(direct, 0.5), pct(direct, 0.9)
+    for label, found in via.items():
+        v50, v90 = pct(found, 0.5), pct(found, 0.9)
+        print(
+            f"{streams:>8} {label:>8} {d50 * 1e3:>13.2f}ms {v50 * 1e3:>7.2f}ms {(v50 - d50) * 1e3:>6.2f}ms"
+            f" {d90 * 1e3:>9.2f}ms {v90 * 1e3:>7.2f}ms {(v90 - d90) * 1e3:>6.2f}ms {cpu[label] * 1e6:>12.1f}µs"
+        )
+        name = f"bridge {flavour} x{streams}" + ("" if label == "this" else f" ({label})")
+        record(name, "TTFB p50 added under load (ms)", (v50 - d50) * 1e3, "<= 2")
+        record(name, "TTFB p90 added under load (ms)", (v90 - d90) * 1e3, "<= 2")
+        record(name, "bridge CPU µs/event (paced)", cpu[label] * 1e6, "<= 25")
+
+
 def against() -> str | None:
     """The checkout given with ``--against DIR`` (its ``src`` is the second bridge's code), or ``None``."""
     if "--against" not in sys.argv:
@@ -209,7 +285,9 @@ def start_servers(
     """The upstream and one bridge per contender (``this``, and ``against`` with ``--against``)."""
     loop, http = FLAVOURS[flavour]
     up_port = free_port()
-    upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port), str(EVENTS)])
+    upstream = subprocess.Popen(
+        [sys.executable, "-c", UPSTREAM, str(up_port), str(EVENTS), str(PACED_SECONDS)]
+    )
     contenders = {"this": os.environ.get("PYTHONPATH", "")}
     other = against()
     if other is not None:
@@ -272,6 +350,15 @@ def bench_flavour(flavour: str) -> None:
                 per_event[label][streams] = streamed.bridge_cpu
         for label, cpu in per_event.items():
             flatness(flavour, label, cpu)
+        print(
+            f"TTFB under load: N - 1 paced streams, {PROBES} probes one by one\n"
+            f"{'streams':>8} {'bridge':>8} {'TTFB p50 direct':>15} {'bridge':>9} {'added':>8}"
+            f" {'p90 direct':>11} {'bridge':>9} {'added':>8} {'CPU/ev bridge':>14}"
+        )
+        pids = {label: proc.pid for label, proc in bridges.items()}
+        for streams in LEVELS:
+            if streams > 1:
+                under_load(flavour, streams, direct_url, urls, list(urls.items()), pids)
     finally:
         for proc in (*bridges.values(), upstream):
             proc.terminate()

@@ -100,7 +100,10 @@ def new_client(timeouts: Timeouts, max_connections: int) -> Any:
     connect = timeouts.connect
     limits = lib.Limits(
         max_connections=max_connections,
-        max_keepalive_connections=min(max_connections, 100),
+        # Every connection of a burst is kept for the next (at most ``max_connections``, each
+        # for ``KEEPALIVE_EXPIRY``): with 100 kept, 200 concurrent streams connected 100 anew
+        # per burst, and each of those streams waited for a TCP connect before its first byte.
+        max_keepalive_connections=max_connections,
         # Shorter than the 5 s many servers keep an idle connection (uvicorn's default): a
         # request sent on a connection the server is closing fails before any byte (a 502).
         keepalive_expiry=KEEPALIVE_EXPIRY,
