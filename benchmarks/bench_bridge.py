@@ -355,10 +355,10 @@ def bench_flavour(flavour: str) -> None:
             f"{'streams':>8} {'bridge':>8} {'TTFB p50 direct':>15} {'bridge':>9} {'added':>8}"
             f" {'p90 direct':>11} {'bridge':>9} {'added':>8} {'CPU/ev bridge':>14}"
         )
-        pids = {label: proc.pid for label, proc in bridges.items()}
+        bridge_pids = {label: proc.pid for label, proc in bridges.items()}
         for streams in LEVELS:
             if streams > 1:
-                under_load(flavour, streams, direct_url, urls, list(urls.items()), pids)
+                under_load(flavour, streams, direct_url, urls, list(urls.items()), bridge_pids)
     finally:
         for proc in (*bridges.values(), upstream):
             proc.terminate()

@@ -139,7 +139,8 @@ class StreamAggregator:
                 response as it stood before the bad frame.
             ProtocolDetectionError: The protocol was not given and cannot be detected.
         """
-        if self._decoder is None:
+        decoder = self._decoder
+        if decoder is None:
             detector = self._detector
             assert detector is not None
             name = detector.feed(data)
@@ -149,12 +150,9 @@ class StreamAggregator:
                 name = detector.finish()
             self._detector = None
             self._start(name)
+            decoder = self._decoder
+            assert decoder is not None
             data = detector.head
-        return self._apply(data)
-
-    def _apply(self, data: bytes) -> list[Event]:
-        decoder = self._decoder
-        assert decoder is not None
         if self._direct & _FOLD:
             # The direct fold (protocols/_direct.py): common deltas go straight into the parts.
             try:
@@ -324,7 +322,7 @@ class StreamAggregator:
             name = detector.finish()
             self._detector = None
             self._start(name)
-            self._apply(detector.head)
+            self.feed(detector.head)
         decoder = self._decoder
         agg = self._agg
         assert decoder is not None
@@ -408,6 +406,9 @@ def _refuse(data: object) -> TypeError:
     return TypeError(f"cannot aggregate a {what} object: expected {_ACCEPTED}{hint}")
 
 
+_ONLY_BYTES: Final = frozenset((bytes,))
+
+
 def _checked(chunks: Iterable[object]) -> Iterator[bytes]:
     for chunk in chunks:
         if type(chunk) is bytes:
@@ -428,7 +429,9 @@ def _checked(chunks: Iterable[object]) -> Iterator[bytes]:
 
 def chunks_of(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
     if type(data) is list or type(data) is tuple:
-        return _checked(data)  # no HTTP response is a list: not probed for one
+        # No HTTP response is a list: not probed for one. Chunks all bytes (the common case) are
+        # checked at once, in C, rather than one by one as they are read.
+        return data if set(map(type, data)) <= _ONLY_BYTES else _checked(data)
     if isinstance(data, bytes | bytearray | memoryview):
         return (bytes(data),)
     if isinstance(data, str) or not isinstance(data, Iterable) or _is_http(data):

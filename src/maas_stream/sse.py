@@ -223,6 +223,9 @@ class Decoder:
             or 10 not in chunk  # an int: memchr (a one-byte bytes needle is searched far slower)
         ):
             return None  # inside an event, a rare case to settle first, or nothing ends here
+        lone = self._lone_event(chunk)  # a slow network's chunk: one event, one data line
+        if lone is not None:
+            return lone
         if self._settle:
             # A fresh decoder: the first chunk takes the whole-chunk split too, unless it may
             # start with a BOM (what is pending then is the start of one).
@@ -262,6 +265,25 @@ class Decoder:
             self._pending_size = 0
         self.events += len(split[0])
         return split
+
+    def _lone_event(self, chunk: bytes) -> tuple[list[bytes], list[str]] | None:
+        """:meth:`feed_payloads` of a chunk that is one whole event of one ``data:`` line, alone.
+
+        ``None`` unless the chunk is such an event (ended by LF LF, or CRLF CRLF: its first line
+        break is its last line's) and nothing is pending before it.
+        """
+        if self._pending or self._settle or self._event or chunk[:6] != b"data: ":
+            return None
+        end = len(chunk) - 2
+        first = chunk.find(b"\n")
+        if first != end or 13 in chunk or chunk[-1] != 10:
+            end -= 2
+            if first != end + 1 or chunk.find(b"\r") != end or chunk[end:] != b"\r\n\r\n":
+                return None
+        if end > self._max:
+            return None  # the size to check: the line machine's
+        self.events += 1
+        return [chunk[6:end]], ["message"]
 
     def _prepare(self, chunk: bytes) -> bytes:
         """Check the state, normalize line endings, and join what an earlier chunk left.

@@ -242,6 +242,37 @@ def test_feed_payloads_splits_as_feed_raw_does(text: str, cuts: list[int], cut_s
     assert (decoder.truncated, decoder.events) == (reference.truncated, reference.events)
 
 
+@pytest.mark.parametrize(
+    ("chunk", "taken"),
+    [
+        (b"data: {}\n\n", True),
+        (b"data: \n\n", True),
+        (b"data: {}\r\n\r\n", True),
+        (b"data: {\r}\n\n", False),  # a lone CR ends a line
+        (b"data: {}\r\n\n", False),  # mixed endings
+        (b"data: {}\n\ndata: [", True),  # not alone: the whole-chunk split takes it
+        (b"data: 1\ndata: 2\n\n", False),  # two data lines
+        (b"data: {}\n", False),  # not ended
+        (b"data:{}\n\n", False),  # no space after the colon: the line machine
+    ],
+)
+def test_a_lone_event_chunk_splits_as_feed_raw_does(chunk: bytes, taken: bool) -> None:
+    """A chunk of one whole one-line event (a slow network's) is taken whole, or left to feed_raw."""
+    reference, decoder = Decoder(), Decoder()
+    for d in (reference, decoder):
+        d.feed_raw(b"data: 0\n\n")  # past the BOM check
+    expected = [(event, payload) for event, payload, _, _ in reference.feed_raw(chunk)]
+    fast = decoder.feed_payloads(chunk)
+    assert (fast is not None) == taken
+    got = [(event, payload) for event, payload, _, _ in decoder.feed_raw(chunk)] if fast is None else []
+    if fast is not None:
+        got = list(zip(fast[1], fast[0], strict=True))
+    assert got == expected
+    assert decoder.events == reference.events
+    tail = b"data: end\n\n"
+    assert decoder.feed_raw(tail)[0][:2] == reference.feed_raw(tail)[0][:2]
+
+
 def test_feed_payloads_takes_the_common_shapes_whole() -> None:
     lf = b"data: {}\n\nevent: delta\ndata: [1]\n\n"
     crlf = b"data: {}\r\n\r\ndata: [1]\r\n\r\n"

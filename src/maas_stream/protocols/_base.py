@@ -267,7 +267,8 @@ class SSEStreamDecoder(DirectFold):
         ``Decoder.feed_payloads`` when the chunk has the common shape (no per-frame tuples),
         else ``feed_raw``.
         """
-        self._check_open()
+        if self._state is not _State.OPEN:
+            self._check_open()  # raises
         sse = self._sse
         fast = sse.feed_payloads(data)
         if fast is not None:

@@ -47,8 +47,13 @@ from ._wire import (
 _FIRST: Final = (0,)
 """The choices announced in most streams (one shared tuple rather than 48 bytes a stream)."""
 
+_NO_RUN: Final[list[str]] = []
+"""No run yet (never appended to: its choice is ``None``)."""
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from ...events import Key
 
 __all__ = ["StreamDecoder"]
 
@@ -135,11 +140,7 @@ class StreamDecoder(SSEStreamDecoder):
         typed = type(names) is not list or names.count("message") != len(names)
         # The buffers the last text and the last arguments delta went to (fold_delta's append,
         # inlined), with their choice (None: none; a normal frame may change the parts) and call.
-        text_run: list[str] = []
-        text_index: int | None = None
-        args_run: list[str] = []
-        args_index: int | None = None
-        args_call = 0
+        text_run, text_index, args_run, args_index, args_call = self._runs()
         chunk: FoldChunk | FoldLaterChunk | None
         for number, data in enumerate(payloads, first):
             try:
@@ -197,6 +198,22 @@ class StreamDecoder(SSEStreamDecoder):
             plain = self._have_id and not self._done
             decode = fold_later_decoder.decode if self._have_id else fold_decoder.decode
             seen = self._choices
+
+    def _runs(self) -> tuple[list[str], int | None, list[str], int | None, Key]:
+        """The runs :meth:`fold_frames` starts with: the one the last chunk ended in, if any.
+
+        The part the last delta went to is kept between chunks (``DirectFold``); one delta a
+        chunk, as a slow network delivers them, then appends without a call.
+        """
+        hot = self._hot
+        message = self._hot_message
+        if hot is not None and type(message) is int:
+            part = self._hot_part
+            if part == "content" and hot.text is not None:
+                return hot.text, message, _NO_RUN, None, 0
+            if type(part) is int and hot.args is not None:
+                return _NO_RUN, None, hot.args, message, part
+        return _NO_RUN, None, _NO_RUN, None, 0
 
     def _odd_frame(self, event: str, data: bytes | str) -> list[ev.Event]:
         """A frame that is not a JSON chunk: ``[DONE]``, an empty keep-alive, or bad bytes."""
