@@ -5,10 +5,10 @@ Run: ``python benchmarks/bench_memory.py`` (add ``--quick`` for a fast smoke run
 * idle in-flight stream, library: ``STREAMS`` aggregators (and converters) that have read the
   first frame of their stream and wait, per protocol: bytes allocated per stream beyond the
   frame itself;
-* after 500 text deltas: one aggregator's allocations, and one converter's (to Responses: its
-  encoder reads the text from the converter's aggregator, so it too holds the text once), as
-  a ratio to the text (the content) and as the KiB beyond it (issue 18: the content plus a
-  few KiB);
+* after 500 text deltas: one aggregator's allocations, and one converter's (to Responses and
+  to Realtime: the encoder reads the text from the converter's aggregator, so it too holds the
+  text once), as a ratio to the text (the content) and as the KiB beyond it (issue 18: the
+  content plus a few KiB);
 * idle in-flight stream, bridge: ``STREAMS`` concurrent requests served in this process by the
   bridge's ASGI app from an upstream that sent its first frames and stalls; bytes allocated
   per stream once every client has its first byte (the request tasks, the upstream reader,
@@ -146,17 +146,18 @@ def library() -> None:
             agg.feed(data)
             return agg
 
-        def converter_500(p: str = protocol, data: bytes = frames) -> object:
-            conv = ms.StreamConverter("openai-responses", protocol=p)
+        def converter_500(p: str = protocol, data: bytes = frames, to: str = "openai-responses") -> object:
+            conv = ms.StreamConverter(to, protocol=p)
             conv.feed(data)
             return conv
 
         used = allocated(after_500, 20)  # the frames were allocated before: only what it keeps
         conv_used = allocated(converter_500, 20)
+        realtime_used = allocated(lambda: converter_500(to="openai-realtime"), 20)
         print(
             f"{protocol:12} idle aggregator {idle / 1024:6.2f} KiB, idle converter {conv / 1024:6.2f} KiB,"
-            f" after 500 deltas {used / 1024:6.2f} KiB (converter {conv_used / 1024:6.2f} KiB)"
-            f" for {content / 1024:.2f} KiB of text"
+            f" after 500 deltas {used / 1024:6.2f} KiB (converter {conv_used / 1024:6.2f} KiB,"
+            f" to Realtime {realtime_used / 1024:6.2f} KiB) for {content / 1024:.2f} KiB of text"
         )
         record(f"memory {protocol}", "idle aggregator KiB/stream", idle / 1024, "<= 2")
         record(f"memory {protocol}", "idle converter KiB/stream", conv / 1024, "<= 2")
@@ -173,6 +174,12 @@ def library() -> None:
             "converter after 500 deltas KiB beyond the content",
             (conv_used - content) / 1024,
             "<= 4",
+        )
+        record(
+            f"memory {protocol}",
+            "converter to Realtime after 500 deltas KiB beyond the content",
+            (realtime_used - content) / 1024,
+            "<= 8",
         )
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from ._accumulate import CONTENT, MessageState, PartState, remainder
+from ._accumulate import CONTENT, MessageState, PartState, remainder, text_so_far
 from ._aggregate import HANDLER_NAMES, Aggregator
 from ._model import ReasoningPart, RefusalPart, TextPart, ToolCallPart
 from .events import (
@@ -52,10 +52,10 @@ from .events import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ._model import Usage
+    from ._model import Part, Usage
     from .events import Event
 
-__all__ = ["EmittingAggregator"]
+__all__ = ["EmittingAggregator", "written_text"]
 
 _DELTAS: Final[dict[type[Any], Callable[[int, int, str], Event]]] = {
     TextPart: lambda m, p, text: TextDelta(message=m, part=p, text=text),
@@ -90,6 +90,21 @@ def _rekeyed(
         return part
 
     return handler
+
+
+def written_text(state: PartState, count: int, done: Part | None = None) -> str:
+    """The first ``count`` characters of a text part as an emitting aggregator handed them on.
+
+    An encoder fed by this aggregator counts what it wrote of a part and reads the text here
+    rather than keeping a copy (``EventEncoder.read_text_from``): the start's text and the
+    deltas as folded, cut at ``count`` (the aggregator may have folded more of the same source
+    chunk already) and, once the part is done (``done``: its final value), the remainder handed
+    on right before its ``PartDone``, which the fold does not keep (:func:`remainder`).
+    """
+    text = text_so_far(state)
+    if done is not None and len(text) < count:
+        text += remainder(state, done)
+    return text[:count]
 
 
 class EmittingAggregator(Aggregator):

@@ -13,7 +13,9 @@ results as the client's ``conversation.item.create`` of a ``function_call_output
 "client"``). Realtime session and client events kept by the Realtime decoder pass through.
 
 Content is written from the deltas only (the aggregator sends every value as deltas before a
-part's ``PartDone``). This module maps canonical messages and parts to output items; the events
+part's ``PartDone``). In a converter (:meth:`StreamEncoder.read_text_from`) a text part's text is
+read at its end from the aggregator that feeds the encoder, which keeps it anyway: the encoder
+counts what it wrote rather than keeping a second copy. This module maps canonical messages and parts to output items; the events
 themselves are written by ``_writer`` and the item shapes come from ``_items``.
 
 Dropped and reported as records (:attr:`StreamEncoder.lossy`): reasoning and signatures, server
@@ -26,6 +28,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import events
+from ..._emit import written_text
+from ..._exceptions import LocalProtocolError
 from ..._model import AudioPart, TextPart, ToolCallPart, ToolResultPart, UnknownPart
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._session import SessionEncoder
@@ -33,6 +37,7 @@ from ._writer import Item, ResponseWriter
 
 if TYPE_CHECKING:
     from ..._model import Part, StreamError
+    from .._base import PartStates
 
 __all__ = ["StreamEncoder"]
 
@@ -69,6 +74,12 @@ class StreamEncoder(SessionEncoder):
         """Whether the current response has a model message (even one whose content is dropped)."""
         self._fatal: StreamError | None = None
         """The error that ended the source (not a recoverable one), for the open response's end."""
+        self._texts: PartStates | None = None
+        """Where a converter's aggregator keeps the parts' text (:meth:`read_text_from`)."""
+
+    def read_text_from(self, parts: PartStates) -> None:
+        """A text part's text is read at its end from ``parts`` (:attr:`Item.written`), not kept."""
+        self._texts = parts
 
     # ------------------------------------------------------------------ messages
 
@@ -104,7 +115,7 @@ class StreamEncoder(SessionEncoder):
         if role in ("user", "tool"):
             return self._input_part(key, role, value)
         if isinstance(value, TextPart | AudioPart):
-            return self._content_start(key, value)
+            return self._content_start(key, value, shared=self._texts is not None)
         if isinstance(value, ToolCallPart):
             return self._call_start(key, value)
         if isinstance(value, UnknownPart) and self._same:
@@ -135,14 +146,14 @@ class StreamEncoder(SessionEncoder):
         self._own(key, item)
         return out + added
 
-    def _content_start(self, key: _Key, value: TextPart | AudioPart) -> bytes:
+    def _content_start(self, key: _Key, value: TextPart | AudioPart, *, shared: bool = False) -> bytes:
         out = b""
         item = self._messages.get(key[0])
         if item is None or item.done:
             item, out = self._w.add("message", self._ids.get(key[0]) or self._w.synth("item"), self._pending)
             self._messages[key[0]] = item
         kind = "text" if isinstance(value, TextPart) else "audio"
-        index, added = self._w.content(item, kind)
+        index, added = self._w.content(item, kind, shared=shared)
         self._parts[key] = (item, index, kind)
         self._own(key, item)
         out += added
@@ -151,7 +162,10 @@ class StreamEncoder(SessionEncoder):
         return out
 
     def _reopened(self, key: _Key) -> tuple[bytes, tuple[Item, int, str] | None]:
-        """A part closed early (its item ended at a call) that goes on: a new message item."""
+        """A part closed early (its item ended at a call) that goes on: a new message item.
+
+        Its rest keeps its own text (it ends with what it wrote, not the whole part's).
+        """
         kind = self._reopen.pop(key, None)
         if kind is None:
             return b"", None
@@ -220,7 +234,19 @@ class StreamEncoder(SessionEncoder):
             return self._w.call_done(call, "incomplete" if cut else "completed")
         self._reopen.pop(key, None)
         found = self._parts.pop(key, None)
-        return self._w.content_done(*found) if found is not None else b""
+        return self._content_done(key, found, value) if found is not None else b""
+
+    def _content_done(self, key: _Key, found: tuple[Item, int, str], done: Part | None = None) -> bytes:
+        """A content part's end (``done``: its final value, if the source ended it)."""
+        item, index, kind = found
+        written = item.written
+        count = written.pop(index, None) if written is not None else None
+        if count is None:
+            return self._w.content_done(item, index, kind)  # its text is its own
+        state = self._texts.part_state(*key) if self._texts is not None else None
+        if state is None:
+            raise LocalProtocolError("a shared text part is not in the aggregator that feeds the encoder")
+        return self._w.content_done(item, index, kind, written_text(state, count, done))
 
     def _on_message_done(self, ev: events.MessageDone) -> bytes:
         item = self._messages.pop(ev.message, None)
@@ -233,7 +259,7 @@ class StreamEncoder(SessionEncoder):
             if found[0] is item:
                 del self._parts[key]
                 self._reopen[key] = found[2]
-                out += self._w.content_done(*found)
+                out += self._content_done(key, found)
         return out + self._w.item_done(item, "incomplete" if ev.status == "incomplete" else "completed")
 
     def _on_cancelled(self, ev: events.Cancelled) -> bytes:

@@ -36,7 +36,19 @@ _FIELD: Final = {"output_text": "text", "output_audio": "transcript"}
 class Item:
     """One output item being written (``message``, ``function_call`` or ``raw``)."""
 
-    __slots__ = ("args", "call", "content", "done", "frames", "id", "index", "kind", "pieces", "status")
+    __slots__ = (
+        "args",
+        "call",
+        "content",
+        "done",
+        "frames",
+        "id",
+        "index",
+        "kind",
+        "pieces",
+        "status",
+        "written",
+    )
 
     def __init__(self, item_id: str, index: int, kind: str) -> None:
         self.id = item_id
@@ -54,6 +66,10 @@ class Item:
         """The text or transcript written to each open content part, joined into :attr:`content`
         only when the item is listed or the part closed (appending to a ``str`` per delta is
         quadratic)."""
+        self.written: dict[int, int] | None = None
+        """The characters written to each open text part whose text the converter's aggregator
+        keeps (its encoder reads that much there at the part's end: ``written_text``), in place
+        of :attr:`pieces`."""
         self.frames: dict[tuple[str, int], tuple[str | None, tuple[bytes, ...]]] | None = None
         """The pre-encoded delta events of this item (see :meth:`ResponseWriter.delta`), by event
         type and content index, with the response id they were made for."""
@@ -226,10 +242,18 @@ class ResponseWriter:
         body = {"type": "response.output_item.done", "response_id": self.response, "output_index": item.index}
         return self.event({**body, "item": self.wire(item, status)})
 
-    def content(self, item: Item, kind: str) -> tuple[int, bytes]:
-        """A new text or audio content part of a message item: its index and ``content_part.added``."""
+    def content(self, item: Item, kind: str, *, shared: bool = False) -> tuple[int, bytes]:
+        """A new text or audio content part of a message item: its index and ``content_part.added``.
+
+        ``shared``: a text part whose text the aggregator feeding the encoder keeps; the part
+        counts what it wrote (:attr:`Item.written`) rather than keeping it.
+        """
         index = len(item.content)
         if kind == "text":
+            if shared:
+                if item.written is None:
+                    item.written = {}
+                item.written[index] = 0
             item.content.append({"type": "output_text", "text": ""})
             part: dict[str, Any] = {"type": "text", "text": ""}
         else:
@@ -240,14 +264,18 @@ class ResponseWriter:
 
     def text(self, item: Item, index: int, text: str) -> bytes:
         """An ``output_text.delta``."""
-        pieces = item.pieces  # (Item.streamed inlined for a part that has streamed: the hot path)
-        found = pieces.get(index) if pieces is not None else None
-        if found is None:
-            item.streamed(index, text)
+        written = item.written
+        if written is None or index not in written:
+            pieces = item.pieces  # (Item.streamed inlined for a part that has streamed: the hot path)
+            found = pieces.get(index) if pieces is not None else None
+            if found is None:
+                item.streamed(index, text)
+            else:
+                found.append(text)
+                if len(found) >= FRAGMENTS:
+                    compact(found)
         else:
-            found.append(text)
-            if len(found) >= FRAGMENTS:
-                compact(found)
+            written[index] += len(text)  # (the aggregator keeps the text)
         frames = item.frames
         made = frames.get(("response.output_text.delta", index)) if frames is not None else None
         if made is None or made[0] != self.response:
@@ -264,17 +292,21 @@ class ResponseWriter:
             out += self.delta(item, "response.output_audio_transcript.delta", index, transcript)
         return out
 
-    def content_done(self, item: Item, index: int, kind: str) -> bytes:
+    def content_done(self, item: Item, index: int, kind: str, written: str | None = None) -> bytes:
         """The part's ``*.done`` events and ``content_part.done``, with what was streamed.
 
-        The part's text is encoded here once, for these events and the item's later listings
+        ``written``: a shared text part's text as written, read from the aggregator by the
+        encoder (:attr:`Item.written`); otherwise the part's own :attr:`Item.pieces`. The
+        part's text is encoded here once, for these events and the item's later listings
         (``output_item.done``, ``response.done``): the part is closed, it streams no more.
         """
         base = {**self._base(item), "content_index": index}
         wire = item.content[index]
         field = _FIELD[wire["type"]]
-        pieces = item.pieces.pop(index, None) if item.pieces is not None else None
-        text = wire[field] = msgspec.Raw(_json.encode("".join(pieces) if pieces is not None else wire[field]))
+        if written is None:
+            pieces = item.pieces.pop(index, None) if item.pieces is not None else None
+            written = "".join(pieces) if pieces is not None else wire[field]
+        text = wire[field] = msgspec.Raw(_json.encode(written))
         if kind == "text":
             out = self.event({"type": "response.output_text.done", **base, "text": text})
             part: dict[str, Any] = {"type": "text", "text": text}

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
-from ..._accumulate import add_fragment, text_so_far
+from ..._accumulate import add_fragment
+from ..._emit import written_text
 from ..._exceptions import LocalProtocolError
 from ..._model import CitationPart, RefusalPart, TextPart
 from .._template import HOLE, SHARED_MAX
@@ -211,8 +212,8 @@ class SharedTextWriter(TextWriter):
 
     :attr:`sent` counts the characters written (the aggregator emitted the part's start text as
     its first delta): the text written so far is that much of the aggregator's part
-    (:func:`~maas_stream._accumulate.text_so_far`; the aggregator may have folded more of the
-    same source chunk already), which the encoder reads when it ends the part early
+    (:func:`~maas_stream._emit.written_text`; the aggregator may have folded more of the same
+    source chunk already), which the encoder reads when it ends the part early
     (:meth:`sent_value` given the text). A converter thus holds each part's text once.
     """
 
@@ -228,7 +229,7 @@ class SharedTextWriter(TextWriter):
 
     def read_from(self, state: PartState) -> str:
         """The text written so far, read from the aggregator's ``state`` of the part."""
-        return text_so_far(state)[: cast("int", self.sent)]
+        return written_text(state, cast("int", self.sent))
 
     def sent_text(self) -> str:
         raise LocalProtocolError("a shared text part's text is read from its aggregator (read_from)")
