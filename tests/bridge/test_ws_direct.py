@@ -162,3 +162,14 @@ async def test_a_send_to_a_client_gone_raises_client_gone_and_a_close_is_sent_on
         await socket2.send("gone")
     done.set()
     done2.set()
+
+
+async def test_the_handshake_is_let_go_once_accepted() -> None:
+    # uvicorn keeps the client's handshake request and its answer for the connection's life;
+    # it reads neither once accepted (an idle session keeps ~3.5 KiB less).
+    proto, _, socket, done = await direct()
+    assert (proto.request, proto.response) == (None, None)
+    proto.data_received(frame("still served"))
+    assert await socket.receive() == "still served"
+    await socket.close(1000)
+    done.set()
