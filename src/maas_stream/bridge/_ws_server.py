@@ -54,7 +54,31 @@ LARGE_MESSAGE: Final = 64 * 1024
 """A client message of this many bytes or more pauses reading at once, as uvicorn does for each."""
 
 
-class _Inbox:
+class _Waiters:
+    """One future that every task waiting on the object awaits, made on its loop when first awaited."""
+
+    __slots__ = ("_loop", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiter: asyncio.Future[None] | None = None
+
+    def _future(self) -> asyncio.Future[None]:
+        """A future done at the next :meth:`_wake` (the one already waiting, if any)."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            waiter = self._waiter = self._loop.create_future()
+        return waiter
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class _Inbox(_Waiters):
     """The protocol's queue: what uvicorn asks of an :class:`asyncio.Queue`, for one loop.
 
     ``put_nowait`` wakes the waiter; ``get()`` waits for a message (any number of tasks may wait:
@@ -63,21 +87,19 @@ class _Inbox:
     messages are a list and the index of the first (an empty list is 56 bytes, a deque ~600).
     """
 
-    __slots__ = ("_first", "_items", "_loop", "_waiter")
+    __slots__ = ("_first", "_items")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
         self._items: list[Any] = []
         self._first = 0
-        self._loop = loop
-        self._waiter: asyncio.Future[None] | None = None
 
     def put_nowait(self, item: Any) -> None:
         self._items.append(item)
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake()
+
+    wait = _Waiters._future
+    """A future done when a message is put."""
 
     def empty(self) -> bool:
         return not self._items
@@ -99,39 +121,27 @@ class _Inbox:
             self._first = first + 1
         return item
 
-    def wait(self) -> asyncio.Future[None]:
-        """A future done when a message is put (the one already waiting, if any)."""
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            waiter = self._waiter = self._loop.create_future()
-        return waiter
-
     async def get(self) -> Any:
         while not self._items:
             await self.wait()
         return self.get_nowait()
 
 
-class _Flag:
+class _Flag(_Waiters):
     """What uvicorn asks of its ``writable`` :class:`asyncio.Event`, without its deque of waiters (~600 bytes)."""
 
-    __slots__ = ("_loop", "_set", "_waiter")
+    __slots__ = ("_set",)
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        super().__init__(loop)
         self._set = True
-        self._waiter: asyncio.Future[None] | None = None
 
     def is_set(self) -> bool:
         return self._set
 
     def set(self) -> None:
         self._set = True
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake()
 
     def clear(self) -> None:
         self._set = False
@@ -139,10 +149,7 @@ class _Flag:
     async def wait(self) -> bool:
         """Return once set (as :meth:`asyncio.Event.wait`: at once when set, else when next set)."""
         if not self._set:
-            waiter = self._waiter
-            if waiter is None or waiter.done():
-                waiter = self._waiter = self._loop.create_future()
-            await waiter
+            await self._future()
         return True
 
 
