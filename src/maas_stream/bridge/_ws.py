@@ -190,18 +190,32 @@ class ClientSocket:
         Raises:
             ClientGone: The client went away.
         """
-        if self.closed:
+        if self.closed or self.send_now(data):
             return
-        direct = self._direct
         try:
-            if direct is None or not direct.send_data(data):
-                await self._send(
-                    {"type": "websocket.send", "text" if isinstance(data, str) else "bytes": data}
-                )
+            await self._send({"type": "websocket.send", "text" if isinstance(data, str) else "bytes": data})
         except OSError:  # the ASGI server's "client disconnected"
             self.closed = True
             raise ClientGone(None, "the client went away") from None
         self.sent += 1
+
+    def send_now(self, data: str | bytes) -> bool:
+        """Send one message at once where the direct path can; ``False``: :meth:`send` it (it may wait).
+
+        Raises:
+            ClientGone: The client went away.
+        """
+        direct = self._direct
+        if direct is None or self.closed:
+            return False
+        try:
+            if not direct.send_data(data):
+                return False
+        except OSError:  # uvicorn's "client disconnected"
+            self.closed = True
+            raise ClientGone(None, "the client went away") from None
+        self.sent += 1
+        return True
 
     async def close(self, code: int, reason: str = "") -> None:
         """Close the connection (once; later calls do nothing)."""
