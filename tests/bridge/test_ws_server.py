@@ -22,7 +22,7 @@ from maas_stream.bridge._ws_server import (
     LARGE_MESSAGE,
     QUEUE_DEPTH,
     BridgeWebSocketProtocol,
-    _LoopQueue,
+    _Inbox,
 )
 
 pytestmark = pytest.mark.anyio
@@ -190,12 +190,13 @@ async def test_the_queue_waits_without_looking_up_the_running_loop(monkeypatch: 
 
     monkeypatch.setattr(asyncio.events, "_get_running_loop", counted)
     loop = asyncio.get_running_loop()
-    for queue, lookups in [(asyncio.Queue(), 1), (_LoopQueue(loop), 0)]:  # noqa: TID251 (uvicorn's type)
+    pairs: list[tuple[asyncio.Queue[int] | _Inbox, int]] = [(asyncio.Queue(), 1), (_Inbox(loop), 0)]  # noqa: TID251
+    for queue, lookups in pairs:
         calls.clear()
         assert (await got_after_waiting(queue), len(calls)) == (7, lookups)
 
 
-async def got_after_waiting(queue: asyncio.Queue[int]) -> int:  # noqa: TID251
+async def got_after_waiting(queue: asyncio.Queue[int] | _Inbox) -> int:  # noqa: TID251
     """What ``queue.get()`` returns when it had to wait for it."""
     got: list[int] = []
 

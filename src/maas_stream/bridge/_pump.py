@@ -1,7 +1,7 @@
 """A websocket upstream's relay on asyncio: two sides, one idle timer, and whose cancellation is whose.
 
-The session's own task runs one side (upstream → client) and one more task the other (client →
-upstream): an idle session holds two tasks and one timer handle, not a task group (``websockets``
+The session's own task runs one side (client → upstream) and one more task the other (upstream →
+client: a streamed answer's messages wake that shallow task, not the ASGI app's): an idle session holds two tasks and one timer handle, not a task group (``websockets``
 runs on asyncio only; an HTTP upstream's turns keep an anyio task group, ``_realtime``).
 
 Rules kept here: the idle limit is one loop timer that re-arms itself to the last message's

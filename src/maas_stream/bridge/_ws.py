@@ -94,14 +94,17 @@ class ClientSocket:
     """
 
     __slots__ = (
-        "_receive", "_send", "accepted", "close_code", "closed", "max_message", "received", "scope", "sent",
-        "status",
+        "_direct", "_receive", "_send", "accepted", "close_code", "closed", "max_message", "received",
+        "scope", "sent", "status",
     )  # fmt: skip
 
     def __init__(self, scope: Scope, receive: Receive, send: Send, *, max_message: int) -> None:
         self.scope = scope
         self._receive = receive
         self._send = send
+        self._direct: Any = _direct_protocol(receive, send)
+        """The bridge's websocket protocol, when uvicorn hands over its own ``receive`` and ``send``
+        (``_ws_server``: messages are taken and sent without ASGI dicts); ``None``: plain ASGI."""
         self.max_message = max_message
         self.accepted = False
         self.closed = False
@@ -152,24 +155,34 @@ class ClientSocket:
             ClientGone: The client closed the connection or went away.
             MessageTooBig: The message is larger than :attr:`max_message`.
         """
-        message = await self._receive()
+        direct = self._direct
+        if direct is None:
+            message = await self._receive()
+        else:
+            message = direct.take()
+            while message is None:
+                await direct.inbox.wait()
+                message = direct.take()
+            if not isinstance(message, dict):  # a message as it came (uvicorn queues its disconnects)
+                return self._took(message)
         kind = message["type"]
         if kind == "websocket.disconnect":
             self.closed = True
             raise ClientGone(message.get("code"), message.get("reason") or "")
         assert kind == "websocket.receive", kind  # the ASGI server's contract
         text: str | None = message.get("text")
-        if text is not None:
+        return self._took(text if text is not None else message.get("bytes") or b"")
+
+    def _took(self, message: str | bytes) -> str | bytes:
+        """``message``, counted, once its size is checked."""
+        if isinstance(message, str):
             # UTF-8 takes at most 4 bytes a character: only a long text is encoded to be measured.
-            if len(text) * 4 > self.max_message and (size := len(text.encode())) > self.max_message:
+            if len(message) * 4 > self.max_message and (size := len(message.encode())) > self.max_message:
                 raise MessageTooBig(size, self.max_message)
-            self.received += 1
-            return text
-        data: bytes = message.get("bytes") or b""
-        if len(data) > self.max_message:
-            raise MessageTooBig(len(data), self.max_message)
+        elif len(message) > self.max_message:
+            raise MessageTooBig(len(message), self.max_message)
         self.received += 1
-        return data
+        return message
 
     async def send(self, data: str | bytes) -> None:
         """Send one message to the client (a no-op once closed).
@@ -177,15 +190,32 @@ class ClientSocket:
         Raises:
             ClientGone: The client went away.
         """
-        if self.closed:
+        if self.closed or self.send_now(data):
             return
-        message = {"type": "websocket.send", "text" if isinstance(data, str) else "bytes": data}
         try:
-            await self._send(message)
+            await self._send({"type": "websocket.send", "text" if isinstance(data, str) else "bytes": data})
         except OSError:  # the ASGI server's "client disconnected"
             self.closed = True
             raise ClientGone(None, "the client went away") from None
         self.sent += 1
+
+    def send_now(self, data: str | bytes) -> bool:
+        """Send one message at once where the direct path can; ``False``: :meth:`send` it (it may wait).
+
+        Raises:
+            ClientGone: The client went away.
+        """
+        direct = self._direct
+        if direct is None or self.closed:
+            return False
+        try:
+            if not direct.send_data(data):
+                return False
+        except OSError:  # uvicorn's "client disconnected"
+            self.closed = True
+            raise ClientGone(None, "the client went away") from None
+        self.sent += 1
+        return True
 
     async def close(self, code: int, reason: str = "") -> None:
         """Close the connection (once; later calls do nothing)."""
@@ -197,6 +227,20 @@ class ClientSocket:
             await self._send({"type": "websocket.close", "code": code, "reason": clip_reason(reason)})
         except OSError:  # the client is gone already: nothing to tell it
             pass
+
+
+def _direct_protocol(receive: Receive, send: Send) -> Any:
+    """The bridge's websocket protocol behind ``receive`` and ``send``, switched to its direct path; or ``None``.
+
+    Only when both are that protocol's own methods (``_ws_server``; nothing wraps them): the
+    session is then the only reader of its queue.
+    """
+    owner = getattr(receive, "__self__", None)
+    go_direct = getattr(owner, "go_direct", None)
+    if go_direct is None or getattr(send, "__self__", None) is not owner:
+        return None
+    go_direct()
+    return owner
 
 
 class MessageTooBig(Exception):
