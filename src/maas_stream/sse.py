@@ -266,24 +266,38 @@ class Decoder:
         self.events += len(split[0])
         return split
 
-    def _lone_event(self, chunk: bytes) -> tuple[list[bytes], list[str]] | None:
-        """:meth:`feed_payloads` of a chunk that is one whole event of one ``data:`` line, alone.
+    def _lone_event(self, chunk: bytes) -> tuple[list[bytes], Sequence[str]] | None:
+        """:meth:`feed_payloads` of a chunk that is one whole event, alone (a slow network's chunk).
 
-        ``None`` unless the chunk is such an event (ended by LF LF, or CRLF CRLF: its first line
-        break is its last line's) and nothing is pending before it.
+        ``None`` unless nothing is pending before it and the chunk is one ``data:`` line ended by
+        LF LF or CRLF CRLF (its first line break is its last line's), or one ``event:`` line and
+        one ``data:`` line ended by LF.
         """
-        if self._pending or self._settle or self._event or chunk[:6] != b"data: ":
+        if self._pending or self._settle or self._event:
             return None
         end = len(chunk) - 2
         first = chunk.find(b"\n")
-        if first != end or 13 in chunk or chunk[-1] != 10:
-            end -= 2
-            if first != end + 1 or chunk.find(b"\r") != end or chunk[end:] != b"\r\n\r\n":
-                return None
+        names: Sequence[str]
+        if chunk[:6] == b"data: ":
+            if first != end or 13 in chunk or chunk[-1] != 10:
+                end -= 2
+                if first != end + 1 or chunk.find(b"\r") != end or chunk[end:] != b"\r\n\r\n":
+                    return None
+            start, names = 6, ["message"]
+        elif (
+            chunk[:7] == b"event: "
+            and chunk[first + 1 : first + 7] == b"data: "
+            and chunk.find(b"\n", first + 1) == end
+            and chunk[-1] == 10
+            and 13 not in chunk
+        ):
+            start, names = first + 7, _Types([chunk[:first]])
+        else:
+            return None
         if end > self._max:
             return None  # the size to check: the line machine's
         self.events += 1
-        return [chunk[6:end]], ["message"]
+        return [chunk[start:end]], names
 
     def _prepare(self, chunk: bytes) -> bytes:
         """Check the state, normalize line endings, and join what an earlier chunk left.

@@ -254,6 +254,13 @@ def test_feed_payloads_splits_as_feed_raw_does(text: str, cuts: list[int], cut_s
         (b"data: 1\ndata: 2\n\n", False),  # two data lines
         (b"data: {}\n", False),  # not ended
         (b"data:{}\n\n", False),  # no space after the colon: the line machine
+        (b"event: delta\ndata: {}\n\n", True),
+        (b"event: \ndata: {}\n\n", True),  # an empty type is "message"
+        (b"event: a\ndata: {}\r\n\r\n", False),  # CR: the line machine
+        (b"event: a\ndata: 1\ndata: 2\n\n", False),
+        (b"event: a\nid: 3\ndata: 1\n\n", False),
+        (b"event: a\n\n", False),  # no data: no event
+        (b"event: a\ndata: {}\n", False),  # not ended
     ],
 )
 def test_a_lone_event_chunk_splits_as_feed_raw_does(chunk: bytes, taken: bool) -> None:
