@@ -50,6 +50,8 @@ log = logging.getLogger("maas_stream")
 # Shared empty values: an idle converter holds no empty containers of its own.
 _NO_OPTIONS: Final[dict[str, Any]] = {}
 _NO_STREAMS: Final[list[list[bytes]]] = []  # (never added to: replaced by a list of its own)
+_MAY_CARRY_UNKNOWN: Final = frozenset((UnknownEvent, PartStart))
+"""The event types ``fail_closed`` looks into (``_check_unknown``; events are final Structs)."""
 
 
 _CONTINUATION_KEYS: Final = frozenset(
@@ -216,13 +218,14 @@ class StreamConverter:
             self._one_or_many(source)
         if self.fail_closed and self.target != source:
             for event in events:
-                self._check_unknown(event)
+                if type(event) in _MAY_CARRY_UNKNOWN:
+                    self._check_unknown(event)
         if self._split is not None:
             out = self._split.encode(events)  # (it leaves out session and client frames)
         else:
             encode = self._encoder.encode
-            out = b"".join([encode(e) for e in events])
-            if out:
+            out = encode(events[0]) if len(events) == 1 else b"".join([encode(e) for e in events])
+            if out and self._cancelled is not None:
                 out = self._output(out)
         self._log_lossy()
         return out

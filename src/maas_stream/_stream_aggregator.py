@@ -276,14 +276,13 @@ class StreamAggregator:
             self._recognised = any(type(e) not in _UNRECOGNISED for e in events)
         agg = self._agg
         assert agg is not None
+        out: list[Event] = []
         try:
-            if not self._emit:
-                agg._apply(events, _DISCARD)
-                return []
-            return agg.feed_all(events)
+            agg._apply(events, out if self._emit else _DISCARD)  # (feed_all, inlined: per chunk)
         except ProtocolError as exc:
             exc.partial = agg.snapshot()
             raise
+        return out
 
     def _salvage(self, exc: ProtocolError) -> None:
         """Apply what decoded before a bad frame, then attach the partial response."""

@@ -291,7 +291,7 @@ class Decoder:
             and chunk[-1] == 10
             and 13 not in chunk
         ):
-            start, names = first + 7, _Types([chunk[:first]])
+            start, names = first + 7, [chunk[7:first].decode("utf-8", "replace") or "message"]
         else:
             return None
         if end > self._max:
