@@ -10,27 +10,34 @@ plain asyncio; a few of them run here again on uvloop and trio.
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import httpx2
 import pytest
+from anyio.streams.tls import TLSListener
 
 from maas_stream.bridge import Timeouts
 from maas_stream.bridge._aiosock import HIGH_WATER, AioConnection
 from maas_stream.bridge._transport import LeanTransport
 from maas_stream.bridge._upstream import new_client
+from tests.bridge.realtime_fakes import tls_files
 from tests.bridge.test_transport import (
     BODY,
     answer,
     raw_server,
+    read_request,
     test_a_body_cut_by_a_close_is_a_remote_protocol_error,  # noqa: F401 - run again on each loop
     test_a_connection_the_server_closed_while_idle_is_not_reused,  # noqa: F401
     test_https_with_keep_alive,  # noqa: F401
     test_the_body_is_the_framed_bytes_whatever_the_cut,  # noqa: F401
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.anyio
 
@@ -186,3 +193,31 @@ async def test_an_idle_connection_that_got_bytes_is_not_reused(anyio_backend: An
         resp = await c.post(url, json={})
         assert resp.content == b"data: {}\n\n"
     assert connections == [1, 1]
+
+
+async def test_a_tls_body_ended_by_a_close_without_close_notify_is_whole(
+    anyio_backend: Any, tmp_path: Path
+) -> None:
+    """A close-delimited body over TLS whose server closes without a close_notify (anyio's
+    ``tls_standard_compatible=False``): the body ends there, as it did on anyio's stream."""
+    pytest.importorskip("cryptography")
+    cert, key, client_context = tls_files(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+
+    async def serve_conn(stream: anyio.abc.ByteStream) -> None:
+        async with stream:
+            await read_request(stream, bytearray())  # type: ignore[arg-type]
+            await stream.send(answer(BODY, framing="close"))
+
+    tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = tcp.extra(anyio.abc.SocketAttribute.local_port)
+    listener = TLSListener(tcp, server_context, standard_compatible=False)
+    transport = LeanTransport(
+        max_connections=4, max_keepalive=4, keepalive_expiry=4.0, ssl_context=client_context
+    )
+    async with listener, anyio.create_task_group() as tg, httpx2.AsyncClient(transport=transport) as c:
+        tg.start_soon(listener.serve, serve_conn)
+        async with c.stream("POST", f"https://127.0.0.1:{port}/v1/x", json={}) as resp:
+            assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
+        tg.cancel_scope.cancel()

@@ -45,6 +45,7 @@ class AioConnection(asyncio.Protocol):
     """One open connection to a host: what arrived and was not read yet, and when it stops being reusable."""
 
     __slots__ = (
+        "_closed",
         "_data",
         "_drain",
         "_eof",
@@ -72,6 +73,7 @@ class AioConnection(asyncio.Protocol):
         self._eof = False
         self._lost = False
         self._error: BaseException | None = None
+        self._closed = False  # closed by this side
 
     # asyncio.Protocol
 
@@ -152,9 +154,9 @@ class AioConnection(asyncio.Protocol):
         error = self._error
         if error is not None and not _ragged(error):
             raise error
-        if self._lost and not self._eof:
+        if self._closed:
             raise ConnectionAbortedError("the connection was closed")
-        return b""
+        return b""  # an end without an error (uvloop's TLS ends a ragged close so): check_cut judges
 
     async def send(self, data: bytes, seconds: float | None) -> None:
         """Write ``data``; wait while the write buffer is full.
@@ -187,7 +189,7 @@ class AioConnection(asyncio.Protocol):
         """Close at once (what anyio's ``aclose_forcefully`` does: nothing more is sent)."""
         if self._transport is not None:
             self._transport.abort()
-        self._lost = True
+        self._lost = self._closed = True
 
 
 async def connect(
