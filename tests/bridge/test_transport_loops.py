@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,11 +33,11 @@ from tests.bridge.test_transport import (
     read_request,
     test_a_body_cut_by_a_close_is_a_remote_protocol_error,  # noqa: F401 - run again on each loop
     test_a_connection_the_server_closed_while_idle_is_not_reused,  # noqa: F401
-    test_https_with_keep_alive,  # noqa: F401
     test_the_body_is_the_framed_bytes_whatever_the_cut,  # noqa: F401
 )
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
     from pathlib import Path
 
 pytestmark = pytest.mark.anyio
@@ -195,21 +196,15 @@ async def test_an_idle_connection_that_got_bytes_is_not_reused(anyio_backend: An
     assert connections == [1, 1]
 
 
-async def test_a_tls_body_ended_by_a_close_without_close_notify_is_whole(
-    anyio_backend: Any, tmp_path: Path
-) -> None:
-    """A close-delimited body over TLS whose server closes without a close_notify (anyio's
-    ``tls_standard_compatible=False``): the body ends there, as it did on anyio's stream."""
+@asynccontextmanager
+async def tls_server(
+    tmp_path: Path, serve_conn: Callable[[anyio.abc.ByteStream], Awaitable[None]]
+) -> AsyncIterator[tuple[str, httpx2.AsyncClient]]:
+    """A TLS server (closing without close_notify) running ``serve_conn``; its URL and a client trusting it."""
     pytest.importorskip("cryptography")
     cert, key, client_context = tls_files(tmp_path)
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_context.load_cert_chain(cert, key)
-
-    async def serve_conn(stream: anyio.abc.ByteStream) -> None:
-        async with stream:
-            await read_request(stream, bytearray())  # type: ignore[arg-type]
-            await stream.send(answer(BODY, framing="close"))
-
     tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = tcp.extra(anyio.abc.SocketAttribute.local_port)
     listener = TLSListener(tcp, server_context, standard_compatible=False)
@@ -218,6 +213,40 @@ async def test_a_tls_body_ended_by_a_close_without_close_notify_is_whole(
     )
     async with listener, anyio.create_task_group() as tg, httpx2.AsyncClient(transport=transport) as c:
         tg.start_soon(listener.serve, serve_conn)
-        async with c.stream("POST", f"https://127.0.0.1:{port}/v1/x", json={}) as resp:
-            assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
+        yield f"https://127.0.0.1:{port}/v1/x", c
         tg.cancel_scope.cancel()
+
+
+async def test_https_with_keep_alive(anyio_backend: Any, tmp_path: Path) -> None:
+    """TLS to the upstream: the answer is read whole and the connection serves the next request."""
+    connections: list[int] = []
+
+    async def serve_conn(stream: anyio.abc.ByteStream) -> None:
+        connections.append(0)
+        pending = bytearray()
+        async with stream:
+            while await read_request(stream, pending) is not None:  # type: ignore[arg-type]
+                connections[-1] += 1
+                await stream.send(answer(BODY))
+
+    async with tls_server(tmp_path, serve_conn) as (url, c):
+        for _ in range(2):
+            async with c.stream("POST", url, json={}) as resp:
+                assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
+    assert connections == [2]
+
+
+async def test_a_tls_body_ended_by_a_close_without_close_notify_is_whole(
+    anyio_backend: Any, tmp_path: Path
+) -> None:
+    """A close-delimited body over TLS whose server closes without a close_notify (anyio's
+    ``tls_standard_compatible=False``): the body ends there, as it did on anyio's stream."""
+
+    async def serve_conn(stream: anyio.abc.ByteStream) -> None:
+        async with stream:
+            await read_request(stream, bytearray())  # type: ignore[arg-type]
+            await stream.send(answer(BODY, framing="close"))
+
+    async with tls_server(tmp_path, serve_conn) as (url, c):
+        async with c.stream("POST", url, json={}) as resp:
+            assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
