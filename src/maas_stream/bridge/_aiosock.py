@@ -1,9 +1,9 @@
 """An upstream connection on asyncio (uvloop or not): a protocol that stays registered for reading.
 
 anyio's asyncio stream resumes reading its socket each time it waits and pauses it when data
-came (an ``epoll_ctl`` pair per read on uvloop, a reader removed and added again on plain
-asyncio): for a stream that brings one frame per read, as a model's tokens come, that is more
-system calls than the read itself. :class:`AioConnection` lets the loop read the socket as data
+came (on plain asyncio two ``epoll_ctl`` calls per read, on uvloop an ``io_uring_enter`` per
+read or two): for a stream that brings one frame per read, as a model's tokens come, that is
+as many system calls again as the read itself. :class:`AioConnection` lets the loop read the socket as data
 arrives and wakes the one waiting reader with a future; it pauses reading only when more than
 :data:`HIGH_WATER` bytes wait unread (a slow client: the upstream's TCP window fills, as with
 anyio), and resumes when the reader takes them.
