@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import gzip
 import socket
-import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 import httpx2
 import pytest
-from anyio.streams.tls import TLSListener
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,11 +29,7 @@ from maas_stream.bridge import HTTPUpstream, Timeouts
 from maas_stream.bridge._http1 import Answer as _Answer
 from maas_stream.bridge._transport import LeanTransport
 from maas_stream.bridge._upstream import new_client
-from tests.bridge.realtime_fakes import tls_files
 from tests.io.loopback import Conn, serve
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 pytestmark = pytest.mark.anyio
 
@@ -338,37 +331,6 @@ def test_dechunking_is_independent_of_where_the_reads_split(
 def test_a_broken_chunk_framing_is_a_remote_protocol_error(bad: bytes) -> None:
     with pytest.raises(httpx2.RemoteProtocolError, match="invalid response body"):
         _Answer(head_only=False).feed(HEAD + bad)
-
-
-async def test_https_with_keep_alive(tmp_path: Path) -> None:
-    """TLS to the upstream: the answer is read whole and the connection serves the next request."""
-    pytest.importorskip("cryptography")
-    cert, key, client_context = tls_files(tmp_path)
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_context.load_cert_chain(cert, key)
-    connections: list[int] = []
-
-    async def serve_conn(stream: anyio.abc.ByteStream) -> None:
-        connections.append(0)
-        pending = bytearray()
-        async with stream:
-            while await read_request(stream, pending) is not None:  # type: ignore[arg-type]
-                connections[-1] += 1
-                await stream.send(answer(BODY))
-
-    tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    port = tcp.extra(anyio.abc.SocketAttribute.local_port)
-    listener = TLSListener(tcp, server_context, standard_compatible=False)
-    transport = LeanTransport(
-        max_connections=4, max_keepalive=4, keepalive_expiry=4.0, ssl_context=client_context
-    )
-    async with listener, anyio.create_task_group() as tg, httpx2.AsyncClient(transport=transport) as c:
-        tg.start_soon(listener.serve, serve_conn)
-        for _ in range(2):
-            async with c.stream("POST", f"https://127.0.0.1:{port}/v1/x", json={}) as resp:
-                assert b"".join([p async for p in resp.aiter_bytes()]) == BODY
-        tg.cancel_scope.cancel()
-    assert connections == [2]
 
 
 def serve_each(*answers: bytes, close: bool = False) -> Handler:

@@ -3,8 +3,9 @@
 The bridge's cost per event was mostly the upstream read: httpcore's connection pool and h11's
 pure-Python parser, one event and six nested async generators per HTTP chunk. This transport
 keeps httpx2's client (its requests, responses, content decoding and errors: everything the
-readers and checks rely on) and replaces only what sits under it: a keep-alive pool of plain
-anyio byte streams per host, and httptools' parser (llhttp, in C: what uvicorn's ``standard``
+readers and checks rely on) and replaces only what sits under it: a keep-alive pool of
+connections per host (on asyncio a protocol that stays registered for reading, ``_aiosock``;
+on trio anyio's byte streams), and httptools' parser (llhttp, in C: what uvicorn's ``standard``
 extra parses with) fed each socket read whole. A body yields everything one read brought (a
 chunked body is de-chunked per read, so the frames of a burst reach the converter as one piece).
 
@@ -21,6 +22,7 @@ It must not contain protocol logic.
 
 from __future__ import annotations
 
+import asyncio
 import select
 import ssl
 import time
@@ -30,6 +32,7 @@ import anyio
 import anyio.abc
 import httpx2
 
+from ._aiosock import AioConnection, connect
 from ._http1 import MAX_HEAD, Answer, check_cut
 
 if TYPE_CHECKING:
@@ -44,7 +47,7 @@ _MAX_LINE = 4096
 
 
 class _Connection:
-    """One open connection to a host: its stream, and when it stops being reusable."""
+    """One open connection to a host, on anyio's stream (trio's; asyncio has :class:`AioConnection`)."""
 
     __slots__ = ("expires", "key", "sock", "stream")
 
@@ -65,6 +68,26 @@ class _Connection:
         except (OSError, ValueError):
             return False
         return not readable
+
+    async def receive(self, seconds: float | None) -> bytes:
+        """One socket read (``b""`` at the end of the stream); raises as :meth:`AioConnection.receive`."""
+        try:
+            if seconds is None:
+                return await self.stream.receive(_READ)
+            with anyio.fail_after(seconds):
+                return await self.stream.receive(_READ)
+        except anyio.EndOfStream:
+            return b""
+
+    async def send(self, data: bytes, seconds: float | None) -> None:
+        with anyio.fail_after(seconds):
+            await self.stream.send(data)
+
+    async def aclose(self) -> None:
+        await anyio.aclose_forcefully(self.stream)
+
+
+_Conn = _Connection | AioConnection
 
 
 class LeanTransport(httpx2.AsyncBaseTransport):
@@ -93,7 +116,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         self._max_keepalive = max_keepalive
         self._expiry = keepalive_expiry
         self._ssl = ssl_context
-        self._idle: dict[tuple[bytes, bytes, int], list[_Connection]] = {}
+        self._idle: dict[tuple[bytes, bytes, int], list[_Conn]] = {}
         self._idle_count = 0
         self._closed = False
 
@@ -170,7 +193,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
                     await self._slots.acquire()
             except TimeoutError:
                 raise httpx2.PoolTimeout("no free connection slot within the pool timeout") from None
-        conn: _Connection | None = None
+        conn: _Conn | None = None
         answer = Answer(head_only=request.method == "HEAD")
         try:
             conn = await self._take(key) or await self._connect(key, timeouts.get("connect"))
@@ -179,7 +202,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         except BaseException:
             self._slots.release()
             if conn is not None:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.aclose()
             raise
         if close:
             answer.keep_alive = False
@@ -192,7 +215,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             extensions={"http_version": answer.version, "reason_phrase": answer.reason},
         )
 
-    async def _take(self, key: tuple[bytes, bytes, int]) -> _Connection | None:
+    async def _take(self, key: tuple[bytes, bytes, int]) -> _Conn | None:
         idle = self._idle.get(key)
         now = time.monotonic()
         while idle:
@@ -200,21 +223,24 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             self._idle_count -= 1
             if conn.reusable(now):
                 return conn
-            await anyio.aclose_forcefully(conn.stream)
+            await conn.aclose()
         return None
 
-    async def _connect(self, key: tuple[bytes, bytes, int], seconds: float | None) -> _Connection:
+    async def _connect(self, key: tuple[bytes, bytes, int], seconds: float | None) -> _Conn:
         scheme, raw_host, port = key
         host = raw_host.decode("ascii")
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
+        if scheme == b"https" and self._ssl is None:
+            self._ssl = httpx2.create_ssl_context()
+        context = self._ssl if scheme == b"https" else None
         try:
             with anyio.fail_after(seconds):
-                if scheme == b"https":
-                    if self._ssl is None:
-                        self._ssl = httpx2.create_ssl_context()
+                if _on_asyncio():
+                    return await connect(host, port, key, context)
+                if context is not None:
                     stream: anyio.abc.ByteStream = await anyio.connect_tcp(
-                        host, port, ssl_context=self._ssl, tls_standard_compatible=False
+                        host, port, ssl_context=context, tls_standard_compatible=False
                     )
                 else:
                     stream = await anyio.connect_tcp(host, port)
@@ -224,7 +250,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             raise httpx2.ConnectError(str(exc) or type(exc).__name__) from exc
         return _Connection(stream, key)
 
-    async def _release(self, conn: _Connection, reuse: bool) -> None:
+    async def _release(self, conn: _Conn, reuse: bool) -> None:
         """The request is over: keep its connection for the next one, or close it."""
         self._slots.release()
         if reuse and not self._closed and self._idle_count < self._max_keepalive:
@@ -232,7 +258,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             self._idle.setdefault(conn.key, []).append(conn)
             self._idle_count += 1
         else:
-            await anyio.aclose_forcefully(conn.stream)
+            await conn.aclose()
 
     async def aclose(self) -> None:
         """Close every idle connection (those in use close with their responses)."""
@@ -240,7 +266,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         idle, self._idle, self._idle_count = self._idle, {}, 0
         for conns in idle.values():
             for conn in conns:
-                await anyio.aclose_forcefully(conn.stream)
+                await conn.aclose()
 
 
 class Prepared:
@@ -347,17 +373,16 @@ def _head(request: httpx2.Request, *, skip: tuple[bytes, ...]) -> bytes:
     return b"".join(head)
 
 
-async def _write(conn: _Connection, data: bytes, seconds: float | None) -> None:
+async def _write(conn: _Conn, data: bytes, seconds: float | None) -> None:
     try:
-        with anyio.fail_after(seconds):
-            await conn.stream.send(data)
+        await conn.send(data, seconds)
     except TimeoutError:
         raise httpx2.WriteTimeout(f"sending the request took longer than {seconds}s") from None
     except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
         raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
 
 
-async def _read_head(conn: _Connection, answer: Answer, seconds: float | None) -> None:
+async def _read_head(conn: _Conn, answer: Answer, seconds: float | None) -> None:
     """Read until the final (non-1xx) answer's head is parsed (body bytes read with it are kept).
 
     Raises:
@@ -380,9 +405,9 @@ async def _read_head(conn: _Connection, answer: Answer, seconds: float | None) -
 class _Body(httpx2.AsyncByteStream):
     """A response body read from its connection: one piece per socket read (de-chunked)."""
 
-    def __init__(self, pool: LeanTransport, conn: _Connection, answer: Answer, timeout: float | None) -> None:
+    def __init__(self, pool: LeanTransport, conn: _Conn, answer: Answer, timeout: float | None) -> None:
         self._pool = pool
-        self._conn: _Connection | None = conn
+        self._conn: _Conn | None = conn
         self._answer = answer
         self._timeout = timeout
 
@@ -392,7 +417,7 @@ class _Body(httpx2.AsyncByteStream):
             raise httpx2.StreamClosed()
         return self._read(conn, self._answer)
 
-    async def _read(self, conn: _Connection, answer: Answer) -> AsyncIterator[bytes]:
+    async def _read(self, conn: _Conn, answer: Answer) -> AsyncIterator[bytes]:
         received = 0
         stalled = 0  # bytes of a chunked body read without data in them (framing, trailers)
         while True:
@@ -432,18 +457,13 @@ class _Body(httpx2.AsyncByteStream):
         conn, self._conn = self._conn, None
         if conn is not None:
             self._pool._slots.release()
-            await anyio.aclose_forcefully(conn.stream)
+            await conn.aclose()
 
 
-async def _receive(conn: _Connection, seconds: float | None) -> bytes:
-    """One socket read (``b""`` at the end of the stream)."""
+async def _receive(conn: _Conn, seconds: float | None) -> bytes:
+    """One read (``b""`` at the end of the stream)."""
     try:
-        if seconds is None:
-            return await conn.stream.receive(_READ)
-        with anyio.fail_after(seconds):
-            return await conn.stream.receive(_READ)
-    except anyio.EndOfStream:
-        return b""
+        return await conn.receive(seconds)
     except TimeoutError:
         raise httpx2.ReadTimeout(f"no data within {seconds}s") from None
     except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
@@ -452,3 +472,12 @@ async def _receive(conn: _Connection, seconds: float | None) -> bytes:
 
 def _has_token(headers: httpx2.Headers, name: str, token: str) -> bool:
     return any(t.strip().lower() == token for t in headers.get_list(name, split_commas=True))
+
+
+def _on_asyncio() -> bool:
+    """Whether an asyncio loop runs this task (uvloop or not): trio keeps anyio's stream."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
