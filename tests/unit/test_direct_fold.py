@@ -174,6 +174,14 @@ CHAT_CASES = {
         _call(0, "2}"),
         _choice({}, finish="tool_calls"),
     ),
+    "text and a call's arguments interleaved in one choice": _chat(
+        _choice({"role": "assistant", "content": ""}),
+        _call(0, "", id="a", type="function", fn={"name": "f"}),
+        *[c for i in range(40) for c in (_call(0, f"{i},"), _choice({"content": f"t{i} "}))],
+        _call(1, "", id="b", type="function", fn={"name": "g"}),
+        *[c for i in range(40) for c in (_call(1, f"{i};"), _call(0, f"{i}."), _choice({"content": "u"}))],
+        _choice({}, finish="tool_calls"),
+    ),
     "two choices interleaved": _chat(
         _choice({"role": "assistant", "content": ""}, 0),
         _choice({"role": "assistant", "content": ""}, 1),
