@@ -187,12 +187,12 @@ def test_kept_messages_take_the_fold_not_feed_message(monkeypatch: pytest.Monkey
 def test_a_decoded_message_is_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """What ``fold_one`` decoded reaches ``on_message``: the message decoder runs once per message."""
     from maas_stream.protocols.openai_realtime import _decode
+    from maas_stream.protocols.openai_realtime._wire import message_decoder as real
 
     agg = StreamAggregator("openai-realtime")
     for _direction, msg in _realtime_turn()[:1]:
         agg.feed_message(msg)
     calls: list[Any] = []
-    real = _decode.message_decoder
 
     class Counting:
         def decode(self, msg: Any) -> Any:
