@@ -25,10 +25,7 @@ from ._direct import DirectFold, FoldTarget
 if TYPE_CHECKING:
     from ..events import Event
 
-__all__ = ["FOLDED", "JSONLinesStreamDecoder", "Msg", "WrappedLine", "client_message", "raw_message"]
-
-FOLDED: Final[Any] = object()
-"""What :meth:`JSONLinesStreamDecoder.fold_one` answers for a message it folded."""
+__all__ = ["JSONLinesStreamDecoder", "Msg", "WrappedLine", "client_message", "raw_message"]
 
 
 class WrappedLine:
@@ -161,7 +158,7 @@ class JSONLinesStreamDecoder(DirectFold):
         self._fold_begin(target)
         try:
             folded = self.fold_one(msg, direction)
-            if folded is not FOLDED:
+            if folded is not True:
                 self._forget(self.feed_message(msg, direction=direction, decoded=folded or None))
         except BaseException:
             self._fold_end(True)
@@ -169,12 +166,13 @@ class JSONLinesStreamDecoder(DirectFold):
         self._fold_end(False)
 
     def fold_one(self, msg: bytes | str, direction: str) -> Any:
-        """Fold one whole message directly if it is a common one, counting it: :data:`FOLDED`.
+        """Fold one whole message directly if it is a common one, counting it: ``True``.
 
         :meth:`fold_lines` for one message (all or nothing); only while the decoder is open.
         Any other answer: the message goes :meth:`feed_message`, which hands it to
-        :meth:`on_message` with what this decoded of it (as ``on_message`` reads it; ``None`` or
-        ``False``: nothing). By default none is folded.
+        :meth:`on_message` with what this decoded of it (a JSON object or a typed message, as
+        ``on_message`` reads it, never ``True``; ``None`` or ``False``: nothing). By default none
+        is folded.
         """
         return None
 

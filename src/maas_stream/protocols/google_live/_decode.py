@@ -25,7 +25,7 @@ from ... import events as ev
 from ..._model import AudioPart, Part, ReasoningPart, Role, TextPart, ToolResultPart
 from .._base import _DECODE_FAULTS, _State
 from .._direct import AUDIO, TRANSCRIPT
-from .._jsonl import FOLDED, client_message
+from .._jsonl import client_message
 from .._session import NOT_SERVER
 from ._events import CLIENT_KEYS, LiveEvents, _tool_results
 from ._parts import call_part, usage_from
@@ -110,7 +110,7 @@ class StreamDecoder(LiveEvents):
             self._fold_each(other, common=False)
 
     def fold_one(self, msg: bytes | str, direction: str) -> Any:
-        """Fold one message of a started, open session as :meth:`_fold_each` folds its line: ``FOLDED``.
+        """Fold one message of a started, open session as :meth:`_fold_each` folds its line: ``True``.
 
         A server message decoded whole: a delta, a turn's end. A client's tool results between
         turns, and what ``feed_message`` would make of any other client message but a ``setup``
@@ -136,16 +136,16 @@ class StreamDecoder(LiveEvents):
         elif delta[0] != _QUIET and not (delta[1] and self._fold_line(delta, None)):
             return message
         self._frames += 1
-        return FOLDED
+        return True
 
     def _fold_client(self, msg: bytes | str) -> Any:
-        """:meth:`fold_one` of a client message: ``FOLDED``, or its JSON values for ``feed_message``."""
+        """:meth:`fold_one` of a client message: ``True``, or its JSON values for ``feed_message``."""
         try:
             raw = msgspec.json.decode(msg)
         except _DECODE_FAULTS:
             return None  # a bad message: feed_message says why
         if not isinstance(raw, dict) or not raw:
-            return raw
+            return None  # no client message (never ``True``): feed_message says why
         key = next(iter(raw))
         name = CLIENT_KEYS.get(key)
         if name == "toolResponse":
@@ -157,9 +157,9 @@ class StreamDecoder(LiveEvents):
         else:
             self._frames += 1
             self._forget([ev.UnknownEvent(provider_type=f"client.{name or key}", raw=raw, passthrough=True)])
-            return FOLDED
+            return True
         self._frames += 1
-        return FOLDED
+        return True
 
     def _fold_stretch(self, lines: list[bytes], other: list[bytes]) -> list[bytes]:
         """Fold lines that are all common lines by their first bytes, after ``other`` (held before them).

@@ -54,7 +54,7 @@ from ..._exceptions import RemoteProtocolError
 from ..._model import AudioPart, Role, ToolCallPart
 from .._base import _DECODE_FAULTS, _State
 from .._direct import ARGS, AUDIO, TEXT, TRANSCRIPT
-from .._jsonl import FOLDED, Msg, WrappedLine, raw_message
+from .._jsonl import Msg, WrappedLine, raw_message
 from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
 from .._session import NOT_SERVER, SessionDecoder
@@ -152,7 +152,7 @@ class StreamDecoder(SessionDecoder):
         self._frames = frames
 
     def fold_one(self, msg: bytes | str, direction: str) -> Any:
-        """Fold one message of a started, open session without ``feed_message``: ``FOLDED``.
+        """Fold one message of a started, open session without ``feed_message``: ``True``.
 
         As :meth:`fold_lines` folds its line: a streamed delta, a quiet ``.done``. And what
         ``feed_message`` would make of a message kept whole (a session event with no handler,
@@ -169,7 +169,7 @@ class StreamDecoder(SessionDecoder):
                 return None  # a bad message: feed_message says why
             kept = _client_event(raw)
             if kept is None:
-                return raw
+                return raw if type(raw) is dict else None  # (never ``True``)
         else:
             try:
                 event: Any = message_decoder.decode(msg)
@@ -183,16 +183,16 @@ class StreamDecoder(SessionDecoder):
                 ):
                     return event
                 self._frames += 1
-                return FOLDED
+                return True
             if event.type not in _KEPT:
                 if event.type not in QUIET:
                     return event
                 self._frames += 1
-                return FOLDED
+                return True
             kept = ev.UnknownEvent(provider_type=event.type, raw=msgspec.json.decode(msg), passthrough=True)
         self._frames += 1
         self._forget([kept])
-        return FOLDED
+        return True
 
     def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
         delta = _DELTAS.get(event.type)
