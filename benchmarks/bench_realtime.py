@@ -454,6 +454,18 @@ def split_jsonl(protocol: str, data: bytes) -> None:
             agg.consume(batch)
         return agg.finish()
 
+    messages = [
+        (f["dir"], msgspec.json.encode(f["msg"])) for f in map(msgspec.json.decode, data.splitlines())
+    ]
+
+    def side_read(_: list[bytes]) -> object:
+        # A same-protocol bridge's side read: each websocket message, for the Session's record only.
+        agg = ms.StreamAggregator(protocol, keep_passthrough=False)
+        feed = agg.feed_message
+        for direction, msg in messages:
+            feed(msg, direction=direction)
+        return agg.finish()
+
     batches = decoded()
     assert aggregated(batches) == ms.aggregate(chunks, protocol=protocol)
     fns: dict[str, Callable[[list[bytes]], object]] = {
@@ -463,6 +475,7 @@ def split_jsonl(protocol: str, data: bytes) -> None:
         "aggregator": lambda _: aggregated(batches),
         "events": lambda _: aggregated(decoded()),
         "direct": lambda c: ms.aggregate(c, protocol=protocol),
+        "side": side_read,
     }
     labels = [
         ("bare", "bare split+msgspec.decode"),
@@ -471,6 +484,7 @@ def split_jsonl(protocol: str, data: bytes) -> None:
         ("aggregator", "Aggregator alone"),
         ("events", "decoder + Aggregator (events)"),
         ("direct", "ms.aggregate (direct fold)"),
+        ("side", "side read per message (bridge)"),
     ]
     other = against()
     if other is not None:

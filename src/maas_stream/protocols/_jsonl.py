@@ -149,27 +149,32 @@ class JSONLinesStreamDecoder(DirectFold):
 
         The result is ``target.consume(self.feed_message(msg, direction=direction))``'s, and so
         are the errors (a bad message's own events are never applied); a message the protocol
-        folds (:meth:`fold_one`) makes no events. The part the last delta went to stays the one
+        folds (:meth:`fold_one`) makes no events, and one it decoded but did not fold goes
+        :meth:`feed_message` without being decoded again (``decoded``). The part the last delta went to stays the one
         ``fold_delta`` tries first (``_hot``: a run of deltas to one part skips looking it up, as
         across chunks, ``DirectFold``) until a normal message, an error or :meth:`forget_folded`
         (the target changed on its own) forgets it; nothing else is kept between messages.
         """
         self._fold_begin(target)
         try:
-            if not self.fold_one(msg, direction):
-                self._forget(self.feed_message(msg, direction=direction))
+            folded = self.fold_one(msg, direction)
+            if folded is not True:
+                self._forget(self.feed_message(msg, direction=direction, decoded=folded or None))
         except BaseException:
             self._fold_end(True)
             raise
         self._fold_end(False)
 
-    def fold_one(self, msg: bytes | str, direction: str) -> bool:
-        """Fold one whole message directly if it is a common one, counting it; ``False``: go :meth:`feed_message`.
+    def fold_one(self, msg: bytes | str, direction: str) -> Any:
+        """Fold one whole message directly if it is a common one, counting it: ``True``.
 
-        :meth:`fold_lines` for one message (all or nothing); only while the decoder is open. By
-        default none is folded.
+        :meth:`fold_lines` for one message (all or nothing); only while the decoder is open.
+        Any other answer: the message goes :meth:`feed_message`, which hands it to
+        :meth:`on_message` with what this decoded of it (a JSON object or a typed message, as
+        ``on_message`` reads it, never ``True``; ``None`` or ``False``: nothing). By default none
+        is folded.
         """
-        return False
+        return None
 
     def fold_lines(self, lines: list[bytes]) -> None:
         """Fold one chunk's whole lines in order; by default they all go :meth:`normal`.
@@ -253,8 +258,12 @@ class JSONLinesStreamDecoder(DirectFold):
             ) from exc
         return self.feed_message(frame.msg, direction=frame.dir)
 
-    def feed_message(self, msg: bytes | str | msgspec.Raw, *, direction: str = "server") -> list[Event]:
+    def feed_message(
+        self, msg: bytes | str | msgspec.Raw, *, direction: str = "server", decoded: Any = None
+    ) -> list[Event]:
         """Decode one websocket message (its JSON text) travelling in ``direction``.
+
+        ``decoded``: what :meth:`fold_one` decoded of it already (handed to :meth:`on_message`).
 
         Raises:
             RemoteProtocolError: The message is not valid for this protocol.
@@ -266,7 +275,10 @@ class JSONLinesStreamDecoder(DirectFold):
             )
         self._frames += 1
         try:
-            out = self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
+            if decoded is None:
+                out = self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
+            else:
+                out = self.on_message(msg, direction, decoded)  # type: ignore[call-arg]
             if self.warnings:
                 out += flush_warnings(self.warnings)
             return out
@@ -315,7 +327,11 @@ class JSONLinesStreamDecoder(DirectFold):
         return out + flush_warnings(self.warnings)
 
     def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
-        """Turn one message into stream events (subclasses implement this)."""
+        """Turn one message into stream events (subclasses implement this).
+
+        A subclass whose :meth:`fold_one` decodes messages takes a third argument, what it
+        decoded (``feed_message``'s ``decoded``).
+        """
         raise NotImplementedError
 
     def on_finish(self) -> list[Event]:

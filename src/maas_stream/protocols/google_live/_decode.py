@@ -19,13 +19,15 @@ from __future__ import annotations
 import operator
 from typing import Any, Final
 
+import msgspec
+
 from ... import events as ev
 from ..._model import AudioPart, Part, ReasoningPart, Role, TextPart, ToolResultPart
 from .._base import _DECODE_FAULTS, _State
 from .._direct import AUDIO, TRANSCRIPT
 from .._jsonl import client_message
 from .._session import NOT_SERVER
-from ._events import LiveEvents, _tool_results
+from ._events import CLIENT_KEYS, LiveEvents, _tool_results
 from ._parts import call_part, usage_from
 from ._recorded import (
     _AUDIO_AT,
@@ -107,26 +109,55 @@ class StreamDecoder(LiveEvents):
         if other:
             self._fold_each(other, common=False)
 
-    def fold_one(self, msg: bytes | str, direction: str) -> bool:
-        """Fold one message as :meth:`_fold_each` folds its line (decoded whole): a delta, a turn's end.
+    def fold_one(self, msg: bytes | str, direction: str) -> Any:
+        """Fold one message of a started, open session as :meth:`_fold_each` folds its line: ``True``.
 
-        Only a server message of a started, open session; any other goes ``feed_message``.
+        A server message decoded whole: a delta, a turn's end. A client's tool results between
+        turns, and what ``feed_message`` would make of any other client message but a ``setup``
+        (its one ``UnknownEvent``, handed on without it). Any other message goes
+        ``feed_message`` with what this decoded of it (the typed message, or a client message's
+        JSON values), decoded once.
         """
-        if direction == "client" or not self._started or self._state is not _OPEN:
-            return False
+        if not self._started or self._state is not _OPEN:
+            return None
+        if direction == "client":
+            return self._fold_client(msg)
         try:
             message = server_decoder.decode(msg)
         except _DECODE_FAULTS:
-            return False  # a bad message: feed_message says why
+            return None  # a bad message: feed_message says why
         delta = self._delta(message)
         if delta is None:
             content = message.server_content
             if not (message.tool_call is not None or (content is not None and content.turn_complete)):
-                return False
+                return message
             if not self._fold_line(None, message):
-                return False
+                return message
         elif delta[0] != _QUIET and not (delta[1] and self._fold_line(delta, None)):
-            return False
+            return message
+        self._frames += 1
+        return True
+
+    def _fold_client(self, msg: bytes | str) -> Any:
+        """:meth:`fold_one` of a client message: ``True``, or its JSON values for ``feed_message``."""
+        try:
+            raw = msgspec.json.decode(msg)
+        except _DECODE_FAULTS:
+            return None  # a bad message: feed_message says why
+        if not isinstance(raw, dict) or not raw:
+            return None  # no client message (never ``True``): feed_message says why
+        key = next(iter(raw))
+        name = CLIENT_KEYS.get(key)
+        if name == "toolResponse":
+            results = _tool_results(raw)
+            if results is None or not self._fold_results(results):
+                return raw
+        elif name == "setup":
+            return raw  # (it names the model)
+        else:
+            self._frames += 1
+            self._forget([ev.UnknownEvent(provider_type=f"client.{name or key}", raw=raw, passthrough=True)])
+            return True
         self._frames += 1
         return True
 

@@ -119,12 +119,12 @@ class LiveEvents(SessionDecoder):
         self._inputs = 0
         self._input_open = False
 
-    def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
+    def on_message(self, msg: bytes | str, direction: str, decoded: Any = None) -> list[ev.Event]:
         out: list[ev.Event] = []
         if direction == "client":
-            self._client(msg, out)
+            self._client(msgspec.json.decode(msg) if decoded is None else decoded, out)
         else:
-            self._server_line(server_decoder.decode(msg), msg, out, False)
+            self._server_line(server_decoder.decode(msg) if decoded is None else decoded, msg, out, False)
         return out
 
     def _server_line(
@@ -371,8 +371,8 @@ class LiveEvents(SessionDecoder):
         # The aggregator finds each call by id, in whichever turn it was made.
         out += [ev.Cancelled(call_id=call_id) for call_id in ids]
 
-    def _client(self, msg: bytes | str, out: list[ev.Event]) -> None:
-        raw = msgspec.json.decode(msg)
+    def _client(self, raw: Any, out: list[ev.Event]) -> None:
+        """A client message's events (``raw``: its JSON values)."""
         if not isinstance(raw, dict) or not raw:
             raise RemoteProtocolError("a Live client message must be a non-empty JSON object")
         key = next(iter(raw))

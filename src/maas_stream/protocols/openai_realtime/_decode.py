@@ -59,7 +59,7 @@ from .._names import OPENAI_REALTIME as PROTOCOL
 from .._openai import error_from
 from .._session import NOT_SERVER, SessionDecoder
 from ._items import call_from_item, finish_from, part_from_content, result_from_item, usage_from
-from ._wire import DELTAS, QUIET, ServerEvent, frame_decoder, message_decoder, server_decoder
+from ._wire import _NAMED, DELTAS, QUIET, ServerEvent, frame_decoder, message_decoder, server_decoder
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -151,27 +151,47 @@ class StreamDecoder(SessionDecoder):
             frames = self._frames
         self._frames = frames
 
-    def fold_one(self, msg: bytes | str, direction: str) -> bool:
-        """Fold one message as :meth:`fold_lines` folds its line: a streamed delta, a quiet ``.done``.
+    def fold_one(self, msg: bytes | str, direction: str) -> Any:
+        """Fold one message of a started, open session without ``feed_message``: ``True``.
 
-        Only a server message of a started, open session; any other goes ``feed_message``.
+        As :meth:`fold_lines` folds its line: a streamed delta, a quiet ``.done``. And what
+        ``feed_message`` would make of a message kept whole (a session event with no handler,
+        a client event but a tool result), its one ``UnknownEvent``, handed on without it. Any
+        other message goes ``feed_message`` with what this decoded of it (the typed event; a
+        client event's JSON values), decoded once.
         """
-        if direction == "client" or not self._started or self._state is not _OPEN:
-            return False
-        try:
-            event: Any = message_decoder.decode(msg)
-        except _DECODE_FAULTS:
-            return False  # any other type, or a bad message: feed_message says which
-        into = event.into
-        text = event.delta
-        if into is not None and text:
-            if not self.fold_delta(
-                event.item_id or "", "call" if into == ARGS else event.content_index, text, into
-            ):
-                return False
-        elif event.type not in QUIET:
-            return False
+        if not self._started or self._state is not _OPEN:
+            return None
+        if direction == "client":
+            try:
+                raw = msgspec.json.decode(msg)
+            except _DECODE_FAULTS:
+                return None  # a bad message: feed_message says why
+            kept = _client_event(raw)
+            if kept is None:
+                return raw if type(raw) is dict else None  # (never ``True``)
+        else:
+            try:
+                event: Any = message_decoder.decode(msg)
+            except _DECODE_FAULTS:
+                return None  # any other type, or a bad message: feed_message says which
+            into = event.into
+            text = event.delta
+            if into is not None and text:
+                if not self.fold_delta(
+                    event.item_id or "", "call" if into == ARGS else event.content_index, text, into
+                ):
+                    return event
+                self._frames += 1
+                return True
+            if event.type not in _KEPT:
+                if event.type not in QUIET:
+                    return event
+                self._frames += 1
+                return True
+            kept = ev.UnknownEvent(provider_type=event.type, raw=msgspec.json.decode(msg), passthrough=True)
         self._frames += 1
+        self._forget([kept])
         return True
 
     def _server_line(self, event: ServerEvent, line: bytes, out: list[ev.Event]) -> None:
@@ -186,18 +206,20 @@ class StreamDecoder(SessionDecoder):
         else:
             self._server(event, WrappedLine(line), out)
 
-    def on_message(self, msg: bytes | str, direction: str) -> list[ev.Event]:
+    def on_message(self, msg: bytes | str, direction: str, decoded: Any = None) -> list[ev.Event]:
         out: list[ev.Event] = []
         event: Any = None
         if direction != "client":
-            try:
-                event = message_decoder.decode(msg)
-            except _DECODE_FAULTS:
-                event = server_decoder.decode(msg)  # any other type (or a bad message: this says why)
+            event = decoded
+            if event is None:
+                try:
+                    event = message_decoder.decode(msg)
+                except _DECODE_FAULTS:
+                    event = server_decoder.decode(msg)  # any other type (or a bad message: this says why)
         if not self._started:
             self._start(event, out)
         if event is None:
-            self._client(msg, out)
+            self._client(msgspec.json.decode(msg) if decoded is None else decoded, out)
         else:
             delta = _DELTAS.get(event.type)
             if delta is not None:
@@ -421,16 +443,15 @@ class StreamDecoder(SessionDecoder):
 
     # ------------------------------------------------------------------ client events
 
-    def _client(self, msg: bytes | str, out: list[ev.Event]) -> None:
-        raw = msgspec.json.decode(msg)
+    def _client(self, raw: Any, out: list[ev.Event]) -> None:
+        """A client event's events (``raw``: its JSON values)."""
+        kept = _client_event(raw)
+        if kept is not None:
+            out.append(kept)
+            return
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             raise RemoteProtocolError("a Realtime client event must be an object with a type")
-        item = raw.get("item")
-        if raw["type"] == "conversation.item.create" and isinstance(item, dict):
-            if item.get("type") == "function_call_output":
-                self._function_output(item, out)
-                return
-        out.append(ev.UnknownEvent(provider_type=f"client.{raw['type']}", raw=raw, passthrough=True))
+        self._function_output(raw["item"], out)
 
     def _function_output(self, item: dict[str, Any], out: list[ev.Event]) -> None:
         result = result_from_item(item)
@@ -445,6 +466,20 @@ class StreamDecoder(SessionDecoder):
         out += [start, ev.PartStart(message=key, part=0, value=result), ev.PartDone(message=key, part=0)]
         out.append(ev.MessageDone(message=key))
         self._close_response(out, only_ours=True)
+
+
+def _client_event(raw: Any) -> ev.UnknownEvent | None:
+    """A client event kept whole (every one but a tool result); ``None``: a tool result, or no event."""
+    if not isinstance(raw, dict):
+        return None
+    kind = raw.get("type")
+    if not isinstance(kind, str):
+        return None
+    if kind == "conversation.item.create":
+        item = raw.get("item")
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            return None
+    return ev.UnknownEvent(provider_type=f"client.{kind}", raw=raw, passthrough=True)
 
 
 # The dispatch tables: one per class (not a dict of bound methods per decoder, ~2 KiB a session).
@@ -474,3 +509,7 @@ _HANDLERS: Final[dict[str, Callable[[StreamDecoder, ServerEvent, Msg, list[ev.Ev
     "error": StreamDecoder._on_error,
 }
 """Every other server event the decoder reads, by type (the rest are kept whole)."""
+_KEPT: Final = frozenset(
+    name for name in _NAMED if name not in _HANDLERS and name.startswith(_SESSION_FAMILIES)
+)
+"""The session events typed (``_wire``) that are kept whole: one ``UnknownEvent`` each, no state."""
