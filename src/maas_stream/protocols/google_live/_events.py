@@ -50,7 +50,7 @@ from .._session import SessionDecoder
 from ._parts import call_part, code_part, result_part, usage_from
 from ._wire import LivePart, ServerContent, ServerMessage, frame_decoder, server_decoder
 
-__all__ = ["CLIENT_KEYS", "LiveEvents"]
+__all__ = ["CLIENT_KEYS", "LiveEvents", "kept_client"]
 
 CLIENT_KEYS: Final[dict[str, str]] = {
     "setup": "setup",
@@ -82,6 +82,11 @@ def _results(body: Any) -> list[ToolResultPart]:
             )
         results.append(result)
     return results
+
+
+def kept_client(raw: dict[str, Any], key: str, name: str | None) -> ev.UnknownEvent:
+    """A client message kept whole as its one event (``client.<name>``: its ``CLIENT_KEYS`` name, else its key)."""
+    return ev.UnknownEvent(provider_type=f"client.{name or key}", raw=raw, passthrough=True)
 
 
 def _tool_results(raw: Any) -> list[ToolResultPart] | None:
@@ -386,7 +391,7 @@ class LiveEvents(SessionDecoder):
         if name == "toolResponse":
             self._tool_response(raw[key], out)
             return
-        out.append(ev.UnknownEvent(provider_type=f"client.{name or key}", raw=raw, passthrough=True))
+        out.append(kept_client(raw, key, name))
 
     def _tool_response(self, body: Any, out: list[ev.Event]) -> None:
         results = _results(body)
