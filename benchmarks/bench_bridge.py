@@ -19,6 +19,11 @@ and each concurrency C:
   events it forwarded, against the upstream process's CPU per event it served;
 * flatness, per server flavour: the bridge's CPU per streamed event at C streams over its CPU
   per event at 1 stream (a bridge whose cost per event does not grow with the streams: ~1);
+* per request: the bridge's CPU per request on ``SEQUENTIAL`` streams without deltas
+  (``"model": "empty"``), one after another, against the upstream's CPU per request (a bare
+  uvicorn app: the floor of serving a request at all). What a request costs around its events
+  (routing, checks, the request's conversion, the upstream exchange, the response's start and
+  end), which every event of a short stream and every first byte carry;
 * TTFB under load: C - 1 streams paced like a model's tokens (``"model": "paced"``: the upstream
   spreads their frames over ``PACED_SECONDS``) keep the servers busy while ``PROBES`` streams
   are opened one after another, each timed to its first byte, directly and through the bridge
@@ -89,6 +94,7 @@ UPSTREAM = textwrap.dedent(
                frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
                      "stop_sequence": None}, "usage": {"output_tokens": N}}),
                frame("message_stop", {"type": "message_stop"})]
+    EMPTY = FRAMES[:2] + FRAMES[-3:]  # "model": "empty": a stream without deltas
 
     async def app(scope, receive, send):
         if scope["type"] != "http":
@@ -98,10 +104,11 @@ UPSTREAM = textwrap.dedent(
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        paced = json.loads(body).get("model") == "paced"
+        model = json.loads(body).get("model")
+        paced = model == "paced"
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
-        for f in FRAMES:
+        for f in (EMPTY if model == "empty" else FRAMES):
             await send({"type": "http.response.body", "body": f, "more_body": True})
             if paced:
                 await asyncio.sleep(PACE)
@@ -117,6 +124,10 @@ ANTHROPIC_BODY = {**CHAT_BODY, "max_tokens": 100}
 CHAT_WHOLE = {**CHAT_BODY, "stream": False}
 PACED = {"chat": {**CHAT_BODY, "model": "paced"}, "anthropic": {**ANTHROPIC_BODY, "model": "paced"}}
 """The load of the TTFB-under-load measure: streams whose frames the upstream spreads out."""
+EMPTY = {"chat": {**CHAT_BODY, "model": "empty"}, "anthropic": {**ANTHROPIC_BODY, "model": "empty"}}
+"""The per-request measure: streams without deltas (only the envelope's five frames)."""
+SEQUENTIAL = 30 if quick() else 400
+"""Requests of the per-request measure, one after another."""
 PACED_SECONDS = 0.5 if quick() else 1.5
 """How long the upstream takes over a paced stream."""
 PROBES = 3 if quick() else 20
@@ -230,6 +241,49 @@ async def probed(url: str, load: dict[str, object], body: dict[str, object], str
             await anyio.sleep(PACED_SECONDS / 2 / PROBES)
         await busy
         return found
+
+
+async def sequential(url: str, body: dict[str, object]) -> None:
+    """``SEQUENTIAL`` requests, one after another, on one kept-alive connection (after a warm-up)."""
+    async with httpx2.AsyncClient(timeout=120, trust_env=False) as client:
+        for _ in range(SEQUENTIAL):
+            await one(client, url, body)
+
+
+def per_request(
+    flavour: str, direct_url: str, urls: dict[str, str], pids: dict[str, int], up_pid: int
+) -> None:
+    """Each bridge's CPU per request against the upstream's, on streams without deltas.
+
+    What a request costs before and after its events (routing, checks, the request's
+    conversion, the upstream exchange, the response's start and end), which every event of a
+    short stream and every first byte carry. The upstream (a bare uvicorn app) is the floor of
+    serving one request at all.
+    """
+    up_cpu = []
+    for _ in range(REPEATS):
+        asyncio.run(sequential(direct_url, ANTHROPIC_BODY))  # warm
+        before = cpu_seconds(up_pid)
+        asyncio.run(sequential(direct_url, EMPTY["anthropic"]))
+        up_cpu.append((cpu_seconds(up_pid) - before) / SEQUENTIAL)
+    upstream = min(up_cpu)
+    for label, url in urls.items():
+        found = []
+        for _ in range(REPEATS):
+            asyncio.run(sequential(url, CHAT_BODY))  # warm
+            before = cpu_seconds(pids[label])
+            asyncio.run(sequential(url, EMPTY["chat"]))
+            found.append((cpu_seconds(pids[label]) - before) / SEQUENTIAL)
+        cpu = min(found)
+        ratio = cpu / upstream if upstream else float("nan")  # (--quick: too few clock ticks)
+        print(
+            f"per request {label:>8}: bridge CPU {cpu * 1e6:7.1f}µs, the upstream's {upstream * 1e6:6.1f}µs "
+            f"({ratio:.2f}x), a stream without deltas, {SEQUENTIAL} one after another"
+        )
+        name = f"bridge {flavour} x1" + ("" if label == "this" else f" ({label})")
+        record(name, "bridge CPU µs/request (no deltas)", cpu * 1e6, "info")
+        if upstream:
+            record(name, "bridge CPU per request / upstream's", ratio, "info")
 
 
 def under_load(
@@ -350,12 +404,13 @@ def bench_flavour(flavour: str) -> None:
                 per_event[label][streams] = streamed.bridge_cpu
         for label, cpu in per_event.items():
             flatness(flavour, label, cpu)
+        bridge_pids = {label: proc.pid for label, proc in bridges.items()}
+        per_request(flavour, direct_url, urls, bridge_pids, upstream.pid)
         print(
             f"TTFB under load: N - 1 paced streams, {PROBES} probes one by one\n"
             f"{'streams':>8} {'bridge':>8} {'TTFB p50 direct':>15} {'bridge':>9} {'added':>8}"
             f" {'p90 direct':>11} {'bridge':>9} {'added':>8} {'CPU/ev bridge':>14}"
         )
-        bridge_pids = {label: proc.pid for label, proc in bridges.items()}
         for streams in LEVELS:
             if streams > 1:
                 under_load(flavour, streams, direct_url, urls, list(urls.items()), bridge_pids)
