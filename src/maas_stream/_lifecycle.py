@@ -42,6 +42,7 @@ from .events import MessageStart
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ._accumulate import RareState
     from ._model import Part, Role, Usage
     from .events import (
         Cancelled,
@@ -333,16 +334,38 @@ class Lifecycle(Deltas):
         if span.error is None:
             span.error = error
 
+    def count_passthrough(self, provider_type: str) -> bool:
+        """Count a pass-through message by its type without its event, if they are only counted.
+
+        What :meth:`_on_unknown` does with a pass-through :class:`UnknownEvent` (no message
+        key) after :meth:`forget_passthrough`: a direct fold that knows a message's type
+        counts it so, without decoding the message whole for an event. ``False`` (nothing
+        done): pass-through messages are kept, hand the event.
+        """
+        rare = self._rare
+        if rare is None or rare.keep_passthrough:
+            return False
+        self._count_unknown(rare, provider_type)
+        return True
+
+    def _count_unknown(self, rare: RareState, ptype: str) -> None:
+        """Count a kept type by itself and by ``(protocol, model, type)``."""
+        rare.unknown[ptype] = rare.unknown.get(ptype, 0) + 1
+        ckey = (self.protocol, self._model, ptype)
+        rare.unknown_counts[ckey] = rare.unknown_counts.get(ckey, 0) + 1
+
     def _on_unknown(self, ev: UnknownEvent, out: list[Event]) -> bool:
         """Keep an unknown type; return whether it was kept on the response (not as a part)."""
         ptype = ev.provider_type
         rare = self._more()
-        rare.unknown[ptype] = rare.unknown.get(ptype, 0) + 1
-        ckey = (self.protocol, self._model, ptype)
-        rare.unknown_counts[ckey] = rare.unknown_counts.get(ckey, 0) + 1
-        log.info("unknown %s type %r (model %s)", self.protocol, ptype, self._model)
-        if ev.passthrough and ev.message is None and not rare.keep_passthrough:
-            return True  # counted only (forget_passthrough)
+        self._count_unknown(rare, ptype)
+        if ev.passthrough:
+            # A session or client message the protocol knows (no canonical meaning): not logged
+            # as unknown (a voice session sends dozens a second).
+            if ev.message is None and not rare.keep_passthrough:
+                return True  # counted only (forget_passthrough)
+        else:
+            log.info("unknown %s type %r (model %s)", self.protocol, ptype, self._model)
         value = UnknownPart(provider_type=ptype, raw=ev.raw)
         if ev.message is None:
             rare.unknown_events.append(value)

@@ -226,6 +226,17 @@ class StreamAggregator:
             exc.partial = agg.snapshot()
             raise
 
+    @property
+    def keeps_passthrough(self) -> bool:
+        """Whether pass-through messages are kept, or only counted (``keep_passthrough``; ``FoldTarget``)."""
+        return self._keep
+
+    def count_passthrough(self, provider_type: str) -> bool:
+        """Count a pass-through message by type without its event (``FoldTarget``; the aggregator's rule)."""
+        agg = self._agg
+        assert agg is not None
+        return agg.count_passthrough(provider_type)
+
     def part_buffers(self, message: Key, part: Key) -> PartState | None:
         """The part a direct delta may go to (``FoldTarget``; the aggregator decides)."""
         agg = self._agg

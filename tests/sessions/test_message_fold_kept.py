@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from maas_stream._stream_aggregator import StreamAggregator
@@ -44,6 +45,8 @@ REALTIME_KEPT = [
     _client({"type": "response.create"}),
     _client({"type": "conversation.item.create", "item": OUTPUT}),
     _client({"type": "conversation.item.create", "item": "no object"}),
+    _client({"type": "conversation.item.create", "item": {"type": 7}}),
+    _client({"type": "input_audio_buffer.append", "audio": "AAAA", "item": 5}),
     _rt({"type": "output_audio_buffer.stopped", "response_id": "r1"}),
     _rt(
         {
@@ -182,6 +185,36 @@ def test_kept_messages_take_the_fold_not_feed_message(monkeypatch: pytest.Monkey
         "rate_limits.updated",
     ]
     assert decoder.fold_one("{}", "client") == {}  # no event of its own: feed_message says why
+
+
+def test_counted_messages_are_not_decoded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only counted (``keep_passthrough=False``): a kept message's type is read, nothing more.
+
+    A client event goes by its type (and its item's, to tell a tool result), a session event
+    by the type the typed decode read; neither is decoded whole for an event. What is counted
+    is what the events would count (the test above compares the two).
+    """
+    from maas_stream.protocols.openai_realtime import _decode
+
+    agg = StreamAggregator("openai-realtime", keep_passthrough=False)
+    agg.feed_message(_realtime_turn()[0][1])
+    monkeypatch.setattr(_decode, "_client_event", lambda raw: pytest.fail("decoded whole"))
+    monkeypatch.setattr(msgspec.json, "decode", lambda *a, **k: pytest.fail("decoded whole"))
+    for direction, msg in REALTIME_KEPT[:7]:
+        agg.feed_message(msg, direction=direction)
+    session = agg.session()
+    unknown = session.unknown
+    assert unknown["client.conversation.item.create"] == 1
+    assert unknown["client.input_audio_buffer.append"] == 1
+    assert unknown["rate_limits.updated"] == 1
+    assert not [e for e in session.events if e.type in unknown]  # counted, not kept
+    monkeypatch.undo()
+    tool_result = _client({"type": "conversation.item.create", "item": OUTPUT})[1]
+    assert _decode._client_kind(tool_result) is None  # a tool result is decoded whole (it is folded)
+    assert _decode._client_kind('{"type": 5}') is None
+    assert _decode._client_kind('{"audio": "AAAA"}') is None
+    assert _decode._client_kind('{"type": "x", "item": 5}') is None  # the whole path says what it is
+    assert _decode._client_kind('{"type": "x", "item": {"type": 5}}') == "client.x"
 
 
 def test_a_decoded_message_is_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -470,6 +470,11 @@ class Target:
     def end_message(self, start: Any, message: Any, role: Any, parts: Any, usage: Any, done: Any) -> bool:
         return False
 
+    keeps_passthrough = True
+
+    def count_passthrough(self, provider_type: str) -> bool:
+        return False
+
 
 @pytest.mark.parametrize(
     ("pieces", "kept"),

@@ -59,3 +59,26 @@ def test_the_default_keeps_them() -> None:
         session = ms.aggregate_session(path.read_bytes(), protocol=path.parent.name)
         found = found or any(_passthrough(e) for e in session.events)
     assert found
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_only_unknown_types_are_logged_as_unknown(keep: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """A pass-through message is a type the protocol knows: counted, never logged as unknown.
+
+    A voice session sends dozens of client audio messages a second; a type the library does not
+    know is still logged once per message, as before.
+    """
+    agg = ms.StreamAggregator("openai-realtime", keep_passthrough=keep)
+    caplog.set_level("INFO", logger="maas_stream")
+    agg.feed_message('{"type":"session.created","event_id":"e0","session":{"model":"m"}}')
+    for _ in range(3):
+        agg.feed_message('{"type":"input_audio_buffer.append","audio":"AAAA"}', direction="client")
+        agg.feed_message('{"type":"rate_limits.updated","event_id":"e1","rate_limits":[]}')
+    agg.feed_message('{"type":"some.new_event","event_id":"e2"}')
+    agg.finish()
+    unknown = agg.session().unknown
+    assert unknown["client.input_audio_buffer.append"] == 3
+    assert unknown["rate_limits.updated"] == 3
+    assert unknown["some.new_event"] == 1
+    logged = [r.getMessage() for r in caplog.records if "unknown" in r.getMessage()]
+    assert logged == ["unknown openai-realtime type 'some.new_event' (model m)"]

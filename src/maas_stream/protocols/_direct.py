@@ -66,6 +66,15 @@ class FoldTarget(Protocol):
         """The part's buffers if it exists and deltas go straight in (kept until :meth:`consume`)."""
         ...
 
+    @property
+    def keeps_passthrough(self) -> bool:
+        """Whether pass-through messages are kept (their events wanted), or only counted by type."""
+        ...
+
+    def count_passthrough(self, provider_type: str) -> bool:
+        """Count a pass-through message by type without its event (``False``: they are kept)."""
+        ...
+
     def open_part(
         self, message: Key, close: Key | None, part: Key, value: Part, done: bool = False
     ) -> PartBuffers | None:

@@ -162,7 +162,15 @@ class StreamDecoder(SessionDecoder):
         """
         if not self._started or self._state is not _OPEN:
             return None
+        target = self._target  # (set by feed_message_into)
         if direction == "client":
+            if target is not None and not target.keeps_passthrough:
+                # Only counted: its type is all that is read (the audio it carries is not).
+                kind = _client_kind(msg)
+                if kind is not None:
+                    target.count_passthrough(kind)
+                    self._frames += 1
+                    return True
             try:
                 raw = msgspec.json.decode(msg)
             except _DECODE_FAULTS:
@@ -189,6 +197,9 @@ class StreamDecoder(SessionDecoder):
                     return event
                 self._frames += 1
                 return True
+            if target is not None and target.count_passthrough(event.type):
+                self._frames += 1
+                return True  # only counted: not decoded whole
             kept = ev.UnknownEvent(provider_type=event.type, raw=msgspec.json.decode(msg), passthrough=True)
         self._frames += 1
         self._forget([kept])
@@ -466,6 +477,36 @@ class StreamDecoder(SessionDecoder):
         out += [start, ev.PartStart(message=key, part=0, value=result), ev.PartDone(message=key, part=0)]
         out.append(ev.MessageDone(message=key))
         self._close_response(out, only_ours=True)
+
+
+class _ItemHead(msgspec.Struct):
+    type: Any = None
+
+
+class _ClientHead(msgspec.Struct):
+    """What :func:`_client_event` reads of a client event: its type, its item's type."""
+
+    type: str
+    item: _ItemHead | None = None
+
+
+_client_head = msgspec.json.Decoder(_ClientHead)
+
+
+def _client_kind(msg: bytes | str) -> str | None:
+    """The pass-through type of a client event :func:`_client_event` keeps whole, read without decoding it whole.
+
+    ``None``: anything else (a tool result, no type, an item that is not an object, bad JSON),
+    for the path that decodes it whole to say what it is.
+    """
+    try:
+        head = _client_head.decode(msg)
+    except _DECODE_FAULTS:
+        return None
+    item = head.item
+    if head.type == "conversation.item.create" and item is not None and item.type == "function_call_output":
+        return None
+    return f"client.{head.type}"
 
 
 def _client_event(raw: Any) -> ev.UnknownEvent | None:
