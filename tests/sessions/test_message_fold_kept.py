@@ -217,6 +217,24 @@ def test_counted_messages_are_not_decoded_whole(monkeypatch: pytest.MonkeyPatch)
     assert _decode._client_kind('{"type": "x", "item": {"type": 5}}') == "client.x"
 
 
+def test_counted_live_client_messages_make_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only counted: a Live client message (audio, text) is counted by its type, without an event."""
+    from maas_stream.protocols.google_live import _decode
+
+    agg = StreamAggregator("google-live", keep_passthrough=False)
+    agg.feed_message(json.dumps({"setup": {"model": "models/gemini-live"}}), direction="client")
+    agg.feed_message('{"setupComplete":{}}')
+    monkeypatch.setattr(_decode, "kept_client", lambda *a: pytest.fail("an event made"))
+    audio = {"realtimeInput": {"audio": {"data": "AAAA", "mimeType": "audio/pcm;rate=16000"}}}
+    for _ in range(3):
+        agg.feed_message(json.dumps(audio), direction="client")
+    agg.feed_message(json.dumps({"realtime_input": {"text": "hi"}}), direction="client")
+    agg.feed_message(json.dumps({"somethingNew": {}}), direction="client")
+    unknown = agg.session().unknown
+    assert unknown["client.realtimeInput"] == 4
+    assert unknown["client.somethingNew"] == 1
+
+
 def test_a_decoded_message_is_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """What ``fold_one`` decoded reaches ``on_message``: the message decoder runs once per message."""
     from maas_stream.protocols.openai_realtime import _decode

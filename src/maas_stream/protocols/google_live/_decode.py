@@ -27,7 +27,7 @@ from .._base import _DECODE_FAULTS, _State
 from .._direct import AUDIO, TRANSCRIPT
 from .._jsonl import client_message
 from .._session import NOT_SERVER
-from ._events import CLIENT_KEYS, LiveEvents, _tool_results, kept_client
+from ._events import CLIENT_KEYS, LiveEvents, _tool_results, client_type, kept_client
 from ._parts import call_part, usage_from
 from ._recorded import (
     _AUDIO_AT,
@@ -156,7 +156,9 @@ class StreamDecoder(LiveEvents):
             return raw  # (it names the model)
         else:
             self._frames += 1
-            self._forget([kept_client(raw, key, name)])
+            target = self._target  # (set by feed_message_into)
+            if target is None or not target.count_passthrough(client_type(key, name)):
+                self._forget([kept_client(raw, key, name)])
             return True
         self._frames += 1
         return True

@@ -84,9 +84,14 @@ def _results(body: Any) -> list[ToolResultPart]:
     return results
 
 
+def client_type(key: str, name: str | None) -> str:
+    """A client message's pass-through type: ``client.<name>``, its ``CLIENT_KEYS`` name, else its key."""
+    return f"client.{name or key}"
+
+
 def kept_client(raw: dict[str, Any], key: str, name: str | None) -> ev.UnknownEvent:
-    """A client message kept whole as its one event (``client.<name>``: its ``CLIENT_KEYS`` name, else its key)."""
-    return ev.UnknownEvent(provider_type=f"client.{name or key}", raw=raw, passthrough=True)
+    """A client message kept whole as its one event (:func:`client_type`)."""
+    return ev.UnknownEvent(provider_type=client_type(key, name), raw=raw, passthrough=True)
 
 
 def _tool_results(raw: Any) -> list[ToolResultPart] | None:
