@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyn
 class _Decoder(JSONLinesStreamDecoder):
     protocol = "test-jsonl"
 
-    def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
+    def on_message(self, msg: bytes | str, direction: str, decoded: object = None) -> list[Event]:
         frame = msgspec.json.decode(msg)
         if frame["type"] == "delta":
             return [TextDelta(message=0, part=0, text=frame["text"])]

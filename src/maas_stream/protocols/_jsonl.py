@@ -275,10 +275,10 @@ class JSONLinesStreamDecoder(DirectFold):
             )
         self._frames += 1
         try:
-            if decoded is None:
+            if decoded is None:  # (as a subclass without a fold_one of its own is called)
                 out = self.on_message(bytes(msg) if isinstance(msg, msgspec.Raw) else msg, direction)
             else:
-                out = self.on_message(msg, direction, decoded)  # type: ignore[call-arg]
+                out = self.on_message(msg, direction, decoded)
             if self.warnings:
                 out += flush_warnings(self.warnings)
             return out
@@ -326,11 +326,12 @@ class JSONLinesStreamDecoder(DirectFold):
         out += self.on_finish()
         return out + flush_warnings(self.warnings)
 
-    def on_message(self, msg: bytes | str, direction: str) -> list[Event]:
+    def on_message(self, msg: bytes | str, direction: str, decoded: Any = None) -> list[Event]:
         """Turn one message into stream events (subclasses implement this).
 
-        A subclass whose :meth:`fold_one` decodes messages takes a third argument, what it
-        decoded (``feed_message``'s ``decoded``).
+        ``decoded``: what the subclass's own :meth:`fold_one` decoded of the message already
+        (``feed_message``'s); it is passed only when there is one, so a subclass whose
+        ``fold_one`` decodes nothing may leave the parameter out.
         """
         raise NotImplementedError
 
