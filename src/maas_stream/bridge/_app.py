@@ -194,10 +194,12 @@ class BridgeApp:
             body = await read_body(scope, observed.receive, self.limits)
             exchange.model = model = match.model or model_of(codec.model_field, body)
             check_model(model)
-            # The store owner (a digest of the bridge key), told before the headers are let go.
+            # The store owner (a digest of the bridge key) of a stored protocol's request, told
+            # before the headers are let go.
+            stateful = self.stateful
             owner = (
                 self._owner(spec, scope, headers)
-                if self.stateful is not None and not match.endpoint.count
+                if stateful is not None and spec.name in stateful.apis and not match.endpoint.count
                 else None
             )
             del headers  # (not held while the stream lasts)
@@ -323,7 +325,8 @@ class BridgeApp:
     ) -> tuple[Any, Turn | None] | None:
         """The request converted for ``route``'s upstream, and its stored turn (``None``: answered).
 
-        ``owner`` is the request's store owner (``None`` without a store, or for a token count).
+        ``owner`` is the request's store owner (``None``: nothing of it is stored: no store, a
+        protocol the store does not keep, or a token count).
 
         A request returned counts in the streams in flight (:attr:`Limits.max_streams`).
 

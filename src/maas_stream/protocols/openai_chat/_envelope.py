@@ -380,12 +380,14 @@ def _read(body: Mapping[str, Any], env: Envelope) -> Iterable[str]:
     metadata = body.get("metadata")
     if isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values()):
         take("metadata", dict(metadata), "metadata")
-    # ``safety_identifier`` replaces ``user`` for abuse monitoring (API reference); when both
-    # are given, ``user`` (now a prompt-cache hint) travels natively.
-    user = "safety_identifier" if isinstance(body.get("safety_identifier"), str) else "user"
-    take(user, body.get(user) if isinstance(body.get(user), str) else None, "user")
+    if "safety_identifier" in body or "user" in body:
+        # ``safety_identifier`` replaces ``user`` for abuse monitoring (API reference); when
+        # both are given, ``user`` (now a prompt-cache hint) travels natively.
+        user = "safety_identifier" if isinstance(body.get("safety_identifier"), str) else "user"
+        take(user, body.get(user) if isinstance(body.get(user), str) else None, "user")
     tier = body.get("service_tier")
-    take("service_tier", tier if isinstance(tier, str) else None, "service_tier")
+    if isinstance(tier, str):
+        take("service_tier", tier, "service_tier")
     return consumed
 
 
