@@ -23,6 +23,7 @@ conversations (that is the history codecs' job) or do IO.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
@@ -405,7 +406,7 @@ class EnvelopeCodec:
     """This protocol's own field paths with no canonical counterpart whose loss changes what
     the model does (refused when another protocol cannot carry them)."""
 
-    @property
+    @functools.cached_property
     def fields(self) -> frozenset[str]:
         """The top-level fields this codec reads itself (besides the conversation and hooks)."""
         names = {self.model_field, self.tools_field, *self.fixed}
@@ -416,6 +417,11 @@ class EnvelopeCodec:
         else:
             names.update(self.max_tokens + self.temperature + self.top_p)
         return frozenset(names)
+
+    @functools.cached_property
+    def _known(self) -> frozenset[str]:
+        """The top-level fields read by the codec or the conversation (the rest is native)."""
+        return self.conversation | self.fields
 
     def read(
         self, body: Mapping[str, Any], *, model: str | None = None, stream: bool | None = None
@@ -434,7 +440,7 @@ class EnvelopeCodec:
         consumed = set(self.read_hook(body, env))
         settings = self._read_settings(body, env)
         self._read_tools(body.get(self.tools_field), env)
-        known = self.conversation | self.fields
+        known = self._known
         for k in body:
             if k not in known and k not in consumed:
                 env.native[k] = body[k]
@@ -507,7 +513,8 @@ class EnvelopeCodec:
             body[self.model_field] = env.model
         if self.stream_field is not None:
             body[self.stream_field] = True
-        body.update(copy.deepcopy(dict(self.fixed)))
+        if self.fixed:
+            body.update(copy.deepcopy(dict(self.fixed)))
         limit = env.max_tokens if env.max_tokens is not None else self.default_max_tokens
         settings = {
             names[0]: value

@@ -163,13 +163,14 @@ def convert_request(
     # What the reader could not read is lost only across protocols (the same protocol gets the
     # client's body as it is).
     lost: list[Unread] = list(env.dropped) if protocol != to else []
-    _fit_model(env, model_caps(env.model, caps), lost)
+    found = model_caps(env.model, caps)
+    _fit_model(env, found, lost)
     history: list[Dropped] = []
     if protocol == to:
         out = _same_protocol(body, env, target)
     else:
         conversation = convert_history(body, to=to, protocol=protocol, lossy=history)
-        fitted = _with_limit(env, target, model_caps(env.model, caps))
+        fitted = _with_limit(env, target, found)
         out = target.build(conversation, fitted, lost)
     streaming = client_stream if stream is None else stream
     if target.stream_field is not None:
@@ -187,10 +188,11 @@ def convert_request(
     drops = DropLog(to, protocol)
     for u in lost:
         drops.add("request_field", u.what, where=u.where)
-    for rec in drops.records:
+    records = drops.records
+    for rec in records:
         log.warning("%s -> %s request: dropped %s", protocol, to, rec)
     fields = [LostField(_client_path(u, env), u.affects_output, u.what) for u in lost]
-    return ConvertedRequest(out, env, drops.records + history, fields)
+    return ConvertedRequest(out, env, records + history, fields)
 
 
 def _client_path(u: Unread, env: Envelope) -> str:

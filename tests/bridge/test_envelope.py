@@ -7,6 +7,7 @@ reading what it wrote gives the same envelope back.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -205,3 +206,17 @@ def test_tools_that_are_not_objects_are_reported() -> None:
         ("a tool that is not an object", "tools[0]"),
         ("function tool without a function object", "tools[1]"),
     ]
+
+
+def test_a_codecs_field_names_follow_a_replaced_codec() -> None:
+    """The top-level field names are kept per codec (frozen): a replaced codec has its own."""
+    chat = codec("openai-chat")
+    renamed = dataclasses.replace(chat, model_field="engine", fixed={})
+    body = {"model": "m", "engine": "e", "messages": []}
+    assert "engine" in renamed.fields
+    assert "engine" not in chat.fields
+    assert chat.read(body).native == {"engine": "e"}
+    assert renamed.read(body).native == {"model": "m"}
+    # No fixed fields: none are written (and none copied).
+    assert "stream_options" not in renamed.build({"messages": []}, Envelope(model="m"))
+    assert "stream_options" in chat.build({"messages": []}, Envelope(model="m"))

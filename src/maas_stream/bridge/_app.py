@@ -194,6 +194,14 @@ class BridgeApp:
             body = await read_body(scope, observed.receive, self.limits)
             exchange.model = model = match.model or model_of(codec.model_field, body)
             check_model(model)
+            # The store owner (a digest of the bridge key) of a stored protocol's request, told
+            # before the headers are let go.
+            stateful = self.stateful
+            owner = (
+                self._owner(spec, scope, headers)
+                if stateful is not None and spec.name in stateful.apis and not match.endpoint.count
+                else None
+            )
             del headers  # (not held while the stream lasts)
             # The route, then its fallbacks while nothing was sent.
             chain = self.router.chain(self.router.select(model))
@@ -202,7 +210,7 @@ class BridgeApp:
                 exchange.route, exchange.upstream = route.name, route.upstream.protocol
                 token = CURRENT.set((route.upstream, exchange, route))
                 try:
-                    prepared = await self._prepare(scope, match, body, route, send)
+                    prepared = await self._prepare(scope, match, body, route, send, owner)
                     if prepared is None:  # answered (a token count)
                         return
                     try:  # (inline, not a method of its own: one frame less per stream)
@@ -307,9 +315,18 @@ class BridgeApp:
         await self.stateful.serve(scope["method"], found, query, owner, receive, send)
 
     async def _prepare(
-        self, scope: Scope, match: EndpointMatch, raw: bytes, route: Route, send: Send
+        self,
+        scope: Scope,
+        match: EndpointMatch,
+        raw: bytes,
+        route: Route,
+        send: Send,
+        owner: str | None,
     ) -> tuple[Any, Turn | None] | None:
         """The request converted for ``route``'s upstream, and its stored turn (``None``: answered).
+
+        ``owner`` is the request's store owner (``None``: nothing of it is stored: no store, a
+        protocol the store does not keep, or a token count).
 
         A request returned counts in the streams in flight (:attr:`Limits.max_streams`).
 
@@ -329,8 +346,7 @@ class BridgeApp:
         if match.endpoint.count:  # counting never refuses: what cannot cross does not count
             drop = True
         stateful, turn = self.stateful, None
-        if stateful is not None and not match.endpoint.count:
-            owner = self._owner(match.spec, scope, request_headers(scope))
+        if stateful is not None and owner is not None:
             turn = await stateful.begin(match.spec, body, owner, upstream)
             body = body if turn is None else turn.body
         request = upstream_request(match, body, get_protocol(upstream), drop_params=drop, caps=caps)

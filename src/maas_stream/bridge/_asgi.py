@@ -13,12 +13,15 @@ import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import anyio
 import msgspec
 
+from ..io._connect import deadline
 from ._request import Rejected
+
+if TYPE_CHECKING:
+    import anyio
 
 __all__ = [
     "MAX_BODY",
@@ -162,17 +165,21 @@ async def read_body(scope: Scope, receive: Receive, limits: Limits) -> bytes:
         if name == b"content-length" and value.isdigit() and int(value) > limit:
             raise Rejected(413, f"the request body is larger than {limit} bytes")
     chunks = bytearray()
-    with anyio.move_on_after(limits.body_timeout) as deadline:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Rejected(400, "the client went away before sending the whole request")
-            chunks += message.get("body", b"")
-            if len(chunks) > limit:
-                raise Rejected(413, f"the request body is larger than {limit} bytes")
-            if not message.get("more_body", False):
-                return bytes(chunks)
-    assert deadline.cancelled_caught
+    timer = deadline(limits.body_timeout)
+    try:
+        async with timer:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise Rejected(400, "the client went away before sending the whole request")
+                chunks += message.get("body", b"")
+                if len(chunks) > limit:
+                    raise Rejected(413, f"the request body is larger than {limit} bytes")
+                if not message.get("more_body", False):
+                    return bytes(chunks)
+    except TimeoutError:
+        if not timer.expired():
+            raise
     raise Rejected(408, f"the request body did not arrive within {limits.body_timeout:g}s")
 
 

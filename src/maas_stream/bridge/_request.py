@@ -144,4 +144,5 @@ def upstream_request(
     if faults:
         raise Rejected(400, f"the {target.name} upstream would reject this request: " + "; ".join(faults))
     # convert_request and convert_history logged their own records; the rest are the bridge's.
-    return UpstreamRequest(upstream_body, env, records + fields.records + history, fields.records)
+    own = fields.records
+    return UpstreamRequest(upstream_body, env, records + own + history, own)

@@ -222,6 +222,10 @@ class RecordingUpstream:
         """Nothing to release."""
 
 
+_URLS = 256
+"""Request URLs an :class:`HTTPUpstream` keeps made (one per URL template and model; bounded)."""
+
+
 class HTTPUpstream:
     """A real provider endpoint, called with an ``httpx.AsyncClient``.
 
@@ -282,6 +286,7 @@ class HTTPUpstream:
         self._client = client
         self._owns_client = client is None
         self._poster: Any = None
+        self._urls: dict[tuple[str, str], str] = {}
 
     @property
     def protocol(self) -> str:
@@ -318,8 +323,13 @@ class HTTPUpstream:
         """
         if self.model is not None and "model" in body:
             body = {**body, "model": self.model}
-        # Quoted whole (a '/' too): a model name never reaches another path of the provider.
-        url = self.url.replace("{model}", quote(self.model or model or "", safe=":@+"))
+        key = (self.url, self.model or model or "")
+        url = self._urls.get(key)
+        if url is None:
+            if len(self._urls) >= _URLS:
+                self._urls.clear()
+            # Quoted whole (a '/' too): a model name never reaches another path of the provider.
+            url = self._urls[key] = key[0].replace("{model}", quote(key[1], safe=":@+"))
         content = msgspec.json.encode(body)  # (the content-type is in the headers)
         return _Response(
             aconnect(

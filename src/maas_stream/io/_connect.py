@@ -5,7 +5,9 @@ It must not contain protocol logic.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import math
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -13,6 +15,7 @@ import anyio
 from .._registry import get_protocol
 from ._checks import check_response, transport_error
 from ._exceptions import StreamTimeoutError, for_transport
+from ._source import _loop_clock
 from ._stream import aaggregate, aconvert, astream
 
 if TYPE_CHECKING:
@@ -22,7 +25,46 @@ if TYPE_CHECKING:
     from .._model import Response
     from ..events import Event
 
-__all__ = ["EventSource", "aconnect"]
+__all__ = ["EventSource", "aconnect", "deadline"]
+
+
+def deadline(seconds: float | None) -> asyncio.Timeout | _ScopeDeadline:
+    """A time limit on the awaits of an ``async with`` block (``None``: none).
+
+    When it runs out the block is cancelled and ``TimeoutError`` raised from it; ``expired()``
+    tells that apart from a ``TimeoutError`` of the block's own. On asyncio (uvloop too) it is
+    the standard library's ``asyncio.timeout``: one loop timer, where anyio's cancel scope
+    looks the async backend up several times per use (sniffio, the current task). Elsewhere
+    (trio) anyio's cancel scope.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return _ScopeDeadline(seconds)
+    return asyncio.timeout_at(None if seconds is None else loop.time() + seconds)
+
+
+class _ScopeDeadline:
+    """:func:`deadline` off asyncio: anyio's cancel scope, as ``asyncio.timeout`` behaves."""
+
+    __slots__ = ("_scope",)
+
+    def __init__(self, seconds: float | None) -> None:
+        self._scope = anyio.CancelScope(
+            deadline=math.inf if seconds is None else anyio.current_time() + seconds
+        )
+
+    async def __aenter__(self) -> _ScopeDeadline:
+        self._scope.__enter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._scope.__exit__(*exc) and self._scope.cancelled_caught:
+            raise TimeoutError from None
+
+    def expired(self) -> bool:
+        """Whether the limit ran out (and cancelled the block)."""
+        return self._scope.cancelled_caught
 
 
 class EventSource:
@@ -166,35 +208,40 @@ class _Connect(contextlib.AbstractAsyncContextManager[EventSource]):
             (t, phase) for t, phase in ((first_byte_timeout, "first_byte"), (total_timeout, "total")) if t
         ]
         timeout, phase = min(limits) if limits else (None, "")
-        started = anyio.current_time()
+        clock = _loop_clock()
+        started = clock()
         exchange = client.stream(method, url, headers=headers, **kwargs)
         del kwargs  # (the body: sent, not held while the stream lasts)
         entered = False
+        timer = deadline(timeout)
         try:
-            with anyio.move_on_after(timeout) as scope:
-                try:
-                    response = await exchange.__aenter__()
-                    entered = True
-                    await check_response(response, require_sse=True)
-                except Exception as exc:
-                    mapped = transport_error(exc, where="before the provider's answer")
-                    if mapped is None:
-                        raise
-                    raise mapped from exc
-            if scope.cancelled_caught:
+            try:
+                async with timer:
+                    try:
+                        response = await exchange.__aenter__()
+                        entered = True
+                        await check_response(response, require_sse=True)
+                    except Exception as exc:
+                        mapped = transport_error(exc, where="before the provider's answer")
+                        if mapped is None:
+                            raise
+                        raise mapped from exc
+            except TimeoutError:
+                if not timer.expired():
+                    raise
                 assert timeout is not None
                 cls = for_transport(StreamTimeoutError, client)
                 raise cls(
                     f"no answer from the provider within {timeout:g}s ({phase.replace('_', ' ')} timeout)",
                     phase=phase,
                     timeout=timeout,
-                )
+                ) from None
         except BaseException as exc:
             if entered:
                 await exchange.__aexit__(type(exc), exc, exc.__traceback__)
             raise
         self._exchange = exchange
-        left = None if total_timeout is None else max(total_timeout - (anyio.current_time() - started), 0.0)
+        left = None if total_timeout is None else max(total_timeout - (clock() - started), 0.0)
         return EventSource(response, protocol=protocol, idle_timeout=idle_timeout, total_timeout=left)
 
     async def __aexit__(self, *exc: Any) -> bool | None:

@@ -46,7 +46,7 @@ from ..._envelope import (
 from .._names import OPENAI_CHAT as NAME
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 __all__ = ["AFFECTS_OUTPUT", "ENVELOPE", "MAX_STOP", "encoder_options"]
 
@@ -373,28 +373,26 @@ def _read(body: Mapping[str, Any], env: Envelope) -> Iterable[str]:
         env.sources["include_usage"] = "stream_options.include_usage"
     consumed += _read_functions(body, env)
     consumed += _read_web_search(body, env)
-    if "tool_choice" in body:
-        take("tool_choice", _read_tool_choice(body["tool_choice"]), "tool_choice")
-    take("parallel_tool_calls", _bool(body.get("parallel_tool_calls")), "parallel_tool_calls")
-    take("reasoning_effort", _read_reasoning(body.get("reasoning_effort")), "reasoning")
-    take("response_format", _read_output(body.get("response_format")), "output")
-    stop = body.get("stop")
-    take("stop", [stop] if isinstance(stop, str) else _strings(stop), "stop")
-    for name in ("n", "seed"):
-        take(name, _int(body.get(name)), name)
-    for name in ("presence_penalty", "frequency_penalty"):
-        take(name, _float(body.get(name)), name)
-    take("store", _bool(body.get("store")), "store")
+    # Each field read only when present (a reader gives ``None`` for an absent one anyway).
+    for name, read, canonical in _SETTINGS:
+        if name in body:
+            take(name, read(body[name]), canonical)
     metadata = body.get("metadata")
     if isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values()):
         take("metadata", dict(metadata), "metadata")
-    # ``safety_identifier`` replaces ``user`` for abuse monitoring (API reference); when both
-    # are given, ``user`` (now a prompt-cache hint) travels natively.
-    user = "safety_identifier" if isinstance(body.get("safety_identifier"), str) else "user"
-    take(user, body.get(user) if isinstance(body.get(user), str) else None, "user")
+    if "safety_identifier" in body or "user" in body:
+        # ``safety_identifier`` replaces ``user`` for abuse monitoring (API reference); when
+        # both are given, ``user`` (now a prompt-cache hint) travels natively.
+        user = "safety_identifier" if isinstance(body.get("safety_identifier"), str) else "user"
+        take(user, body.get(user) if isinstance(body.get(user), str) else None, "user")
     tier = body.get("service_tier")
-    take("service_tier", tier if isinstance(tier, str) else None, "service_tier")
+    if isinstance(tier, str):
+        take("service_tier", tier, "service_tier")
     return consumed
+
+
+def _read_stop(stop: Any) -> list[str] | None:
+    return [stop] if isinstance(stop, str) else _strings(stop)
 
 
 def _write(body: dict[str, Any], env: Envelope, lost: list[Unread]) -> Iterable[str]:
@@ -463,6 +461,21 @@ def _strings(value: Any) -> list[str] | None:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return list(value)
     return None
+
+
+_SETTINGS: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
+    ("tool_choice", _read_tool_choice, "tool_choice"),
+    ("parallel_tool_calls", _bool, "parallel_tool_calls"),
+    ("reasoning_effort", _read_reasoning, "reasoning"),
+    ("response_format", _read_output, "output"),
+    ("stop", _read_stop, "stop"),
+    ("n", _int, "n"),
+    ("seed", _int, "seed"),
+    ("presence_penalty", _float, "presence_penalty"),
+    ("frequency_penalty", _float, "frequency_penalty"),
+    ("store", _bool, "store"),
+)
+"""The body fields read by one function each, in reading order: (field, reader, canonical field)."""
 
 
 def encoder_options(env: Envelope) -> dict[str, Any]:
