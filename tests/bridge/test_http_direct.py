@@ -315,3 +315,23 @@ async def test_uvicorn_frames_a_piece_as_the_direct_path_does(name: str) -> None
 
     await Served(name, app).run(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     assert pieces == [b"12c\r\n" + b"x" * 300 + b"\r\n"]
+
+
+async def test_a_cycle_missing_what_the_direct_path_reads_is_served_through_asgi() -> None:
+    found: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        cycle = send.__self__
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        found.append(_http_direct.chunked_cycle(send))
+        conn, cycle.conn = cycle.conn, object()  # an h11 whose writer is named otherwise
+        found.append(_http_direct.chunked_cycle(send))
+        cycle.conn = conn
+        flow, cycle.flow = cycle.flow, object()  # a uvicorn whose flow control is named otherwise
+        found.append(_http_direct.chunked_cycle(send))
+        cycle.flow = flow
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    await Served("h11", app).run(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert found[0] is not None
+    assert found[1:] == [None, None]

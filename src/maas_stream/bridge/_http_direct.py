@@ -18,7 +18,7 @@ It wraps uvicorn's objects rather than copying their code (``tests/bridge/test_h
 pins what it relies on: the cycles' ``send`` bound methods, their ``transport``, ``flow``,
 ``scope``, ``response_started``, ``response_complete``, ``disconnected``, httptools'
 ``chunked_encoding``, h11's chunked writer). Without uvicorn (or with a version whose cycles
-differ) nothing is direct. It must not contain protocol logic.
+differ: checked once per answer) nothing is direct. It must not contain protocol logic.
 """
 
 from __future__ import annotations
@@ -65,7 +65,12 @@ def chunked_cycle(send: Any) -> Any:
     chunked = _CHUNKED.get(type(cycle))
     if chunked is None or getattr(send, "__func__", None) is not type(cycle).send:
         return None
-    if not cycle.response_started or cycle.scope["method"] == "HEAD" or not chunked(cycle):
+    try:
+        if not cycle.response_started or cycle.scope["method"] == "HEAD" or not chunked(cycle):
+            return None
+        # What :func:`write_chunk` reads (a uvicorn that renamed them is served through ASGI).
+        _ = (cycle.response_complete, cycle.disconnected, cycle.flow.write_paused, cycle.transport.write)
+    except (AttributeError, KeyError):
         return None
     return cycle
 
