@@ -22,7 +22,7 @@ import asyncio
 import contextvars
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -38,6 +38,8 @@ from ._request import Rejected
 from ._stateful import encoder_options, identified
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from .._drops import Dropped
     from ._app import BridgeApp
     from ._asgi import Receive, Send
@@ -217,9 +219,9 @@ class _Writer:
     per frame. The start and the first piece are ASGI messages (the record's status and first
     byte); behind uvicorn's own ``send`` the pieces after them are written to its connection
     directly while it would write them at once (:mod:`._http_direct`: no message dict, no
-    coroutines of the record and the server per piece); the rest, and the end, are messages.
-    (A slotted object: cheaper per idle stream than a closure; the start's headers are built
-    when it is sent, and not held after.)
+    coroutine per piece: the writer's own ``await`` takes a done object); the rest, and the
+    end, are messages. (A slotted object: cheaper per idle stream than a closure; the start's
+    headers are built when it is sent, and not held after.)
     """
 
     __slots__ = ("_cycle", "_media_type", "_own", "_send", "started")
@@ -243,10 +245,14 @@ class _Writer:
         self.started = True
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
 
-    async def __call__(self, data: bytes) -> None:
+    def __call__(self, data: bytes) -> Awaitable[None]:
+        """Write ``data``: directly (:data:`_WRITTEN`, no coroutine made), else as a message."""
         cycle = self._cycle
         if cycle is not None and write_chunk(cycle, data):
-            return
+            return _WRITTEN
+        return self._message(data)
+
+    async def _message(self, data: bytes) -> None:
         send = self._send
         if self.started:
             await send({"type": "http.response.body", "body": data, "more_body": True})
@@ -255,6 +261,17 @@ class _Writer:
         await send({"type": "http.response.body", "body": data, "more_body": True})
         server = getattr(send, "unwrapped", None)  # the record's (``_app._Observed``)
         self._cycle = None if server is None else chunked_cycle(server())
+
+
+class _Done(tuple[()]):
+    """Awaited, done at once: an empty tuple whose iterator is its ``__await__`` (all in C)."""
+
+    __slots__ = ()
+    __await__ = tuple.__iter__
+
+
+_WRITTEN: Awaitable[None] = cast("Awaitable[None]", _Done())
+"""What a piece written directly returns to its ``await`` (one object, shared)."""
 
 
 @dataclass(frozen=True, slots=True)
