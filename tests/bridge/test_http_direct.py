@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 import h11
+import httpx2
+import openai
 import pytest
+import uvicorn
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -73,6 +76,25 @@ class FakeTransport:
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
+
+
+class PacedUpstream:
+    """:data:`FRAMES` a few milliseconds apart (one read each over a real socket)."""
+
+    protocol = "anthropic"
+    timeouts = None
+
+    @contextlib.asynccontextmanager
+    async def open(self, body: dict[str, Any], *, model: str | None) -> AsyncIterator[Any]:
+        yield self._frames()
+
+    async def _frames(self) -> AsyncIterator[bytes]:
+        for frame in FRAMES:
+            await anyio.sleep(0.003)
+            yield frame
+
+    async def aclose(self) -> None:
+        pass
 
 
 class FrameUpstream:
@@ -335,3 +357,38 @@ async def test_a_cycle_missing_what_the_direct_path_reads_is_served_through_asgi
     await Served("h11", app).run(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     assert found[0] is not None
     assert found[1:] == [None, None]
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+async def test_a_real_uvicorn_server_takes_the_direct_path_for_an_official_sdk(
+    name: str, direct: list[bool]
+) -> None:
+    async def text(app: Any) -> str:
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, http=name, log_level="warning"))
+        parts: list[str] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.serve)
+                while not server.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
+                    await anyio.sleep(0.01)
+                port = server.servers[0].sockets[0].getsockname()[1]
+                client = openai.AsyncOpenAI(
+                    api_key="k",
+                    base_url=f"http://127.0.0.1:{port}/v1",
+                    http_client=httpx2.AsyncClient(trust_env=False),
+                    max_retries=0,
+                )
+                stream = await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+                async for chunk in stream:
+                    parts += [c.delta.content or "" for c in chunk.choices]
+                await client.close()
+                server.should_exit = True
+        return "".join(parts)
+
+    got = await text(create_app(upstream=PacedUpstream()))
+    assert direct.count(True) >= 3
+    assert False not in direct
+    assert got
+    assert await text(create_app(upstream=FrameUpstream())) == got  # (unpaced: the same answer)
