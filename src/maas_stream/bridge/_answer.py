@@ -1,7 +1,7 @@
 """The answer to one converted request: the upstream stream opened, then streamed or aggregated.
 
 A streaming request is answered with the upstream's stream converted into the client's protocol
-(:func:`maas_stream.io._stream.aconvert_into`: one ASGI message per read of frames, the first
+(:func:`maas_stream.io._stream.aconvert_into`: one write per read of frames, the first
 frame out before the second read); a non-streaming one with the client protocol's JSON body,
 built from the aggregate of the upstream stream (the upstream is always asked to stream). A
 fault before the first byte is raised as :class:`~._request.Rejected` (the upstream's status
@@ -22,7 +22,7 @@ import asyncio
 import contextvars
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -33,10 +33,13 @@ from ..io import StreamIOError, aaggregate
 from ..io._stream import aconvert_into
 from ._asgi import HangUp, send_json, watch_disconnect
 from ._failures import upstream_failure
+from ._http_direct import chunked_cycle, write_chunk
 from ._request import Rejected
 from ._stateful import encoder_options, identified
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from .._drops import Dropped
     from ._app import BridgeApp
     from ._asgi import Receive, Send
@@ -211,18 +214,23 @@ async def answer(app: BridgeApp, client: str, source: Any, reading: Reading, sen
 class _Writer:
     """The ``write`` of a streamed answer: the response start before the first piece.
 
-    One ASGI message (one socket write) per piece: ``aconvert_into`` writes the output of one
-    read at once, and the transport hands a burst over in one read, so a busy stream costs a
-    send per burst, not per frame. (A slotted object: cheaper per idle stream than a closure;
-    the start's headers are built when it is sent, and not held after.)
+    One socket write per piece: ``aconvert_into`` writes the output of one read at once, and
+    the transport hands a burst over in one read, so a busy stream costs a write per burst, not
+    per frame. The start and the first piece are ASGI messages (the record's status and first
+    byte); behind uvicorn's own ``send`` the pieces after them are written to its connection
+    directly while it would write them at once (:mod:`._http_direct`: no message dict, no
+    coroutine per piece: the writer's own ``await`` takes a done object); the rest, and the
+    end, are messages. (A slotted object: cheaper per idle stream than a closure; the start's
+    headers are built when it is sent, and not held after.)
     """
 
-    __slots__ = ("_media_type", "_own", "_send", "started")
+    __slots__ = ("_cycle", "_media_type", "_own", "_send", "started")
 
     def __init__(self, send: Send, media_type: str, own: dict[str, str]) -> None:
         self._send = send
         self._media_type = media_type
         self._own: dict[str, str] | None = own  # the bridge's own headers
+        self._cycle: Any = None  # uvicorn's, once known to take pieces directly
         self.started = False
 
     async def start(self) -> None:
@@ -237,10 +245,33 @@ class _Writer:
         self.started = True
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
 
-    async def __call__(self, data: bytes) -> None:
-        if not self.started:
-            await self.start()
-        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+    def __call__(self, data: bytes) -> Awaitable[None]:
+        """Write ``data``: directly (:data:`_WRITTEN`, no coroutine made), else as a message."""
+        cycle = self._cycle
+        if cycle is not None and write_chunk(cycle, data):
+            return _WRITTEN
+        return self._message(data)
+
+    async def _message(self, data: bytes) -> None:
+        send = self._send
+        if self.started:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+            return
+        await self.start()
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+        server = getattr(send, "unwrapped", None)  # the record's (``_app._Observed``)
+        self._cycle = None if server is None else chunked_cycle(server())
+
+
+class _Done(tuple[()]):
+    """Awaited, done at once: an empty tuple whose iterator is its ``__await__`` (all in C)."""
+
+    __slots__ = ()
+    __await__ = tuple.__iter__
+
+
+_WRITTEN: Awaitable[None] = cast("Awaitable[None]", _Done())
+"""What a piece written directly returns to its ``await`` (one object, shared)."""
 
 
 @dataclass(frozen=True, slots=True)

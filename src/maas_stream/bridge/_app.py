@@ -540,6 +540,10 @@ class _Observed:
             self._finished = not message.get("more_body", False)
         await self._send(message)
 
+    def unwrapped(self) -> Send:
+        """The server's own ``send``, for pieces written past this record (``_answer._Writer``)."""
+        return self._send
+
     async def receive(self) -> Message:
         message = await self._receive()
         if message["type"] == "http.disconnect" and not self._finished:
