@@ -9,14 +9,17 @@ response left consumed and closed, its byte count and the connection's reuse mus
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import httpx2
 import pytest
 
+from maas_stream.bridge._aiosock import AioConnection
 from maas_stream.bridge._transport import LeanPoster, LeanTransport, _Body
 from maas_stream.io._kinds import response_chunks
 from maas_stream.io._source import AsyncReader
@@ -158,3 +161,32 @@ async def test_a_compressed_body_is_still_decoded_by_aiter_bytes() -> None:
                 pieces.append(item)
             await reader.aclose()
     assert b"".join(pieces) == BODY  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_an_asyncio_connections_wait_is_woken_by_data_and_its_timer_cancelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = asyncio.get_running_loop()
+    conn = AioConnection(loop, (b"http", b"h", 80))
+    timers: list[asyncio.TimerHandle] = []
+    call_later = loop.call_later
+
+    def spy(*args: Any) -> asyncio.TimerHandle:
+        timers.append(call_later(*args))
+        return timers[-1]
+
+    monkeypatch.setattr(loop, "call_later", spy)
+    assert conn.take() is None  # nothing yet
+    waiter = conn.wait(30.0)
+    loop.call_soon(conn.data_received, b"ab")
+    loop.call_soon(conn.data_received, b"cd")
+    await waiter
+    await anyio.lowlevel.checkpoint()  # (the future's done callbacks run)
+    assert [t.cancelled() for t in timers] == [True]
+    assert conn.take() == b"abcd"
+    with pytest.raises(TimeoutError):
+        await conn.wait(0.01)
+    conn.eof_received()
+    assert conn.take() == b""  # the end
+    assert await conn.receive(None) == b""

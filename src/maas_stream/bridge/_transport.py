@@ -434,9 +434,8 @@ class _Body(httpx2.AsyncByteStream):
     async def _read(
         self, conn: _Conn | None, answer: Answer, response: httpx2.Response | None
     ) -> AsyncIterator[bytes]:
-        if response is not None:  # (aiter_raw's checks, made at the first read as it makes them)
-            _consume(response, conn)
-        assert conn is not None
+        conn = _consume(response, conn)  # (aiter_raw's checks, made at the first read as it makes them)
+        aio = conn if type(conn) is AioConnection else None
         timeout = self._timeout
         received = 0
         stalled = 0  # bytes of a chunked body read without data in them (framing, trailers)
@@ -453,8 +452,13 @@ class _Body(httpx2.AsyncByteStream):
                     yield out
                 if complete:
                     return
-                try:  # (_receive, inline: it runs per read)
-                    data = await conn.receive(timeout)
+                try:  # (_receive, inline: it runs per read; on asyncio the connection's wait too)
+                    if aio is None:
+                        data = await conn.receive(timeout)
+                    else:
+                        while (got := aio.take()) is None:
+                            await aio.wait(timeout)
+                        data = got
                 except _READ_FAULTS as exc:
                     raise _read_error(exc, timeout)  # noqa: B904 (the cause is set)
                 if not data:
@@ -472,8 +476,7 @@ class _Body(httpx2.AsyncByteStream):
                             "invalid chunked body: a chunk-size or trailer line is too long"
                         )
         except httpx2.RequestError as exc:  # (httpx2's request_context, as aiter_raw has it)
-            if response is not None and response._request is not None:
-                exc.request = response._request
+            _attach(exc, response)
             raise
         finally:
             if response is not None:
@@ -492,19 +495,29 @@ class _Body(httpx2.AsyncByteStream):
             await conn.aclose()
 
 
-def _consume(response: httpx2.Response, conn: _Conn | None) -> None:
-    """Mark ``response`` consumed, as ``aiter_raw`` does before its first read.
+def _consume(response: httpx2.Response | None, conn: _Conn | None) -> _Conn:
+    """Mark ``response`` (if any) consumed, as ``aiter_raw`` does before its first read; ``conn``.
 
     Raises:
         httpx2.StreamConsumed: It was read already.
         httpx2.StreamClosed: It was closed.
     """
-    if response.is_stream_consumed:
-        raise httpx2.StreamConsumed()
-    if response.is_closed or conn is None:
+    if response is not None:
+        if response.is_stream_consumed:
+            raise httpx2.StreamConsumed()
+        if response.is_closed or conn is None:
+            raise httpx2.StreamClosed()
+        response.is_stream_consumed = True
+        response._num_bytes_downloaded = 0
+    if conn is None:
         raise httpx2.StreamClosed()
-    response.is_stream_consumed = True
-    response._num_bytes_downloaded = 0
+    return conn
+
+
+def _attach(exc: httpx2.RequestError, response: httpx2.Response | None) -> None:
+    """Give ``exc`` the response's request (if any), as httpx2's ``request_context`` does."""
+    if response is not None and response._request is not None:
+        exc.request = response._request
 
 
 _READ_FAULTS = (TimeoutError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError)
