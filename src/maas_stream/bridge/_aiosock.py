@@ -123,24 +123,27 @@ class AioConnection(asyncio.Protocol):
     async def receive(self, seconds: float | None) -> bytes:
         """Everything that arrived since the last read, waiting for some; ``b""`` at the end.
 
+        (:meth:`take` and :meth:`wait`, for a caller that cannot inline them.)
+
         Raises:
             TimeoutError: Nothing within ``seconds``.
+            OSError: The connection broke (or was closed).
+        """
+        while (data := self.take()) is None:
+            await self.wait(seconds)
+        return data
+
+    def take(self) -> bytes | None:
+        """Everything that arrived since the last read; ``b""`` at the end; ``None``: nothing yet.
+
+        Raises:
             OSError: The connection broke (or was closed).
         """
         data = self._data
         if not data:
             if self._eof or self._lost:
                 return self._end()
-            waiter = self._waiter = self._loop.create_future()
-            timer = None if seconds is None else self._loop.call_later(seconds, _expire, waiter)
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-                if timer is not None:
-                    timer.cancel()
-            if not data:
-                return self._end()
+            return None
         out = data[0] if len(data) == 1 else b"".join(data)
         data.clear()
         self._size = 0
@@ -149,6 +152,18 @@ class AioConnection(asyncio.Protocol):
             if self._transport is not None and not self._transport.is_closing():
                 self._transport.resume_reading()
         return out
+
+    def wait(self, seconds: float | None) -> asyncio.Future[None]:
+        """A future done when data or the end arrives (then :meth:`take`); awaited right away.
+
+        Its exception is ``TimeoutError`` when nothing came within ``seconds``. No coroutine
+        of its own: the reader awaits the future itself, one frame less per read.
+        """
+        waiter = self._waiter = self._loop.create_future()
+        if seconds is not None:
+            timer = self._loop.call_later(seconds, _expire, waiter)
+            waiter.add_done_callback(lambda _: timer.cancel())  # (woken, timed out or cancelled)
+        return waiter
 
     def _end(self) -> bytes:
         error = self._error

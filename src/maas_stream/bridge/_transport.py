@@ -403,7 +403,12 @@ async def _read_head(conn: _Conn, answer: Answer, seconds: float | None) -> None
 
 
 class _Body(httpx2.AsyncByteStream):
-    """A response body read from its connection: one piece per socket read (de-chunked)."""
+    """A response body read from its connection: one piece per socket read (de-chunked).
+
+    Read through httpx2's ``aiter_raw`` / ``aiter_bytes`` (``__aiter__``), or by the library's
+    readers through :meth:`maas_chunks`: what ``aiter_raw`` does, without its generator and
+    chunker around each read (``io._kinds.response_chunks`` looks for it).
+    """
 
     def __init__(self, pool: LeanTransport, conn: _Conn, answer: Answer, timeout: float | None) -> None:
         self._pool = pool
@@ -415,37 +420,67 @@ class _Body(httpx2.AsyncByteStream):
         conn = self._conn
         if conn is None:
             raise httpx2.StreamClosed()
-        return self._read(conn, self._answer)
+        return self._read(conn, self._answer, None)
 
-    async def _read(self, conn: _Conn, answer: Answer) -> AsyncIterator[bytes]:
+    def maas_chunks(self, response: httpx2.Response) -> AsyncIterator[bytes]:
+        """The body of ``response`` (whose stream this is), as its ``aiter_raw()`` yields it.
+
+        The same pieces, checks and ending: the response is marked consumed, counts
+        ``num_bytes_downloaded``, is closed when the iterator ends (read to its end, failed or
+        closed), and a ``httpx2.RequestError`` raised carries its request.
+        """
+        return self._read(self._conn, self._answer, response)
+
+    async def _read(
+        self, conn: _Conn | None, answer: Answer, response: httpx2.Response | None
+    ) -> AsyncIterator[bytes]:
+        conn = _consume(response, conn)  # (aiter_raw's checks, made at the first read as it makes them)
+        aio = conn if type(conn) is AioConnection else None
+        timeout = self._timeout
         received = 0
         stalled = 0  # bytes of a chunked body read without data in them (framing, trailers)
-        while True:
-            out = answer.take()
-            if answer.complete:
-                reuse = answer.ended and answer.keep_alive and not answer.extra
-                await self._finish(reuse=reuse)
+        try:
+            while True:
+                out = answer.take()
+                complete = answer.complete
+                if complete:
+                    await self._finish(reuse=answer.ended and answer.keep_alive and not answer.extra)
                 if out:
+                    received += len(out)
+                    if response is not None:
+                        response._num_bytes_downloaded = received
                     yield out
-                return
-            if out:
-                received += len(out)
-                yield out
-            data = await _receive(conn, self._timeout)
-            if not data:
-                check_cut(answer.headers, received)
-                await self._finish(reuse=False)  # the body ran until the connection closed
-                return
-            answer.feed(data)
-            if answer.pieces or answer.trailer:
-                stalled = 0
-                answer.trailer = False
-            elif not answer.complete:
-                stalled += len(data)
-                if stalled > _MAX_LINE:
-                    raise httpx2.RemoteProtocolError(
-                        "invalid chunked body: a chunk-size or trailer line is too long"
-                    )
+                if complete:
+                    return
+                try:  # (_receive, inline: it runs per read; on asyncio the connection's wait too)
+                    if aio is None:
+                        data = await conn.receive(timeout)
+                    else:
+                        while (got := aio.take()) is None:
+                            await aio.wait(timeout)
+                        data = got
+                except _READ_FAULTS as exc:
+                    raise _read_error(exc, timeout)  # noqa: B904 (the cause is set)
+                if not data:
+                    check_cut(answer.headers, received)
+                    await self._finish(reuse=False)  # the body ran until the connection closed
+                    return
+                answer.feed(data)
+                if answer.pieces or answer.trailer:
+                    stalled = 0
+                    answer.trailer = False
+                elif not answer.complete:
+                    stalled += len(data)
+                    if stalled > _MAX_LINE:
+                        raise httpx2.RemoteProtocolError(
+                            "invalid chunked body: a chunk-size or trailer line is too long"
+                        )
+        except httpx2.RequestError as exc:  # (httpx2's request_context, as aiter_raw has it)
+            _attach(exc, response)
+            raise
+        finally:
+            if response is not None:
+                await response.aclose()
 
     async def _finish(self, *, reuse: bool) -> None:
         conn, self._conn = self._conn, None
@@ -460,14 +495,54 @@ class _Body(httpx2.AsyncByteStream):
             await conn.aclose()
 
 
+def _consume(response: httpx2.Response | None, conn: _Conn | None) -> _Conn:
+    """Mark ``response`` (if any) consumed, as ``aiter_raw`` does before its first read; ``conn``.
+
+    Raises:
+        httpx2.StreamConsumed: It was read already.
+        httpx2.StreamClosed: It was closed.
+    """
+    if response is not None:
+        if response.is_stream_consumed:
+            raise httpx2.StreamConsumed()
+        if response.is_closed or conn is None:
+            raise httpx2.StreamClosed()
+        response.is_stream_consumed = True
+        response._num_bytes_downloaded = 0
+    if conn is None:
+        raise httpx2.StreamClosed()
+    return conn
+
+
+def _attach(exc: httpx2.RequestError, response: httpx2.Response | None) -> None:
+    """Give ``exc`` the response's request (if any), as httpx2's ``request_context`` does."""
+    if response is not None and response._request is not None:
+        exc.request = response._request
+
+
+_READ_FAULTS = (TimeoutError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError)
+"""What a connection's ``receive`` raises for a fault (:func:`_read_error` maps them)."""
+
+
+def _read_error(exc: BaseException, seconds: float | None) -> httpx2.TransportError:
+    """httpx2's error for a read's fault, its cause set as ``raise ... from`` would."""
+    error: httpx2.TransportError
+    if isinstance(exc, TimeoutError):
+        error = httpx2.ReadTimeout(f"no data within {seconds}s")
+        error.__cause__ = None
+    else:
+        error = httpx2.ReadError(str(exc) or type(exc).__name__)
+        error.__cause__ = exc
+    error.__suppress_context__ = True
+    return error
+
+
 async def _receive(conn: _Conn, seconds: float | None) -> bytes:
     """One read (``b""`` at the end of the stream)."""
     try:
         return await conn.receive(seconds)
-    except TimeoutError:
-        raise httpx2.ReadTimeout(f"no data within {seconds}s") from None
-    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-        raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
+    except _READ_FAULTS as exc:
+        raise _read_error(exc, seconds)  # noqa: B904 (the cause is set)
 
 
 def _has_token(headers: httpx2.Headers, name: str, token: str) -> bool:

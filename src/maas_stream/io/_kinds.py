@@ -120,16 +120,23 @@ def response_chunks(response: Any) -> AsyncIterator[bytes]:
 
     A body sent without a content encoding is read with ``aiter_raw``: the same bytes as
     ``aiter_bytes`` yields then (its decoder is the identity and its chunker passes chunks
-    through), one async generator and two calls per chunk fewer. Anything else (gzip, a body
-    already read, a response-like object without ``aiter_raw``) is read with ``aiter_bytes``.
+    through), one async generator and two calls per chunk fewer; and when the response's
+    ``stream`` offers ``maas_chunks`` (the bridge's upstream transport; also behind the
+    elapsed-time wrapper of an httpx2 client's ``stream``, whose ``_stream`` it is), that one
+    reads it: what ``aiter_raw()`` yields, the response consumed and closed as it leaves it,
+    without the layers between. Anything else (gzip, a body already read, a response-like
+    object without ``aiter_raw``) is read with ``aiter_bytes``.
     """
-    raw = getattr(response, "aiter_raw", None)
-    if (
-        raw is not None
-        and getattr(response, "is_stream_consumed", None) is False
-        and identity_encoded(response)
-    ):
-        return raw()  # type: ignore[no-any-return]
+    if getattr(response, "is_stream_consumed", None) is False and identity_encoded(response):
+        stream = getattr(response, "stream", None)
+        own = getattr(stream, "maas_chunks", None) or getattr(
+            getattr(stream, "_stream", None), "maas_chunks", None
+        )
+        if own is not None:
+            return own(response)  # type: ignore[no-any-return]
+        raw = getattr(response, "aiter_raw", None)
+        if raw is not None:
+            return raw()  # type: ignore[no-any-return]
     return response.aiter_bytes()  # type: ignore[no-any-return]
 
 
