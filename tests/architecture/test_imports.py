@@ -342,6 +342,7 @@ SDK_DIRECT = {
     "tests.bridge.test_ops": "drives the bridge with the real SDK clients over loopback",
     "tests.bridge.test_routes": "drives a routed bridge with the real SDK clients",
     "tests.bridge.test_serve": "drives the bridge with the real SDK clients",
+    "tests.bridge.test_http_direct": "the openai client reading the direct write path from a real uvicorn server",
     "tests.bridge.test_serve_tls": "the openai client over the bridge's https (serve --ssl-certfile)",
     "tests.bridge.test_realtime_bridge": "the SDKs' own realtime clients through the bridge's websockets",
     "tests.bridge.test_stateful_processes": "two serve processes driven with the openai client",
