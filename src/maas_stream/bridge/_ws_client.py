@@ -126,7 +126,7 @@ class UpstreamConnection(asyncio.Protocol):
     """One upstream websocket connection (see the module docstring)."""
 
     __slots__ = (
-        "_closer", "_drain", "_error", "_lost", "_loop", "_messages", "_opening", "_parts", "_paused", "_ping", "_proto",
+        "_closer", "_drain", "_error", "_loop", "_lost", "_messages", "_opening", "_parts", "_paused", "_ping", "_proto",
         "_text", "_timer", "_transport", "_waiter", "subprotocol",
     )  # fmt: skip
 
@@ -135,7 +135,9 @@ class UpstreamConnection(asyncio.Protocol):
         self._proto = proto
         self._transport: asyncio.Transport | None = None
         self._messages: list[str | bytes] = []
-        self._parts: list[bytes] | None = None  # a fragmented message's frames so far
+        self._parts: list[bytes | bytearray | memoryview] | None = (
+            None  # a fragmented message's frames so far
+        )
         self._text = False  # ... a text message
         self._waiter: asyncio.Future[None] | None = None  # the reader waiting for a message
         self._opening: asyncio.Future[None] | None = None  # the handshake, until it ends
@@ -164,7 +166,7 @@ class UpstreamConnection(asyncio.Protocol):
             if type(event) is Frame:
                 self._frame(event)
             else:  # the handshake's response
-                self._handshake()
+                self._handshake(answered=True)
         if proto.state is CONNECTING and proto.handshake_exc is not None:
             self._handshake()
 
@@ -207,29 +209,25 @@ class UpstreamConnection(asyncio.Protocol):
         opening = self._opening
         if opening is not None:
             await opening
-        if self._proto.state is not OPEN:
-            raise self._handshake_error()
 
-    def _handshake_error(self) -> BaseException:
-        proto = self._proto
-        if proto.handshake_exc is not None:
-            return proto.handshake_exc
-        return self._error or ConnectionResetError("the upstream closed the connection during the handshake")
-
-    def _handshake(self) -> None:
-        """Settle the handshake's waiter once the response (or the end) has come."""
+    def _handshake(self, answered: bool = False) -> None:
+        """Settle the handshake's waiter once the response (``answered``) or the end has come."""
         waiter = self._opening
-        if waiter is None or waiter.done():
+        if waiter is None or waiter.done():  # (done: cancelled, the open timed out)
             return
         proto = self._proto
-        if proto.state is OPEN:
+        if answered and proto.handshake_exc is None:  # (the state may be past OPEN already)
             self._opening = None
             self.subprotocol = proto.subprotocol
             self._timer = self._loop.call_later(PING_INTERVAL, self.keepalive)
             waiter.set_result(None)
         elif proto.handshake_exc is not None or proto.state is CLOSED:
             self._opening = None
-            waiter.set_exception(self._handshake_error())
+            waiter.set_exception(
+                proto.handshake_exc
+                or self._error
+                or ConnectionResetError("the upstream closed the connection during the handshake")
+            )
 
     # Messages
 
@@ -251,9 +249,9 @@ class UpstreamConnection(asyncio.Protocol):
             self._ping = None
         # Pings are answered and close frames handled by the sans-I/O protocol.
 
-    def _push(self, data: bytes, text: bool) -> None:
+    def _push(self, data: bytes | bytearray | memoryview, text: bool) -> None:
         messages = self._messages
-        messages.append(data.decode() if text else bytes(data))  # (UTF-8 checked by the protocol)
+        messages.append(str(data, "utf-8") if text else bytes(data))  # (UTF-8 checked by the protocol)
         if len(messages) >= MAX_QUEUE and not self._paused and self._transport is not None:
             self._paused = True
             self._transport.pause_reading()
@@ -349,11 +347,12 @@ class UpstreamConnection(asyncio.Protocol):
     def keepalive(self) -> None:
         """The keepalive timer: fail the connection if the last ping's pong is missing, else ping (again)."""
         proto = self._proto
-        if proto.state is not OPEN:
+        if self._timer is not None:  # (when called by hand: one timer at a time)
+            self._timer.cancel()
             self._timer = None
+        if proto.state is not OPEN:
             return
         if self._ping is not None:
-            self._timer = None
             proto.fail(1011, "keepalive ping timeout")
             self._flush()
             self._expect_close()
@@ -374,7 +373,7 @@ class UpstreamConnection(asyncio.Protocol):
             elif transport.can_write_eof():
                 try:
                     transport.write_eof()
-                except Exception:  # noqa: BLE001 - uvloop may raise RuntimeError (as websockets handles it)
+                except Exception:  # uvloop may raise RuntimeError (websockets ignores it too)
                     pass
             else:
                 transport.close()
