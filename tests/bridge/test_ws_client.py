@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -18,12 +19,17 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
 from websockets.http11 import Request, Response
+from websockets.protocol import Protocol
 from websockets.uri import parse_uri
 from websockets.utils import accept_key
 
 from maas_stream.bridge import _ws_client
 from maas_stream.bridge._session_wire import upstream_end
 from maas_stream.bridge._ws_client import MAX_QUEUE, UpstreamConnection, open_upstream
+from tests.bridge.realtime_fakes import tls_files
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.anyio
 
@@ -62,6 +68,10 @@ async def test_the_handshake_offers_the_subprotocol_and_sends_the_headers() -> N
         )
         async with conn:
             assert conn.subprotocol == "realtime"
+            # The response is not kept: the handshake's parser was swapped for a frame parser.
+            assert conn._proto.parser.gi_code is Protocol.parse.__code__  # type: ignore[attr-defined]
+            await conn.send("still parsing")
+            assert await conn.recv() == "still parsing"
         (request,) = seen
         assert request.path == "/v1/realtime?model=m"
         assert request.headers["authorization"] == "Bearer sk-1"
@@ -115,6 +125,26 @@ async def test_messages_each_way_text_binary_and_fragmented() -> None:
             await conn.send("fragments")
             assert await conn.recv() == "fragments"
             assert await conn.recv() == "fragments joined"
+
+
+async def test_wss_goes_through_tls_to_the_host_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("cryptography")
+    cert, key, trusting = tls_files(tmp_path)
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(cert, key)
+    monkeypatch.setattr(_ws_client, "_CONTEXT", [trusting])  # the system's trust, plus the test's certificate
+    async with serve(echo, "127.0.0.1", 0, ssl=server_side) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        uri = parse_uri(f"wss://127.0.0.1:{port}/v1/realtime")
+        conn = await open_upstream(uri, headers={}, subprotocols=None, max_size=None, open_timeout=5.0)
+        async with conn:
+            await conn.send("over tls")
+            assert await conn.recv() == "over tls"
+        monkeypatch.setattr(_ws_client, "_CONTEXT", [ssl.create_default_context()])  # not trusted: refused
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await open_upstream(uri, headers={}, subprotocols=None, max_size=None, open_timeout=5.0)
 
 
 async def close_with(ws: ServerConnection) -> None:

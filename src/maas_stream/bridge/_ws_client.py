@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
-from websockets.protocol import CLOSED, CONNECTING, OPEN
+from websockets.protocol import CLOSED, CONNECTING, OPEN, Protocol
 
 OP_TEXT, OP_BINARY, OP_CONT, OP_PONG = Opcode.TEXT, Opcode.BINARY, Opcode.CONT, Opcode.PONG
 
@@ -219,6 +219,13 @@ class UpstreamConnection(asyncio.Protocol):
         if answered and proto.handshake_exc is None:  # (the state may be past OPEN already)
             self._opening = None
             self.subprotocol = proto.subprotocol
+            if proto.state is OPEN and not proto.reader.buffer:
+                # ClientProtocol.parse's frame keeps the handshake's response (its headers: ~1.6
+                # KiB) as long as the connection: between two frames, nothing read yet, its
+                # frame parser (all that is left of it) starts afresh (as websockets swaps in
+                # its discard() parser).
+                proto.parser = Protocol.parse(proto)
+                next(proto.parser)
             self._timer = self._loop.call_later(PING_INTERVAL, self.keepalive)
             waiter.set_result(None)
         elif proto.handshake_exc is not None or proto.state is CLOSED:
