@@ -20,7 +20,11 @@ fills) and resumes when the reader is down to :data:`LOW_QUEUE`. No compression 
 the bridge asked ``websockets`` before: ``compression=None``), no ``User-Agent`` is sent.
 
 Not here (``WebSocketUpstream.connect`` keeps ``websockets``' own ``connect()`` for them): a proxy
-from the environment, credentials in the URL, a loop that is not asyncio's (or uvloop's).
+from the environment, credentials in the URL. Like that ``connect()``, it runs on asyncio's loop
+or uvloop only (a websocket upstream's relay, ``_pump``, is asyncio's: no trio path either way).
+Relied on in ``websockets`` (>= 13, pinned by ``tests/bridge/test_ws_client.py``): the sans-I/O
+``ClientProtocol`` API, its ``close_exc``, and that ``Protocol.parse`` alone parses frames once
+the handshake is over (:meth:`UpstreamConnection._handshake` starts it afresh).
 
 It must not contain protocol logic.
 """
@@ -384,7 +388,7 @@ class UpstreamConnection(asyncio.Protocol):
                     pass
             else:
                 transport.close()
-        if self._proto.close_expected():
+        if self._closer is None and self._proto.close_expected():
             self._expect_close()
 
     async def __aenter__(self) -> UpstreamConnection:
