@@ -3,7 +3,7 @@
 :class:`ClientSocket` is the client's side of a session over the ASGI ``websocket`` protocol
 (accept, refuse with an HTTP answer before accepting, receive, send, close); :class:`WebSocketUpstream`
 is a provider's websocket endpoint (its URL, the operator's key, a model rename, limits), opened
-per session with the ``websockets`` library. :func:`sendable` maps a close code received on one
+per session with the bridge's own client (``_ws_client``: ``websockets``' sans-I/O protocol). :func:`sendable` maps a close code received on one
 side to one that may be sent on the other. ``_realtime`` decides what crosses; this module only
 moves messages and checks sizes. :class:`SessionRecordingUpstream` replays a recorded session
 as the upstream (offline demos and tests).
@@ -318,27 +318,50 @@ class WebSocketUpstream:
         subprotocols: list[str] | None = None,
         max_message: int | None = None,
     ) -> Any:
-        """Open the upstream connection (``async with``; a ``websockets`` client connection).
+        """Open the upstream connection (``async with``): the bridge's own client (``_ws_client``).
+
+        ``websockets``' own ``connect()`` where that client does not go: a proxy from the
+        environment, credentials in the URL.
 
         Args:
             model: The session's model (the route's rename wins).
             headers: More handshake headers for this session (forwarded from the client).
             subprotocols: Subprotocols to offer.
             max_message: The largest message accepted from the upstream, in bytes.
+
+        Raises:
+            InvalidURI: The URL is not a websocket URL.
         """
-        from websockets.asyncio.client import connect
+        from websockets.uri import parse_uri
 
         name = quote(self.model or model or "", safe=":@+")
         url = self.url.replace("{model}", name)
+        uri = parse_uri(url)
+        headers = {**(headers or {}), **self._headers}
+        proxy = self._proxy(url)
+        if proxy.get("proxy") is None and uri.user_info is None:
+            from ._ws_client import Opening
+
+            return _Connecting(
+                Opening(
+                    uri,
+                    headers=headers,
+                    subprotocols=subprotocols,
+                    max_size=max_message,
+                    open_timeout=self.timeouts.connect,
+                )
+            )
+        from websockets.asyncio.client import connect
+
         opening = connect(
             url,
-            additional_headers={**(headers or {}), **self._headers},
+            additional_headers=headers,
             subprotocols=subprotocols or None,  # type: ignore[arg-type]
             max_size=max_message,
             open_timeout=self.timeouts.connect,
             compression=None,
             user_agent_header=None,
-            **self._proxy(url),
+            **proxy,
         )
         return _Connecting(opening)
 
@@ -376,7 +399,8 @@ class WebSocketUpstream:
 class _Connecting:
     """``async with``: an upstream connection, which keeps nothing of its ``connect()`` arguments once open.
 
-    ``websockets``' own ``connect`` context keeps them (the URL, the headers, the handshake
+    ``opening`` is awaited once (``websockets``' ``connect()`` or ``_ws_client.open_upstream``);
+    the connection it gives is closed by its own ``__aexit__``. ``websockets``' own ``connect`` context keeps them (the URL, the headers, the handshake
     options: about 1.4 KiB) until it exits, at the session's end.
     """
 
