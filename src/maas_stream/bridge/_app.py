@@ -535,10 +535,16 @@ class _Observed:
             exchange.streamed = bool(exchange.client) and (b"content-type", b"application/json") not in raw
             message = {**message, "headers": raw}
         elif message["type"] == "http.response.body":
-            if exchange.first_byte is None and message.get("body"):
-                exchange.first_byte = time.perf_counter() - exchange.start
+            if message.get("body"):
+                self.wrote()
             self._finished = not message.get("more_body", False)
         await self._send(message)
+
+    def wrote(self) -> None:
+        """A body piece is sent (or written past this record): the first one's time recorded."""
+        exchange = self._exchange
+        if exchange.first_byte is None:
+            exchange.first_byte = time.perf_counter() - exchange.start
 
     def unwrapped(self) -> Send:
         """The server's own ``send``, for pieces written past this record (``_answer._Writer``)."""
