@@ -23,7 +23,8 @@ and each concurrency C:
   (``"model": "empty"``), one after another, against the upstream's CPU per request (a bare
   uvicorn app: the floor of serving a request at all). What a request costs around its events
   (routing, checks, the request's conversion, the upstream exchange, the response's start and
-  end), which every event of a short stream and every first byte carry;
+  end), which every event of a short stream and every first byte carry; and again with a
+  ``LONG`` chat history (~100 KB: what a request's size adds, per KB);
 * TTFB under load: C - 1 streams paced like a model's tokens (``"model": "paced"``: the upstream
   spreads their frames over ``PACED_SECONDS``) keep the servers busy while ``PROBES`` streams
   are opened one after another, each timed to its first byte, directly and through the bridge
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -126,6 +128,16 @@ PACED = {"chat": {**CHAT_BODY, "model": "paced"}, "anthropic": {**ANTHROPIC_BODY
 """The load of the TTFB-under-load measure: streams whose frames the upstream spreads out."""
 EMPTY = {"chat": {**CHAT_BODY, "model": "empty"}, "anthropic": {**ANTHROPIC_BODY, "model": "empty"}}
 """The per-request measure: streams without deltas (only the envelope's five frames)."""
+LONG = {
+    **EMPTY["chat"],
+    "messages": [
+        {"role": role, "content": f"{role} turn {i}: " + "lorem ipsum dolor sit amet " * 18}
+        for i in range(100)
+        for role in ("user", "assistant")
+    ]
+    + [{"role": "user", "content": "hi"}],
+}
+"""The per-request measure of a long conversation: ~100 KB of chat history (201 turns)."""
 SEQUENTIAL = 30 if quick() else 400
 """Requests of the per-request measure, one after another."""
 PACED_SECONDS = 0.5 if quick() else 1.5
@@ -267,23 +279,35 @@ def per_request(
         asyncio.run(sequential(direct_url, EMPTY["anthropic"]))
         up_cpu.append((cpu_seconds(up_pid) - before) / SEQUENTIAL)
     upstream = min(up_cpu)
+    size = len(json.dumps(LONG)) / 1000
     for label, url in urls.items():
-        found = []
-        for _ in range(REPEATS):
-            asyncio.run(sequential(url, CHAT_BODY))  # warm
-            before = cpu_seconds(pids[label])
-            asyncio.run(sequential(url, EMPTY["chat"]))
-            found.append((cpu_seconds(pids[label]) - before) / SEQUENTIAL)
-        cpu = min(found)
+        cpu = bridge_cpu(url, pids[label], EMPTY["chat"])
         ratio = cpu / upstream if upstream else float("nan")  # (--quick: too few clock ticks)
         print(
             f"per request {label:>8}: bridge CPU {cpu * 1e6:7.1f}µs, the upstream's {upstream * 1e6:6.1f}µs "
             f"({ratio:.2f}x), a stream without deltas, {SEQUENTIAL} one after another"
         )
+        long = bridge_cpu(url, pids[label], LONG)
+        print(
+            f"per request {label:>8}: bridge CPU {long * 1e6:7.1f}µs with a {size:.0f} KB chat history "
+            f"({(long - cpu) * 1e6 / size:.2f}µs per KB more)"
+        )
         name = f"bridge {flavour} x1" + ("" if label == "this" else f" ({label})")
         record(name, "bridge CPU µs/request (no deltas)", cpu * 1e6, "info")
+        record(name, f"bridge CPU µs/request ({size:.0f} KB history)", long * 1e6, "info")
         if upstream:
             record(name, "bridge CPU per request / upstream's", ratio, "info")
+
+
+def bridge_cpu(url: str, pid: int, body: dict[str, object]) -> float:
+    """The bridge's CPU seconds per request of ``body`` (streams without deltas), best of ``REPEATS``."""
+    found = []
+    for _ in range(REPEATS):
+        asyncio.run(sequential(url, CHAT_BODY))  # warm
+        before = cpu_seconds(pid)
+        asyncio.run(sequential(url, body))
+        found.append((cpu_seconds(pid) - before) / SEQUENTIAL)
+    return min(found)
 
 
 def under_load(

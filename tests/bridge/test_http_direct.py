@@ -166,6 +166,7 @@ def exchanges(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def no_direct(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_answer, "chunked_cycle", lambda send: None)
+    monkeypatch.setattr(_answer, "server_cycle", lambda send: None)
 
 
 def parsed(wire: bytes) -> tuple[h11.Response, bytes]:
@@ -392,3 +393,81 @@ async def test_a_real_uvicorn_server_takes_the_direct_path_for_an_official_sdk(
     assert False not in direct
     assert got
     assert await text(create_app(upstream=FrameUpstream())) == got  # (unpaced: the same answer)
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+async def test_the_start_and_the_first_piece_are_one_write(
+    name: str, exchanges: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served = Served(name, create_app(upstream=FrameUpstream()))
+    wire = await served.run(post())
+    head, _, first = served.transport.written[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert b"x-maas-stream-upstream: anthropic" in head
+    assert first.startswith(b"%x\r\n" % (len(first) - 2 - first.index(b"\r\n") - 2))  # one whole chunk
+    assert b"event: message_start" in first
+    # One write per chunk after it, and the end (h11 writes an empty piece too: nothing sent).
+    assert len([w for w in served.transport.written if w]) == chunk_count(wire) + 1
+    (exchange,) = exchanges
+    assert (exchange.status, exchange.streamed) == (200, True)
+    assert exchange.first_byte is not None
+    # Through ASGI only: the start written alone, the same bytes.
+    no_direct(monkeypatch)
+    plain = Served(name, create_app(upstream=FrameUpstream()))
+    assert await plain.run(post()) == wire
+    assert plain.transport.written[0] == head + b"\r\n\r\n"
+    assert len([w for w in plain.transport.written if w]) == chunk_count(wire) + 2
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+async def test_a_transport_paused_before_the_start_writes_it_alone_after_the_drain(
+    name: str, exchanges: list[Any]
+) -> None:
+    async def resume() -> None:
+        for _ in range(20):
+            await anyio.lowlevel.checkpoint()
+        assert served.transport.written == []  # uvicorn waits for the drain before the start
+        served.proto.resume_writing()
+
+    resumer: list[asyncio.Task[None]] = []
+
+    async def gate(i: int) -> None:
+        if i == 0:
+            served.proto.pause_writing()
+            resumer.append(asyncio.ensure_future(resume()))
+
+    served = Served(name, create_app(upstream=FrameUpstream(gate)))
+    wire = await served.run(post())
+    await resumer[0]
+    assert served.transport.written[0].endswith(b"\r\n\r\n")
+    assert served.transport.written[0].startswith(b"HTTP/1.1 200 ")
+    assert parsed(wire)[0].status_code == 200
+    assert exchanges[0].first_byte is not None
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+@pytest.mark.parametrize(("headers", "joined"), [([], True), ([(b"content-length", b"5")], False)])
+async def test_only_a_chunked_start_takes_its_first_piece_along(
+    name: str, headers: list[tuple[bytes, bytes]], joined: bool
+) -> None:
+    results: list[bool] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        cycle = _http_direct.server_cycle(send)
+        assert cycle is send.__self__
+        assert _http_direct.server_cycle(lambda message: send(message)) is None
+
+        async def start() -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+        results.append(await _http_direct.start_with_piece(cycle, start, b"hello"))
+        if not results[0]:
+            await send({"type": "http.response.body", "body": b"hello", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    served = Served(name, app)
+    wire = await served.run(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert results == [joined]
+    assert parsed(wire)[1] == b"hello"
+    assert served.transport.written[0].endswith(b"5\r\nhello\r\n" if joined else b"\r\n\r\n")
+    assert served.proto.cycle.transport is served.transport  # the stand-in gone

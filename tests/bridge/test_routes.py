@@ -306,6 +306,38 @@ async def test_fallback_before_the_first_byte(status: int, caplog: pytest.LogCap
     assert line.exchange["route"] == "backup"  # type: ignore[attr-defined]
 
 
+async def test_the_body_is_decoded_once_and_again_only_for_a_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from maas_stream.bridge import _app
+    from maas_stream.bridge._asgi import decode_body as decode
+
+    decoded: list[bytes] = []
+
+    def counted(raw: bytes) -> Any:
+        decoded.append(raw)
+        return decode(raw)
+
+    monkeypatch.setattr(_app, "decode_body", counted)
+    second: list[httpx.Request] = []
+    app = create_app(
+        routes=[
+            Route("m", sse_upstream("anthropic", None, [], status=503), fallbacks=("backup",)),
+            Route("once", sse_upstream("openai-chat", CHAT_REC, [])),
+            Route("backup-model", sse_upstream("openai-chat", CHAT_REC, second), name="backup"),
+        ]
+    )
+    sdk = openai_sdk(app, "k")
+    await sdk.chat.completions.create(model="once", messages=HI)
+    assert len(decoded) == 1  # the model read and the request converted from one decode
+    # A fallback converts the client's body afresh (the first conversion's may have changed it).
+    final = await sdk.chat.completions.create(model="m", messages=HI)
+    assert final.choices[0].message.content == expected(CHAT_REC)[0]
+    assert len(decoded) == 3
+    assert decoded[1] == decoded[2]
+    assert json.loads(second[0].content)["messages"][-1]["content"] == HI[-1]["content"]
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

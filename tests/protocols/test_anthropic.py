@@ -707,6 +707,52 @@ def test_validate_names_message_and_id(messages: list[Any], needle: str) -> None
     assert any(f.startswith(needle) for f in faults), faults
 
 
+CALL: Any = {
+    "role": "assistant",
+    "content": [{"type": "tool_use", "id": "toolu_A", "name": "f", "input": {}}],
+}
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "user", "content": "go"}, CALL, {"role": "user", "content": "no result"}],
+        [
+            {"role": "user", "content": "go"},
+            CALL,
+            {"role": "user", "content": "?"},
+            {"role": "assistant", "content": "ok"},
+        ],
+        [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"},
+            {"role": "assistant", "content": "c"},
+        ],
+        [
+            {"role": "user", "content": "a"},
+            {"role": ["user"], "content": "b"},
+            "x",
+            {"role": "user", "content": 5},
+        ],
+        [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "system", "content": "s"},
+        ],
+    ],
+)
+def test_validate_reads_string_content_as_one_text_block(messages: list[Any]) -> None:
+    as_blocks = [
+        {**m, "content": [{"type": "text", "text": m["content"]}]}
+        if isinstance(m, dict) and isinstance(m.get("content"), str)
+        else m
+        for m in messages
+    ]
+    faults = validate({"messages": messages})
+    assert faults  # each case breaks a rule
+    assert faults == validate({"messages": as_blocks})
+
+
 def test_validate_accepts_system_after_server_tool_use() -> None:
     body = {
         "messages": [
@@ -776,3 +822,24 @@ def test_corpus_is_not_copied() -> None:
         (ours,) = [p for p in recordings("anthropic") if p.name == name]
         (real,) = [p for p in corpus("anthropic") if p.name == name]
         assert ours.read_bytes() != real.read_bytes()
+
+
+def test_plain_text_turns_stay_strings_unless_they_merge_into_the_turn_before() -> None:
+    messages = [
+        ms.Message(role="user", content="a"),
+        ms.Message(role="user", content="b"),
+        ms.Message(role="assistant", content="c"),
+        ms.Message(role="tool", content="r", tool_call_id="toolu_A"),
+        ms.Message(role="user", content="d"),
+    ]
+    assert from_canonical(messages)["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"role": "assistant", "content": "c"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_A", "content": "r"},
+                {"type": "text", "text": "d"},
+            ],
+        },
+    ]

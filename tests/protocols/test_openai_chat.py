@@ -675,3 +675,15 @@ def test_encoders_share_no_state_and_a_fresh_one_holds_no_rare_maps() -> None:
     fresh = openai_chat.StreamEncoder()
     rare = (fresh._tools, fresh._held, fresh._finish, fresh._explicit, fresh._choices, fresh._skipped)
     assert all(state is rare[0] and not state for state in rare)
+
+
+def test_a_plain_assistant_turn_reads_as_its_text_and_any_other_field_as_parts() -> None:
+    from maas_stream.protocols.openai_chat._history import to_canonical
+
+    (plain,) = to_canonical([{"role": "assistant", "content": "hi", "name": "bob"}])
+    assert plain == ms.Message(role="assistant", content="hi", name="bob", provider="openai-chat")
+    (full,) = to_canonical([{"role": "assistant", "content": "hi", "refusal": "no"}])
+    assert full.content == [ms.TextPart(text="hi"), ms.RefusalPart(text="no")]
+    (reasoned,) = to_canonical([{"role": "assistant", "content": "hi", "reasoning_content": "r"}])
+    assert isinstance(reasoned.content, list)
+    assert reasoned.content[-1] == ms.TextPart(text="hi")

@@ -30,10 +30,11 @@ from .._bodies import encode_response, is_cut
 from .._exceptions import MaasStreamError
 from .._registry import get_protocol
 from ..io import StreamIOError, aaggregate
+from ..io._source import _loop_clock
 from ..io._stream import aconvert_into
 from ._asgi import HangUp, send_json, watch_disconnect
 from ._failures import upstream_failure
-from ._http_direct import chunked_cycle, write_chunk
+from ._http_direct import chunked_cycle, server_cycle, start_with_piece, write_chunk
 from ._request import Rejected
 from ._stateful import encoder_options, identified
 
@@ -81,14 +82,15 @@ async def run_exchange(
         return
     upstream = app.upstream
     timeouts = getattr(upstream, "timeouts", None)
-    started = anyio.current_time()
+    now = _loop_clock()
+    started = now()
     try:
         body, request.body = request.body, _SENT  # sent once: not held while the stream lasts
         async with upstream.open(body, model=request.envelope.model) as source:
             del body
             total = getattr(timeouts, "total", None)
-            left = None if total is None else max(total - (anyio.current_time() - started), 0.0)
-            del started  # (not held while the stream lasts)
+            left = None if total is None else max(total - (now() - started), 0.0)
+            del started, now  # (not held while the stream lasts)
             idle = getattr(timeouts, "idle", None)
             dropped = len(request.dropped)
             if not request.envelope.stream:
@@ -216,9 +218,9 @@ class _Writer:
 
     One socket write per piece: ``aconvert_into`` writes the output of one read at once, and
     the transport hands a burst over in one read, so a busy stream costs a write per burst, not
-    per frame. The start and the first piece are ASGI messages (the record's status and first
-    byte); behind uvicorn's own ``send`` the pieces after them are written to its connection
-    directly while it would write them at once (:mod:`._http_direct`: no message dict, no
+    per frame. The start is an ASGI message (the record's status); behind uvicorn's own ``send``
+    it goes out with the first piece in one write (the record told of the first byte), and the
+    pieces after them are written to its connection directly while it would write them at once (:mod:`._http_direct`: no message dict, no
     coroutine per piece: the writer's own ``await`` takes a done object); the rest, and the
     end, are messages. (A slotted object: cheaper per idle stream than a closure; the start's
     headers are built when it is sent, and not held after.)
@@ -257,10 +259,16 @@ class _Writer:
         if self.started:
             await send({"type": "http.response.body", "body": data, "more_body": True})
             return
-        await self.start()
-        await send({"type": "http.response.body", "body": data, "more_body": True})
-        server = getattr(send, "unwrapped", None)  # the record's (``_app._Observed``)
-        self._cycle = None if server is None else chunked_cycle(server())
+        observed: Any = send  # the record (``_app._Observed``) when it has ``unwrapped``
+        server: Any = getattr(observed, "unwrapped", None)
+        cycle = None if server is None else server_cycle(server())
+        if cycle is not None and await start_with_piece(cycle, self.start, data):
+            observed.wrote()  # (the first byte, past the record)
+        else:
+            if not self.started:
+                await self.start()
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+        self._cycle = None if cycle is None else chunked_cycle(server())
 
 
 class _Done(tuple[()]):

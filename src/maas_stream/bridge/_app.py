@@ -43,13 +43,12 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from .._registry import get_protocol, match_endpoint
 from ..io._redact import redact_headers, redact_url
 from ._answer import CURRENT, run_exchange
 from ._asgi import (
     Limits,
+    decode_body,
     model_of,
     read_body,
     request_headers,
@@ -192,7 +191,9 @@ class BridgeApp:
             self.guard.check_content_type(headers)
             codec = envelope_codec(spec, "client")
             body = await read_body(scope, observed.receive, self.limits)
-            exchange.model = model = match.model or model_of(codec.model_field, body)
+            # Decoded once for the model and the first route's conversion (not held after it).
+            decoded = [] if match.model else [decode_body(body)]
+            exchange.model = model = match.model or model_of(codec.model_field, decoded[0])
             check_model(model)
             # The store owner (a digest of the bridge key) of a stored protocol's request, told
             # before the headers are let go.
@@ -210,7 +211,7 @@ class BridgeApp:
                 exchange.route, exchange.upstream = route.name, route.upstream.protocol
                 token = CURRENT.set((route.upstream, exchange, route))
                 try:
-                    prepared = await self._prepare(scope, match, body, route, send, owner)
+                    prepared = await self._prepare(scope, match, body, decoded, route, send, owner)
                     if prepared is None:  # answered (a token count)
                         return
                     try:  # (inline, not a method of its own: one frame less per stream)
@@ -319,11 +320,16 @@ class BridgeApp:
         scope: Scope,
         match: EndpointMatch,
         raw: bytes,
+        decoded: list[Any],
         route: Route,
         send: Send,
         owner: str | None,
     ) -> tuple[Any, Turn | None] | None:
         """The request converted for ``route``'s upstream, and its stored turn (``None``: answered).
+
+        ``decoded`` holds ``raw`` decoded, if it was already: taken from it (by the first
+        route's conversion only: a fallback's reads the raw bytes again, as the first one may
+        have changed what it was given; and it is not held while the stream lasts).
 
         ``owner`` is the request's store owner (``None``: nothing of it is stored: no store, a
         protocol the store does not keep, or a token count).
@@ -336,10 +342,7 @@ class BridgeApp:
         query = match.endpoint.query
         if query is not None and query.encode() not in scope.get("query_string", b"").split(b"&"):
             raise Rejected(400, f"{scope['path']} is served only with ?{query}")
-        try:
-            body = msgspec.json.decode(raw) if raw else None
-        except msgspec.DecodeError as exc:
-            raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
+        body = decoded.pop() if decoded else decode_body(raw) if raw else None
         client, upstream = match.spec.name, route.upstream.protocol
         drop = self.drop_params if route.drop_params is None else route.drop_params
         caps = {"*": route.caps} if route.caps is not None else None
@@ -535,10 +538,16 @@ class _Observed:
             exchange.streamed = bool(exchange.client) and (b"content-type", b"application/json") not in raw
             message = {**message, "headers": raw}
         elif message["type"] == "http.response.body":
-            if exchange.first_byte is None and message.get("body"):
-                exchange.first_byte = time.perf_counter() - exchange.start
+            if message.get("body"):
+                self.wrote()
             self._finished = not message.get("more_body", False)
         await self._send(message)
+
+    def wrote(self) -> None:
+        """A body piece is sent (or written past this record): the first one's time recorded."""
+        exchange = self._exchange
+        if exchange.first_byte is None:
+            exchange.first_byte = time.perf_counter() - exchange.start
 
     def unwrapped(self) -> Send:
         """The server's own ``send``, for pieces written past this record (``_answer._Writer``)."""

@@ -10,7 +10,6 @@ It must not contain protocol logic.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -29,6 +28,7 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "decode_body",
     "model_of",
     "read_body",
     "request_headers",
@@ -201,24 +201,25 @@ def request_headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
 
 
-@functools.cache
-def _model_reader(name: str) -> msgspec.json.Decoder[Any]:
-    # Only the one field is materialized; the rest of the body is skipped, not built.
-    return msgspec.json.Decoder(
-        msgspec.defstruct("ModelOnly", [("value", Any, None)], rename={"value": name})
-    )
-
-
-def model_of(name: str, raw: bytes) -> str | None:
-    """The model a request body names (``None``: no string there).
+def decode_body(raw: bytes) -> Any:
+    """A request body decoded from JSON (once per request: its model is read from it too).
 
     Raises:
-        Rejected: The body is not JSON, or not a JSON object (400): no route can be chosen.
+        Rejected: The body is not JSON (400).
     """
     try:
-        found = _model_reader(name).decode(raw).value
-    except msgspec.ValidationError:  # (a DecodeError too: first)
-        raise Rejected(400, "the request body must be a JSON object") from None
+        return msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
         raise Rejected(400, f"the request body is not valid JSON: {exc}") from None
+
+
+def model_of(name: str, body: Any) -> str | None:
+    """The model a decoded request body names (``None``: no string there).
+
+    Raises:
+        Rejected: The body is not a JSON object (400): no route can be chosen.
+    """
+    if not isinstance(body, dict):
+        raise Rejected(400, "the request body must be a JSON object")
+    found = body.get(name)
     return found if isinstance(found, str) else None

@@ -19,13 +19,20 @@ pins what it relies on: the cycles' ``send`` bound methods, their ``transport``,
 ``scope``, ``response_started``, ``response_complete``, ``disconnected``, httptools'
 ``chunked_encoding``, h11's chunked writer). Without uvicorn (or with a version whose cycles
 differ: checked once per answer) nothing is direct. It must not contain protocol logic.
+
+:func:`start_with_piece` sends the response start through ASGI (the record's status, uvicorn's
+headers and framing) with uvicorn's write of it held back, and writes it with the first piece
+in one ``transport.write``: one socket write less per answer, the same bytes on the wire.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["chunked_cycle", "write_chunk"]
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+__all__ = ["chunked_cycle", "server_cycle", "start_with_piece", "write_chunk"]
 
 
 def _chunked_httptools(cycle: Any) -> bool:
@@ -55,24 +62,77 @@ else:
     _CHUNKED[_H11Cycle] = _chunked_h11
 
 
+def server_cycle(send: Any) -> Any:
+    """The uvicorn cycle whose own ``send`` is ``send`` (started or not), else ``None``."""
+    cycle: Any = getattr(send, "__self__", None)
+    if type(cycle) not in _CHUNKED or getattr(send, "__func__", None) is not type(cycle).send:
+        return None
+    return cycle
+
+
 def chunked_cycle(send: Any) -> Any:
     """The uvicorn cycle behind ``send`` if its started response is chunked, else ``None``.
 
     ``send`` must be the cycle's own ``send`` (a wrapped one keeps its wrapper's rules), the
     response started (uvicorn chose its framing) and not for a HEAD request.
     """
-    cycle: Any = getattr(send, "__self__", None)
-    chunked = _CHUNKED.get(type(cycle))
-    if chunked is None or getattr(send, "__func__", None) is not type(cycle).send:
-        return None
+    cycle = server_cycle(send)
+    return cycle if cycle is not None and _started_chunked(cycle) else None
+
+
+def _started_chunked(cycle: Any) -> bool:
     try:
-        if not cycle.response_started or cycle.scope["method"] == "HEAD" or not chunked(cycle):
-            return None
+        if not cycle.response_started or cycle.scope["method"] == "HEAD" or not _CHUNKED[type(cycle)](cycle):
+            return False
         # What :func:`write_chunk` reads (a uvicorn that renamed them is served through ASGI).
         _ = (cycle.response_complete, cycle.disconnected, cycle.flow.write_paused, cycle.transport.write)
     except (AttributeError, KeyError):
-        return None
-    return cycle
+        return False
+    return True
+
+
+class _Held:
+    """A transport stand-in keeping what uvicorn writes (a response start's bytes)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+
+async def start_with_piece(cycle: Any, start: Callable[[], Awaitable[None]], data: bytes) -> bool:
+    """Send the response start (``start()``, through ASGI) and ``data`` as its first chunk in one write.
+
+    ``cycle`` is :func:`server_cycle`'s, its response not started. The start's write is held
+    only while uvicorn would write it at once (not paused, the client not gone: ``start`` then
+    runs to its end without waiting, and nothing else sees the stand-in), and ``data`` joins it
+    only if the response is one :func:`write_chunk` would write to (else the start is written
+    alone). ``False``: ``data`` not written, for the ASGI path.
+    """
+    try:
+        transport = cycle.transport
+        held = not (cycle.response_started or cycle.disconnected or cycle.flow.write_paused)
+    except AttributeError:
+        held = False
+    if not held:
+        await start()
+        return False
+    holder = _Held()
+    cycle.transport = holder
+    try:
+        await start()  # (uvicorn writes the start last: nothing held when it raises)
+    finally:
+        cycle.transport = transport
+    head = holder.data
+    if not _started_chunked(cycle) or cycle.response_complete or cycle.disconnected:
+        if head:
+            transport.write(head)
+        return False
+    transport.write(b"%b%x\r\n%b\r\n" % (head, len(data), data))
+    return True
 
 
 def write_chunk(cycle: Any, data: bytes) -> bool:

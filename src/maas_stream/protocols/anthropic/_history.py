@@ -125,10 +125,12 @@ def from_canonical(messages: list[Message], *, drops: DropLog | None = None) -> 
             log.add("tool_result", "legacy function result (no call id to answer)", where=where)
             continue
         role = "assistant" if msg.role in ("assistant", "model") else "user"
+        if msg.role != "tool" and _as_text(out, role, msg):
+            continue
         blocks = _blocks(where, msg, log, text_only=False)
         if msg.role == "tool" and isinstance(msg.content, str):
             blocks = [{"type": "tool_result", "tool_use_id": msg.tool_call_id or "", "content": msg.content}]
-        _append(out, role, msg, blocks)
+        _append(out, role, blocks)
     body: dict[str, Any] = {}
     if system:
         if plain_system and all(b.get("type") == "text" for b in system):
@@ -145,16 +147,21 @@ def _plain(msg: Message, blocks: list[dict[str, Any]]) -> str | list[dict[str, A
     return blocks
 
 
-def _append(out: list[dict[str, Any]], role: str, msg: Message, blocks: list[dict[str, Any]]) -> None:
+def _as_text(out: list[dict[str, Any]], role: str, msg: Message) -> bool:
+    """Add a turn of plain text as its string, unless it merges into the turn before (as blocks)."""
+    if isinstance(msg.content, str) and msg.provider_raw is None and not (out and out[-1]["role"] == role):
+        out.append({"role": role, "content": msg.content})
+        return True
+    return False
+
+
+def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
     """Add a turn; consecutive turns of one role merge (tool results stay first: they come first)."""
     prev = out[-1] if out else None
     if prev is not None and prev["role"] == role:
         if isinstance(prev["content"], str):
             prev["content"] = [{"type": "text", "text": prev["content"]}]
         prev["content"].extend(blocks)
-        return
-    if isinstance(msg.content, str) and msg.role != "tool" and msg.provider_raw is None:
-        out.append({"role": role, "content": msg.content})
         return
     out.append({"role": role, "content": list(blocks)})
 
@@ -215,11 +222,13 @@ def validate(body: Any) -> list[str]:
     pending: dict[str, int] = {}
     last_role: str | None = None
     for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str) or msg["role"] not in _ROLES:
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if not isinstance(role, str) or role not in _ROLES:
             faults.append(f"messages[{i}]: not a message with a known role")
             continue
-        role: str = msg["role"]
-        blocks = _blocks_of(msg.get("content"))
+        content = msg.get("content")
+        # A string is one text block, which no block rule is about (either role, no call, no result).
+        blocks = [] if isinstance(content, str) else _blocks_of(content)
         if blocks is None:
             faults.append(f"messages[{i}]: content must be a string or a list of blocks")
             blocks = []
@@ -229,13 +238,14 @@ def validate(body: Any) -> list[str]:
             continue
         if role == last_role:
             faults.append(f"messages[{i}]: two {role} messages in a row (roles must alternate)")
-        _check_blocks(i, role, blocks, faults)
+        if blocks:
+            _check_blocks(i, role, blocks, faults)
         if role == "user":
-            _check_results(i, blocks, pending, faults)
-        else:
-            _report_missing(pending, faults)
-            pending = {}
-        if role == "assistant":
+            if blocks:
+                _check_results(i, blocks, pending, faults)
+        else:  # an assistant turn: the calls of the one before are answered by now
+            if pending:
+                _report_missing(pending, faults)
             pending = {
                 b["id"]: i for b in blocks if b.get("type") == "tool_use" and isinstance(b.get("id"), str)
             }

@@ -61,6 +61,8 @@ __all__ = ["from_canonical", "to_canonical", "validate"]
 _ROLES: Final = ("system", "developer", "user", "assistant", "tool", "function")
 _W = TypeVar("_W", AudioDelta, Delta, FunctionDelta, ToolCallDelta)
 _REASONING: Final = ("reasoning_content", "reasoning", "reasoning_details")
+_PLAIN: Final = frozenset({"role", "content", "name"})
+"""The fields of an assistant message that is text only (most of a long history)."""
 """The OpenAI-compatible reasoning fields of an assistant message."""
 
 
@@ -108,7 +110,9 @@ def _message(raw: dict[str, Any]) -> Message:
         text = content if isinstance(content, str) else ""
         return Message(role="function", content=text, name=name, provider=PROTOCOL)
     parts: list[Part] | str
-    if role == "assistant":
+    if role == "assistant" and isinstance(content, str) and raw.keys() <= _PLAIN:
+        parts = content  # (its text only: what the rest reads to, without the parts built)
+    elif role == "assistant":
         parts = _reasoning(raw)
         parts += (
             []
