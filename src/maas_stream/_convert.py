@@ -227,7 +227,9 @@ class StreamConverter:
             out = encode(events[0]) if len(events) == 1 else b"".join([encode(e) for e in events])
             if out and self._cancelled is not None:
                 out = self._output(out)
-        self._log_lossy()
+        counts = self._encoder.drops._counts  # (DropLog.__len__, inlined: per chunk)
+        if self._split is not None or (counts is not None and len(counts) > self._logged):
+            self._log_lossy()  # (the common case, per chunk: nothing new dropped, no call)
         return out
 
     def _one_or_many(self, source: str) -> None:
@@ -269,10 +271,8 @@ class StreamConverter:
     def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
         split = self._split
-        encoder = self._encoder
-        count = encoder.dropped() if isinstance(encoder, EventEncoder) else len(encoder.drops)
-        if count + (len(split.drops) if split is not None else 0) <= self._logged:
-            return  # the common case, per frame: nothing new (records are not built)
+        if len(self._encoder.drops) + (len(split.drops) if split is not None else 0) <= self._logged:
+            return  # nothing new (records are not built)
         records = self.lossy
         if len(records) <= self._logged:
             return

@@ -289,7 +289,12 @@ class StreamAggregator:
         assert agg is not None
         out: list[Event] = []
         try:
-            agg._apply(events, out if self._emit else _DISCARD)  # (feed_all, inlined: per chunk)
+            if len(events) == 1 and agg._state is AggregatorState.STREAMING:
+                # One event (a slow network's chunk): Aggregator._apply, inlined
+                event = events[0]
+                agg._handlers[type(event)](agg, event, out if self._emit else _DISCARD)
+            else:
+                agg._apply(events, out if self._emit else _DISCARD)  # (feed_all, inlined: per chunk)
         except ProtocolError as exc:
             exc.partial = agg.snapshot()
             raise

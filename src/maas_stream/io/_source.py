@@ -297,12 +297,7 @@ class AsyncReader:
         task = None
         clock, deadline = self._clock, self._deadline  # (both set by _on_asyncio, fixed after)
         try:
-            if not self._checked:
-                self._checked = True
-                await check_response(self.source)
-            if timed:
-                self._task = task = asyncio.current_task()
-                self._begin_read()
+            task = await self._open_loop()
             size = 0
             async for item in self._iter:
                 if type(item) is not bytes:
@@ -337,6 +332,21 @@ class AsyncReader:
             self._exhausted = True
             self._since = None
             self.received = received
+
+    async def _open_loop(self) -> asyncio.Task[Any] | None:
+        """Begin a loop over the source's iterator (:meth:`drain`, the relay); return the timed task.
+
+        It checks the response; when timed, it takes the task the timer cancels and begins the
+        first read (:meth:`_begin_read`).
+        """
+        if not self._checked:
+            self._checked = True
+            await check_response(self.source)
+        if not self._timed:
+            return None
+        self._task = task = asyncio.current_task()
+        self._begin_read()
+        return task
 
     def _begin_read(self) -> None:
         """Stamp the time a read begins; arm the timer if it lapsed (see :meth:`read`).

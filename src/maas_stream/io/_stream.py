@@ -12,6 +12,7 @@ It must not contain protocol logic.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -29,6 +30,7 @@ from ._exceptions import (
     UnexpectedContentTypeError,
 )
 from ._kinds import SyncReader
+from ._relay import RelayReader
 from ._source import AsyncReader
 
 if TYPE_CHECKING:
@@ -332,27 +334,31 @@ async def aconvert_into(
     """
     conv = StreamConverter(to, protocol=protocol, **options)
     del options  # (not held while the stream lasts)
-    reader = AsyncReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
+    reader = RelayReader(source, idle_timeout=idle_timeout, total_timeout=total_timeout)
     # The relay is inline (no closure, no coroutine of its own: less per idle stream). Each
-    # read is timed by the reader itself: by the loop's timer on asyncio, by one cancel scope
-    # per read elsewhere (no watchdog task).
+    # read is timed by the reader itself: by the loop's timer on asyncio (a byte stream is
+    # read in one loop over its iterator: RelayReader.relay), by one cancel scope per read
+    # elsewhere (no watchdog task).
     kind, checkpoint = reader.kind, anyio.lowlevel.checkpoint
     turn = 0
     try:
         try:
-            while (item := await reader.read()) is not None:
-                if len(item) > _SLICE and kind == "bytes":
-                    await _sliced(conv, write, item)  # type: ignore[arg-type]
-                    continue
-                out = _convert(conv, kind, item)
-                if out:
-                    await write(out)
-                item = out = b""  # neither is held while the next read waits
-                turn += 1
-                if turn >= _BURST:
-                    # A source and a client that never make the relay wait would hold the loop.
-                    turn = 0
-                    await checkpoint()
+            if reader.relays():
+                await reader.relay(conv.feed, write, partial(_sliced, conv, write), size=_SLICE, burst=_BURST)
+            else:
+                while (item := await reader.read()) is not None:
+                    if len(item) > _SLICE and kind == "bytes":
+                        await _sliced(conv, write, item)  # type: ignore[arg-type]
+                        continue
+                    out = _convert(conv, kind, item)
+                    if out:
+                        await write(out)
+                    item = out = b""  # neither is held while the next read waits
+                    turn += 1
+                    if turn >= _BURST:
+                        # A source and a client that never make the relay wait would hold the loop.
+                        turn = 0
+                        await checkpoint()
             out = _finish(conv, reader.received)
             if out:
                 await write(out)

@@ -158,13 +158,6 @@ class EventEncoder:
         """The drop records so far (:attr:`drops`)."""
         return self.drops.records
 
-    def dropped(self) -> int:
-        """How many distinct drop records there are.
-
-        An encoder whose log is made at its first drop answers without making it.
-        """
-        return len(self.drops)
-
     def read_text_from(self, parts: PartStates) -> None:
         """Read the text of the parts it writes from the aggregator feeding it, not keep a copy.
 
@@ -246,10 +239,24 @@ class SSEStreamDecoder(DirectFold):
                 frame number); the decoder is unusable afterwards.
             LocalProtocolError: Called after :meth:`finish` or an error.
         """
-        payloads, names = self._payloads(data)
-        out: list[Event] = []
+        if self._state is not _State.OPEN:
+            self._check_open()  # raises
+        payloads_names = self._sse.feed_payloads(data)  # (_payloads, inlined: per chunk)
+        payloads, names = self._raw_payloads(data) if payloads_names is None else payloads_names
         on_frame = self.on_frame
         first = self._frames + 1
+        out: list[Event]
+        if len(payloads) == 1:
+            # One frame (a slow network's chunk): on_frame's list, the caller's own, is the
+            # output; a finding after it goes into a new one.
+            self._frames = first
+            event, payload = names[0], payloads[0]
+            try:
+                out = on_frame(event, payload)
+            except _INPUT_FAULTS as exc:
+                raise self._wrap(exc, event, payload, []) from exc
+            return out + flush_warnings(self.warnings) if self.warnings else out
+        out = []
         for number, payload in enumerate(payloads, first):
             self._frames = number
             event = names[number - first]
@@ -269,12 +276,13 @@ class SSEStreamDecoder(DirectFold):
         """
         if self._state is not _State.OPEN:
             self._check_open()  # raises
-        sse = self._sse
-        fast = sse.feed_payloads(data)
-        if fast is not None:
-            return fast
+        fast = self._sse.feed_payloads(data)
+        return self._raw_payloads(data) if fast is None else fast
+
+    def _raw_payloads(self, data: bytes) -> tuple[list[bytes], Sequence[str]]:
+        """:meth:`_payloads` of a chunk ``Decoder.feed_payloads`` did not take (``feed_raw``)."""
         try:
-            frames = sse.feed_raw(data)
+            frames = self._sse.feed_raw(data)
         except RemoteProtocolError as exc:
             self._failed(exc)
             raise
@@ -408,7 +416,7 @@ class SSEStreamDecoder(DirectFold):
         return out + flush_warnings(self.warnings)
 
     def on_frame(self, event: str, data: bytes | str) -> list[Event]:
-        """Turn one SSE event (its type and data) into stream events.
+        """Turn one SSE event (its type and data) into stream events: a new list, the caller's.
 
         ``data`` is UTF-8 bytes on the fast path and ``str`` when the event came framed
         already; ``msgspec.json.decode`` takes both. Subclasses implement this, or the simpler

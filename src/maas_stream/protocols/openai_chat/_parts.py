@@ -64,6 +64,8 @@ def _sse(body: Any) -> bytes:
     return b"data: " + _json.encode(body) + b"\n\n"
 
 
+_MADE: Final[dict[str, Any]] = {}
+"""The delta handed to ``_delta`` for a part whose chunk is made already (it is not read)."""
 _CONTENT: Final = {"content": HOLE[0]}
 _REFUSAL: Final = {"refusal": HOLE[0]}
 _AUDIO_DATA: Final = {"audio": {"data": HOLE[0]}}
@@ -283,17 +285,11 @@ class PartWriter:
         return self._chunk(out.choice, {"reasoning_details": [{**out.meta, "signature": ev.signature}]})
 
     def _on_arguments(self, ev: ArgumentsDelta) -> bytes:
-        out = self._get(ev)
+        out = self._parts.get((ev.message, ev.part))  # (inlined _get: the hot path)
         if out is None or out.kind != "tool":
             return b""
-        if out.field == LEGACY:
-            return self._delta(out, {LEGACY: {"arguments": HOLE[0]}}, ev.delta)
-        call: dict[str, Any] = {"index": out.tool}
-        if out.field == "custom":
-            call["custom"] = {"input": HOLE[0]}
-        else:
-            call["function"] = {"arguments": HOLE[0]}
-        return self._delta(out, {"tool_calls": [call]}, ev.delta)
+        # The delta's shape is only read for the part's first chunk (_delta): made only then.
+        return self._delta(out, _MADE if out.frames is not None else _call_delta(out), ev.delta)
 
     def _on_audio(self, ev: AudioDelta) -> bytes:
         out = self._get(ev)
@@ -347,3 +343,15 @@ class PartWriter:
         elif out.kind == "reasoning" and isinstance(value, ReasoningPart):
             drop_reasoning(self.drops, value, out.field, self._source)
         return b""
+
+
+def _call_delta(out: _Out) -> dict[str, Any]:
+    """The delta of a tool call's streamed arguments, ``HOLE[0]`` where they go."""
+    if out.field == LEGACY:
+        return {LEGACY: {"arguments": HOLE[0]}}
+    call: dict[str, Any] = {"index": out.tool}
+    if out.field == "custom":
+        call["custom"] = {"input": HOLE[0]}
+    else:
+        call["function"] = {"arguments": HOLE[0]}
+    return {"tool_calls": [call]}
