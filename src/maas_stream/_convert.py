@@ -227,8 +227,9 @@ class StreamConverter:
             out = encode(events[0]) if len(events) == 1 else b"".join([encode(e) for e in events])
             if out and self._cancelled is not None:
                 out = self._output(out)
-        counts = self._encoder.drops._counts  # (DropLog.__len__, inlined: per chunk)
-        if self._split is not None or (counts is not None and len(counts) > self._logged):
+        encoder = self._encoder  # (not ``encoder.drops``: an encoder may make its log on first use)
+        dropped = encoder.dropped() if isinstance(encoder, EventEncoder) else len(encoder.drops)
+        if self._split is not None or dropped > self._logged:
             self._log_lossy()  # (the common case, per chunk: nothing new dropped, no call)
         return out
 
@@ -271,7 +272,9 @@ class StreamConverter:
     def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
         split = self._split
-        if len(self._encoder.drops) + (len(split.drops) if split is not None else 0) <= self._logged:
+        encoder = self._encoder
+        dropped = encoder.dropped() if isinstance(encoder, EventEncoder) else len(encoder.drops)
+        if dropped + (len(split.drops) if split is not None else 0) <= self._logged:
             return  # nothing new (records are not built)
         records = self.lossy
         if len(records) <= self._logged:

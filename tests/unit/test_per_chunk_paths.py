@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -50,3 +50,18 @@ def test_one_frame_per_chunk_decodes_as_the_whole_stream_with_findings_in_place(
     assert msgspec.json.encode(got) == msgspec.json.encode(expected)
     assert any(type(e) is ms.events.StreamWarning for e in got)
     assert one.frames == whole.frames == len(gap)
+
+
+def test_asking_for_drops_per_chunk_makes_no_drop_log() -> None:
+    """An encoder that makes its drop log on first use (Responses) has none after chunks that dropped nothing.
+
+    The converter asks after every chunk whether something new was dropped; asking must not
+    make the log (about 130 bytes per idle stream, against the 2 KiB budget).
+    """
+    data = (RECORDINGS / "openai-chat" / "readme_text_then_parallel_tools.sse").read_bytes()
+    conv = ms.StreamConverter("openai-responses", protocol="openai-chat")
+    for frame in frames(data)[:3]:
+        conv.feed(frame)
+    encoder: Any = conv._encoder
+    assert encoder.dropped() == 0
+    assert encoder._rare is None

@@ -158,6 +158,14 @@ class EventEncoder:
         """The drop records so far (:attr:`drops`)."""
         return self.drops.records
 
+    def dropped(self) -> int:
+        """How many distinct drop records there are.
+
+        An encoder whose log is made at its first drop answers without making it (a
+        converter asks after every chunk).
+        """
+        return len(self.drops)
+
     def read_text_from(self, parts: PartStates) -> None:
         """Read the text of the parts it writes from the aggregator feeding it, not keep a copy.
 
