@@ -91,6 +91,11 @@ def continuation_key(raw: Any, depth: int = 0) -> str | None:
     return None
 
 
+def _drop_count(encoder: StreamEncoder) -> int:
+    """How many distinct drops ``encoder`` recorded, without making a log it makes on first use."""
+    return encoder.dropped() if isinstance(encoder, EventEncoder) else len(encoder.drops)
+
+
 class StreamConverter:
     """Re-encode a stream as another protocol, as it goes.
 
@@ -227,10 +232,8 @@ class StreamConverter:
             out = encode(events[0]) if len(events) == 1 else b"".join([encode(e) for e in events])
             if out and self._cancelled is not None:
                 out = self._output(out)
-        encoder = self._encoder  # (not ``encoder.drops``: an encoder may make its log on first use)
-        dropped = encoder.dropped() if isinstance(encoder, EventEncoder) else len(encoder.drops)
-        if self._split is not None or dropped > self._logged:
-            self._log_lossy()  # (the common case, per chunk: nothing new dropped, no call)
+        if self._split is not None or _drop_count(self._encoder) > self._logged:
+            self._log_lossy()  # (the common case, per chunk: nothing new dropped, no records built)
         return out
 
     def _one_or_many(self, source: str) -> None:
@@ -272,9 +275,7 @@ class StreamConverter:
     def _log_lossy(self) -> None:
         # Each distinct drop is logged once, when it first happens (later ones only count).
         split = self._split
-        encoder = self._encoder
-        dropped = encoder.dropped() if isinstance(encoder, EventEncoder) else len(encoder.drops)
-        if dropped + (len(split.drops) if split is not None else 0) <= self._logged:
+        if _drop_count(self._encoder) + (len(split.drops) if split is not None else 0) <= self._logged:
             return  # nothing new (records are not built)
         records = self.lossy
         if len(records) <= self._logged:

@@ -487,8 +487,10 @@ def tls_files(folder: Path) -> tuple[Path, Path, ssl.SSLContext]:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any, *, tls: tuple[Path, Path] | None = None) -> AsyncIterator[int]:
+async def serving(app: Any, *, tls: tuple[Path, Path] | None = None, **options: Any) -> AsyncIterator[int]:
     """Run ``app`` under uvicorn on 127.0.0.1, with ``serve``'s websocket protocol; yield its port.
+
+    ``options``: more ``uvicorn.Config`` arguments (``http=`` picks the HTTP protocol).
 
     (``BridgeWebSocketProtocol``, as ``maas-stream serve`` runs it: every served test, the official
     SDKs' realtime and live clients included, goes through it.)
@@ -497,7 +499,7 @@ async def serving(app: Any, *, tls: tuple[Path, Path] | None = None) -> AsyncIte
 
     from maas_stream.bridge._ws_server import BridgeWebSocketProtocol
 
-    extra: dict[str, Any] = {"ws": BridgeWebSocketProtocol}
+    extra: dict[str, Any] = {"ws": BridgeWebSocketProtocol, **options}
     if tls is not None:
         extra.update(ssl_certfile=str(tls[0]), ssl_keyfile=str(tls[1]))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **extra)

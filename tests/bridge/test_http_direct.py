@@ -20,13 +20,13 @@ import h11
 import httpx2
 import openai
 import pytest
-import uvicorn
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from maas_stream.bridge import _answer, _app, _http_direct, create_app
+from tests.bridge.realtime_fakes import serving
 from tests.conftest import RECORDINGS
 
 if TYPE_CHECKING:
@@ -365,14 +365,9 @@ async def test_a_real_uvicorn_server_takes_the_direct_path_for_an_official_sdk(
     name: str, direct: list[bool]
 ) -> None:
     async def text(app: Any) -> str:
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, http=name, log_level="warning"))
         parts: list[str] = []
         with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(server.serve)
-                while not server.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
-                    await anyio.sleep(0.01)
-                port = server.servers[0].sockets[0].getsockname()[1]
+            async with serving(app, http=name) as port:
                 client = openai.AsyncOpenAI(
                     api_key="k",
                     base_url=f"http://127.0.0.1:{port}/v1",
@@ -385,7 +380,6 @@ async def test_a_real_uvicorn_server_takes_the_direct_path_for_an_official_sdk(
                 async for chunk in stream:
                     parts += [c.delta.content or "" for c in chunk.choices]
                 await client.close()
-                server.should_exit = True
         return "".join(parts)
 
     got = await text(create_app(upstream=PacedUpstream()))

@@ -23,7 +23,7 @@ import functools
 import ssl
 from typing import cast
 
-__all__ = ["HIGH_WATER", "AioConnection", "connect"]
+__all__ = ["HIGH_WATER", "AioConnection", "WriteFlow", "connect"]
 
 HIGH_WATER = 65536
 """Unread bytes past which the connection stops reading its socket until the reader takes them."""
@@ -41,16 +41,38 @@ def _ragged(error: BaseException) -> bool:
     )
 
 
-class AioConnection(asyncio.Protocol):
+class WriteFlow(asyncio.Protocol):
+    """The write side of the bridge's own asyncio protocols: one future a sender waits on.
+
+    It is made when the transport's buffer passes its high-water mark (``pause_writing``) and
+    done when the buffer drains (``resume_writing``) or the connection is lost (a subclass's
+    ``connection_lost`` calls :meth:`resume_writing`).
+    """
+
+    __slots__ = ("_drain", "_loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._drain: asyncio.Future[None] | None = None  # a sender waiting for the write buffer
+
+    def pause_writing(self) -> None:
+        if self._drain is None:
+            self._drain = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+
+class AioConnection(WriteFlow):
     """One open connection to a host: what arrived and was not read yet, and when it stops being reusable."""
 
     __slots__ = (
         "_closed",
         "_data",
-        "_drain",
         "_eof",
         "_error",
-        "_loop",
         "_lost",
         "_paused",
         "_size",
@@ -61,14 +83,13 @@ class AioConnection(asyncio.Protocol):
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, key: tuple[bytes, bytes, int]) -> None:
-        self._loop = loop
+        super().__init__(loop)
         self.key = key
         self.expires = 0.0
         self._transport: asyncio.Transport | None = None
         self._data: list[bytes] = []
         self._size = 0
         self._waiter: asyncio.Future[None] | None = None  # the reader waiting for data
-        self._drain: asyncio.Future[None] | None = None  # a sender waiting for the write buffer
         self._paused = False  # reading paused: HIGH_WATER bytes wait unread
         self._eof = False
         self._lost = False
@@ -103,15 +124,6 @@ class AioConnection(asyncio.Protocol):
             self._error = exc
         self._wake()
         self.resume_writing()
-
-    def pause_writing(self) -> None:
-        if self._drain is None:
-            self._drain = self._loop.create_future()
-
-    def resume_writing(self) -> None:
-        drain, self._drain = self._drain, None
-        if drain is not None and not drain.done():
-            drain.set_result(None)
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None

@@ -39,6 +39,8 @@ from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import CLOSED, CONNECTING, OPEN, Protocol
 
+from ._aiosock import WriteFlow
+
 OP_TEXT, OP_BINARY, OP_CONT, OP_PONG = Opcode.TEXT, Opcode.BINARY, Opcode.CONT, Opcode.PONG
 
 if TYPE_CHECKING:
@@ -126,16 +128,16 @@ async def open_upstream(
     return conn
 
 
-class UpstreamConnection(asyncio.Protocol):
+class UpstreamConnection(WriteFlow):
     """One upstream websocket connection (see the module docstring)."""
 
     __slots__ = (
-        "_closer", "_drain", "_error", "_loop", "_lost", "_messages", "_opening", "_parts", "_paused", "_ping", "_proto",
+        "_closer", "_error", "_lost", "_messages", "_opening", "_parts", "_paused", "_ping", "_proto",
         "_text", "_timer", "_transport", "_waiter", "subprotocol",
     )  # fmt: skip
 
     def __init__(self, loop: asyncio.AbstractEventLoop, proto: ClientProtocol) -> None:
-        self._loop = loop
+        super().__init__(loop)
         self._proto = proto
         self._transport: asyncio.Transport | None = None
         self._messages: list[str | bytes] = []
@@ -145,7 +147,6 @@ class UpstreamConnection(asyncio.Protocol):
         self._text = False  # ... a text message
         self._waiter: asyncio.Future[None] | None = None  # the reader waiting for a message
         self._opening: asyncio.Future[None] | None = None  # the handshake, until it ends
-        self._drain: asyncio.Future[None] | None = None  # a sender waiting for the write buffer
         self._lost: asyncio.Future[None] | None = None  # a closer waiting for the connection's end
         self._paused = False
         self._timer: asyncio.TimerHandle | None = None  # the keepalive's
@@ -191,20 +192,10 @@ class UpstreamConnection(asyncio.Protocol):
         self._timer = self._closer = None
         self._handshake()
         self._wake()
-        for name in ("_drain", "_lost"):
-            future = getattr(self, name)
-            setattr(self, name, None)
-            if future is not None and not future.done():
-                future.set_result(None)
-
-    def pause_writing(self) -> None:
-        if self._drain is None:
-            self._drain = self._loop.create_future()
-
-    def resume_writing(self) -> None:
-        drain, self._drain = self._drain, None
-        if drain is not None and not drain.done():
-            drain.set_result(None)
+        self.resume_writing()
+        lost, self._lost = self._lost, None
+        if lost is not None and not lost.done():
+            lost.set_result(None)
 
     # The handshake
 
