@@ -17,6 +17,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 from websockets.frames import Frame, Opcode
+from websockets.protocol import Protocol
 
 from maas_stream.bridge._ws_server import (
     LARGE_MESSAGE,
@@ -176,6 +177,48 @@ async def test_closing_while_paused_resumes_reading_for_the_close_reply() -> Non
     proto.data_received(frame("x" * LARGE_MESSAGE))
     assert (transport.paused, transport.pauses, proto.queue.qsize()) == (False, 1, QUEUE_DEPTH + 1)
     done.set()
+
+
+async def test_the_handshake_is_let_go_once_accepted() -> None:
+    done = anyio.Event()
+    proto, _ = await opened(BridgeWebSocketProtocol, done)
+    assert (proto.held, proto.request, proto.response) == (False, None, None)
+    assert proto.conn.parser.gi_code is Protocol.parse.__code__
+    proto.data_received(frame("one"))
+    assert await proto.receive() == {"type": "websocket.receive", "text": "one"}
+    done.set()
+
+
+async def test_a_frame_half_read_at_the_accept_keeps_the_handshake_until_it_is_read() -> None:
+    accept = anyio.Event()
+    got: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        got.append(await receive())
+        await accept.wait()
+        await send({"type": "websocket.accept"})
+        got.append(await receive())
+        await anyio.sleep_forever()
+
+    config = Config(app=app, log_level="warning")
+    proto = BridgeWebSocketProtocol(
+        config=config, server_state=ServerState(), app_state={}, _loop=asyncio.get_running_loop()
+    )
+    proto.connection_made(FakeTransport())  # type: ignore[arg-type]
+    data = frame("x" * 300)
+    proto.data_received(HANDSHAKE + data[:2])  # the frame's header begun before the accept
+    accept.set()
+    while not proto.handshake_complete:
+        await anyio.lowlevel.checkpoint()
+    assert proto.held  # mid-frame: not restarted
+    proto.data_received(data[2:])
+    assert not proto.held
+    assert proto.conn.parser.gi_code is Protocol.parse.__code__
+    while len(got) < 2:
+        await anyio.lowlevel.checkpoint()
+    assert got == [{"type": "websocket.connect"}, {"type": "websocket.receive", "text": "x" * 300}]
+    for task in list(proto.tasks):
+        task.cancel()
 
 
 async def test_the_queue_waits_without_looking_up_the_running_loop(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,8 +23,8 @@ Not here (``WebSocketUpstream.connect`` keeps ``websockets``' own ``connect()`` 
 from the environment, credentials in the URL. Like that ``connect()``, it runs on asyncio's loop
 or uvloop only (a websocket upstream's relay, ``_pump``, is asyncio's: no trio path either way).
 Relied on in ``websockets`` (>= 13, pinned by ``tests/bridge/test_ws_client.py``): the sans-I/O
-``ClientProtocol`` API, its ``close_exc``, and that ``Protocol.parse`` alone parses frames once
-the handshake is over (:meth:`UpstreamConnection._handshake` starts it afresh).
+``ClientProtocol`` API and its ``close_exc``; once the handshake is over, its response is let go
+(``_ws_parser.drop_handshake``, its own rule).
 
 It must not contain protocol logic.
 """
@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
-from websockets.protocol import CLOSED, CONNECTING, OPEN, Protocol
+from websockets.protocol import CLOSED, CONNECTING, OPEN
 
 from ._aiosock import WriteFlow
+from ._ws_parser import drop_handshake
 
 OP_TEXT, OP_BINARY, OP_CONT, OP_PONG = Opcode.TEXT, Opcode.BINARY, Opcode.CONT, Opcode.PONG
 
@@ -132,7 +133,7 @@ class UpstreamConnection(WriteFlow):
     """One upstream websocket connection (see the module docstring)."""
 
     __slots__ = (
-        "_closer", "_error", "_lost", "_messages", "_opening", "_parts", "_paused", "_ping", "_proto",
+        "_closer", "_error", "_held", "_lost", "_messages", "_opening", "_parts", "_paused", "_ping", "_proto",
         "_text", "_timer", "_transport", "_waiter", "subprotocol",
     )  # fmt: skip
 
@@ -153,6 +154,7 @@ class UpstreamConnection(WriteFlow):
         self._ping: bytes | None = None  # the keepalive ping waiting for its pong
         self._closer: asyncio.TimerHandle | None = None  # aborts a close handshake past CLOSE_TIMEOUT
         self._error: BaseException | None = None  # why the connection broke (the close error's cause)
+        self._held = False  # the parser still holds the handshake's response (_ws_parser)
         self.subprotocol: str | None = None
         """The subprotocol the upstream chose."""
 
@@ -172,6 +174,8 @@ class UpstreamConnection(WriteFlow):
                 self._frame(event)
             else:  # the handshake's response
                 self._handshake(answered=True)
+        if self._held:
+            self._held = not drop_handshake(proto)
         if proto.state is CONNECTING and proto.handshake_exc is not None:
             self._handshake()
 
@@ -214,13 +218,9 @@ class UpstreamConnection(WriteFlow):
         if answered and proto.handshake_exc is None:  # (the state may be past OPEN already)
             self._opening = None
             self.subprotocol = proto.subprotocol
-            if proto.state is OPEN and not proto.reader.buffer:
-                # ClientProtocol.parse's frame keeps the handshake's response (its headers: ~1.6
-                # KiB) as long as the connection: between two frames, nothing read yet, its
-                # frame parser (all that is left of it) starts afresh (as websockets swaps in
-                # its discard() parser).
-                proto.parser = Protocol.parse(proto)
-                next(proto.parser)
+            # ClientProtocol.parse's frame keeps the handshake's response (~1.6 KiB) as long as
+            # the connection: let it go (now, or after a later read if a frame is half read).
+            self._held = not drop_handshake(proto)
             self._timer = self._loop.call_later(PING_INTERVAL, self.keepalive)
             waiter.set_result(None)
         elif proto.handshake_exc is not None or proto.state is CLOSED:

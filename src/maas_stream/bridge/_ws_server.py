@@ -39,6 +39,8 @@ from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 
+from ._ws_parser import drop_handshake
+
 __all__ = ["LARGE_MESSAGE", "QUEUE_DEPTH", "BridgeWebSocketProtocol"]
 
 QUEUE_DEPTH: Final = 16
@@ -163,6 +165,8 @@ class BridgeWebSocketProtocol(WebSocketsSansIOProtocol):
         self.writable = _Flag(self.loop)  # type: ignore[assignment]  # (set, as uvicorn's)
         self.direct = False
         """Client messages are queued as their ``str`` or ``bytes`` (:meth:`go_direct`)."""
+        self.held = True
+        """The frame parser still holds the handshake's request (``_ws_parser``)."""
 
     def go_direct(self) -> None:
         """Queue client messages from now on as they are (the bridge's session takes them: :meth:`take`)."""
@@ -186,8 +190,17 @@ class BridgeWebSocketProtocol(WebSocketsSansIOProtocol):
 
     async def send(self, message: Any) -> None:
         await super().send(message)
-        if self.handshake_complete:  # the handshake's request and answer are not read again (~3.5 KiB)
+        if self.handshake_complete and self.request is not None:
+            # The handshake's request and answer are not read again (~3.5 KiB), nor is the
+            # request the parser's frame keeps (~2.5 KiB: now, or after a read if a frame is
+            # half read).
             self.request = self.response = None  # type: ignore[assignment]
+            self.held = not drop_handshake(self.conn)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.held and self.request is None:
+            self.held = not drop_handshake(self.conn)
 
     def send_data(self, data: str | bytes) -> bool:
         """Send one message as ``send()`` would a ``websocket.send``; ``False`` when that must go through ``send()``.
