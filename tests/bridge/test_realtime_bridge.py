@@ -910,3 +910,42 @@ async def test_a_relay_cancelled_from_outside_stays_cancelled_and_stops_its_othe
     assert session.other is not None
     await anyio.lowlevel.checkpoint()
     assert session.other.cancelled()
+
+
+def open_sessions() -> list[tuple[list[str], Any]]:
+    """Each running session: the coroutines its task waits through (outermost first, by name), and its ``_Session``."""
+    found = []
+    for task in asyncio.all_tasks():
+        names: list[str] = []
+        session = None
+        step: Any = task.get_coro()
+        while step is not None and hasattr(step, "cr_code"):
+            names.append(step.cr_code.co_qualname)
+            if names[-1] == "_Session.run":
+                session = step.cr_frame.f_locals["self"]
+            step = step.cr_await
+        if session is not None:
+            found.append((names, session))
+    return found
+
+
+async def test_an_open_session_keeps_neither_its_handshake_nor_the_frames_of_its_opening(
+    realtime: tuple[FakeRealtime, int, BridgeApp],
+) -> None:
+    # An idle session's memory: its headers are let go (its own copy and its scope's), and its
+    # task waits in the relay, with no frame of the checks, the route or the upstream's opening.
+    fake, port, app = realtime
+    with anyio.fail_after(LIMIT):
+        async with openai_client(port).realtime.connect(model="gpt-realtime") as conn:
+            await Events(conn).until("session.created")
+            ((chain, session),) = open_sessions()
+            assert "_Session._relay" in chain
+            assert not {"serve_session", "_Session._serve", "_Session._connect", "_Session._open"} & set(
+                chain
+            )
+            assert session.headers == {}
+            assert session.scope["headers"] == []
+            assert session.scope["path"] == "/v1/realtime"  # the rest of the scope stays
+        await fake.ended()
+    await settled(app)
+    assert app.stats.streams == 1

@@ -17,7 +17,7 @@ connects over the ASGI ``websocket`` protocol. Per session:
    session takes the translator's fast path (``pass_client``/``pass_upstream``): each message
    goes on as it came, read on the side for the record. A websocket upstream (``websockets``:
    asyncio) is relayed by ``_pump.Pump``: the session's own task and one more, one idle timer. An HTTP
-   upstream's turns run in an anyio task group (any backend).
+   upstream's turns (``_session_turns``) run in an anyio task group (any backend).
 
 Ends, both ways: a client close closes the upstream with the same code; an upstream close is
 passed on with its code and reason. An upstream failure (a close with an error code, a dropped
@@ -31,8 +31,9 @@ The translator is :class:`maas_stream._session_bridge.SessionBridge` (sans-IO): 
 session passes unchanged (decoded on the side for its :class:`~maas_stream.Session`), a
 cross-protocol one is translated both ways, an HTTP upstream is asked turn by turn.
 
-This module owns the relay (handshake, route, the two relay tasks or the HTTP upstream's turns,
-the end, the record); a session's limits and the translator seam are ``_session_limits``'s, and
+This module owns the relay (handshake, route, the two relay tasks, the end, the record); an HTTP
+upstream's turns are ``_session_turns``'s, a session's limits and the translator seam
+``_session_limits``'s, and
 the wire edges it reads and writes (the credential subprotocol, the model field, close codes,
 error events, the upstream's end) are ``_session_wire``'s.
 
@@ -52,18 +53,16 @@ from urllib.parse import parse_qsl
 import anyio
 import msgspec
 
-from .._exceptions import LocalProtocolError, MaasStreamError
+from .._exceptions import LocalProtocolError
 from .._model import Response, StreamError
 from .._registry import get_protocol, match_session
 from .._session_bridge import SessionBridge
-from ..io import ProviderHTTPError, StreamIOError
-from ..io._exceptions import error_summary
-from ..io._source import AsyncReader
 from ._asgi import request_headers
 from ._guard import check_model
 from ._metrics import Exchange, access_log, scrub
 from ._pump import Pump
 from ._request import Rejected, error_body
+from ._session_turns import Turns
 from ._session_wire import (
     End,
     close_code,
@@ -88,6 +87,8 @@ from ._ws import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from .._registry import ProtocolSpec
     from ._app import BridgeApp
     from ._asgi import Receive, Scope, Send
@@ -104,7 +105,7 @@ class _Session:
     """One client session: its checks, its route, its relay, its record."""
 
     __slots__ = (
-        "_last", "_pump", "_relaying", "_requested", "_requests", "_secrets", "app", "counted", "end",
+        "_last", "_pump", "_secrets", "_turns", "app", "counted", "end",
         "exchange", "headers", "limits", "scope", "spec", "translator", "upstream_in", "ws",
     )  # fmt: skip
 
@@ -126,23 +127,31 @@ class _Session:
         self._last = monotonic()
         """When the last message crossed, either way (the idle limit's clock)."""
         self._secrets: tuple[str, ...] = app._secrets
-        self._requests: list[Any] = []
-        """Turn requests for an HTTP upstream, waiting to be sent (one turn at a time)."""
-        self._requested: anyio.Event | None = None
-        """Set when a turn request is waiting (an HTTP upstream's only: made by :meth:`_turns`)."""
-        self._relaying: anyio.CancelScope | None = None
-        """An HTTP upstream's task group, cancelled by the first end."""
+        self._turns: Turns | None = None
+        """An HTTP upstream's turns (``_session_turns``), stopped by the first end."""
         self._pump: Pump | None = None
         """A websocket upstream's relay tasks, stopped by the first end."""
 
     # ------------------------------------------------------------------ the handshake
 
     async def run(self) -> None:
-        if not await self.ws.wait_connect():
-            return
+        """Serve the session, then count it and write its record."""
+        app = self.app
+        if app.metrics.enabled:
+            app.metrics.in_flight.inc()
         try:
-            # One after the other, not nested: an open session keeps no frame of its checks.
-            await self._serve(*await self._open())
+            if not await self.ws.wait_connect():
+                return
+            # One after the other, not nested: an open session keeps no frame of its checks,
+            # its route or its upstream's opening.
+            connected = await self._serve(*await self._open())
+            if connected is not None:
+                conn, connecting, first = connected
+                try:
+                    await self._accept(conn.subprotocol)
+                    await self._relay(conn, first)
+                finally:
+                    await connecting.__aexit__(None, None, None)
         except ClientGone as gone:  # before the relay (a Live client gone before its setup)
             self._ended(End("client", gone.code, gone.reason))
         except Rejected as exc:
@@ -151,7 +160,10 @@ class _Session:
             await self._internal_error(exc)
         finally:
             if self.counted:
-                self.app._active -= 1
+                app._active -= 1
+            if app.metrics.enabled:
+                app.metrics.in_flight.dec()
+            self.record()
 
     async def _open(self) -> tuple[ProtocolSpec, Route, str | None, str | bytes | None]:
         """The checks and the route: what :meth:`_serve` is given."""
@@ -209,7 +221,8 @@ class _Session:
 
     async def _serve(
         self, spec: ProtocolSpec, route: Route, model: str | None, first: str | bytes | None
-    ) -> None:
+    ) -> tuple[Any, Any, str | bytes | None] | None:
+        """An HTTP upstream's session served; a websocket upstream's opened (``run`` relays it)."""
         upstream: Any = route.upstream
         if isinstance(upstream, RecordingUpstream) and get_protocol(upstream.protocol).session is not None:
             upstream = SessionRecordingUpstream(upstream.recording, protocol=upstream.protocol)
@@ -235,19 +248,22 @@ class _Session:
         except LocalProtocolError as exc:
             raise Rejected(501, str(exc)) from None
         if not websocket:
-            await self._turns(upstream, name, first)
-            return
+            self._turns = Turns(self, upstream, name)
+            await self._turns.serve(first)
+            return None
         same = spec.name == upstream.protocol
         if first is not None and rename is not None and session.model_field:
             first = with_field(first, session.model_field, session.model_prefix + rename)
         forwarded = {h: self.headers[h] for h in session.forward_headers if same and h in self.headers}
-        self.headers = {}  # the handshake is read: the session's life need not keep its headers
+        self.headers = {}  # the handshake is read: the session's life need not keep its headers,
+        self.scope["headers"] = []  # nor the server its scope's (read once: ~1 KiB per session)
         offered = [
             p
             for p in self.scope.get("subprotocols") or ()
             if session.key_subprotocol is None or not p.startswith(session.key_subprotocol)
         ]
-        await self._connect(upstream, name, forwarded, offered if same else [], first)
+        connecting, conn = await self._connect(upstream, name, forwarded, offered if same else [])
+        return conn, connecting, first
 
     async def _accept(self, chosen: str | None = None) -> None:
         """Accept the client (with ``chosen``, or the protocol's subprotocol, when it offered it)."""
@@ -268,8 +284,8 @@ class _Session:
         model: str | None,
         headers: dict[str, str],
         offered: list[str],
-        first: str | bytes | None,
-    ) -> None:
+    ) -> tuple[Any, Any]:
+        """The upstream's connection opened: its context manager (to exit) and the connection."""
         invalid_status = refused_error()
         try:
             connecting = upstream.connect(
@@ -293,11 +309,7 @@ class _Session:
             raise Rejected(
                 502, f"upstream {upstream.protocol} unreachable: {exc or type(exc).__name__}"
             ) from None
-        try:
-            await self._accept(conn.subprotocol)
-            await self._relay(conn, first)
-        finally:
-            await connecting.__aexit__(None, None, None)
+        return connecting, conn
 
     # ------------------------------------------------------------------ the relay
 
@@ -320,63 +332,8 @@ class _Session:
             code, reason = out.close
             self._ended(End("translator", code, reason, failed=code not in (1000, 1001)))
         request = getattr(out, "request", None)
-        if request is not None and self._requested is not None:
-            self._requests.append(request)
-            self._requested.set()
-
-    async def _turns(self, upstream: Any, model: str | None, first: str | bytes | None) -> None:
-        """Serve the session from an HTTP upstream, one turn (one streaming request) at a time."""
-        await self._accept()
-        self._requested = anyio.Event()
-        await self._deliver(None, self.translator.opening())
-        if first is not None:
-            await self._deliver(None, self.translator.from_client(first))
-        if self.end is None:
-            async with anyio.create_task_group() as tg:
-                self._relaying = tg.cancel_scope
-                tg.start_soon(self._client_to_upstream, None)
-                tg.start_soon(self._run_turns, upstream, model)
-                if self.limits.idle_timeout is not None:
-                    tg.start_soon(self._watch_idle)
-        await self._finish(None)
-
-    async def _run_turns(self, upstream: Any, model: str | None) -> None:
-        while True:
-            assert self._requested is not None
-            await self._requested.wait()
-            self._requested = anyio.Event()
-            while self._requests:
-                await self._turn(upstream, model, self._requests.pop(0))
-
-    async def _turn(self, upstream: Any, model: str | None, request: Any) -> None:
-        """One turn: the request to the HTTP upstream, its stream fed to the translator."""
-        for rec in request.dropped:
-            self.app.stats.dropped[rec.kind] += rec.count
-            log.warning("bridge session %s -> %s: not sent: %s", self.exchange.client, upstream.protocol, rec)
-        timeouts = getattr(upstream, "timeouts", None)
-        error: StreamError | None = None
-        try:
-            async with upstream.open(request.body, model=model) as source:
-                reader = AsyncReader(
-                    source,
-                    idle_timeout=getattr(timeouts, "idle", None),
-                    total_timeout=getattr(timeouts, "total", None),
-                )
-                while (chunk := await reader.read()) is not None:
-                    self._last = monotonic()
-                    data = chunk.encode() if isinstance(chunk, str) else chunk
-                    await self._deliver(None, self.translator.upstream_http(data))
-        except ProviderHTTPError as exc:
-            what = f"upstream {upstream.protocol} answered {exc.status}: {error_summary(exc.body)}"
-            error = StreamError(
-                type="upstream_error", message=scrub(what, self._secrets), code=str(exc.status)
-            )
-        except (StreamIOError, MaasStreamError) as exc:
-            what = f"upstream {upstream.protocol}: {exc}"
-            error = StreamError(type="upstream_error", message=scrub(what, self._secrets))
-        if error is not None:
-            log.warning("bridge session: a turn failed: %s", error.message)
-        await self._deliver(None, self.translator.upstream_http_end(error=error))
+        if request is not None and self._turns is not None:
+            self._turns.put(request)
 
     def _ended(self, end: End) -> None:
         if self.end is None:
@@ -385,8 +342,8 @@ class _Session:
 
     def _stop(self) -> None:
         """Stop the relay's other side(s) once the session has ended."""
-        if self._relaying is not None:
-            self._relaying.cancel()
+        if self._turns is not None:
+            self._turns.stop()
         if self._pump is not None:
             self._pump.stop()
 
@@ -460,14 +417,6 @@ class _Session:
             reason = f"no message either way for {idle:g}s (the bridge's idle limit)"
             self._ended(End("idle", 1008, reason, failed=True))
         return left
-
-    async def _watch_idle(self) -> None:
-        """An HTTP upstream's idle limit (a task: any anyio backend)."""
-        while True:  # one deadline, moved forward by every message (no scope per receive)
-            left = self._idle_left()
-            if left <= 0:
-                return
-            await anyio.sleep(left)
 
     async def _finish(self, conn: Any) -> None:
         end = self.end
@@ -586,14 +535,9 @@ class _Session:
                 self.app.stats.streams += 1
 
 
-async def serve_session(app: BridgeApp, scope: Scope, receive: Receive, send: Send) -> None:
-    """Serve one ASGI ``websocket`` connection: a realtime session (see the module docstring)."""
-    session = _Session(app, scope, receive, send)
-    if app.metrics.enabled:
-        app.metrics.in_flight.inc()
-    try:
-        await session.run()
-    finally:
-        if app.metrics.enabled:
-            app.metrics.in_flight.dec()
-        session.record()
+def serve_session(app: BridgeApp, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
+    """Serve one ASGI ``websocket`` connection: a realtime session (see the module docstring).
+
+    The session's own coroutine (no frame of this function's held while the session lives).
+    """
+    return _Session(app, scope, receive, send).run()
