@@ -96,7 +96,7 @@ class StreamDecoder(SessionDecoder):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._items: set[str] = set()
+        self._items: dict[str, None] = {}  # a set (an empty dict is 64 B, an empty set 216)
         self._names: dict[str, str] = {}
         self._inputs: dict[str, list[str]] = {}
         self._tools = 0
@@ -286,7 +286,7 @@ class StreamDecoder(SessionDecoder):
         }
         self._open = True
         self._ours = False
-        self._items = set()
+        self._items = {}
         self._names = {}
         start = ev.ResponseStart(
             protocol=PROTOCOL, id=_string(response, "id") or None, model=self._model, provider_raw=raw
@@ -322,7 +322,7 @@ class StreamDecoder(SessionDecoder):
             out.append(ev.StreamErrorEvent(error=error_from(failed)))
         self._open = False
         self._ours = False
-        self._items = set()
+        self._items = {}
         self._names = {}
         out.append(
             ev.ResponseDone(status=mapped, finish_reason=finish, provider_finish_reason=reason or status)
@@ -344,7 +344,7 @@ class StreamDecoder(SessionDecoder):
 
     def _item_start(self, item: dict[str, Any], out: list[ev.Event]) -> None:
         item_id = _string(item, "id")
-        self._items.add(item_id)
+        self._items[item_id] = None
         kind = _string(item, "type")
         given = item.get("role")
         role = _ROLES.get(given, "assistant") if isinstance(given, str) else "assistant"
