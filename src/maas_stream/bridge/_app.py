@@ -247,12 +247,6 @@ class BridgeApp:
             self.metrics.observe(exchange)
             log_exchange(exchange)
 
-    async def _not_http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-        elif scope["type"] == "websocket":  # a realtime session
-            await serve_session(self, scope, receive, send)
-
     async def _refused(self, spec: Any, exc: Rejected, exchange: Exchange, send: Send) -> None:
         """A refused request: its status in the client's error shape (unless the answer began)."""
         if spec is not None:
@@ -282,6 +276,14 @@ class BridgeApp:
         if not exchange.started:
             msg = f"internal error in the bridge ({type(exc).__name__}); see its log"
             await send_json(send, 500, error_body(spec, 500, msg))
+
+    def _not_http(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The coroutine serving a realtime session or the lifespan protocol (no frame of its own held)."""
+        if scope["type"] == "websocket":  # a realtime session
+            return serve_session(self, scope, receive, send)
+        if scope["type"] == "lifespan":
+            return self._lifespan(receive, send)
+        return _ignored()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         # Background responses run in the lifespan's task group (they outlive their request).
@@ -558,3 +560,7 @@ class _Observed:
         if message["type"] == "http.disconnect" and not self._finished:
             self._exchange.left = True
         return message
+
+
+async def _ignored() -> None:
+    """An ASGI scope type the bridge does not serve (none other is defined)."""
