@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
@@ -25,7 +26,8 @@ from websockets.utils import accept_key
 
 from maas_stream.bridge import _ws_client
 from maas_stream.bridge._session_wire import upstream_end
-from maas_stream.bridge._ws_client import MAX_QUEUE, UpstreamConnection, open_upstream
+from maas_stream.bridge._timers import Timer
+from maas_stream.bridge._ws_client import MAX_QUEUE, PING_INTERVAL, UpstreamConnection, open_upstream
 from tests.bridge.realtime_fakes import tls_files
 
 if TYPE_CHECKING:
@@ -238,20 +240,25 @@ async def test_a_ping_is_answered_and_the_keepalive_pings() -> None:
             assert await conn.recv() == "still open"
 
 
+async def accept_handshake(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answer a websocket handshake by hand (a raw server: it then does what the test needs)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    key = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"sec-websocket-key")
+    )
+    writer.write(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Accept: " + accept_key(key).encode() + b"\r\n\r\n"
+    )
+
+
 async def test_the_keepalive_closes_an_upstream_that_stopped_answering() -> None:
     frames: list[int] = []
 
     async def dead(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        key = next(
-            line.split(b":", 1)[1].strip().decode()
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"sec-websocket-key")
-        )
-        writer.write(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + accept_key(key).encode() + b"\r\n\r\n"
-        )
+        await accept_handshake(reader, writer)
         data = b""
         while 0x8 not in frames and (more := await reader.read(65536)):  # no pong, ever
             data += more
@@ -271,6 +278,42 @@ async def test_the_keepalive_closes_an_upstream_that_stopped_answering() -> None
     assert caught.value.sent is not None
     assert (caught.value.sent.code, caught.value.sent.reason) == (1011, "keepalive ping timeout")
     assert upstream_end(caught.value).code == 1006  # no close frame came back: the session says "lost"
+
+
+async def test_the_keepalive_and_close_timers_end_with_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Both are timers of the bridge's heap (_timers), not loop handles; a close the upstream never
+    # answers is aborted when the close timer fires, and neither timer outlives the connection.
+    monkeypatch.setattr(_ws_client, "CLOSE_TIMEOUT", 0.02)
+    loop = asyncio.get_running_loop()
+
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await accept_handshake(reader, writer)
+        while await reader.read(65536):  # the close frame too: never answered
+            pass
+        writer.close()
+
+    server = await asyncio.start_server(deaf, "127.0.0.1", 0)
+    async with server:
+        conn = await opened(server.sockets[0].getsockname()[1])
+        keepalive = conn._timer
+        assert isinstance(keepalive, Timer)
+        assert keepalive.when - loop.time() == pytest.approx(PING_INTERVAL, abs=0.5)
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(conn.close)
+                await anyio.lowlevel.checkpoint()  # the close frame sent, its answer awaited
+                closer = conn._closer
+                assert isinstance(closer, Timer)
+                assert closer.when - loop.time() == pytest.approx(0.02, abs=0.01)
+    assert (conn._timer, conn._closer) == (None, None)
+    assert keepalive.cancelled()
+    assert closer is not None
+    assert closer.cancelled()  # (run: it aborted the connection)
+    assert isinstance(conn._error, TimeoutError)
+    with pytest.raises(ConnectionClosedError):
+        await conn.recv()
 
 
 async def test_a_slow_reader_pauses_reading_the_upstream() -> None:

@@ -1,10 +1,12 @@
 """A websocket upstream's relay on asyncio: two sides, one idle timer, and whose cancellation is whose.
 
 The session's own task runs one side (client → upstream) and one more task the other (upstream →
-client: a streamed answer's messages wake that shallow task, not the ASGI app's): an idle session holds two tasks and one timer handle, not a task group (``websockets``
-runs on asyncio only; an HTTP upstream's turns keep an anyio task group, ``_realtime``).
+client: a streamed answer's messages wake that shallow task, not the ASGI app's): an idle session
+holds two tasks and one timer (of the bridge's heap, ``_timers``: not a loop handle), not a task
+group (``websockets`` runs on asyncio only; an HTTP upstream's turns keep an anyio task group,
+``_realtime``).
 
-Rules kept here: the idle limit is one loop timer that re-arms itself to the last message's
+Rules kept here: the idle limit is one timer that re-arms itself to the last message's
 deadline (no timer, task or cancel scope per message); the first end stops the side(s) still
 waiting, and the session's task takes back only the cancellation its own end asked for (as
 ``asyncio.timeout`` does), so a cancellation from outside goes on; a bug in either side cancels
@@ -16,8 +18,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from ._timers import later
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
+
+    from ._timers import Timer
 
 __all__ = ["Pump"]
 
@@ -37,7 +43,7 @@ class Pump:
         self._loop = asyncio.get_running_loop()
         self._me: asyncio.Task[Any] | None = None
         self._other: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Timer | None = None
         self._stopping = False
 
     async def run(
@@ -57,7 +63,7 @@ class Pump:
         other = self._other = loop.create_task(there)
         other.add_done_callback(self._other_done)
         if idle_timeout is not None:
-            self._timer = loop.call_later(idle_timeout, self._check)
+            self._timer = later(loop, idle_timeout, self._check)
         try:
             await here
         except asyncio.CancelledError:
@@ -93,4 +99,4 @@ class Pump:
     def _check(self) -> None:
         left = self._idle_left()
         if left > 0:
-            self._timer = self._loop.call_later(left, self._check)
+            self._timer = later(self._loop, left, self._check)

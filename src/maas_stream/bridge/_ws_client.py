@@ -5,14 +5,15 @@ buffers, a message assembler, a keepalive task, futures and its ``connect()`` ar
 of an idle session, tracemalloc). :class:`UpstreamConnection` keeps the sans-I/O protocol
 (framing, masking, the handshake, pings answered, the close handshake, UTF-8 and size checks:
 ``websockets``' own code), and around it only what a relay needs: the messages not read yet, one
-waiting reader, one timer. It has the face the session code reads (``recv``, ``send``, ``close``,
-``subprotocol``, ``async with``), and fails the same way: ``recv``/``send`` raise ``websockets``'
-``ConnectionClosed`` (``rcvd``/``sent`` close frames, from the sans-I/O protocol's ``close_exc``),
-the handshake ``InvalidStatus`` (a refusal, with its response), ``InvalidHandshake`` (a bad
-response) or ``OSError``; the connect timeout ``TimeoutError``.
+waiting reader, one timer (``_timers``', not a loop handle). It has the face the session code
+reads (``recv``, ``send``, ``close``, ``subprotocol``, ``async with``), and fails the same way:
+``recv``/``send`` raise ``websockets``' ``ConnectionClosed`` (``rcvd``/``sent`` close frames,
+from the sans-I/O protocol's ``close_exc``), the handshake ``InvalidStatus`` (a refusal, with its
+response), ``InvalidHandshake`` (a bad response) or ``OSError``; the connect timeout
+``TimeoutError``.
 
 Kept as ``websockets`` does it: a ping every :data:`PING_INTERVAL` seconds, the connection failed
-(1011 "keepalive ping timeout") when its pong is not back within :data:`PING_TIMEOUT` (one loop
+(1011 "keepalive ping timeout") when its pong is not back within :data:`PING_TIMEOUT` (one
 timer: the next ping goes when the previous one's wait ends); the close handshake waits
 :data:`CLOSE_TIMEOUT` seconds for the upstream to end the TCP connection, then aborts it; reading
 pauses once :data:`MAX_QUEUE` messages wait unread (a slow client: the upstream's TCP window
@@ -40,6 +41,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 
 from ._aiosock import WriteFlow
+from ._timers import later
 from ._ws_parser import drop_handshake
 
 OP_TEXT, OP_BINARY, OP_CONT, OP_PONG = Opcode.TEXT, Opcode.BINARY, Opcode.CONT, Opcode.PONG
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from collections.abc import Generator, Mapping
 
     from websockets.uri import WebSocketURI
+
+    from ._timers import Timer
 
 __all__ = [
     "CLOSE_TIMEOUT", "MAX_QUEUE", "PING_INTERVAL", "PING_TIMEOUT", "Opening", "UpstreamConnection", "open_upstream",
@@ -150,9 +154,9 @@ class UpstreamConnection(WriteFlow):
         self._opening: asyncio.Future[None] | None = None  # the handshake, until it ends
         self._lost: asyncio.Future[None] | None = None  # a closer waiting for the connection's end
         self._paused = False
-        self._timer: asyncio.TimerHandle | None = None  # the keepalive's
+        self._timer: Timer | None = None  # the keepalive's
         self._ping: bytes | None = None  # the keepalive ping waiting for its pong
-        self._closer: asyncio.TimerHandle | None = None  # aborts a close handshake past CLOSE_TIMEOUT
+        self._closer: Timer | None = None  # aborts a close handshake past CLOSE_TIMEOUT
         self._error: BaseException | None = None  # why the connection broke (the close error's cause)
         self._held = False  # the parser still holds the handshake's response (_ws_parser)
         self.subprotocol: str | None = None
@@ -221,7 +225,7 @@ class UpstreamConnection(WriteFlow):
             # ClientProtocol.parse's frame keeps the handshake's response (~1.6 KiB) as long as
             # the connection: let it go (now, or after a later read if a frame is half read).
             self._held = not drop_handshake(proto)
-            self._timer = self._loop.call_later(PING_INTERVAL, self.keepalive)
+            self._timer = later(self._loop, PING_INTERVAL, self.keepalive)
             waiter.set_result(None)
         elif proto.handshake_exc is not None or proto.state is CLOSED:
             self._opening = None
@@ -333,7 +337,7 @@ class UpstreamConnection(WriteFlow):
 
     def _expect_close(self) -> None:
         if self._closer is None and self._transport is not None:
-            self._closer = self._loop.call_later(CLOSE_TIMEOUT, self._give_up)
+            self._closer = later(self._loop, CLOSE_TIMEOUT, self._give_up)
 
     def _give_up(self) -> None:
         self._closer = None
@@ -362,7 +366,7 @@ class UpstreamConnection(WriteFlow):
         self._ping = ping = self._loop.time().hex().encode()
         proto.send_ping(ping)
         self._flush()
-        self._timer = self._loop.call_later(PING_TIMEOUT, self.keepalive)
+        self._timer = later(self._loop, PING_TIMEOUT, self.keepalive)
 
     def _flush(self) -> None:
         """Write what the sans-I/O protocol has to send (``b""``: end the writing side)."""
