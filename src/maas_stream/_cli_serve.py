@@ -268,9 +268,10 @@ def _switch(value: str) -> bool:
 
 _WS_IMPLS: Final = ("websockets-sansio", "websockets", "wsproto")
 """uvicorn's websocket implementations ``serve --ws`` offers. Left out, the bridge's own
-(:class:`~maas_stream.bridge._ws_server.BridgeWebSocketProtocol`: websockets-sansio reading
-paused only when a client is 16 messages ahead, not after each message) where ``websockets``
-is installed, else uvicorn's ``auto`` (wsproto, or none: an HTTP-only bridge still starts)."""
+(:class:`~maas_stream.bridge._ws_lean.LeanWebSocketProtocol`: websockets' sans-I/O protocol
+with uvicorn's ASGI behaviour, lighter per connection, reading paused only when a client is 16
+messages ahead) where ``websockets`` is installed, else uvicorn's ``auto`` (wsproto, or none:
+an HTTP-only bridge still starts)."""
 
 
 def _ws_impl(value: str) -> str:
@@ -413,11 +414,11 @@ def serve_options(
     server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
     if "ws" not in server:
         try:
-            from .bridge._ws_server import BridgeWebSocketProtocol
-        except ImportError:  # no websockets (or uvicorn < 0.35): uvicorn's auto
+            from .bridge._ws_lean import LeanWebSocketProtocol
+        except ImportError:  # no websockets: uvicorn's auto
             pass
         else:
-            server["ws"] = BridgeWebSocketProtocol
+            server["ws"] = LeanWebSocketProtocol
     sessions = {field: given[name] for name, (field, *_) in _SESSION_FLAGS.items() if name in given}
     if sessions:
         from .bridge._session_limits import SessionLimits

@@ -492,14 +492,14 @@ async def serving(app: Any, *, tls: tuple[Path, Path] | None = None, **options: 
 
     ``options``: more ``uvicorn.Config`` arguments (``http=`` picks the HTTP protocol).
 
-    (``BridgeWebSocketProtocol``, as ``maas-stream serve`` runs it: every served test, the official
+    (``LeanWebSocketProtocol``, as ``maas-stream serve`` runs it: every served test, the official
     SDKs' realtime and live clients included, goes through it.)
     """
     import uvicorn
 
-    from maas_stream.bridge._ws_server import BridgeWebSocketProtocol
+    from maas_stream.bridge._ws_lean import LeanWebSocketProtocol
 
-    extra: dict[str, Any] = {"ws": BridgeWebSocketProtocol, **options}
+    extra: dict[str, Any] = {"ws": LeanWebSocketProtocol, **options}
     if tls is not None:
         extra.update(ssl_certfile=str(tls[0]), ssl_keyfile=str(tls[1]))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **extra)

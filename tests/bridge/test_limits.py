@@ -32,7 +32,7 @@ from maas_stream.bridge import (
     create_app,
 )
 from maas_stream.bridge._transport import LeanTransport
-from maas_stream.bridge._ws_server import BridgeWebSocketProtocol
+from maas_stream.bridge._ws_lean import LeanWebSocketProtocol
 from tests.bridge.test_faults import CUT, FRAMES, MESSAGES, openai_client
 from tests.conftest import RECORDINGS
 from tests.io.loopback import Conn, Script, serve
@@ -391,7 +391,7 @@ def test_serve_flag_defaults_are_the_library_defaults() -> None:
     assert server == {
         "timeout_graceful_shutdown": 30.0,
         "ws_per_message_deflate": False,
-        "ws": BridgeWebSocketProtocol,
+        "ws": LeanWebSocketProtocol,
     }
     with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
         cli.build_parser().parse_args(["serve", "--help"])

@@ -940,6 +940,11 @@ async def test_an_open_session_keeps_neither_its_handshake_nor_the_frames_of_its
             await Events(conn).until("session.created")
             ((chain, session),) = open_sessions()
             assert "_Session._relay" in chain
+            # Each side waits on its socket's future itself: no receive() or recv() coroutine.
+            assert chain[-1] == "_Session._client_to_upstream"
+            coros: list[Any] = [t.get_coro() for t in asyncio.all_tasks()]
+            (other,) = [c for c in coros if c.__qualname__ == "_Session._upstream_to_client"]
+            assert not hasattr(other.cr_await, "cr_code")  # a future's iterator, not a coroutine
             assert not {
                 "BridgeApp._not_http",
                 "serve_session",

@@ -129,6 +129,19 @@ async def test_messages_each_way_text_binary_and_fragmented() -> None:
             assert await conn.recv() == "fragments joined"
 
 
+async def test_take_and_arrival_read_as_recv_does() -> None:
+    async with upstream(close_with) as (port, _):
+        conn = await opened(port)
+        assert conn.take() is None  # nothing read yet
+        arrival = conn.arrival()
+        assert conn.arrival() is arrival  # one future for the next message
+        await conn.send("go")
+        await arrival  # the close came (close_with answers "go" with a close)
+        with pytest.raises(ConnectionClosed) as caught:
+            conn.take()
+    assert upstream_end(caught.value).code == 4000
+
+
 async def test_wss_goes_through_tls_to_the_host_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

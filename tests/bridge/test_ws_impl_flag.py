@@ -17,18 +17,18 @@ def _server(*flags: str) -> dict[str, object]:
 
 
 def test_left_out_the_bridge_s_own_protocol_is_used() -> None:
-    from maas_stream.bridge._ws_server import BridgeWebSocketProtocol
+    from maas_stream.bridge._ws_lean import LeanWebSocketProtocol
 
-    assert _server()["ws"] is BridgeWebSocketProtocol
+    assert _server()["ws"] is LeanWebSocketProtocol
 
 
 def test_left_out_without_websockets_uvicorn_picks_the_implementation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # An HTTP-only bridge (no ``websockets`` installed) must still start: uvicorn's auto.
-    monkeypatch.delitem(sys.modules, "maas_stream.bridge._ws_server", raising=False)
+    monkeypatch.delitem(sys.modules, "maas_stream.bridge._ws_lean", raising=False)
     monkeypatch.setitem(sys.modules, "websockets", None)
-    monkeypatch.setitem(sys.modules, "uvicorn.protocols.websockets.websockets_sansio_impl", None)
+    monkeypatch.setitem(sys.modules, "websockets.server", None)
     assert "ws" not in _server()
 
 

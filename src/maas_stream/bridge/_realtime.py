@@ -365,12 +365,19 @@ class _Session:
 
     async def _client_to_upstream(self, conn: Any) -> None:
         closed = closed_error()
-        translator, receive = self.translator, self.ws.receive
+        ws = self.ws
+        translator, receive = self.translator, ws.receive
+        take = ws.take if ws.direct else None  # (no coroutine per message, none held while idle)
+        message: str | bytes | None
         # The same protocol passes through: each message goes on as it came (read on the side).
         passing = translator.same
         try:
             while self.end is None:
-                message = await receive()
+                if take is None:
+                    message = await receive()
+                elif (message := take()) is None:
+                    await ws.arrival()
+                    continue
                 self._last = monotonic()
                 if passing:
                     await conn.send(translator.pass_client(message))
@@ -387,11 +394,16 @@ class _Session:
     async def _upstream_to_client(self, conn: Any) -> None:
         closed = closed_error()
         translator, recv, exchange = self.translator, conn.recv, self.exchange
+        take = getattr(conn, "take", None)  # the bridge's own client's (as the client side's)
         send, send_now = self.ws.send, self.ws.send_now
         passing = translator.same
         try:
             while self.end is None:
-                message = await recv()
+                if take is None:
+                    message = await recv()
+                elif (message := take()) is None:
+                    await conn.arrival()
+                    continue
                 self.upstream_in += 1
                 self._last = monotonic()
                 if passing:

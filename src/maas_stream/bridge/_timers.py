@@ -2,7 +2,7 @@
 
 An idle realtime session waits on three timers that almost never fire: the relay's idle limit
 (``_pump``), the upstream connection's keepalive and close timeout (``_ws_client``) and uvicorn's
-keepalive ping to the client (``_ws_server``). Each was a loop ``TimerHandle``: ~540 bytes under
+keepalive ping to the client (``_ws_lean``). Each was a loop ``TimerHandle``: ~540 bytes under
 uvloop (a libuv handle each, 6 blocks), ~200 on asyncio's loop. Here a timer is a small
 :class:`Timer` (``__slots__``: its deadline, its order of arrival, its callback) in a ``heapq``
 kept per loop (:class:`_Heap`), and the loop holds ONE ``TimerHandle``, armed for the earliest

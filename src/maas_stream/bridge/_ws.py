@@ -27,7 +27,7 @@ from ._request import Rejected
 from ._upstream import Timeouts, auth_headers
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Mapping
     from pathlib import Path
 
     from ..io import Recording
@@ -104,7 +104,7 @@ class ClientSocket:
         self._send = send
         self._direct: Any = _direct_protocol(receive, send)
         """The bridge's websocket protocol, when uvicorn hands over its own ``receive`` and ``send``
-        (``_ws_server``: messages are taken and sent without ASGI dicts); ``None``: plain ASGI."""
+        (``_ws_lean``: messages are taken and sent without ASGI dicts); ``None``: plain ASGI."""
         self.max_message = max_message
         self.accepted = False
         self.closed = False
@@ -155,16 +155,39 @@ class ClientSocket:
             ClientGone: The client closed the connection or went away.
             MessageTooBig: The message is larger than :attr:`max_message`.
         """
-        direct = self._direct
-        if direct is None:
-            message = await self._receive()
-        else:
-            message = direct.take()
-            while message is None:
-                await direct.inbox.wait()
-                message = direct.take()
-            if not isinstance(message, dict):  # a message as it came (uvicorn queues its disconnects)
-                return self._took(message)
+        if self._direct is None:
+            return self._event(await self._receive())
+        while (message := self.take()) is None:
+            await self._direct.wait()
+        return message
+
+    @property
+    def direct(self) -> bool:
+        """Whether :meth:`take` and :meth:`arrival` can be used (the protocol's direct path)."""
+        return self._direct is not None
+
+    def take(self) -> str | bytes | None:
+        """The client's next message already read, or ``None``: await :meth:`arrival`, then take again.
+
+        The direct path's :meth:`receive` without a coroutine (:attr:`direct` only).
+
+        Raises:
+            ClientGone: The client closed the connection or went away.
+            MessageTooBig: The message is larger than :attr:`max_message`.
+        """
+        message = self._direct.take()
+        if message is None:
+            return None
+        if isinstance(message, dict):  # (the protocol queues its disconnects as ASGI events)
+            return self._event(message)
+        return self._took(message)
+
+    def arrival(self) -> Awaitable[None]:
+        """Done when a client message may be taken (:attr:`direct` only)."""
+        return self._direct.wait()  # type: ignore[no-any-return]
+
+    def _event(self, message: Any) -> str | bytes:
+        """An ASGI ``websocket.receive`` event's message (a disconnect raises :class:`ClientGone`)."""
         kind = message["type"]
         if kind == "websocket.disconnect":
             self.closed = True
@@ -232,7 +255,7 @@ class ClientSocket:
 def _direct_protocol(receive: Receive, send: Send) -> Any:
     """The bridge's websocket protocol behind ``receive`` and ``send``, switched to its direct path; or ``None``.
 
-    Only when both are that protocol's own methods (``_ws_server``; nothing wraps them): the
+    Only when both are that protocol's own methods (``_ws_lean``; nothing wraps them): the
     session is then the only reader of its queue.
     """
     owner = getattr(receive, "__self__", None)

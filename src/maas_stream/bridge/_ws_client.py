@@ -40,11 +40,10 @@ from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 
-from ._aiosock import WriteFlow
 from ._timers import later
-from ._ws_parser import drop_handshake
+from ._ws_parser import Data, FramedConnection, drop_handshake
 
-OP_TEXT, OP_BINARY, OP_CONT, OP_PONG = Opcode.TEXT, Opcode.BINARY, Opcode.CONT, Opcode.PONG
+OP_PONG = Opcode.PONG
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Mapping
@@ -133,12 +132,11 @@ async def open_upstream(
     return conn
 
 
-class UpstreamConnection(WriteFlow):
+class UpstreamConnection(FramedConnection):
     """One upstream websocket connection (see the module docstring)."""
 
     __slots__ = (
-        "_closer", "_error", "_held", "_lost", "_messages", "_opening", "_parts", "_paused", "_ping", "_proto",
-        "_text", "_timer", "_transport", "_waiter", "subprotocol",
+        "_closer", "_error", "_held", "_lost", "_messages", "_opening", "_paused", "_ping", "_proto", "_timer", "_transport", "_waiter", "subprotocol",
     )  # fmt: skip
 
     def __init__(self, loop: asyncio.AbstractEventLoop, proto: ClientProtocol) -> None:
@@ -146,10 +144,6 @@ class UpstreamConnection(WriteFlow):
         self._proto = proto
         self._transport: asyncio.Transport | None = None
         self._messages: list[str | bytes] = []
-        self._parts: list[bytes | bytearray | memoryview] | None = (
-            None  # a fragmented message's frames so far
-        )
-        self._text = False  # ... a text message
         self._waiter: asyncio.Future[None] | None = None  # the reader waiting for a message
         self._opening: asyncio.Future[None] | None = None  # the handshake, until it ends
         self._lost: asyncio.Future[None] | None = None  # a closer waiting for the connection's end
@@ -237,25 +231,12 @@ class UpstreamConnection(WriteFlow):
 
     # Messages
 
-    def _frame(self, frame: Frame) -> None:
-        opcode = frame.opcode
-        if opcode is OP_TEXT or opcode is OP_BINARY:
-            if frame.fin:
-                self._push(frame.data, opcode is OP_TEXT)
-            else:
-                self._parts, self._text = [frame.data], opcode is OP_TEXT
-        elif opcode is OP_CONT:
-            parts = self._parts
-            assert parts is not None  # the sans-I/O protocol checks the sequence
-            parts.append(frame.data)
-            if frame.fin:
-                self._parts = None
-                self._push(b"".join(parts), self._text)
-        elif opcode is OP_PONG and self._ping is not None and frame.data == self._ping:
-            self._ping = None
+    def _control(self, frame: Frame) -> None:
         # Pings are answered and close frames handled by the sans-I/O protocol.
+        if frame.opcode is OP_PONG and self._ping is not None and frame.data == self._ping:
+            self._ping = None
 
-    def _push(self, data: bytes | bytearray | memoryview, text: bool) -> None:
+    def _message(self, data: Data, text: bool) -> None:
         messages = self._messages
         messages.append(str(data, "utf-8") if text else bytes(data))  # (UTF-8 checked by the protocol)
         if len(messages) >= MAX_QUEUE and not self._paused and self._transport is not None:
@@ -274,12 +255,23 @@ class UpstreamConnection(WriteFlow):
         Raises:
             ConnectionClosed: The connection is closed (and every message before its end was read).
         """
+        while (message := self.take()) is None:
+            await self.arrival()
+        return message
+
+    def take(self) -> str | bytes | None:
+        """The upstream's next message already read, or ``None``: await :meth:`arrival`, then take again.
+
+        :meth:`recv` without a coroutine (the session's relay reads this way).
+
+        Raises:
+            ConnectionClosed: The connection is closed (and every message before its end was read).
+        """
         messages = self._messages
-        while not messages:
+        if not messages:
             if self._proto.state is CLOSED:
                 raise self._closed()
-            waiter = self._waiter = self._loop.create_future()
-            await waiter
+            return None
         message = messages.pop(0)
         if self._paused and len(messages) <= LOW_QUEUE:
             self._paused = False
@@ -287,6 +279,13 @@ class UpstreamConnection(WriteFlow):
             if transport is not None and not transport.is_closing():
                 transport.resume_reading()
         return message
+
+    def arrival(self) -> asyncio.Future[None]:
+        """A future done at the next message or at the connection's end."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            waiter = self._waiter = self._loop.create_future()
+        return waiter
 
     async def send(self, message: str | bytes) -> None:
         """Send one message (text for ``str``); waits while the write buffer is full.

@@ -1,4 +1,10 @@
-"""Letting a websocket connection's handshake go once it is over: the one rule, for both sides of a session.
+"""What both sides of a realtime session share on ``websockets``' sans-I/O protocols: a message's frames put together, and the handshake let go.
+
+:class:`FramedConnection` is the base of both asyncio protocols (the client's, ``_ws_lean``; the
+upstream's, ``_ws_client``): write flow control (``_aiosock.WriteFlow``) and a message's text,
+binary and continuation frames put together (the sans-I/O protocol checks their sequence, their
+size and a text's UTF-8); each side says what a whole message (``_message``) and a control frame
+(``_control``) are to it.
 
 ``websockets``' sans-I/O protocols parse with one generator for the whole connection:
 ``ServerProtocol.parse`` reads the handshake's request (``ClientProtocol.parse`` its response),
@@ -20,13 +26,21 @@ from __future__ import annotations
 from types import GeneratorType
 from typing import TYPE_CHECKING, Final
 
+from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN, Protocol
 from websockets.streams import StreamReader
 
+from ._aiosock import WriteFlow
+
 if TYPE_CHECKING:
+    import asyncio
     from types import CodeType
 
-__all__ = ["drop_handshake"]
+__all__ = ["Data", "FramedConnection", "drop_handshake"]
+
+Data = bytes | bytearray | memoryview
+"""A frame's payload, as ``websockets`` types it."""
+OP_TEXT, OP_BINARY, OP_CONT = Opcode.TEXT, Opcode.BINARY, Opcode.CONT
 
 _FRAMES: Final = Protocol.parse.__code__
 _WAITING: Final = StreamReader.at_eof.__code__
@@ -51,3 +65,40 @@ def drop_handshake(proto: Protocol) -> bool:
         proto.parser = Protocol.parse(proto)
         next(proto.parser)  # to the wait between frames (nothing is buffered)
     return True
+
+
+class FramedConnection(WriteFlow):
+    """A websocket connection's asyncio protocol: write flow control, and messages put together from their frames."""
+
+    __slots__ = ("_parts", "_text")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self._parts: list[Data] | None = None  # a fragmented message's frames so far
+        self._text = False  # ... a text message
+
+    def _frame(self, frame: Frame) -> None:
+        """One frame the sans-I/O protocol parsed: a whole message to :meth:`_message`, a control frame to :meth:`_control`."""
+        opcode = frame.opcode
+        if opcode is OP_TEXT or opcode is OP_BINARY:
+            if frame.fin:
+                self._message(frame.data, opcode is OP_TEXT)
+            else:
+                self._parts, self._text = [frame.data], opcode is OP_TEXT
+        elif opcode is OP_CONT:
+            parts = self._parts
+            assert parts is not None  # the sans-I/O protocol checks the sequence
+            parts.append(frame.data)
+            if frame.fin:
+                self._parts = None
+                self._message(b"".join(parts), self._text)
+        else:
+            self._control(frame)
+
+    def _message(self, data: Data, text: bool) -> None:
+        """A whole message (``text``: its UTF-8 was checked by the sans-I/O protocol)."""
+        raise NotImplementedError
+
+    def _control(self, frame: Frame) -> None:
+        """A ping, pong or close frame (the sans-I/O protocol has queued a ping's pong and a close's echo)."""
+        raise NotImplementedError
