@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from maas_stream.bridge._pump import Pump
-from maas_stream.bridge._timers import Timer
+from maas_stream.io._timers import Timer
 
 pytestmark = pytest.mark.anyio
 

@@ -26,8 +26,8 @@ from websockets.utils import accept_key
 
 from maas_stream.bridge import _ws_client
 from maas_stream.bridge._session_wire import upstream_end
-from maas_stream.bridge._timers import Timer
 from maas_stream.bridge._ws_client import MAX_QUEUE, PING_INTERVAL, UpstreamConnection, open_upstream
+from maas_stream.io._timers import Timer
 from tests.bridge.realtime_fakes import tls_files
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 The session's own task runs one side (client → upstream) and one more task the other (upstream →
 client: a streamed answer's messages wake that shallow task, not the ASGI app's): an idle session
-holds two tasks and one timer (of the bridge's heap, ``_timers``: not a loop handle), not a task
+holds two tasks and one timer (of the loop's timer heap, ``io._timers``: not a loop handle), not a task
 group (``websockets`` runs on asyncio only; an HTTP upstream's turns keep an anyio task group,
 ``_realtime``).
 
@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ._timers import later
+from ..io._timers import later
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-    from ._timers import Timer
+    from ..io._timers import Timer
 
 __all__ = ["Pump"]
 

@@ -5,7 +5,7 @@ buffers, a message assembler, a keepalive task, futures and its ``connect()`` ar
 of an idle session, tracemalloc). :class:`UpstreamConnection` keeps the sans-I/O protocol
 (framing, masking, the handshake, pings answered, the close handshake, UTF-8 and size checks:
 ``websockets``' own code), and around it only what a relay needs: the messages not read yet, one
-waiting reader, one timer (``_timers``', not a loop handle). It has the face the session code
+waiting reader, one timer (``io._timers``', not a loop handle). It has the face the session code
 reads (``recv``, ``send``, ``close``, ``subprotocol``, ``async with``), and fails the same way:
 ``recv``/``send`` raise ``websockets``' ``ConnectionClosed`` (``rcvd``/``sent`` close frames,
 from the sans-I/O protocol's ``close_exc``), the handshake ``InvalidStatus`` (a refusal, with its
@@ -40,7 +40,7 @@ from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 
-from ._timers import later
+from ..io._timers import later
 from ._ws_parser import Data, FramedConnection, drop_handshake
 
 OP_PONG = Opcode.PONG
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from websockets.uri import WebSocketURI
 
-    from ._timers import Timer
+    from ..io._timers import Timer
 
 __all__ = [
     "CLOSE_TIMEOUT", "MAX_QUEUE", "PING_INTERVAL", "PING_TIMEOUT", "Opening", "UpstreamConnection", "open_upstream",

@@ -6,7 +6,7 @@ around the app, a keepalive ``TimerHandle`` (~540 bytes under uvloop) and an ``a
 :class:`LeanWebSocketProtocol` keeps the sans-I/O protocol (framing, the handshake, pings
 answered, the close handshake, size checks: ``websockets``' own code) and around it only what an
 ASGI app needs: ``__slots__``, the unread messages and one future for their readers, one timer
-(``_timers``': the keepalive, then the close timeout), the app run as the connection's task
+(``io._timers``': the keepalive, then the close timeout), the app run as the connection's task
 itself (a done callback, no wrapper coroutine), nothing of the handshake once answered (the
 scope is the app's; the parser's frame is let go by ``_ws_parser.drop_handshake``).
 
@@ -58,7 +58,7 @@ from websockets.frames import Close, Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
-from ._timers import later
+from ..io._timers import later
 from ._ws_parser import Data, FramedConnection, drop_handshake
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from uvicorn.server import ServerState
     from websockets.extensions import ServerExtensionFactory
 
-    from ._timers import Timer
+    from ..io._timers import Timer
 
 __all__ = ["CLOSE_TIMEOUT", "LARGE_MESSAGE", "QUEUE_DEPTH", "LeanWebSocketProtocol"]
 

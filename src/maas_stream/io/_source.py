@@ -18,7 +18,7 @@ Kinds, told apart by duck typing (no import of httpx or websockets; how each is 
 Readers pull one chunk per call (no queue), check the HTTP status before the first read, and
 close the source exactly once. The optional idle and total timeouts cost O(1) per stream, async
 generators (``astream``, ``aconvert``) included: each read only stamps the time it began. On
-asyncio the event loop's own timer heap is the shared timer: one timer handle per stream, re-armed
+asyncio one timer per stream on the loop's timer heap (``_timers``: one loop timer for all), re-armed
 at most once per idle period, cancels the task of a read that passed its limit (the cancellation
 is taken back and turned into the timeout error at the read, as ``asyncio.timeout`` does); no task
 and no cancel scope per stream or per read. On trio a stream read through :meth:`AsyncReader.watch`
@@ -32,9 +32,7 @@ contain protocol logic.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import math
-import threading
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -44,6 +42,7 @@ import anyio
 from ._checks import check_response, request_of, transport_error
 from ._exceptions import IdleTimeoutError, StreamTimeoutError, for_transport
 from ._kinds import Kind, hint, is_response, is_websocket, reframe, response_chunks, unwrap
+from ._timers import Timer, at
 
 __all__ = ["AsyncReader"]
 
@@ -78,22 +77,6 @@ def _asyncio_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
 
 _CANCEL_MSG = "maas_stream: read timed out"
 """The message of the cancellation the timer sends (told apart from any other in a traceback)."""
-
-
-_TIMER = threading.local()
-"""Per thread (each with its own loop): ``context``, the context the timer's callbacks run in."""
-
-
-def _timer_context() -> contextvars.Context:
-    """The empty context the readers' timer callbacks run in: one per thread, not one per stream.
-
-    The callback (:meth:`AsyncReader._check`) reads no context variable; the loop runs one
-    callback at a time, so the shared context is never entered twice at once.
-    """
-    context: contextvars.Context | None = getattr(_TIMER, "context", None)
-    if context is None:
-        context = _TIMER.context = contextvars.Context()
-    return context
 
 
 class AsyncReader:
@@ -153,7 +136,7 @@ class AsyncReader:
         self._timed = idle_timeout is not None or total_timeout is not None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The asyncio loop whose timer enforces the timeouts (``None``: not on asyncio, or none)."""
-        self._handle: asyncio.TimerHandle | None = None
+        self._handle: Timer | None = None
         self._task: asyncio.Task[Any] | None = None
         self._checked = not is_response(source)
         self._close = close
@@ -395,9 +378,9 @@ class AsyncReader:
         if deadline is not None and deadline < wake:
             wake = deadline
         assert self._loop is not None
-        # The method with the reader as its argument, in the thread's shared empty context: no
-        # bound method and no copy of the context held per stream (asyncio's default).
-        self._handle = self._loop.call_at(wake, AsyncReader._check, self, context=_timer_context())
+        # On the loop's timer heap (~120 B a pending timer, not a loop handle: ~530 under
+        # uvloop), in its empty context: no copy of the context held per stream.
+        self._handle = at(self._loop, wake, self._check)
 
     def _check(self) -> None:
         """The timer: cancel the read in progress if it passed its limit, else re-arm for it.

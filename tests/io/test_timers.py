@@ -1,4 +1,4 @@
-"""The bridge's timer heap (``_timers``): ``loop.call_later``'s semantics on one loop timer.
+"""The loop timer heap (``io._timers``): ``loop.call_later``'s semantics on one loop timer.
 
 Behaviour is checked on asyncio's loop and on uvloop with short real delays; what the heap asks of
 the loop (which deadline its one timer is armed for, when it is re-armed or dropped, a loop timer
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from maas_stream.bridge import _timers
-from maas_stream.bridge._timers import COMPACT_SIZE, Timer, later
+from maas_stream.io import _timers
+from maas_stream.io._timers import COMPACT_SIZE, Timer, later
 
 if TYPE_CHECKING:
     from collections.abc import Callable

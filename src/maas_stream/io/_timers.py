@@ -1,8 +1,9 @@
-"""The bridge's long, rarely firing timers: one heap per event loop, one loop timer for all of it.
+"""The library's long, rarely firing timers: one heap per event loop, one loop timer for all of it.
 
-An idle realtime session waits on three timers that almost never fire: the relay's idle limit
-(``_pump``), the upstream connection's keepalive and close timeout (``_ws_client``) and uvicorn's
-keepalive ping to the client (``_ws_lean``). Each was a loop ``TimerHandle``: ~540 bytes under
+A stream's idle and total limits (``_source.AsyncReader``: one timer per idle period, not per
+read) and an idle realtime session's timers (the relay's idle limit, ``bridge._pump``; the
+upstream connection's keepalive and close timeout, ``bridge._ws_client``; the client
+connection's keepalive, ``bridge._ws_lean``) almost never fire. Each was a loop ``TimerHandle``: ~540 bytes under
 uvloop (a libuv handle each, 6 blocks), ~200 on asyncio's loop. Here a timer is a small
 :class:`Timer` (``__slots__``: its deadline, its order of arrival, its callback) in a ``heapq``
 kept per loop (:class:`_Heap`), and the loop holds ONE ``TimerHandle``, armed for the earliest
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
-__all__ = ["Timer", "later"]
+__all__ = ["Timer", "at", "later"]
 
 COMPACT_SIZE: Final = 100
 """Heap size past which cancelled timers are swept out together (asyncio's ``_MIN_SCHEDULED_TIMER_HANDLES``)."""
@@ -93,8 +94,7 @@ class _Heap:
         self._armed = _INF  # its deadline (-inf while firing: nothing arms then)
         self._context = contextvars.Context()
 
-    def later(self, delay: float, callback: Callable[[], object]) -> Timer:
-        when = self._loop.time() + delay
+    def at(self, when: float, callback: Callable[[], object]) -> Timer:
         timer = Timer(when, next(self._seq), callback, self)
         heapq.heappush(self.timers, timer)
         if when < self._armed:
@@ -179,7 +179,12 @@ def later(loop: asyncio.AbstractEventLoop, delay: float, callback: Callable[[], 
     ``loop`` is the running loop (the caller's own: not looked up here, a system call per lookup
     in CPython 3.11).
     """
+    return at(loop, loop.time() + delay, callback)
+
+
+def at(loop: asyncio.AbstractEventLoop, when: float, callback: Callable[[], object]) -> Timer:
+    """Call ``callback()`` on ``loop`` once its time reaches ``when`` (as ``loop.call_at``; see :func:`later`)."""
     heap = _HEAPS.get(id(loop))
     if heap is None:
         heap = _HEAPS[id(loop)] = _Heap(loop)
-    return heap.later(delay, callback)
+    return heap.at(when, callback)
