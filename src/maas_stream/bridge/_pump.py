@@ -4,7 +4,7 @@ The session's own task runs one side (client → upstream) and one more task the
 client: a streamed answer's messages wake that shallow task, not the ASGI app's): an idle session
 holds two tasks and one timer (of the loop's timer heap, ``io._timers``: not a loop handle), not a task
 group (``websockets`` runs on asyncio only; an HTTP upstream's turns keep an anyio task group,
-``_realtime``).
+``_session_turns``).
 
 Rules kept here: the idle limit is one timer that re-arms itself to the last message's
 deadline (no timer, task or cancel scope per message); the first end stops the side(s) still
