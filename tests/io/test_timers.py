@@ -155,14 +155,14 @@ async def test_the_loop_timer_is_armed_for_the_earliest_and_dropped_when_none_is
     assert armed.cancelled()
 
 
-async def test_heaps_are_per_loop_and_a_heap_does_not_outlive_its_timers() -> None:
+async def test_heaps_are_per_loop_made_once_and_keep_no_loop_alive() -> None:
     loop = asyncio.get_running_loop()
     timer = later(loop, 60, Owner([], "x").run)
-    assert heap_of(loop)._loop is loop
+    heap = heap_of(loop)
+    assert heap._loop() is loop
     timer.cancel()
-    del timer
-    gc.collect()
-    assert id(loop) not in _timers._HEAPS
+    later(loop, 60, Owner([], "y").run).cancel()
+    assert heap_of(loop) is heap  # one heap for the loop's life, not one per timer's
     other = asyncio.new_event_loop()
     try:
         there = later(other, 60, Owner([], "y").run)
@@ -173,6 +173,11 @@ async def test_heaps_are_per_loop_and_a_heap_does_not_outlive_its_timers() -> No
         here.cancel()
     finally:
         other.close()
+    key, gone = id(other), weakref.ref(other)
+    del other, there
+    gc.collect()
+    assert gone() is None  # its heap did not keep it
+    assert key not in _timers._HEAPS  # and its heap went with it
 
 
 async def test_more_than_half_cancelled_sweeps_the_heap() -> None:

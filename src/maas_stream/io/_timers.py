@@ -82,10 +82,10 @@ class Timer:
 class _Heap:
     """One loop's pending timers and the loop timer armed for the earliest (see the module docstring)."""
 
-    __slots__ = ("__weakref__", "_armed", "_cancelled", "_context", "_handle", "_loop", "_seq", "timers")
+    __slots__ = ("_armed", "_cancelled", "_context", "_handle", "_loop", "_seq", "timers")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self._loop = weakref.ref(loop)  # (the loop keeps its heap, not the other way round)
         self.timers: list[Timer] = []
         """The heap: pending timers and cancelled ones not swept out yet."""
         self._cancelled = 0  # cancelled timers still in the heap
@@ -105,7 +105,9 @@ class _Heap:
         handle = self._handle
         if handle is not None:
             handle.cancel()
-        self._handle = self._loop.call_at(when, self._fire, context=self._context)
+        loop = self._loop()
+        assert loop is not None  # (a timer is armed from the loop's own thread while it runs)
+        self._handle = loop.call_at(when, self._fire, context=self._context)
         self._armed = when
 
     def _disarm(self) -> None:
@@ -142,7 +144,8 @@ class _Heap:
         """The loop's timer: run every timer due (not those added meanwhile), then re-arm for the next."""
         self._handle = None
         self._armed = -_INF
-        loop, timers = self._loop, self.timers
+        loop, timers = self._loop(), self.timers
+        assert loop is not None  # (the loop is calling)
         now = loop.time()
         last = next(self._seq)  # timers added by the callbacks run at the next firing at the earliest
         try:
@@ -167,10 +170,10 @@ class _Heap:
                 self._arm(timers[0].when)
 
 
-_HEAPS: weakref.WeakValueDictionary[int, _Heap] = weakref.WeakValueDictionary()
-"""Each loop's heap, by the loop's ``id``: a heap holds its loop, so the ``id`` is not reused while
-it lives; it lives while a timer or the loop's timer holds it, so a loop closed with timers
-pending is not kept alive by this dictionary (its heap holds it, not the other way round)."""
+_HEAPS: dict[int, _Heap] = {}
+"""Each loop's heap, by the loop's ``id``, for the loop's life: made once (a stream's timer comes and
+goes with each request: its heap does not), dropped when the loop is collected (a finalizer: the
+``id`` is not reused before). A heap holds its loop weakly, so this dictionary keeps no loop alive."""
 
 
 def later(loop: asyncio.AbstractEventLoop, delay: float, callback: Callable[[], object]) -> Timer:
@@ -184,7 +187,8 @@ def later(loop: asyncio.AbstractEventLoop, delay: float, callback: Callable[[], 
 
 def at(loop: asyncio.AbstractEventLoop, when: float, callback: Callable[[], object]) -> Timer:
     """Call ``callback()`` on ``loop`` once its time reaches ``when`` (as ``loop.call_at``; see :func:`later`)."""
-    heap = _HEAPS.get(id(loop))
+    heap = _HEAPS.get(key := id(loop))
     if heap is None:
-        heap = _HEAPS[id(loop)] = _Heap(loop)
+        heap = _HEAPS[key] = _Heap(loop)
+        weakref.finalize(loop, _HEAPS.pop, key, None)
     return heap.at(when, callback)
