@@ -19,6 +19,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
+from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.protocol import Protocol
 from websockets.uri import parse_uri
@@ -291,6 +292,31 @@ async def test_the_keepalive_closes_an_upstream_that_stopped_answering() -> None
     assert caught.value.sent is not None
     assert (caught.value.sent.code, caught.value.sent.reason) == (1011, "keepalive ping timeout")
     assert upstream_end(caught.value).code == 1006  # no close frame came back: the session says "lost"
+
+
+async def test_invalid_utf8_text_fails_the_connection_with_1007() -> None:
+    # The sans-I/O protocol does not check a text frame's UTF-8: the connection does (as
+    # websockets' own client), after delivering the messages before it.
+    frames: list[int] = []
+
+    async def raw(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await accept_handshake(reader, writer)
+        writer.write(Frame(Opcode.TEXT, b"fine").serialize(mask=False, extensions=[]))
+        writer.write(Frame(Opcode.TEXT, b"\xff\xfe").serialize(mask=False, extensions=[]))
+        data = await reader.read(65536)  # the client's close frame (masked)
+        frames.append(data[0] & 0x0F)
+        frames.append(int.from_bytes(bytes(a ^ b for a, b in zip(data[6:8], data[2:4], strict=True)), "big"))
+        writer.close()
+
+    server = await asyncio.start_server(raw, "127.0.0.1", 0)
+    async with server:
+        conn = await opened(server.sockets[0].getsockname()[1])
+        assert await conn.recv() == "fine"
+        with pytest.raises(ConnectionClosedError) as caught:
+            await conn.recv()
+    assert frames == [0x8, 1007]
+    assert caught.value.sent is not None
+    assert caught.value.sent.code == 1007
 
 
 async def test_the_keepalive_and_close_timers_end_with_the_connection(

@@ -33,8 +33,7 @@ cross-protocol one is translated both ways, an HTTP upstream is asked turn by tu
 
 This module owns the relay (handshake, route, the two relay tasks, the end, the record); an HTTP
 upstream's turns are ``_session_turns``'s, a session's limits and the translator seam
-``_session_limits``'s, and
-the wire edges it reads and writes (the credential subprotocol, the model field, close codes,
+``_session_limits``'s, and the wire edges it reads and writes (the credential subprotocol, the model field, close codes,
 error events, the upstream's end) are ``_session_wire``'s.
 
 It must not contain protocol logic: paths, the model's place, credentials, default URLs and error
@@ -146,7 +145,7 @@ class _Session:
             # its route or its upstream's opening.
             connected = await self._serve(*await self._open())
             if connected is not None:
-                conn, connecting, first = connected
+                connecting, conn, first = connected
                 try:
                     await self._accept(conn.subprotocol)
                     await self._relay(conn, first)
@@ -262,8 +261,7 @@ class _Session:
             for p in self.scope.get("subprotocols") or ()
             if session.key_subprotocol is None or not p.startswith(session.key_subprotocol)
         ]
-        connecting, conn = await self._connect(upstream, name, forwarded, offered if same else [])
-        return conn, connecting, first
+        return (*await self._connect(upstream, name, forwarded, offered if same else []), first)
 
     async def _accept(self, chosen: str | None = None) -> None:
         """Accept the client (with ``chosen``, or the protocol's subprotocol, when it offered it)."""

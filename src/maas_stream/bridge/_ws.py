@@ -158,7 +158,7 @@ class ClientSocket:
         if self._direct is None:
             return self._event(await self._receive())
         while (message := self.take()) is None:
-            await self._direct.wait()
+            await self._direct.arrival()
         return message
 
     @property
@@ -184,7 +184,7 @@ class ClientSocket:
 
     def arrival(self) -> Awaitable[None]:
         """Done when a client message may be taken (:attr:`direct` only)."""
-        return self._direct.wait()  # type: ignore[no-any-return]
+        return self._direct.arrival()  # type: ignore[no-any-return]
 
     def _event(self, message: Any) -> str | bytes:
         """An ASGI ``websocket.receive`` event's message (a disconnect raises :class:`ClientGone`)."""

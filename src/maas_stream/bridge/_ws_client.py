@@ -41,7 +41,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 
 from ..io._timers import later
-from ._ws_parser import Data, FramedConnection, drop_handshake
+from ._ws_parser import FramedConnection, drop_handshake
 
 OP_PONG = Opcode.PONG
 
@@ -136,15 +136,14 @@ class UpstreamConnection(FramedConnection):
     """One upstream websocket connection (see the module docstring)."""
 
     __slots__ = (
-        "_closer", "_error", "_held", "_lost", "_messages", "_opening", "_paused", "_ping", "_proto", "_timer", "_transport", "_waiter", "subprotocol",
+        "_closer", "_error", "_held", "_lost", "_opening", "_paused", "_ping", "_proto", "_timer",
+        "_transport", "subprotocol",
     )  # fmt: skip
 
     def __init__(self, loop: asyncio.AbstractEventLoop, proto: ClientProtocol) -> None:
         super().__init__(loop)
         self._proto = proto
         self._transport: asyncio.Transport | None = None
-        self._messages: list[str | bytes] = []
-        self._waiter: asyncio.Future[None] | None = None  # the reader waiting for a message
         self._opening: asyncio.Future[None] | None = None  # the handshake, until it ends
         self._lost: asyncio.Future[None] | None = None  # a closer waiting for the connection's end
         self._paused = False
@@ -236,18 +235,20 @@ class UpstreamConnection(FramedConnection):
         if frame.opcode is OP_PONG and self._ping is not None and frame.data == self._ping:
             self._ping = None
 
-    def _message(self, data: Data, text: bool) -> None:
+    def _message(self, message: str | bytes, size: int) -> None:
         messages = self._messages
-        messages.append(str(data, "utf-8") if text else bytes(data))  # (UTF-8 checked by the protocol)
+        messages.append(message)
         if len(messages) >= MAX_QUEUE and not self._paused and self._transport is not None:
             self._paused = True
             self._transport.pause_reading()
         self._wake()
 
-    def _wake(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+    def _invalid_text(self) -> None:
+        # As websockets' own client: the connection fails with 1007 (the reader sees it closed).
+        if self._proto.state is OPEN:
+            self._proto.fail(1007, "invalid UTF-8 in a text message")
+            self._flush()
+            self._expect_close()
 
     async def recv(self) -> str | bytes:
         """The upstream's next message (``str`` for text).
@@ -272,20 +273,13 @@ class UpstreamConnection(FramedConnection):
             if self._proto.state is CLOSED:
                 raise self._closed()
             return None
-        message = messages.pop(0)
+        message: str | bytes = messages.pop(0)
         if self._paused and len(messages) <= LOW_QUEUE:
             self._paused = False
             transport = self._transport
             if transport is not None and not transport.is_closing():
                 transport.resume_reading()
         return message
-
-    def arrival(self) -> asyncio.Future[None]:
-        """A future done at the next message or at the connection's end."""
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            waiter = self._waiter = self._loop.create_future()
-        return waiter
 
     async def send(self, message: str | bytes) -> None:
         """Send one message (text for ``str``); waits while the write buffer is full.

@@ -21,7 +21,7 @@ every ``ws_ping_interval`` less the last round trip, 1011 when the pong misses
 ``ws_per_message_deflate`` asks. Not kept: reading pauses only when the app falls behind
 (:data:`QUEUE_DEPTH` unread messages, or one of :data:`LARGE_MESSAGE` bytes), not after every
 message (two changes of the loop's watch on the socket each); the bridge's own session takes a
-direct path (``go_direct``, ``take``, ``wait``, ``send_data``, as ``_ws.ClientSocket``
+direct path (``go_direct``, ``take``, ``arrival``, ``send_data``, as ``_ws.ClientSocket``
 asks: its messages queued as ``str``/``bytes``, not ASGI dicts); an app that raises once the
 connection is open gets it closed with 1011 (uvicorn drops it: 1006); messages read together
 with a frame that fails the connection are delivered before the disconnect (uvicorn drops them).
@@ -124,8 +124,8 @@ class LeanWebSocketProtocol(FramedConnection):
     """One client websocket connection under uvicorn (see the module docstring)."""
 
     __slots__ = (
-        "_app_state", "_config", "_direct", "_held", "_messages", "_paused", "_ping", "_ping_at",
-        "_proto", "_refusal", "_response", "_scope", "_state", "_timer", "_transport", "_waiter",
+        "_app_state", "_config", "_direct", "_held", "_paused", "_ping", "_ping_at",
+        "_proto", "_refusal", "_response", "_scope", "_state", "_timer", "_transport",
         "close_sent", "disconnected", "handshake_complete",
     )  # fmt: skip
 
@@ -146,8 +146,6 @@ class LeanWebSocketProtocol(FramedConnection):
         self._transport: asyncio.Transport = None  # type: ignore[assignment]  # (connection_made comes first)
         deflate = _deflate() if config.ws_per_message_deflate else None
         self._proto = ServerProtocol(extensions=deflate, max_size=config.ws_max_size, logger=_LOG)
-        self._messages: list[Any] = []  # the app's next events (direct: the client's messages as they are)
-        self._waiter: asyncio.Future[None] | None = None  # done at the next message
         self._direct = False
         self._paused = False  # reading paused: the app is behind
         self._held = True  # the parser still holds the handshake's request (_ws_parser)
@@ -273,25 +271,26 @@ class LeanWebSocketProtocol(FramedConnection):
         else:  # the close: websockets answered it
             self._close_received()
 
-    def _message(self, data: Data, text: bool) -> None:
+    def _message(self, message: str | bytes, size: int) -> None:
         """One client message: queued for the app; reading pauses when the app is behind."""
         if self.close_sent:  # the app is past its close: dropped, reading goes on for the close reply
             return
-        try:
-            message: Any = str(data, "utf-8") if text else data if type(data) is bytes else bytes(data)
-        except UnicodeDecodeError:
-            _LOG.exception("Invalid UTF-8 sequence received from client.")
-            self._proto.send_close(1007)
-            self._failed()
-            return
-        if not self._direct:
-            message = {"type": "websocket.receive", "text" if text else "bytes": message}
-        self._put(message)
-        if self._paused or (len(data) < LARGE_MESSAGE and len(self._messages) < QUEUE_DEPTH):
+        if self._direct:
+            self._put(message)
+        else:
+            self._put({"type": "websocket.receive", "text" if isinstance(message, str) else "bytes": message})
+        if self._paused or (size < LARGE_MESSAGE and len(self._messages) < QUEUE_DEPTH):
             return
         if not self._transport.is_closing():
             self._paused = True
             self._transport.pause_reading()
+
+    def _invalid_text(self) -> None:
+        if self.close_sent:  # (dropped unread, as any message past the app's close)
+            return
+        _LOG.error("Invalid UTF-8 sequence received from client.")
+        self._proto.send_close(1007)
+        self._failed()
 
     def _close_received(self) -> None:
         if self.close_sent:  # the client's answer to the app's close: the handshake is over
@@ -318,16 +317,7 @@ class LeanWebSocketProtocol(FramedConnection):
 
     def _put(self, message: Any) -> None:
         self._messages.append(message)
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def wait(self) -> asyncio.Future[None]:
-        """A future done when a message is queued (every waiting task is woken; then :meth:`take`)."""
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            waiter = self._waiter = self._loop.create_future()
-        return waiter
+        self._wake()
 
     def go_direct(self) -> None:
         """Queue client messages from now on as their ``str`` or ``bytes`` (the bridge's session takes them)."""
@@ -348,7 +338,7 @@ class LeanWebSocketProtocol(FramedConnection):
     async def receive(self) -> Any:
         """ASGI ``receive``: the next event."""
         while (message := self.take()) is None:
-            await self.wait()
+            await self.arrival()
         return message
 
     # The app's side: send

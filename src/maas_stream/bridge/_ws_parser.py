@@ -24,7 +24,7 @@ with Python's own ``gi_yieldfrom``. It must not contain protocol logic.
 from __future__ import annotations
 
 from types import GeneratorType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN, Protocol
@@ -68,35 +68,69 @@ def drop_handshake(proto: Protocol) -> bool:
 
 
 class FramedConnection(WriteFlow):
-    """A websocket connection's asyncio protocol: write flow control, and messages put together from their frames."""
+    """A websocket connection's asyncio protocol: write flow control, messages put together from their frames, and the reader's wait for them."""
 
-    __slots__ = ("_parts", "_text")
+    __slots__ = ("_messages", "_parts", "_text", "_waiter")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
         self._parts: list[Data] | None = None  # a fragmented message's frames so far
         self._text = False  # ... a text message
+        self._messages: list[Any] = []  # what the reader has not taken yet
+        self._waiter: asyncio.Future[None] | None = None  # done at the next message (or the end)
+
+    def arrival(self) -> asyncio.Future[None]:
+        """A future done at the next message or the connection's end (every waiting task is woken; then take)."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            waiter = self._waiter = self._loop.create_future()
+        return waiter
+
+    def _wake(self) -> None:
+        """Wake the reader: a message was queued, or the connection ended."""
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _frame(self, frame: Frame) -> None:
-        """One frame the sans-I/O protocol parsed: a whole message to :meth:`_message`, a control frame to :meth:`_control`."""
+        """One frame the sans-I/O protocol parsed: a whole message to :meth:`_message`, a control frame to :meth:`_control`.
+
+        A text message is decoded here: the sans-I/O protocol does not check a text frame's UTF-8
+        (only a close frame's reason), so invalid text goes to :meth:`_invalid_text` instead.
+        """
         opcode = frame.opcode
         if opcode is OP_TEXT or opcode is OP_BINARY:
-            if frame.fin:
-                self._message(frame.data, opcode is OP_TEXT)
-            else:
-                self._parts, self._text = [frame.data], opcode is OP_TEXT
+            data, text = frame.data, opcode is OP_TEXT
+            if not frame.fin:
+                self._parts, self._text = [data], text
+                return
         elif opcode is OP_CONT:
             parts = self._parts
             assert parts is not None  # the sans-I/O protocol checks the sequence
             parts.append(frame.data)
-            if frame.fin:
-                self._parts = None
-                self._message(b"".join(parts), self._text)
+            if not frame.fin:
+                return
+            self._parts = None
+            data, text = b"".join(parts), self._text
         else:
             self._control(frame)
+            return
+        if not text:
+            self._message(data if type(data) is bytes else bytes(data), len(data))
+            return
+        try:
+            message = str(data, "utf-8")
+        except UnicodeDecodeError:
+            self._invalid_text()
+            return
+        self._message(message, len(data))
 
-    def _message(self, data: Data, text: bool) -> None:
-        """A whole message (``text``: its UTF-8 was checked by the sans-I/O protocol)."""
+    def _message(self, message: str | bytes, size: int) -> None:
+        """A whole message: text as ``str``, binary as ``bytes``; ``size``: its bytes on the wire."""
+        raise NotImplementedError
+
+    def _invalid_text(self) -> None:
+        """A text message that is not UTF-8: the connection fails with 1007 (RFC 6455, 8.1)."""
         raise NotImplementedError
 
     def _control(self, frame: Frame) -> None:
