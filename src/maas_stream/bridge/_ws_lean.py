@@ -51,7 +51,14 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 from uvicorn.logging import TRACE_LOG_LEVEL as _TRACE
-from uvicorn.protocols.utils import ClientDisconnected, get_local_addr, get_remote_addr, is_ssl
+from uvicorn.protocols.utils import (
+    ClientDisconnected,
+    get_client_addr,
+    get_local_addr,
+    get_path_with_query_string,
+    get_remote_addr,
+    is_ssl,
+)
 from websockets.datastructures import Headers
 from websockets.exceptions import InvalidState
 from websockets.frames import Close, Frame, Opcode
@@ -99,12 +106,8 @@ def _deflate() -> Sequence[ServerExtensionFactory]:
 
 
 def _where(scope: dict[str, Any]) -> tuple[str, str]:
-    """The client and the path (with its query) as uvicorn's access log lines name them."""
-    client = scope["client"]
-    path = scope["raw_path"].decode("latin1")
-    if scope["query_string"]:
-        path = f"{path}?{scope['query_string'].decode('ascii')}"
-    return (f"{client[0]}:{client[1]}" if client else ""), path.replace('"', "%22")
+    """The client and the path (with its query) as uvicorn's access log lines name them (its own helpers)."""
+    return get_client_addr(scope), get_path_with_query_string(scope)  # type: ignore[arg-type]
 
 
 def _hand_over(http: object) -> None:
