@@ -27,7 +27,8 @@ and each concurrency C:
   ``LONG`` chat history (~100 KB: what a request's size adds, per KB);
 * TTFB under load: C - 1 streams paced like a model's tokens (``"model": "paced"``: the upstream
   spreads their frames over ``PACED_SECONDS``) keep the servers busy while ``PROBES`` streams
-  are opened one after another, each timed to its first byte, directly and through the bridge
+  are opened one after another from a client process of their own (the load's client is busy
+  reading the paced frames), each timed to its first byte, directly and through the bridge
   (p50 and p90 over the probes, each the best of the repetitions on its own). Unlike the C streams opened at once,
   whose TTFB is mostly the client's and the upstream's queue (it differs by several ms between
   two identical bridges), this is what one more stream waits for in a busy bridge: its setup,
@@ -240,19 +241,68 @@ def better(best: Sample | None, sample: Sample) -> Sample:
     return Sample(best.ttfb, best.whole, cpu, best.upstream_cpu)
 
 
+PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    import anyio, httpx2
+
+    URL, BODY, PROBES, GAP = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+
+    async def one(client):
+        t0 = time.perf_counter()
+        async with client.stream("POST", URL, json=BODY) as resp:
+            resp.raise_for_status()
+            first = 0.0
+            async for _ in resp.aiter_bytes():
+                first = first or time.perf_counter() - t0
+        return first
+
+    async def main():
+        async with httpx2.AsyncClient(timeout=120, trust_env=False) as client:
+            await one(client)  # warm the connection
+            print("ready", flush=True)
+            await anyio.to_thread.run_sync(sys.stdin.readline)
+            found = []
+            for _ in range(PROBES):
+                found.append(await one(client))
+                await anyio.sleep(GAP)
+            print(json.dumps(found), flush=True)
+
+    asyncio.run(main())
+    """
+)
+"""The probes' client: its own process, so a probe waits for the servers, not behind the load's frames
+in the load client's event loop (at 200 paced streams that loop's queue is ~20 ms, and it swings)."""
+
+
 async def probed(url: str, load: dict[str, object], body: dict[str, object], streams: int) -> list[float]:
-    """The TTFB of ``PROBES`` streams opened one by one while ``streams - 1`` paced ones run."""
-    limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
-    async with httpx2.AsyncClient(limits=limits, timeout=120, trust_env=False) as client:
-        await one(client, url, body)  # warm the connection pools
-        busy = asyncio.gather(*(one(client, url, load) for _ in range(streams - 1)))
-        await anyio.sleep(PACED_SECONDS / 5)  # every paced stream is under way
-        found = []
-        for _ in range(PROBES):
-            found.append((await one(client, url, body))[0])
-            await anyio.sleep(PACED_SECONDS / 2 / PROBES)
-        await busy
-        return found
+    """The TTFB of ``PROBES`` streams opened one by one while ``streams - 1`` paced ones run.
+
+    The probes come from a client process of their own (:data:`PROBE`), as a new user's request
+    would; the paced streams from this one.
+    """
+    args = [url, json.dumps(body), str(PROBES), str(PACED_SECONDS / 2 / PROBES)]
+    prober = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", PROBE, *args, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert prober.stdin is not None
+    assert prober.stdout is not None
+    try:
+        if await prober.stdout.readline() != b"ready\n":
+            raise SystemExit("the probe client failed")
+        limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
+        async with httpx2.AsyncClient(limits=limits, timeout=120, trust_env=False) as client:
+            await one(client, url, body)  # warm the connection pools
+            busy = asyncio.gather(*(one(client, url, load) for _ in range(streams - 1)))
+            await anyio.sleep(PACED_SECONDS / 5)  # every paced stream is under way
+            prober.stdin.write(b"go\n")
+            found: list[float] = json.loads(await prober.stdout.readline())
+            await busy
+            return found
+    finally:
+        if prober.returncode is None:
+            prober.kill()
+        await prober.wait()
 
 
 async def sequential(url: str, body: dict[str, object]) -> None:
