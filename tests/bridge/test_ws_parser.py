@@ -18,7 +18,7 @@ from websockets.server import ServerProtocol
 from websockets.streams import StreamReader
 from websockets.uri import parse_uri
 
-from maas_stream.bridge._ws_parser import drop_handshake
+from maas_stream.bridge._ws_parser import drop_handshake, unlabelled
 
 if TYPE_CHECKING:
     from websockets.protocol import Protocol
@@ -122,3 +122,36 @@ def test_not_after_a_close() -> None:
     server = server_open()
     server.receive_data(Frame(Opcode.CLOSE, Close(1000, "").serialize()).serialize(mask=True, extensions=[]))
     assert not drop_handshake(server)
+
+
+def test_unlabelled_protocols_lose_their_id_and_still_talk() -> None:
+    # What it relies on: each protocol keeps a uuid4 of its own as ``id``.
+    assert "id" in vars(ServerProtocol())
+    server = unlabelled(ServerProtocol())
+    client = unlabelled(ClientProtocol(parse_uri("ws://127.0.0.1/ws")))
+    assert "id" not in vars(server)
+    assert "id" not in vars(client)
+    assert unlabelled(server) is server  # (again: nothing to drop, no error)
+    # The whole life of a connection without it: handshake, messages both ways, close.
+    client.send_request(client.connect())
+    server.receive_data(b"".join(client.data_to_send()))
+    (request,) = server.events_received()
+    assert isinstance(request, Request)
+    server.send_response(server.accept(request))
+    client.receive_data(b"".join(server.data_to_send()))
+    (response,) = client.events_received()
+    assert isinstance(response, Response)
+    assert response.status_code == 101
+    client.send_text(b"up")
+    server.receive_data(b"".join(client.data_to_send()))
+    server.send_text(b"down")
+    client.receive_data(b"".join(server.data_to_send()))
+    assert texts(server) == ["up"]
+    assert texts(client) == ["down"]
+    client.send_close(1000, "bye")
+    server.receive_data(b"".join(client.data_to_send()))
+    client.receive_data(b"".join(server.data_to_send()))
+    assert server.close_rcvd is not None
+    assert server.close_rcvd.code == 1000
+    assert client.close_rcvd is not None
+    assert client.close_rcvd.code == 1000

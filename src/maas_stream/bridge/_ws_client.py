@@ -41,7 +41,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 
 from ..io._timers import later
-from ._ws_parser import FramedConnection, drop_handshake
+from ._ws_parser import FramedConnection, drop_handshake, unlabelled
 
 OP_PONG = Opcode.PONG
 
@@ -110,7 +110,7 @@ async def open_upstream(
         InvalidHandshake: Another bad handshake answer (or none).
     """
     loop = asyncio.get_running_loop()
-    proto = ClientProtocol(uri, subprotocols=subprotocols or None, max_size=max_size)  # type: ignore[arg-type]
+    proto = unlabelled(ClientProtocol(uri, subprotocols=subprotocols or None, max_size=max_size))  # type: ignore[arg-type]
     request = proto.connect()
     request.headers.update(headers)
     proto.send_request(request)

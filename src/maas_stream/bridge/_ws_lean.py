@@ -66,7 +66,7 @@ from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from ..io._timers import later
-from ._ws_parser import Data, FramedConnection, drop_handshake
+from ._ws_parser import Data, FramedConnection, drop_handshake, unlabelled
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -148,7 +148,7 @@ class LeanWebSocketProtocol(FramedConnection):
         self._scope: dict[str, Any] | None = None  # the app's, until the handshake is answered
         self._transport: asyncio.Transport = None  # type: ignore[assignment]  # (connection_made comes first)
         deflate = _deflate() if config.ws_per_message_deflate else None
-        self._proto = ServerProtocol(extensions=deflate, max_size=config.ws_max_size, logger=_LOG)
+        self._proto = unlabelled(ServerProtocol(extensions=deflate, max_size=config.ws_max_size, logger=_LOG))
         self._direct = False
         self._paused = False  # reading paused: the app is behind
         self._held = True  # the parser still holds the handshake's request (_ws_parser)

@@ -24,7 +24,7 @@ with Python's own ``gi_yieldfrom``. It must not contain protocol logic.
 from __future__ import annotations
 
 from types import GeneratorType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN, Protocol
@@ -36,14 +36,25 @@ if TYPE_CHECKING:
     import asyncio
     from types import CodeType
 
-__all__ = ["Data", "FramedConnection", "drop_handshake"]
+__all__ = ["Data", "FramedConnection", "drop_handshake", "unlabelled"]
 
 Data = bytes | bytearray | memoryview
 """A frame's payload, as ``websockets`` types it."""
 OP_TEXT, OP_BINARY, OP_CONT = Opcode.TEXT, Opcode.BINARY, Opcode.CONT
 
+_P = TypeVar("_P", bound=Protocol)
 _FRAMES: Final = Protocol.parse.__code__
 _WAITING: Final = StreamReader.at_eof.__code__
+
+
+def unlabelled(proto: _P) -> _P:
+    """``proto`` without its ``id`` (~100 B a side, held for the connection's life).
+
+    ``websockets`` makes a ``uuid4`` for each protocol, for its own connection classes' logs;
+    the sans-I/O protocol never reads it.
+    """
+    proto.__dict__.pop("id", None)
+    return proto
 
 
 def drop_handshake(proto: Protocol) -> bool:
