@@ -34,22 +34,8 @@ def chain(proto: Protocol) -> list[str]:
     return names
 
 
-def server_open() -> ServerProtocol:
-    """A server past its handshake (the request read, the answer sent)."""
-    server = ServerProtocol()
-    client = ClientProtocol(parse_uri("ws://127.0.0.1/ws"))
-    client.send_request(client.connect())
-    server.receive_data(b"".join(client.data_to_send()))
-    (request,) = server.events_received()
-    assert isinstance(request, Request)
-    server.send_response(server.accept(request))
-    return server
-
-
-def client_open() -> ClientProtocol:
-    """A client past its handshake (the upstream's 101 read)."""
-    client = ClientProtocol(parse_uri("ws://127.0.0.1/ws"))
-    server = ServerProtocol()
+def handshake(server: ServerProtocol, client: ClientProtocol) -> Response:
+    """The opening handshake between the two: the request read, the answer sent and read."""
     client.send_request(client.connect())
     server.receive_data(b"".join(client.data_to_send()))
     (request,) = server.events_received()
@@ -58,6 +44,20 @@ def client_open() -> ClientProtocol:
     client.receive_data(b"".join(server.data_to_send()))
     (response,) = client.events_received()
     assert isinstance(response, Response)
+    return response
+
+
+def server_open() -> ServerProtocol:
+    """A server past its handshake (the request read, the answer sent)."""
+    server = ServerProtocol()
+    handshake(server, ClientProtocol(parse_uri("ws://127.0.0.1/ws")))
+    return server
+
+
+def client_open() -> ClientProtocol:
+    """A client past its handshake (the upstream's 101 read)."""
+    client = ClientProtocol(parse_uri("ws://127.0.0.1/ws"))
+    handshake(ServerProtocol(), client)
     return client
 
 
@@ -133,15 +133,7 @@ def test_unlabelled_protocols_lose_their_id_and_still_talk() -> None:
     assert "id" not in vars(client)
     assert unlabelled(server) is server  # (again: nothing to drop, no error)
     # The whole life of a connection without it: handshake, messages both ways, close.
-    client.send_request(client.connect())
-    server.receive_data(b"".join(client.data_to_send()))
-    (request,) = server.events_received()
-    assert isinstance(request, Request)
-    server.send_response(server.accept(request))
-    client.receive_data(b"".join(server.data_to_send()))
-    (response,) = client.events_received()
-    assert isinstance(response, Response)
-    assert response.status_code == 101
+    assert handshake(server, client).status_code == 101
     client.send_text(b"up")
     server.receive_data(b"".join(client.data_to_send()))
     server.send_text(b"down")
