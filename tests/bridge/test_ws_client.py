@@ -143,6 +143,22 @@ async def test_take_and_arrival_read_as_recv_does() -> None:
     assert upstream_end(caught.value).code == 4000
 
 
+async def test_a_readers_cancellation_is_not_another_readers() -> None:
+    # Two recv() calls wait at once; cancelling one leaves the other waiting for the message.
+    async with upstream(echo) as (port, _):
+        conn = await opened(port)
+        first = asyncio.ensure_future(conn.recv())
+        second = asyncio.ensure_future(conn.recv())
+        await anyio.lowlevel.checkpoint()
+        first.cancel()
+        await anyio.sleep(0.01)
+        assert first.cancelled()
+        assert not second.done()
+        await conn.send("after")
+        assert await asyncio.wait_for(second, 5) == "after"
+        await conn.close()
+
+
 async def test_wss_goes_through_tls_to_the_host_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -240,6 +240,21 @@ async def test_a_client_that_waits_for_its_answers_is_never_paused() -> None:
     app.done.set()
 
 
+async def test_a_readers_cancellation_is_not_another_readers() -> None:
+    # Two ASGI receive() calls wait at once; cancelling one leaves the other waiting for the message.
+    proto, _, app = await opened()
+    first = asyncio.ensure_future(proto.receive())
+    second = asyncio.ensure_future(proto.receive())
+    await settle()
+    first.cancel()
+    await settle()
+    assert first.cancelled()
+    assert not second.done()
+    proto.data_received(text("after"))
+    assert await second == {"type": "websocket.receive", "text": "after"}
+    app.done.set()
+
+
 async def test_a_flooding_client_is_paused_at_the_depth_and_resumed_when_all_are_read() -> None:
     proto, wire, app = await opened()
     for _ in range(2):

@@ -158,7 +158,7 @@ class ClientSocket:
         if self._direct is None:
             return self._event(await self._receive())
         while (message := self.take()) is None:
-            await self._direct.arrival()
+            await self._direct.arrived()
         return message
 
     @property

@@ -257,7 +257,7 @@ class UpstreamConnection(FramedConnection):
             ConnectionClosed: The connection is closed (and every message before its end was read).
         """
         while (message := self.take()) is None:
-            await self.arrival()
+            await self.arrived()
         return message
 
     def take(self) -> str | bytes | None:

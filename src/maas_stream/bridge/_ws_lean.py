@@ -341,7 +341,7 @@ class LeanWebSocketProtocol(FramedConnection):
     async def receive(self) -> Any:
         """ASGI ``receive``: the next event."""
         while (message := self.take()) is None:
-            await self.arrival()
+            await self.arrived()
         return message
 
     # The app's side: send

@@ -3,8 +3,9 @@
 :class:`FramedConnection` is the base of both asyncio protocols (the client's, ``_ws_lean``; the
 upstream's, ``_ws_client``): write flow control (``_aiosock.WriteFlow``) and a message's text,
 binary and continuation frames put together (the sans-I/O protocol checks their sequence, their
-size and a text's UTF-8); each side says what a whole message (``_message``) and a control frame
-(``_control``) are to it.
+size and a text's UTF-8), and the wait for the next message (one shared future: ``arrival``;
+``arrived`` for a reader that may not be the only one); each side says what a whole message
+(``_message``) and a control frame (``_control``) are to it.
 
 ``websockets``' sans-I/O protocols parse with one generator for the whole connection:
 ``ServerProtocol.parse`` reads the handshake's request (``ClientProtocol.parse`` its response),
@@ -23,6 +24,7 @@ with Python's own ``gi_yieldfrom``. It must not contain protocol logic.
 
 from __future__ import annotations
 
+import asyncio
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -33,7 +35,6 @@ from websockets.streams import StreamReader
 from ._aiosock import WriteFlow
 
 if TYPE_CHECKING:
-    import asyncio
     from types import CodeType
 
 __all__ = ["Data", "FramedConnection", "drop_handshake", "unlabelled"]
@@ -96,6 +97,22 @@ class FramedConnection(WriteFlow):
         if waiter is None or waiter.done():
             waiter = self._waiter = self._loop.create_future()
         return waiter
+
+    async def arrived(self) -> None:
+        """Wait for :meth:`arrival` as one of several readers.
+
+        The readers share one future, and a reader's cancellation cancels it: another reader
+        then waits again rather than taking a cancellation that was not its own.
+        """
+        while True:
+            try:
+                await self.arrival()
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise
+            else:
+                return
 
     def _wake(self) -> None:
         """Wake the reader: a message was queued, or the connection ended."""
