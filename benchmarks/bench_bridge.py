@@ -27,13 +27,16 @@ and each concurrency C:
   ``LONG`` chat history (~100 KB: what a request's size adds, per KB);
 * TTFB under load: C - 1 streams paced like a model's tokens (``"model": "paced"``: the upstream
   spreads their frames over ``PACED_SECONDS``) keep the servers busy while ``PROBES`` streams
-  are opened one after another from a client process of their own (the load's client is busy
-  reading the paced frames), each timed to its first byte, directly and through the bridge
-  (p50 and p90 over the probes, each the best of the repetitions on its own). Unlike the C streams opened at once,
-  whose TTFB is mostly the client's and the upstream's queue (it differs by several ms between
-  two identical bridges), this is what one more stream waits for in a busy bridge: its setup,
-  its upstream exchange, its first frame behind the other streams' frames. The bridge's CPU per
-  event of these runs is reported beside (``paced``): one frame per read, as a model's tokens come.
+  are opened one after another, each timed to its first byte, directly and through the bridge
+  (p50 and p90 over the probes, each the best of the repetitions on its own). The probes come
+  from an httpx2 client in a process of its own; the paced streams are read by a bare asyncio
+  protocol here (:class:`_Drain`), so the load's client neither queues the probes behind its
+  own frames nor takes the CPU the servers share (httpx2 reading 200 paced streams took ~90% of
+  a core of this benchmark's 2). Unlike the C streams opened at once, whose TTFB is mostly the
+  client's and the upstream's queue (it differs by several ms between two identical bridges),
+  this is what one more stream waits for in a busy bridge: its setup, its upstream exchange,
+  its first frame behind the other streams' frames. The bridge's CPU per event of these runs is
+  reported beside (``paced``): one frame per read, as a model's tokens come.
 
 The machine is shared, so the figures are ratios from one run, not absolute budgets. To compare
 two versions of the bridge in ONE run, add ``--against DIR`` (a checkout, e.g. ``/work/main``): a
@@ -275,11 +278,58 @@ PROBE = textwrap.dedent(
 in the load client's event loop (at 200 paced streams that loop's queue is ~20 ms, and it swings)."""
 
 
+class _Drain(asyncio.Protocol):
+    """One paced stream of the load, read and dropped (``paced``): its bytes are only checked.
+
+    The load's client must not take the machine the servers share: httpx2 reading 200 paced
+    streams took ~90% of a core (of 2), so the servers waited for the CPU rather than for each
+    other. This costs ~10%.
+    """
+
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self.done = done
+        self.head = b""
+        self.tail = b""
+
+    def data_received(self, data: bytes) -> None:
+        if self.done.done():
+            return
+        if len(self.head) < 12:
+            self.head += data[: 12 - len(self.head)]
+            if len(self.head) == 12 and self.head != b"HTTP/1.1 200":
+                self.done.set_exception(SystemExit(f"a paced stream was answered {data[:200]!r}"))
+                return
+        self.tail = (self.tail + data)[-5:]
+        if self.tail == b"0\r\n\r\n":  # the chunked body's end
+            self.done.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_exception(exc or ConnectionError("the stream ended before its last chunk"))
+
+
+async def paced(url: str, body: dict[str, object]) -> None:
+    """One stream of the load on a connection of its own: a 200 answer, read to its last chunk."""
+    target = httpx2.URL(url)
+    port = target.port or 80
+    data = json.dumps(body).encode()
+    head = f"POST {target.raw_path.decode()} HTTP/1.1\r\nhost: {target.host}:{port}\r\n"
+    head += f"content-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    transport, _ = await loop.create_connection(lambda: _Drain(done), target.host, port)
+    try:
+        transport.write(head.encode() + data)
+        await done
+    finally:
+        transport.close()
+
+
 async def probed(url: str, load: dict[str, object], body: dict[str, object], streams: int) -> list[float]:
     """The TTFB of ``PROBES`` streams opened one by one while ``streams - 1`` paced ones run.
 
-    The probes come from a client process of their own (:data:`PROBE`), as a new user's request
-    would; the paced streams from this one.
+    The probes come from a client process of their own (:data:`PROBE`, httpx2), as a new user's
+    request would; the paced streams from this one, each read by a :class:`_Drain`.
     """
     args = [url, json.dumps(body), str(PROBES), str(PACED_SECONDS / 2 / PROBES)]
     prober = await asyncio.create_subprocess_exec(
@@ -290,15 +340,12 @@ async def probed(url: str, load: dict[str, object], body: dict[str, object], str
     try:
         if await prober.stdout.readline() != b"ready\n":
             raise SystemExit("the probe client failed")
-        limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
-        async with httpx2.AsyncClient(limits=limits, timeout=120, trust_env=False) as client:
-            await one(client, url, body)  # warm the connection pools
-            busy = asyncio.gather(*(one(client, url, load) for _ in range(streams - 1)))
-            await anyio.sleep(PACED_SECONDS / 5)  # every paced stream is under way
-            prober.stdin.write(b"go\n")
-            found: list[float] = json.loads(await prober.stdout.readline())
-            await busy
-            return found
+        busy = asyncio.gather(*(paced(url, load) for _ in range(streams - 1)))
+        await anyio.sleep(PACED_SECONDS / 5)  # every paced stream is under way
+        prober.stdin.write(b"go\n")
+        found: list[float] = json.loads(await prober.stdout.readline())
+        await busy
+        return found
     finally:
         if prober.returncode is None:
             prober.kill()
@@ -379,7 +426,7 @@ def under_load(
     direct: list[tuple[float, float]] = []
     via: dict[str, list[tuple[float, float]]] = {label: [] for label in urls}
     cpu: dict[str, float] = {}
-    events = (streams + PROBES) * (EVENTS + 5)  # the paced streams, the probes and a warm-up
+    events = (streams + PROBES) * (EVENTS + 5)  # the paced streams, the probes and the probes' warm-up
     for _ in range(REPEATS):
         found = asyncio.run(probed(direct_url, PACED["anthropic"], ANTHROPIC_BODY, streams))
         direct.append((pct(found, 0.5), pct(found, 0.9)))
