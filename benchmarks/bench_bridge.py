@@ -36,7 +36,8 @@ and each concurrency C:
   client's and the upstream's queue (it differs by several ms between two identical bridges),
   this is what one more stream waits for in a busy bridge: its setup, its upstream exchange,
   its first frame behind the other streams' frames. The bridge's CPU per event of these runs is
-  reported beside (``paced``): one frame per read, as a model's tokens come.
+  reported beside (``paced``): one frame per read, as a model's tokens come. A bare TCP relay
+  (:data:`RELAY`) in front of the upstream is measured the same way: the floor of one more hop.
 
 The machine is shared, so the figures are ratios from one run, not absolute budgets. To compare
 two versions of the bridge in ONE run, add ``--against DIR`` (a checkout, e.g. ``/work/main``): a
@@ -277,6 +278,51 @@ PROBE = textwrap.dedent(
 """The probes' client: its own process, so a probe waits for the servers, not behind the load's frames
 in the load client's event loop (at 200 paced streams that loop's queue is ~20 ms, and it swings)."""
 
+RELAY = textwrap.dedent(
+    """
+    import asyncio, sys
+
+    class Side(asyncio.Protocol):
+        # One side of a relayed connection: what it reads is written to the other side.
+        def __init__(self, peer=None):
+            self.peer, self.held, self.transport = peer, [], None
+        def connection_made(self, transport):
+            self.transport = transport
+            if self.peer is None:  # the client's side: connect to the upstream
+                asyncio.get_running_loop().create_task(self.connect())
+        async def connect(self):
+            loop = asyncio.get_running_loop()
+            upstream = Side(self.transport)
+            await loop.create_connection(lambda: upstream, "127.0.0.1", int(sys.argv[2]))
+            self.peer = upstream.transport
+            for data in self.held:
+                self.peer.write(data)
+            self.held = None
+        def data_received(self, data):
+            if self.peer is None:
+                self.held.append(data)
+            else:
+                self.peer.write(data)
+        def connection_lost(self, exc):
+            if self.peer is not None:
+                self.peer.close()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Side, "127.0.0.1", int(sys.argv[1]), backlog=4096)
+        await server.serve_forever()
+
+    if sys.argv[3] == "uvloop":
+        import uvloop
+        uvloop.run(main())
+    else:
+        asyncio.run(main())
+    """
+)
+"""A bare TCP relay in front of the upstream (``tcp relay``, TTFB under load only): the bytes copied
+each way as they come, on the flavour's event loop. What one more hop costs at all: the floor of
+any proxy's added time to first byte and CPU per paced event on this machine."""
+
 
 class _Drain(asyncio.Protocol):
     """One paced stream of the load, read and dropped (``paced``): its bytes are only checked.
@@ -411,43 +457,50 @@ def under_load(
     flavour: str,
     streams: int,
     direct_url: str,
-    urls: dict[str, str],
-    order: list[tuple[str, str]],
-    pids: dict[str, int],
+    contenders: dict[str, tuple[str, dict[str, object], dict[str, object], int]],
 ) -> None:
-    """The TTFB-under-load rows of one level: probes directly and through each bridge, alternated.
+    """The TTFB-under-load rows of one level: probes directly and through each contender, alternated.
 
-    With each bridge's CPU per event of the run: a paced stream's frames come one per read, so
-    this is the cost per event a model's token stream has (the streams above come in bursts).
+    ``contenders``: label -> (URL, a paced stream's body, a probe's body, the process's pid):
+    each bridge, and the bare TCP relay. With each one's CPU per event of the run: a paced
+    stream's frames come one per read, so this is the cost per event a model's token stream has
+    (the streams above come in bursts).
     """
     # Each percentile is the best of the repetitions on its own (as the realtime benchmark's):
-    # at 200 streams the machine is saturated, and which repetition loses at the 90th
-    # percentile changes from run to run.
+    # which repetition loses at the 90th percentile changes from run to run.
     direct: list[tuple[float, float]] = []
-    via: dict[str, list[tuple[float, float]]] = {label: [] for label in urls}
+    via: dict[str, list[tuple[float, float]]] = {label: [] for label in contenders}
     cpu: dict[str, float] = {}
     events = (streams + PROBES) * (EVENTS + 5)  # the paced streams, the probes and the probes' warm-up
+    order = list(contenders.items())
     for _ in range(REPEATS):
         found = asyncio.run(probed(direct_url, PACED["anthropic"], ANTHROPIC_BODY, streams))
         direct.append((pct(found, 0.5), pct(found, 0.9)))
         order = order[1:] + order[:1]
-        for label, url in order:
-            before = cpu_seconds(pids[label])
-            found = asyncio.run(probed(url, PACED["chat"], CHAT_BODY, streams))
-            used = (cpu_seconds(pids[label]) - before) / events
+        for label, (url, load, body, pid) in order:
+            before = cpu_seconds(pid)
+            found = asyncio.run(probed(url, load, body, streams))
+            used = (cpu_seconds(pid) - before) / events
             cpu[label] = min(cpu.get(label, used), used)
             via[label].append((pct(found, 0.5), pct(found, 0.9)))
     d50, d90 = min(p[0] for p in direct), min(p[1] for p in direct)
     for label, runs in via.items():
         v50, v90 = min(p[0] for p in runs), min(p[1] for p in runs)
         print(
-            f"{streams:>8} {label:>8} {d50 * 1e3:>13.2f}ms {v50 * 1e3:>7.2f}ms {(v50 - d50) * 1e3:>6.2f}ms"
+            f"{streams:>8} {label:>9} {d50 * 1e3:>12.2f}ms {v50 * 1e3:>7.2f}ms {(v50 - d50) * 1e3:>6.2f}ms"
             f" {d90 * 1e3:>9.2f}ms {v90 * 1e3:>7.2f}ms {(v90 - d90) * 1e3:>6.2f}ms {cpu[label] * 1e6:>12.1f}µs"
         )
         name = f"bridge {flavour} x{streams}" + ("" if label == "this" else f" ({label})")
-        record(name, "TTFB p50 added under load (ms)", (v50 - d50) * 1e3, "<= 2")
-        record(name, "TTFB p90 added under load (ms)", (v90 - d90) * 1e3, "<= 2")
-        record(name, "bridge CPU µs/event (paced)", cpu[label] * 1e6, "<= 25")
+        goal = "info" if label == RELAY_LABEL else "<= 2"
+        record(name, "TTFB p50 added under load (ms)", (v50 - d50) * 1e3, goal)
+        record(name, "TTFB p90 added under load (ms)", (v90 - d90) * 1e3, goal)
+        if label == RELAY_LABEL:
+            record(name, "relay CPU µs/event (paced)", cpu[label] * 1e6, "info")
+        else:
+            record(name, "bridge CPU µs/event (paced)", cpu[label] * 1e6, "<= 25")
+
+
+RELAY_LABEL = "tcp relay"
 
 
 def against() -> str | None:
@@ -487,6 +540,7 @@ def start_servers(
 
 def bench_flavour(flavour: str) -> None:
     upstream, bridges, up_port, ports = start_servers(flavour)
+    relay: subprocess.Popen[bytes] | None = None
     try:
         direct_url = f"http://127.0.0.1:{up_port}/v1/messages"
         loop, http = FLAVOURS[flavour]
@@ -530,15 +584,25 @@ def bench_flavour(flavour: str) -> None:
             flatness(flavour, label, cpu)
         bridge_pids = {label: proc.pid for label, proc in bridges.items()}
         per_request(flavour, direct_url, urls, bridge_pids, upstream.pid)
+        relay_port = free_port()
+        relay = subprocess.Popen([sys.executable, "-c", RELAY, str(relay_port), str(up_port), loop])
+        wait_port(relay_port, relay)
+        contenders = {
+            label: (url, PACED["chat"], CHAT_BODY, bridge_pids[label]) for label, url in urls.items()
+        }
+        relay_url = f"http://127.0.0.1:{relay_port}/v1/messages"
+        contenders[RELAY_LABEL] = (relay_url, PACED["anthropic"], ANTHROPIC_BODY, relay.pid)
         print(
-            f"TTFB under load: N - 1 paced streams, {PROBES} probes one by one\n"
-            f"{'streams':>8} {'bridge':>8} {'TTFB p50 direct':>15} {'bridge':>9} {'added':>8}"
-            f" {'p90 direct':>11} {'bridge':>9} {'added':>8} {'CPU/ev bridge':>14}"
+            f"TTFB under load: N - 1 paced streams, {PROBES} probes one by one (tcp relay: the floor of a hop)\n"
+            f"{'streams':>8} {'via':>9} {'TTFB p50 direct':>14} {'via':>9} {'added':>8}"
+            f" {'p90 direct':>11} {'via':>9} {'added':>8} {'CPU/ev via':>14}"
         )
         for streams in LEVELS:
             if streams > 1:
-                under_load(flavour, streams, direct_url, urls, list(urls.items()), bridge_pids)
+                under_load(flavour, streams, direct_url, contenders)
     finally:
+        if relay is not None:
+            bridges[RELAY_LABEL] = relay
         for proc in (*bridges.values(), upstream):
             proc.terminate()
             proc.wait(timeout=30)
