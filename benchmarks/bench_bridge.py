@@ -39,6 +39,10 @@ and each concurrency C:
   reported beside (``paced``): one frame per read, as a model's tokens come. A bare TCP relay
   (:data:`RELAY`) in front of the upstream is measured the same way: the floor of one more hop.
 
+With ``--inside`` (always with ``--quick``), the ``this`` bridge also times each probe from inside
+(:data:`INSIDE`): its own time to the first byte (work and queue, the upstream's wait taken out),
+split before and after the upstream's answer, and the upstream's wait itself.
+
 The machine is shared, so the figures are ratios from one run, not absolute budgets. To compare
 two versions of the bridge in ONE run, add ``--against DIR`` (a checkout, e.g. ``/work/main``): a
 second bridge runs that checkout's ``src`` on the same upstream, and every measurement alternates
@@ -51,9 +55,11 @@ import asyncio
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
@@ -80,6 +86,65 @@ BRIDGE = textwrap.dedent(
     sys.exit(main(sys.argv[3:]))
     """
 )
+
+INSIDE = textwrap.dedent(
+    """
+    # --inside: where a request's time in the bridge goes (timestamps, written on SIGUSR2).
+    import asyncio, json, os, signal, time
+    from maas_stream.bridge import _aiosock, _answer
+    from uvicorn.protocols.http import h11_impl, httptools_impl
+
+    ARRIVED, SENT, ANSWERED, ROWS = {}, {}, {}, []
+
+    def stamp_arrival(cls):
+        received = cls.data_received
+        def data_received(self, data):
+            ARRIVED.setdefault(self.transport, time.perf_counter())  # a request's first bytes
+            return received(self, data)
+        cls.data_received = data_received
+    stamp_arrival(h11_impl.H11Protocol)
+    stamp_arrival(httptools_impl.HttpToolsProtocol)
+
+    upstream_send = _aiosock.AioConnection.send
+    async def send(self, data, seconds):
+        SENT[asyncio.current_task()] = (time.perf_counter(), id(self))
+        ANSWERED[id(self)] = None
+        return await upstream_send(self, data, seconds)
+    _aiosock.AioConnection.send = send
+
+    upstream_data = _aiosock.AioConnection.data_received
+    def data_received(self, data):
+        if id(self) in ANSWERED and ANSWERED[id(self)] is None:
+            ANSWERED[id(self)] = time.perf_counter()  # the upstream's first bytes
+        return upstream_data(self, data)
+    _aiosock.AioConnection.data_received = data_received
+
+    first_write = _answer.start_with_piece
+    async def start_with_piece(cycle, start, data):
+        now = time.perf_counter()
+        arrived = ARRIVED.pop(cycle.transport, None)
+        sent = SENT.pop(asyncio.current_task(), None)
+        if arrived is not None and sent is not None:
+            answered = ANSWERED.pop(sent[1], None) or sent[0]
+            ROWS.append((arrived, sent[0], answered, now))
+        return await first_write(cycle, start, data)
+    _answer.start_with_piece = start_with_piece
+
+    def dump(*_):
+        with open(os.environ["MAAS_BENCH_INSIDE"], "w") as f:
+            json.dump(ROWS, f)
+        ROWS.clear()
+    signal.signal(signal.SIGUSR2, dump)
+    signal.signal(signal.SIGUSR1, lambda *_: ROWS.clear())
+    """
+)
+"""``--inside``: instrumentation put before :data:`BRIDGE` (the ``this`` bridge only). Each
+request's arrival (its first bytes read), its upstream request sent, the upstream's first bytes
+and the bridge's first write; under load the probes' rows split the bridge's added time into its
+own work and queue (to the upstream request, from the upstream's first byte to the first write)
+and the wait for the upstream. It wraps private names of uvicorn and the bridge: a profiling
+aid, run by the quick benchmark in CI so that it keeps working."""
+
 
 UPSTREAM = textwrap.dedent(
     """
@@ -473,16 +538,22 @@ def under_load(
     cpu: dict[str, float] = {}
     events = (streams + PROBES) * (EVENTS + 5)  # the paced streams, the probes and the probes' warm-up
     order = list(contenders.items())
+    own: list[list[float]] = []  # --inside: the probes' timestamps in the bridge
     for _ in range(REPEATS):
         found = asyncio.run(probed(direct_url, PACED["anthropic"], ANTHROPIC_BODY, streams))
         direct.append((pct(found, 0.5), pct(found, 0.9)))
         order = order[1:] + order[:1]
         for label, (url, load, body, pid) in order:
+            timed = label == "this" and inside()
+            if timed:
+                inside_rows(pid)  # (what came before this run: dropped)
             before = cpu_seconds(pid)
             found = asyncio.run(probed(url, load, body, streams))
             used = (cpu_seconds(pid) - before) / events
             cpu[label] = min(cpu.get(label, used), used)
             via[label].append((pct(found, 0.5), pct(found, 0.9)))
+            if timed:
+                own += inside_rows(pid)[-PROBES:]  # the probes come last (after the paced streams' starts)
     d50, d90 = min(p[0] for p in direct), min(p[1] for p in direct)
     for label, runs in via.items():
         v50, v90 = min(p[0] for p in runs), min(p[1] for p in runs)
@@ -498,9 +569,54 @@ def under_load(
             record(name, "relay CPU µs/event (paced)", cpu[label] * 1e6, "info")
         else:
             record(name, "bridge CPU µs/event (paced)", cpu[label] * 1e6, "<= 25")
+    if own:
+        report_inside(flavour, streams, own)
 
 
 RELAY_LABEL = "tcp relay"
+
+
+def inside() -> bool:
+    """Whether to time the ``this`` bridge from inside (``--inside``; always in ``--quick``, to keep it working)."""
+    return "--inside" in sys.argv or quick()
+
+
+INSIDE_FILE = Path(tempfile.gettempdir()) / f"maas-bench-inside-{os.getpid()}.json"
+
+
+def inside_rows(pid: int) -> list[list[float]]:
+    """The ``this`` bridge's timestamps since the last call (see :data:`INSIDE`), oldest first."""
+    INSIDE_FILE.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR2)
+    deadline = time.monotonic() + 10
+    while not INSIDE_FILE.exists() or not INSIDE_FILE.stat().st_size:
+        if time.monotonic() > deadline:
+            raise SystemExit("the bridge wrote no --inside timings")
+        time.sleep(0.02)
+    time.sleep(0.05)  # (written whole by then: a few KB)
+    rows: list[list[float]] = json.loads(INSIDE_FILE.read_text())
+    INSIDE_FILE.unlink()
+    return rows
+
+
+def report_inside(flavour: str, streams: int, rows: list[list[float]]) -> None:
+    """The probes' time in the bridge: its own (work and queue) and the wait for the upstream."""
+    own = [(w - a) - (u - s) for a, s, u, w in rows]
+    to_upstream = [s - a for a, s, _, _ in rows]
+    to_write = [w - u for _, _, u, w in rows]
+    waited = [u - s for _, s, u, _ in rows]
+
+    def two(values: list[float]) -> str:
+        return f"{pct(values, 0.5) * 1e3:.2f}/{pct(values, 0.9) * 1e3:.2f}"
+
+    print(
+        f"{streams:>8}    inside: own p50/p90 {two(own)}ms (to the upstream request {two(to_upstream)},"
+        f" its first byte to the first write {two(to_write)}), the upstream {two(waited)}ms;"
+        f" {len(rows)} probes"
+    )
+    name = f"bridge {flavour} x{streams}"
+    record(name, "own time to first byte under load p50 (ms)", pct(own, 0.5) * 1e3, "info")
+    record(name, "own time to first byte under load p90 (ms)", pct(own, 0.9) * 1e3, "info")
 
 
 def against() -> str | None:
@@ -531,7 +647,11 @@ def start_servers(
         args = ["serve", "--upstream-protocol", "anthropic", "--upstream-url"]
         args += [f"http://127.0.0.1:{up_port}/v1/messages", "--port", str(port)]
         args += ["--log-level", "warning", "--backlog", "4096"]
-        bridges[label] = subprocess.Popen([sys.executable, "-c", BRIDGE, loop, http, *args], env=env)
+        code = BRIDGE
+        if label == "this" and inside():
+            code = INSIDE + BRIDGE
+            env["MAAS_BENCH_INSIDE"] = str(INSIDE_FILE)
+        bridges[label] = subprocess.Popen([sys.executable, "-c", code, loop, http, *args], env=env)
     wait_port(up_port, upstream)
     for label, proc in bridges.items():
         wait_port(ports[label], proc)
