@@ -92,7 +92,7 @@ INSIDE = textwrap.dedent(
     # --inside: where a request's time in the bridge goes (timestamps, written on SIGUSR2).
     import asyncio, json, os, signal, time
     from maas_stream.bridge import _aiosock, _answer
-    from uvicorn.protocols.http import h11_impl, httptools_impl
+    from uvicorn.protocols.http import h11_impl
 
     ARRIVED, SENT, ANSWERED, ROWS = {}, {}, {}, []
 
@@ -103,7 +103,12 @@ INSIDE = textwrap.dedent(
             return received(self, data)
         cls.data_received = data_received
     stamp_arrival(h11_impl.H11Protocol)
-    stamp_arrival(httptools_impl.HttpToolsProtocol)
+    try:
+        from uvicorn.protocols.http import httptools_impl
+    except ImportError:  # (httptools not installed: only the plain flavour runs)
+        pass
+    else:
+        stamp_arrival(httptools_impl.HttpToolsProtocol)
 
     upstream_send = _aiosock.AioConnection.send
     async def send(self, data, seconds):
