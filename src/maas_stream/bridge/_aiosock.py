@@ -21,7 +21,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
-from typing import cast
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["HIGH_WATER", "AioConnection", "WriteFlow", "connect"]
 
@@ -78,6 +81,7 @@ class AioConnection(WriteFlow):
         "_size",
         "_transport",
         "_waiter",
+        "answered",
         "expires",
         "key",
     )
@@ -95,6 +99,9 @@ class AioConnection(WriteFlow):
         self._lost = False
         self._error: BaseException | None = None
         self._closed = False  # closed by this side
+        self.answered: Callable[[], None] | None = None
+        """Called once, from the socket's callback, when the next bytes come (then ``None``): an
+        exchange waiting for its answer's head sets it (``_transport``: its first byte goes first)."""
 
     # asyncio.Protocol
 
@@ -104,6 +111,10 @@ class AioConnection(WriteFlow):
     def data_received(self, data: bytes) -> None:
         self._data.append(data)
         self._size += len(data)
+        answered = self.answered
+        if answered is not None:
+            self.answered = None
+            answered()
         if self._size > HIGH_WATER and not self._paused and self._transport is not None:
             self._paused = True
             self._transport.pause_reading()

@@ -20,10 +20,12 @@ except ImportError:  # pragma: no cover - the serve extra installs it
 else:
     AVAILABLE = True
 
-__all__ = ["AVAILABLE", "MAX_HEAD", "Answer", "check_cut"]
+__all__ = ["AVAILABLE", "MAX_HEAD", "MAX_LINE", "Answer", "check_cut"]
 
 MAX_HEAD = 64 * 1024
 """The most bytes read before the response head (status line and headers) is complete."""
+MAX_LINE = 4096
+"""The most bytes of a chunked body read without any data in them (a chunk-size or trailer line)."""
 
 
 class Answer:
@@ -47,6 +49,7 @@ class Answer:
         "parser",
         "pieces",
         "reason",
+        "stalled",
         "status",
         "trailer",
         "version",
@@ -66,6 +69,7 @@ class Answer:
         self.keep_alive = False
         self.extra = False  # bytes came after the end: the connection is not reused
         self.trailer = False  # a trailer field was read (progress without body data)
+        self.stalled = 0  # bytes of the body read since the last data in it (framing, trailers)
         self.parser = HttpResponseParser(self)
         # Whitespace after a chunk size (some servers send it; h11 accepts it before the CRLF):
         # llhttp refuses it unless told.
@@ -130,6 +134,25 @@ class Answer:
                 raise cause from None
             part = "body" if self.final else "head"
             raise httpx2.RemoteProtocolError(f"invalid response {part}: {exc}") from None
+
+    def feed_body(self, data: bytes) -> None:
+        """:meth:`feed` for a read after the head: chunk framing without data in it is bounded.
+
+        Raises:
+            httpx2.RemoteProtocolError: As :meth:`feed`; or more than :data:`MAX_LINE` bytes of
+                the body came without data or a trailer field in them (a chunk-size or trailer
+                line too long).
+        """
+        self.feed(data)
+        if self.pieces or self.trailer:
+            self.stalled = 0
+            self.trailer = False
+        elif not self.complete:
+            self.stalled += len(data)
+            if self.stalled > MAX_LINE:
+                raise httpx2.RemoteProtocolError(
+                    "invalid chunked body: a chunk-size or trailer line is too long"
+                )
 
     def take(self) -> bytes:
         """The body data the reads since the last call brought, as one piece."""

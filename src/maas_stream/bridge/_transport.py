@@ -14,7 +14,7 @@ when the environment names a proxy, or when httptools is not installed: ``_http1
 Errors are httpx2's own classes (``ConnectError``, ``ConnectTimeout``, ``PoolTimeout``,
 ``WriteError``, ``ReadError``, ``RemoteProtocolError``), with httpcore's messages for the faults
 both can report. Memory grows with the bytes received, never with a size the answer names: a
-head beyond ``_http1.MAX_HEAD`` bytes, or :data:`_MAX_LINE` bytes of chunk framing without any
+head beyond ``_http1.MAX_HEAD`` bytes, or ``_http1.MAX_LINE`` bytes of chunk framing without any
 data, is refused.
 
 It must not contain protocol logic.
@@ -26,6 +26,7 @@ import asyncio
 import select
 import ssl
 import time
+import types
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -36,14 +37,12 @@ from ._aiosock import AioConnection, connect
 from ._http1 import MAX_HEAD, Answer, check_cut
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Generator
 
 __all__ = ["LeanPoster", "LeanTransport", "Prepared"]
 
 _READ = 65536
 """Bytes asked of the socket per read."""
-_MAX_LINE = 4096
-"""The most bytes of a chunked body read without any data in them (a chunk-size or trailer line)."""
 
 
 class _Connection:
@@ -119,6 +118,16 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         self._idle: dict[tuple[bytes, bytes, int], list[_Conn]] = {}
         self._idle_count = 0
         self._closed = False
+        self.heads = 0
+        """Answers whose first bytes came and whose exchange has not run since (on asyncio).
+
+        While there are any, a body woken by its next read yields once before it goes on: an
+        exchange's first byte goes before the frames of streams already flowing, not behind
+        every frame that came in the same turn of the loop (under load the first byte of a new
+        stream waited for a whole batch of other streams' frames)."""
+
+    def _answered(self) -> None:
+        self.heads += 1
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` on a pooled (or new) connection; the response's body streams from it.
@@ -197,8 +206,18 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         answer = Answer(head_only=request.method == "HEAD")
         try:
             conn = await self._take(key) or await self._connect(key, timeouts.get("connect"))
-            await _write(conn, data, timeouts.get("write"))
-            await _read_head(conn, answer, timeouts.get("read"))
+            aio = conn if type(conn) is AioConnection else None
+            if aio is not None:
+                aio.answered = self._answered
+            try:
+                await _write(conn, data, timeouts.get("write"))
+                await _read_head(conn, answer, timeouts.get("read"))
+            finally:
+                if aio is not None:
+                    if aio.answered is None:
+                        self.heads -= 1  # (its answer came: this exchange has run since)
+                    else:
+                        aio.answered = None
         except BaseException:
             self._slots.release()
             if conn is not None:
@@ -436,9 +455,9 @@ class _Body(httpx2.AsyncByteStream):
     ) -> AsyncIterator[bytes]:
         conn = _consume(response, conn)  # (aiter_raw's checks, made at the first read as it makes them)
         aio = conn if type(conn) is AioConnection else None
+        pool = self._pool
         timeout = self._timeout
         received = 0
-        stalled = 0  # bytes of a chunked body read without data in them (framing, trailers)
         try:
             while True:
                 out = answer.take()
@@ -458,6 +477,8 @@ class _Body(httpx2.AsyncByteStream):
                     else:
                         while (got := aio.take()) is None:
                             await aio.wait(timeout)
+                            if pool.heads:  # an exchange's first byte came too: it goes first
+                                await _yield()
                         data = got
                 except _READ_FAULTS as exc:
                     raise _read_error(exc, timeout)  # noqa: B904 (the cause is set)
@@ -465,16 +486,7 @@ class _Body(httpx2.AsyncByteStream):
                     check_cut(answer.headers, received)
                     await self._finish(reuse=False)  # the body ran until the connection closed
                     return
-                answer.feed(data)
-                if answer.pieces or answer.trailer:
-                    stalled = 0
-                    answer.trailer = False
-                elif not answer.complete:
-                    stalled += len(data)
-                    if stalled > _MAX_LINE:
-                        raise httpx2.RemoteProtocolError(
-                            "invalid chunked body: a chunk-size or trailer line is too long"
-                        )
+                answer.feed_body(data)
         except httpx2.RequestError as exc:  # (httpx2's request_context, as aiter_raw has it)
             _attach(exc, response)
             raise
@@ -543,6 +555,12 @@ async def _receive(conn: _Conn, seconds: float | None) -> bytes:
         return await conn.receive(seconds)
     except _READ_FAULTS as exc:
         raise _read_error(exc, seconds)  # noqa: B904 (the cause is set)
+
+
+@types.coroutine
+def _yield() -> Generator[None, None, None]:
+    """Let the loop run what is ready first: the task steps again last in the loop's turn (a bare yield)."""
+    yield
 
 
 def _has_token(headers: httpx2.Headers, name: str, token: str) -> bool:
