@@ -80,10 +80,17 @@ FLAVOURS = {"plain": ("asyncio", "h11"), "standard": ("uvloop", "httptools")}
 BRIDGE = textwrap.dedent(
     """
     import functools, sys, uvicorn
+    from maas_stream import _cli_serve
     from maas_stream._cli import main
-    # The serve command calls uvicorn.run; pin the flavour's event loop and HTTP parser.
-    uvicorn.run = functools.partial(uvicorn.run, loop=sys.argv[1], http=sys.argv[2])
-    sys.exit(main(sys.argv[3:]))
+    # The serve command calls uvicorn.run; pin the flavour's event loop, and its HTTP parser with
+    # serve --http (a checkout from before that flag, --against: uvicorn's class, as it served).
+    args = sys.argv[3:]
+    if "http" in _cli_serve._SERVER_FLAGS:
+        args += ["--http", sys.argv[2]]
+    else:
+        uvicorn.run = functools.partial(uvicorn.run, http=sys.argv[2])
+    uvicorn.run = functools.partial(uvicorn.run, loop=sys.argv[1])
+    sys.exit(main(args))
     """
 )
 

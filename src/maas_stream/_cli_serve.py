@@ -344,6 +344,13 @@ _SERVER_FLAGS: dict[str, tuple[Callable[[str], Any], str, str]] = {
         "uvicorn: compress websocket messages for the clients that ask (browsers, google-genai); "
         "a compressed session costs about 36 KiB and 40%% more CPU per message (default off)",
     ),
+    "http": (
+        str,
+        "httptools|h11",
+        "uvicorn: the HTTP/1.1 implementation, httptools or h11 (default: httptools where installed, "
+        "else h11); either way the bridge's subclass, which runs a new request's first step before "
+        "the frames of streams already flowing",
+    ),
     "ws": (
         _ws_impl,
         "IMPL",
@@ -412,6 +419,9 @@ def serve_options(
         {"max_connections": given["max_connections"]} if "max_connections" in given else {}
     )
     server = {**_SERVER_DEFAULTS, **{name: given[name] for name in _SERVER_FLAGS if name in given}}
+    from .bridge._uvicorn_http import http_protocol
+
+    server["http"] = http_protocol(server.get("http"))  # (ValueError: httptools not installed)
     if "ws" not in server:
         try:
             from .bridge._ws_lean import LeanWebSocketProtocol

@@ -21,11 +21,10 @@ import httpx2
 import openai
 import pytest
 from uvicorn.config import Config
-from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from maas_stream.bridge import _answer, _app, _http_direct, create_app
+from maas_stream.bridge._uvicorn_http import http_protocol
 from tests.bridge.realtime_fakes import serving
 from tests.conftest import RECORDINGS
 
@@ -34,7 +33,8 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.anyio
 
-PROTOCOLS: dict[str, Any] = {"httptools": HttpToolsProtocol, "h11": H11Protocol}
+PROTOCOLS: dict[str, Any] = {impl: http_protocol(impl) for impl in ("httptools", "h11")}
+"""uvicorn's protocols as ``serve`` serves with them (the bridge's subclasses, ``_uvicorn_http``)."""
 
 FRAMES = [
     f + b"\n\n"

@@ -32,6 +32,7 @@ from maas_stream.bridge import (
     create_app,
 )
 from maas_stream.bridge._transport import LeanTransport
+from maas_stream.bridge._uvicorn_http import http_protocol
 from maas_stream.bridge._ws_lean import LeanWebSocketProtocol
 from tests.bridge.test_faults import CUT, FRAMES, MESSAGES, openai_client
 from tests.conftest import RECORDINGS
@@ -392,6 +393,7 @@ def test_serve_flag_defaults_are_the_library_defaults() -> None:
         "timeout_graceful_shutdown": 30.0,
         "ws_per_message_deflate": False,
         "ws": LeanWebSocketProtocol,
+        "http": http_protocol(None),
     }
     with pytest.raises(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:
         cli.build_parser().parse_args(["serve", "--help"])

@@ -653,8 +653,15 @@ async def test_a_field_that_changes_the_answer_is_refused_unless_dropped() -> No
 # ---------------------------------------------------------------------- a real server on loopback
 
 
-async def test_uvicorn_loopback_streams_to_openai_sdk_as_it_arrives() -> None:
+@pytest.mark.parametrize("impl", ["httptools", "h11"])
+async def test_uvicorn_loopback_streams_to_openai_sdk_as_it_arrives(impl: str) -> None:
+    # Served as ``serve`` serves: the bridge's subclass of uvicorn's HTTP protocol (_uvicorn_http).
     uvicorn = pytest.importorskip("uvicorn")
+    if impl == "httptools":
+        pytest.importorskip("httptools")
+    from maas_stream.bridge._ahead import AHEAD
+    from maas_stream.bridge._uvicorn_http import http_protocol
+
     recording = RECORDINGS / "anthropic/thinking_parallel_tools.sse"
     frames = sse_frames(recording.read_bytes())
     first_text = next(i for i, f in enumerate(frames) if b'"text_delta"' in f)
@@ -671,7 +678,10 @@ async def test_uvicorn_loopback_streams_to_openai_sdk_as_it_arrives() -> None:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
     app = create_app(upstream=fake_upstream("anthropic", handler))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", http=http_protocol(impl)
+    )
+    server = uvicorn.Server(config)
     text: list[str] = []
     calls: dict[int, list[str]] = {}
     with anyio.fail_after(LIMIT):
@@ -703,6 +713,7 @@ async def test_uvicorn_loopback_streams_to_openai_sdk_as_it_arrives() -> None:
             await client.close()
             server.should_exit = True
     assert gate.is_set()
+    assert AHEAD.waiting == 0  # (each request's count released once its first step ran)
     got = [(name, json.loads(args or "{}")) for name, args in calls.values()]
     assert ("".join(text), got) == expected(recording)
 

@@ -21,10 +21,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from ._ahead import go_first
 
 __all__ = ["HIGH_WATER", "AioConnection", "WriteFlow", "connect"]
 
@@ -81,8 +80,8 @@ class AioConnection(WriteFlow):
         "_size",
         "_transport",
         "_waiter",
-        "answered",
         "expires",
+        "first",
         "key",
     )
 
@@ -99,9 +98,9 @@ class AioConnection(WriteFlow):
         self._lost = False
         self._error: BaseException | None = None
         self._closed = False  # closed by this side
-        self.answered: Callable[[], None] | None = None
-        """Called once, from the socket's callback, when the next bytes come (then ``None``): an
-        exchange waiting for its answer's head sets it (``_transport``: its first byte goes first)."""
+        self.first = False
+        """The next bytes are an answer's first: the reader they wake goes first (``_ahead``); set
+        by an exchange about to wait for its answer's head, cleared when they come."""
 
     # asyncio.Protocol
 
@@ -111,10 +110,6 @@ class AioConnection(WriteFlow):
     def data_received(self, data: bytes) -> None:
         self._data.append(data)
         self._size += len(data)
-        answered = self.answered
-        if answered is not None:
-            self.answered = None
-            answered()
         if self._size > HIGH_WATER and not self._paused and self._transport is not None:
             self._paused = True
             self._transport.pause_reading()
@@ -123,6 +118,9 @@ class AioConnection(WriteFlow):
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+        if self.first:
+            self.first = False
+            go_first(self._loop)  # (after the wake it puts first)
 
     def eof_received(self) -> bool:
         self._eof = True

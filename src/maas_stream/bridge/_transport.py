@@ -33,6 +33,7 @@ import anyio
 import anyio.abc
 import httpx2
 
+from ._ahead import AHEAD
 from ._aiosock import AioConnection, connect
 from ._http1 import MAX_HEAD, Answer, check_cut
 
@@ -118,16 +119,6 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         self._idle: dict[tuple[bytes, bytes, int], list[_Conn]] = {}
         self._idle_count = 0
         self._closed = False
-        self.heads = 0
-        """Answers whose first bytes came and whose exchange has not run since (on asyncio).
-
-        While there are any, a body woken by its next read yields once before it goes on: an
-        exchange's first byte goes before the frames of streams already flowing, not behind
-        every frame that came in the same turn of the loop (under load the first byte of a new
-        stream waited for a whole batch of other streams' frames)."""
-
-    def _answered(self) -> None:
-        self.heads += 1
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` on a pooled (or new) connection; the response's body streams from it.
@@ -208,16 +199,13 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             conn = await self._take(key) or await self._connect(key, timeouts.get("connect"))
             aio = conn if type(conn) is AioConnection else None
             if aio is not None:
-                aio.answered = self._answered
+                aio.first = True  # its answer's first bytes wake it ahead of flowing streams (_ahead)
             try:
                 await _write(conn, data, timeouts.get("write"))
                 await _read_head(conn, answer, timeouts.get("read"))
             finally:
                 if aio is not None:
-                    if aio.answered is None:
-                        self.heads -= 1  # (its answer came: this exchange has run since)
-                    else:
-                        aio.answered = None
+                    aio.first = False  # (no answer came: cancelled, timed out, broken)
         except BaseException:
             self._slots.release()
             if conn is not None:
@@ -455,7 +443,7 @@ class _Body(httpx2.AsyncByteStream):
     ) -> AsyncIterator[bytes]:
         conn = _consume(response, conn)  # (aiter_raw's checks, made at the first read as it makes them)
         aio = conn if type(conn) is AioConnection else None
-        pool = self._pool
+        ahead = AHEAD
         timeout = self._timeout
         received = 0
         try:
@@ -477,7 +465,7 @@ class _Body(httpx2.AsyncByteStream):
                     else:
                         while (got := aio.take()) is None:
                             await aio.wait(timeout)
-                            if pool.heads:  # an exchange's first byte came too: it goes first
+                            if ahead.waiting:  # a new stream's first step came too: it goes first
                                 await _yield()
                         data = got
                 except _READ_FAULTS as exc:
