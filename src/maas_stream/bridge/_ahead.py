@@ -10,7 +10,8 @@ up until the loop has run what was scheduled before the release, the step includ
 (``_transport._Body``) yields once: it runs after the step, at the end of the loop's turn.
 
 Callers: ``_aiosock.AioConnection`` (an answer's first bytes, for the exchange waiting for its
-head) and ``_uvicorn_http`` (a request's task made by uvicorn's HTTP/1.1 protocol). The count
+head) and ``_uvicorn_http`` (a client's read: a request's task made by uvicorn's HTTP/1.1
+protocol, or woken by its body). The count
 is one per process (the bridge runs one event loop): another loop's streams would at worst
 yield once more. It costs a read an attribute check, and a first step one ``call_soon``; the
 count cannot be left up (the release is the loop's own callback, whatever the step does).

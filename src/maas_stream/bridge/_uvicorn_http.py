@@ -1,25 +1,27 @@
-"""The bridge's HTTP/1.1 server protocols for uvicorn: uvicorn's own, with a new request's first step put ahead.
+"""The bridge's HTTP/1.1 server protocols for uvicorn: uvicorn's own, with a request's steps put ahead.
 
-uvicorn's protocol makes a request's task from its socket callback once the head is read; the
-task's first step (the bridge's routing, checks, the request's conversion, the upstream request
-written) then waits in the loop's ready queue behind the body reads of every stream woken in the
-same turn: under 200 paced streams, the tail of the time from a request's arrival to its upstream
-request was 1.7-3.8 ms at p90 (asyncio). :class:`AheadH11Protocol` and
-:class:`AheadHttpToolsProtocol` are uvicorn's classes, each with one override: when a socket read
-made a new request cycle (its task made, or for a pipelined request queued), ``_ahead.go_first``
-puts that step before those reads. Nothing else differs (``tests/bridge/test_uvicorn_http.py``
-serves through both with a real uvicorn).
+uvicorn's protocol makes a request's task from its socket callback once the head is read, and
+wakes it from there when the body comes. Each step (the bridge's routing, checks, the request's
+conversion, the upstream request written) then waited in the loop's ready queue behind the body
+reads of every stream woken in the same turn: under 200 paced streams, the time from a request's
+arrival to its upstream request was 1.7-3.8 ms at p90 (asyncio); and under load a client's head
+and body often come in two reads (14 probes of 20, where an idle bridge reads them as one), so a
+request waited so twice. :class:`AheadH11Protocol` and :class:`AheadHttpToolsProtocol` are
+uvicorn's classes, each with one override: after a client's read, ``_ahead.go_first`` puts what
+it woke before those reads. A client sends nothing else on an HTTP/1.1 connection (a read is a
+request's head or body, or a pipelined request), and a read that wakes nothing costs one
+``call_soon``. Nothing else differs (``tests/bridge/test_ahead.py`` drives both by hand;
+``tests/bridge/test_serve.py`` serves through both with a real uvicorn).
 
 Relied on in uvicorn (0.55 here; every version since 0.30 has them): both classes'
-``data_received``, ``cycle`` (replaced by a request's head, in the socket callback) and ``loop``.
-Importing this module raises :class:`ImportError` without uvicorn; without httptools
+``data_received`` (the request's task made, or woken, from it) and ``loop``. Importing this
+module raises :class:`ImportError` without uvicorn; without httptools
 :data:`AheadHttpToolsProtocol` is ``None``. It must not contain protocol logic.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -32,16 +34,13 @@ HTTP_IMPLS = ("httptools", "h11")
 
 
 class _FirstStepAhead(asyncio.Protocol):
-    """The override: a read that made a new request cycle puts its task's first step ahead."""
+    """The override: what a client's read wakes (a request's task made, or its body read) goes first."""
 
-    cycle: Any
     loop: asyncio.AbstractEventLoop
 
     def data_received(self, data: bytes) -> None:
-        cycle = self.cycle
         super().data_received(data)
-        if self.cycle is not cycle:
-            go_first(self.loop)
+        go_first(self.loop)
 
 
 class AheadH11Protocol(_FirstStepAhead, H11Protocol):
