@@ -69,6 +69,12 @@ class Socket:
         pass
 
 
+@pytest.fixture(autouse=True)
+def counted_from_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test counts from zero (the count is the process's; a loop abandoned elsewhere may leave it up)."""
+    monkeypatch.setattr(AHEAD, "waiting", 0)
+
+
 def connection() -> AioConnection:
     conn = AioConnection(asyncio.get_running_loop(), KEY)
     conn.connection_made(Socket())  # type: ignore[arg-type]

@@ -13,8 +13,10 @@ Callers: ``_aiosock.AioConnection`` (an answer's first bytes, for the exchange w
 head) and ``_uvicorn_http`` (a client's read: a request's task made by uvicorn's HTTP/1.1
 protocol, or woken by its body). The count
 is one per process (the bridge runs one event loop): another loop's streams would at worst
-yield once more. It costs a read an attribute check, and a first step one ``call_soon``; the
-count cannot be left up (the release is the loop's own callback, whatever the step does).
+yield once more. It costs a read an attribute check, and a first step one ``call_soon``. The
+release is the loop's own callback, so whatever the step does (fails, is cancelled, never
+starts) the count comes down; only a loop abandoned with the callback still queued would leave
+it up, and then every body read yields once more (a cost, never an error).
 
 It must not contain protocol logic.
 """
