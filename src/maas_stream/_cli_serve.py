@@ -348,8 +348,8 @@ _SERVER_FLAGS: dict[str, tuple[Callable[[str], Any], str, str]] = {
         str,
         "httptools|h11",
         "uvicorn: the HTTP/1.1 implementation, httptools or h11 (default: httptools where installed, "
-        "else h11); either way the bridge's subclass, which runs a new request's first step before "
-        "the frames of streams already flowing",
+        "else h11); either way the bridge's subclass, which runs what a client's read wakes (a "
+        "request's start, its body read) before the frames of streams already flowing",
     ),
     "ws": (
         _ws_impl,
