@@ -465,7 +465,7 @@ class _Body(httpx2.AsyncByteStream):
                     else:
                         while (got := aio.take()) is None:
                             await aio.wait(timeout)
-                            if ahead.waiting:  # a new stream's first step came too: it goes first
+                            if ahead.waiting:  # a new stream's step came too: it goes first (_ahead)
                                 await _yield()
                         data = got
                 except _READ_FAULTS as exc:

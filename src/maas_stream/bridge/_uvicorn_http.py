@@ -44,7 +44,7 @@ class _FirstStepAhead(asyncio.Protocol):
 
 
 class AheadH11Protocol(_FirstStepAhead, H11Protocol):
-    """uvicorn's h11 protocol; a new request's first step goes first (see the module)."""
+    """uvicorn's h11 protocol; what a client's read wakes goes first (see the module)."""
 
 
 AheadHttpToolsProtocol: type[asyncio.Protocol] | None
@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover (httptools missing: the serve extra not 
 else:
 
     class _AheadHttpTools(_FirstStepAhead, HttpToolsProtocol):
-        """uvicorn's httptools protocol; a new request's first step goes first (see the module)."""
+        """uvicorn's httptools protocol; what a client's read wakes goes first (see the module)."""
 
     AheadHttpToolsProtocol = _AheadHttpTools
 
