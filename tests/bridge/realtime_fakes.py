@@ -488,18 +488,20 @@ def tls_files(folder: Path) -> tuple[Path, Path, ssl.SSLContext]:
 
 @contextlib.asynccontextmanager
 async def serving(app: Any, *, tls: tuple[Path, Path] | None = None, **options: Any) -> AsyncIterator[int]:
-    """Run ``app`` under uvicorn on 127.0.0.1, with ``serve``'s websocket protocol; yield its port.
+    """Run ``app`` under uvicorn on 127.0.0.1, with ``serve``'s protocols; yield its port.
 
     ``options``: more ``uvicorn.Config`` arguments (``http=`` picks the HTTP protocol).
 
-    (``LeanWebSocketProtocol``, as ``maas-stream serve`` runs it: every served test, the official
-    SDKs' realtime and live clients included, goes through it.)
+    (``LeanWebSocketProtocol`` and the bridge's subclass of uvicorn's HTTP/1.1 protocol, as
+    ``maas-stream serve`` runs them: every served test, the official SDKs' realtime and live
+    clients included, goes through them.)
     """
     import uvicorn
 
+    from maas_stream.bridge._uvicorn_http import http_protocol
     from maas_stream.bridge._ws_lean import LeanWebSocketProtocol
 
-    extra: dict[str, Any] = {"ws": LeanWebSocketProtocol, **options}
+    extra: dict[str, Any] = {"ws": LeanWebSocketProtocol, "http": http_protocol(), **options}
     if tls is not None:
         extra.update(ssl_certfile=str(tls[0]), ssl_keyfile=str(tls[1]))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **extra)

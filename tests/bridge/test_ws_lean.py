@@ -30,6 +30,7 @@ from websockets.frames import Close, Frame, Opcode
 from websockets.protocol import Protocol
 
 from maas_stream.bridge import _ws_lean
+from maas_stream.bridge._uvicorn_http import http_protocol
 from maas_stream.bridge._ws import ClientSocket
 from maas_stream.bridge._ws_lean import LARGE_MESSAGE, QUEUE_DEPTH, LeanWebSocketProtocol
 
@@ -456,7 +457,8 @@ async def server(app: Any, http: str, **options: Any) -> AsyncIterator[str]:
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
 
-    async with serving(lifespan_too, ws=LeanWebSocketProtocol, http=http, **options) as port:
+    # (the HTTP/1.1 protocol serve runs: the bridge's subclass of uvicorn's, which hands over)
+    async with serving(lifespan_too, ws=LeanWebSocketProtocol, http=http_protocol(http), **options) as port:
         yield f"ws://127.0.0.1:{port}/ws?q=1"
 
 

@@ -117,9 +117,11 @@ def _hand_over(http: object) -> None:
     bound methods): once the connection is the websocket's, the pair is garbage that only a full
     collection frees (~1.3 KiB a connection, tracemalloc). Its parser is not used past the
     upgrade (``handle_websocket_upgrade`` is its last step): it goes now, and the protocol with
-    it. (h11's protocol is freed as it is.) Pinned by ``tests/bridge/test_ws_lean.py``.
+    it. (h11's protocol is freed as it is.) uvicorn's class or a subclass (``serve`` runs the
+    bridge's, ``_uvicorn_http``). Pinned by ``tests/bridge/test_ws_lean.py``.
     """
-    if type(http).__name__ == "HttpToolsProtocol" and getattr(http, "parser", None) is not None:
+    named = (c.__name__ for c in type(http).__mro__)
+    if "HttpToolsProtocol" in named and getattr(http, "parser", None) is not None:
         http.parser = None  # type: ignore[attr-defined]
 
 
