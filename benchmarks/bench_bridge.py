@@ -101,12 +101,13 @@ INSIDE = textwrap.dedent(
     from maas_stream.bridge import _aiosock, _answer
     from uvicorn.protocols.http import h11_impl
 
-    ARRIVED, SENT, ANSWERED, ROWS = {}, {}, {}, []
+    ARRIVED, READS, SENT, ANSWERED, ROWS = {}, {}, {}, {}, []
 
     def stamp_arrival(cls):
         received = cls.data_received
         def data_received(self, data):
             ARRIVED.setdefault(self.transport, time.perf_counter())  # a request's first bytes
+            READS[self.transport] = READS.get(self.transport, 0) + 1
             return received(self, data)
         cls.data_received = data_received
     stamp_arrival(h11_impl.H11Protocol)
@@ -135,10 +136,11 @@ INSIDE = textwrap.dedent(
     async def start_with_piece(cycle, start, data):
         now = time.perf_counter()
         arrived = ARRIVED.pop(cycle.transport, None)
+        reads = READS.pop(cycle.transport, 0)
         sent = SENT.pop(asyncio.current_task(), None)
         if arrived is not None and sent is not None:
             answered = ANSWERED.pop(sent[1], None) or sent[0]
-            ROWS.append((arrived, sent[0], answered, now))
+            ROWS.append((arrived, sent[0], answered, now, reads))
         return await first_write(cycle, start, data)
     _answer.start_with_piece = start_with_piece
 
@@ -152,7 +154,8 @@ INSIDE = textwrap.dedent(
 )
 """``--inside``: instrumentation put before :data:`BRIDGE` (the ``this`` bridge only). Each
 request's arrival (its first bytes read), its upstream request sent, the upstream's first bytes
-and the bridge's first write; under load the probes' rows split the bridge's added time into its
+and the bridge's first write, and how many reads its request took (under load a client's head
+and body often come in two: each read wakes the request once more); under load the probes' rows split the bridge's added time into its
 own work and queue (to the upstream request, from the upstream's first byte to the first write)
 and the wait for the upstream. It wraps private names of uvicorn and the bridge: a profiling
 aid, run by the quick benchmark in CI so that it keeps working. The wrappers cost CPU per read
@@ -615,10 +618,11 @@ def inside_rows(pid: int) -> list[list[float]]:
 
 def report_inside(flavour: str, streams: int, rows: list[list[float]]) -> None:
     """The probes' time in the bridge: its own (work and queue) and the wait for the upstream."""
-    own = [(w - a) - (u - s) for a, s, u, w in rows]
-    to_upstream = [s - a for a, s, _, _ in rows]
-    to_write = [w - u for _, _, u, w in rows]
-    waited = [u - s for _, s, u, _ in rows]
+    own = [(w - a) - (u - s) for a, s, u, w, _ in rows]
+    to_upstream = [s - a for a, s, _, _, _ in rows]
+    to_write = [w - u for _, _, u, w, _ in rows]
+    waited = [u - s for _, s, u, _, _ in rows]
+    split = sum(1 for *_, reads in rows if reads > 1)
 
     def two(values: list[float]) -> str:
         return f"{pct(values, 0.5) * 1e3:.2f}/{pct(values, 0.9) * 1e3:.2f}"
@@ -626,7 +630,7 @@ def report_inside(flavour: str, streams: int, rows: list[list[float]]) -> None:
     print(
         f"{streams:>8}    inside: own p50/p90 {two(own)}ms (to the upstream request {two(to_upstream)},"
         f" its first byte to the first write {two(to_write)}), the upstream {two(waited)}ms;"
-        f" {len(rows)} probes"
+        f" {len(rows)} probes, {split} of them read in two reads or more"
     )
     name = f"bridge {flavour} x{streams}"
     record(name, "own time to first byte under load p50 (ms)", pct(own, 0.5) * 1e3, "info")
