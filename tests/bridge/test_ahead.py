@@ -1,13 +1,13 @@
-"""A new stream's first step goes before the frames of streams already flowing (``bridge._ahead``).
+"""A new stream's steps go before the frames of streams already flowing (``bridge._ahead``).
 
 Under load, the reads of many streams come in one turn of the event loop, and each wakes its
-reader in the order they came. A new stream's first step scheduled in that same turn (an
-exchange woken by its answer's head; a request's task made by uvicorn's HTTP protocol) would run
-after all of them. Instead, a body woken while such a step waits yields once, and the step runs
-first. Driven by hand here: the connections are the transport's own (``_aiosock.AioConnection``)
-over a stand-in for the socket, uvicorn's HTTP protocols (the bridge's subclasses, and uvicorn's
-own as the control) over another, and one synchronous step delivers the reads of one turn, in the
-order under test.
+reader in the order they came. A new stream's step scheduled in that same turn (an exchange
+woken by its answer's head; a request's task made by uvicorn's HTTP protocol, or woken by its
+body) would run after all of them. Instead, a body woken while such a step waits yields once,
+and the step runs first. Driven by hand here: the connections are the transport's own
+(``_aiosock.AioConnection``) over a stand-in for the socket, uvicorn's HTTP protocols (the
+bridge's subclasses, and uvicorn's own as the control) over another, and one synchronous step
+delivers the reads of one turn, in the order under test.
 """
 
 from __future__ import annotations
