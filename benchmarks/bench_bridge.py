@@ -155,9 +155,9 @@ INSIDE = textwrap.dedent(
 """``--inside``: instrumentation put before :data:`BRIDGE` (the ``this`` bridge only). Each
 request's arrival (its first bytes read), its upstream request sent, the upstream's first bytes
 and the bridge's first write, and how many reads its request took (under load a client's head
-and body often come in two: each read wakes the request once more); under load the probes' rows split the bridge's added time into its
-own work and queue (to the upstream request, from the upstream's first byte to the first write)
-and the wait for the upstream. It wraps private names of uvicorn and the bridge: a profiling
+and body often come in two: each read wakes the request once more). Under load the probes' rows
+split the bridge's added time into its own work and queue (to the upstream request, from the
+upstream's first byte to the first write) and the wait for the upstream. It wraps private names of uvicorn and the bridge: a profiling
 aid, run by the quick benchmark in CI so that it keeps working. The wrappers cost CPU per read
 (~2 µs per paced event): with ``--inside`` the bridge's own rows read high; take the headline
 figures from a run without it."""
