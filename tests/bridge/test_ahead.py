@@ -25,8 +25,9 @@ import pytest
 from maas_stream.bridge import _uvicorn_http
 from maas_stream.bridge._ahead import AHEAD
 from maas_stream.bridge._aiosock import AioConnection
+from maas_stream.bridge._body import Body as _Body
 from maas_stream.bridge._http1 import Answer
-from maas_stream.bridge._transport import LeanTransport, _Body
+from maas_stream.bridge._transport import LeanTransport
 from tests.bridge.test_http_direct import FakeTransport
 
 pytestmark = pytest.mark.anyio

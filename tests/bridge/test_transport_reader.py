@@ -20,7 +20,8 @@ import httpx2
 import pytest
 
 from maas_stream.bridge._aiosock import AioConnection
-from maas_stream.bridge._transport import LeanPoster, LeanTransport, _Body
+from maas_stream.bridge._body import Body as _Body
+from maas_stream.bridge._transport import LeanPoster, LeanTransport
 from maas_stream.io._kinds import response_chunks
 from maas_stream.io._source import AsyncReader
 from tests.bridge.test_transport import BODY, answer, drip, raw_server

@@ -7,13 +7,16 @@ body) or an exchange woken by its answer's first bytes waited behind every frame
 callback that schedules such a step calls :func:`go_first` right after it; :attr:`Ahead.waiting`
 then stays up until the loop has run what was scheduled before the release, the step included
 (one ``call_soon``: the loop runs its ready callbacks in order). A body read woken meanwhile
-(``_transport._Body``) yields once: it runs after the step, in the loop's next turn.
+(``_body.Body``) yields once: it runs after the step, in the loop's next turn; and a read that
+comes meanwhile is not converted in its socket's callback (``_body``'s hand-over) but wakes its
+reader, who yields so.
 
 Callers: ``_aiosock.AioConnection`` (an answer's first bytes, for the exchange waiting for its
 head) and ``_uvicorn_http`` (a client's read: a request's task made by uvicorn's HTTP/1.1
-protocol, or woken by its body). The count is one per process (the bridge runs one event loop):
-another loop's streams would at worst yield once more. It costs a read an attribute check, and
-a step one ``call_soon``. The release is the loop's own callback, so whatever the step does
+protocol, or woken by its body); its readers: ``_body.Body`` and ``_aiosock.AioConnection``
+(the hand-over). The count is one per process (the bridge runs one event loop): another loop's
+streams would at worst yield once more. It costs a read an attribute check, and a step one
+``call_soon``. The release is the loop's own callback, so whatever the step does
 (fails, is cancelled, never starts) the count comes down; only a loop abandoned with the
 callback still queued would leave it up, and then every body read yields once more (a cost,
 never an error).

@@ -21,9 +21,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from ._ahead import go_first
+from ._ahead import AHEAD, go_first
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["HIGH_WATER", "AioConnection", "WriteFlow", "connect"]
 
@@ -83,6 +86,7 @@ class AioConnection(WriteFlow):
         "expires",
         "first",
         "key",
+        "sink",
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, key: tuple[bytes, bytes, int]) -> None:
@@ -98,6 +102,10 @@ class AioConnection(WriteFlow):
         self._lost = False
         self._error: BaseException | None = None
         self._closed = False  # closed by this side
+        self.sink: Callable[[bytes], bool] | None = None
+        """Set by a body's reader while it waits with nothing unread (``_body``'s hand-over): each
+        read's data goes to it rather than to the reader, who is woken only when it returns
+        ``True`` (the sink then leaves). Not while a new stream's step waits ahead (``_ahead``)."""
         self.first = False
         """The next bytes are an answer's first: the reader they wake goes first (``_ahead``); set
         by an exchange about to wait for its answer's head, cleared when they come."""
@@ -108,6 +116,12 @@ class AioConnection(WriteFlow):
         self._transport = cast("asyncio.Transport", transport)  # uvloop's are not subclasses
 
     def data_received(self, data: bytes) -> None:
+        sink = self.sink
+        if sink is not None and not self._data and not AHEAD.waiting:
+            if sink(data):
+                self.sink = None
+                self._wake()
+            return
         self._data.append(data)
         self._size += len(data)
         if self._size > HIGH_WATER and not self._paused and self._transport is not None:

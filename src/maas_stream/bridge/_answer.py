@@ -111,6 +111,7 @@ async def run_exchange(
                     total_timeout=left,
                     lossy=lossy,
                     final=responses(),
+                    write_now=write.now,
                     **_options(spec, request.envelope),  # (not held by this frame)
                 )
             except MaasStreamError as exc:
@@ -253,6 +254,14 @@ class _Writer:
         if cycle is not None and write_chunk(cycle, data):
             return _WRITTEN
         return self._message(data)
+
+    def now(self, data: bytes) -> bool:
+        """Write ``data`` directly if uvicorn would write it at once; ``False``: nothing written.
+
+        (``aconvert_into``'s ``write_now``: a piece converted in the upstream socket's callback.)
+        """
+        cycle = self._cycle
+        return cycle is not None and write_chunk(cycle, data)
 
     async def _message(self, data: bytes) -> None:
         send = self._send

@@ -163,6 +163,10 @@ class Answer:
         pieces.clear()
         return out
 
+    def give_back(self, piece: bytes) -> None:
+        """Undo the last :meth:`take` (``piece`` is what it returned): the next one returns it again."""
+        self.pieces.insert(0, piece)
+
 
 def check_cut(headers: list[tuple[bytes, bytes]], received: int) -> None:
     """The connection closed before the body's end: fine only when its end is the close.

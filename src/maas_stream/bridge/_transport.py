@@ -26,19 +26,15 @@ import asyncio
 import select
 import ssl
 import time
-import types
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.abc
 import httpx2
 
-from ._ahead import AHEAD
 from ._aiosock import AioConnection, connect
-from ._http1 import MAX_HEAD, Answer, check_cut
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Generator
+from ._body import Body, receive
+from ._http1 import MAX_HEAD, Answer
 
 __all__ = ["LeanPoster", "LeanTransport", "Prepared"]
 
@@ -213,7 +209,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             raise
         if close:
             answer.keep_alive = False
-        body = _Body(self, conn, answer, timeouts.get("read"))
+        body = Body(self, conn, answer, timeouts.get("read"))
         return httpx2.Response(
             answer.status,
             headers=answer.headers,
@@ -257,8 +253,8 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             raise httpx2.ConnectError(str(exc) or type(exc).__name__) from exc
         return _Connection(stream, key)
 
-    async def _release(self, conn: _Conn, reuse: bool) -> None:
-        """The request is over: keep its connection for the next one, or close it."""
+    async def release(self, conn: _Conn, reuse: bool) -> None:
+        """A body was read to its end: keep its connection for the next request (``reuse``), or close it."""
         self._slots.release()
         if reuse and not self._closed and self._idle_count < self._max_keepalive:
             conn.expires = time.monotonic() + self._expiry
@@ -266,6 +262,11 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             self._idle_count += 1
         else:
             await conn.aclose()
+
+    async def discard(self, conn: _Conn) -> None:
+        """A body was not read to its end: close its connection."""
+        self._slots.release()
+        await conn.aclose()
 
     async def aclose(self) -> None:
         """Close every idle connection (those in use close with their responses)."""
@@ -397,7 +398,7 @@ async def _read_head(conn: _Conn, answer: Answer, seconds: float | None) -> None
     """
     received = 0
     while not answer.final:
-        data = await _receive(conn, seconds)
+        data = await receive(conn, seconds)
         if not data:
             raise httpx2.RemoteProtocolError("Server disconnected without sending a response.")
         answer.feed(data)
@@ -407,148 +408,6 @@ async def _read_head(conn: _Conn, answer: Answer, seconds: float | None) -> None
     if answer.head_only and answer.pieces:  # body bytes after a HEAD answer's head
         answer.pieces.clear()
         answer.extra = True
-
-
-class _Body(httpx2.AsyncByteStream):
-    """A response body read from its connection: one piece per socket read (de-chunked).
-
-    Read through httpx2's ``aiter_raw`` / ``aiter_bytes`` (``__aiter__``), or by the library's
-    readers through :meth:`maas_chunks`: what ``aiter_raw`` does, without its generator and
-    chunker around each read (``io._kinds.response_chunks`` looks for it).
-    """
-
-    def __init__(self, pool: LeanTransport, conn: _Conn, answer: Answer, timeout: float | None) -> None:
-        self._pool = pool
-        self._conn: _Conn | None = conn
-        self._answer = answer
-        self._timeout = timeout
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        conn = self._conn
-        if conn is None:
-            raise httpx2.StreamClosed()
-        return self._read(conn, self._answer, None)
-
-    def maas_chunks(self, response: httpx2.Response) -> AsyncIterator[bytes]:
-        """The body of ``response`` (whose stream this is), as its ``aiter_raw()`` yields it.
-
-        The same pieces, checks and ending: the response is marked consumed, counts
-        ``num_bytes_downloaded``, is closed when the iterator ends (read to its end, failed or
-        closed), and a ``httpx2.RequestError`` raised carries its request.
-        """
-        return self._read(self._conn, self._answer, response)
-
-    async def _read(
-        self, conn: _Conn | None, answer: Answer, response: httpx2.Response | None
-    ) -> AsyncIterator[bytes]:
-        conn = _consume(response, conn)  # (aiter_raw's checks, made at the first read as it makes them)
-        aio = conn if type(conn) is AioConnection else None
-        ahead = AHEAD
-        timeout = self._timeout
-        received = 0
-        try:
-            while True:
-                out = answer.take()
-                complete = answer.complete
-                if complete:
-                    await self._finish(reuse=answer.ended and answer.keep_alive and not answer.extra)
-                if out:
-                    received += len(out)
-                    if response is not None:
-                        response._num_bytes_downloaded = received
-                    yield out
-                if complete:
-                    return
-                try:  # (_receive, inline: it runs per read; on asyncio the connection's wait too)
-                    if aio is None:
-                        data = await conn.receive(timeout)
-                    else:
-                        while (got := aio.take()) is None:
-                            await aio.wait(timeout)
-                            if ahead.waiting:  # a new stream's step came too: it goes first (_ahead)
-                                await _yield()
-                        data = got
-                except _READ_FAULTS as exc:
-                    raise _read_error(exc, timeout)  # noqa: B904 (the cause is set)
-                if not data:
-                    check_cut(answer.headers, received)
-                    await self._finish(reuse=False)  # the body ran until the connection closed
-                    return
-                answer.feed_body(data)
-        except httpx2.RequestError as exc:  # (httpx2's request_context, as aiter_raw has it)
-            _attach(exc, response)
-            raise
-        finally:
-            if response is not None:
-                await response.aclose()
-
-    async def _finish(self, *, reuse: bool) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await self._pool._release(conn, reuse)
-
-    async def aclose(self) -> None:
-        """Give the connection back: closed when the body was not read to its end."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            self._pool._slots.release()
-            await conn.aclose()
-
-
-def _consume(response: httpx2.Response | None, conn: _Conn | None) -> _Conn:
-    """Mark ``response`` (if any) consumed, as ``aiter_raw`` does before its first read; ``conn``.
-
-    Raises:
-        httpx2.StreamConsumed: It was read already.
-        httpx2.StreamClosed: It was closed.
-    """
-    if response is not None:
-        if response.is_stream_consumed:
-            raise httpx2.StreamConsumed()
-        if response.is_closed or conn is None:
-            raise httpx2.StreamClosed()
-        response.is_stream_consumed = True
-        response._num_bytes_downloaded = 0
-    if conn is None:
-        raise httpx2.StreamClosed()
-    return conn
-
-
-def _attach(exc: httpx2.RequestError, response: httpx2.Response | None) -> None:
-    """Give ``exc`` the response's request (if any), as httpx2's ``request_context`` does."""
-    if response is not None and response._request is not None:
-        exc.request = response._request
-
-
-_READ_FAULTS = (TimeoutError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError)
-"""What a connection's ``receive`` raises for a fault (:func:`_read_error` maps them)."""
-
-
-def _read_error(exc: BaseException, seconds: float | None) -> httpx2.TransportError:
-    """httpx2's error for a read's fault, its cause set as ``raise ... from`` would."""
-    error: httpx2.TransportError
-    if isinstance(exc, TimeoutError):
-        error = httpx2.ReadTimeout(f"no data within {seconds}s")
-        error.__cause__ = None
-    else:
-        error = httpx2.ReadError(str(exc) or type(exc).__name__)
-        error.__cause__ = exc
-    error.__suppress_context__ = True
-    return error
-
-
-async def _receive(conn: _Conn, seconds: float | None) -> bytes:
-    """One read (``b""`` at the end of the stream)."""
-    try:
-        return await conn.receive(seconds)
-    except _READ_FAULTS as exc:
-        raise _read_error(exc, seconds)  # noqa: B904 (the cause is set)
-
-
-@types.coroutine
-def _yield() -> Generator[None, None, None]:
-    """Let the loop run what is ready first: the task steps again last in the loop's turn (a bare yield)."""
-    yield
 
 
 def _has_token(headers: httpx2.Headers, name: str, token: str) -> bool:

@@ -12,7 +12,7 @@ It must not contain protocol logic.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Literal
 
 from ._checks import check_sync_response
@@ -138,6 +138,19 @@ def response_chunks(response: Any) -> AsyncIterator[bytes]:
         if raw is not None:
             return raw()  # type: ignore[no-any-return]
     return response.aiter_bytes()  # type: ignore[no-any-return]
+
+
+def chunk_pusher(response: Any) -> Callable[[Callable[[bytes], bool] | None], None] | None:
+    """The ``maas_push`` of the stream :func:`response_chunks` reads through ``maas_chunks``, if it has one.
+
+    ``maas_push(sink)`` (the bridge's upstream transport, ``bridge._body``): while the reader of
+    ``maas_chunks`` waits, each chunk it would yield may be handed to ``sink`` in the socket's
+    callback instead (``True``: taken, not yielded; ``False``: yielded as usual); ``None`` stops
+    it. A stream read otherwise (``aiter_bytes``: a content encoding) hands nothing over.
+    """
+    stream = getattr(response, "stream", None)
+    push = getattr(stream, "maas_push", None) or getattr(getattr(stream, "_stream", None), "maas_push", None)
+    return push
 
 
 def sync_response_chunks(response: Any) -> Iterable[bytes]:

@@ -3,8 +3,15 @@
 :func:`~._stream.aconvert_into` (the bridge's relay) reads a byte stream through it: the timing of
 :class:`~._source.AsyncReader` is done inline in one ``async for`` over the source's iterator
 (as :meth:`~._source.AsyncReader.drain` does for ``aaggregate``), not by a ``read()`` coroutine per
-chunk, with the same checks, timeouts, errors and cancellation as a read. It must not contain
-protocol logic: what is made of a chunk is the caller's ``feed``.
+chunk, with the same checks, timeouts, errors and cancellation as a read.
+
+A source that hands its chunks over as they arrive (``maas_push``: the bridge's upstream
+transport, ``_kinds.chunk_pusher``) has them fed and written in its socket's callback while the
+loop waits (:class:`_Push`), when the caller can write without waiting (``write_now``): what
+the loop would do with the chunk, without waking its task. What cannot be done there (a large
+chunk, output that must wait, an error) is the loop's when the source yields the chunk.
+
+It must not contain protocol logic: what is made of a chunk is the caller's ``feed``.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 
 from ._checks import transport_error
-from ._kinds import reframe
+from ._kinds import chunk_pusher, reframe
 from ._source import AsyncReader
 
 if TYPE_CHECKING:
@@ -46,6 +53,7 @@ class RelayReader(AsyncReader):
         *,
         size: int,
         burst: int,
+        write_now: Callable[[bytes], bool] | None = None,
     ) -> None:
         """Read the stream to its end: ``write`` what ``feed`` makes of each chunk before the next read.
 
@@ -60,6 +68,9 @@ class RelayReader(AsyncReader):
             size: See ``sliced``.
             burst: After this many chunks written without waiting for the source it yields
                 once (fairness: a source and a client that never make it wait would hold the loop).
+            write_now: Writes an output at once and returns ``True``, or returns ``False``
+                having written nothing (then ``write`` is awaited with it). With it, a source
+                that hands its chunks over (the module's) has them fed and written as they come.
 
         Raises:
             ProviderHTTPError: As :meth:`read`; so do the others.
@@ -69,25 +80,40 @@ class RelayReader(AsyncReader):
         checkpoint = anyio.lowlevel.checkpoint
         reading = True  # (only a read's failure is the reader's to translate)
         turn = 0
+        push: _Push | None = None
+        pusher = chunk_pusher(self.source) if write_now is not None and self._response_iter else None
         try:
             task = await self._open_loop()
+            if pusher is not None:
+                assert write_now is not None
+                push = _Push(self, feed, write_now, size)
+                pusher(push.take)
             async for item in self._iter:
                 reading = False
                 self._since = None
-                if type(item) is not bytes:
-                    item = reframe(item)
-                self.received += len(item)
-                if len(item) > size:
-                    await sliced(item)
+                left = None if push is None else push.left
+                if left is not None:
+                    # Fed in the source's callback already (counted there): what is left of it.
+                    push.left = None  # type: ignore[union-attr]
+                    if not isinstance(left, bytes):
+                        raise left
+                    await write(left)
+                    left = None
                 else:
-                    out = feed(item)
-                    if out:
-                        await write(out)
-                    out = b""  # neither is held while the next read waits
-                    turn += 1
-                    if turn >= burst:
-                        turn = 0
-                        await checkpoint()
+                    if type(item) is not bytes:
+                        item = reframe(item)
+                    self.received += len(item)
+                    if len(item) > size:
+                        await sliced(item)
+                    else:
+                        out = feed(item)
+                        if out:
+                            await write(out)
+                        out = b""  # neither is held while the next read waits
+                        turn += 1
+                        if turn >= burst:
+                            turn = 0
+                            await checkpoint()
                 item = b""
                 reading = True
                 if timed:
@@ -102,6 +128,8 @@ class RelayReader(AsyncReader):
             raise
         finally:
             self._since = None
+            if pusher is not None:
+                pusher(None)  # (no cycle left between the source and this reader)
 
     def _read_error(self, exc: BaseException, task: asyncio.Task[Any] | None) -> StreamIOError | None:
         """The error a read's failure is raised as (``None``: the failure itself, as :meth:`read` does).
@@ -111,3 +139,51 @@ class RelayReader(AsyncReader):
         if isinstance(exc, asyncio.CancelledError):
             return self._timed_out(task)
         return transport_error(exc, received=self.received)
+
+
+class _Push:
+    """A relay's sink for a source that hands its chunks over (``maas_push``; the module's).
+
+    :meth:`take` does what the relay's loop does with a chunk (count it, feed it, write its
+    output, begin the next read), in the source's callback; what it cannot finish there is
+    left (:attr:`left`) for the loop, which gets the chunk from the source next.
+    """
+
+    __slots__ = ("_feed", "_reader", "_size", "_write_now", "left")
+
+    def __init__(
+        self,
+        reader: RelayReader,
+        feed: Callable[[bytes], bytes],
+        write_now: Callable[[bytes], bool],
+        size: int,
+    ) -> None:
+        self._reader = reader
+        self._feed = feed
+        self._write_now = write_now
+        self._size = size
+        self.left: bytes | Exception | None = None
+        """What is left of a chunk taken in part: its output (to write) or an error (to raise)."""
+
+    def take(self, chunk: bytes) -> bool:
+        """Feed ``chunk`` and write its output at once; ``False``: the loop gets it (see :attr:`left`).
+
+        A chunk larger than the relay's slice is not fed here (``False``, nothing left). It
+        never raises: an error is left for the loop to raise.
+        """
+        if len(chunk) > self._size or self.left is not None:
+            return False
+        reader = self._reader
+        reader._since = None
+        reader.received += len(chunk)
+        try:
+            out = self._feed(chunk)
+            if out and not self._write_now(out):
+                self.left = out
+                return False
+            if reader._timed:
+                reader._begin_read()  # the next read begins (the timer does the rest)
+        except Exception as exc:
+            self.left = exc
+            return False
+        return True

@@ -294,6 +294,7 @@ async def aconvert_into(
     total_timeout: float | None = None,
     lossy: list[Dropped] | None = None,
     final: list[Response] | None = None,
+    write_now: Callable[[bytes], bool] | None = None,
     **options: Any,
 ) -> None:
     """Convert like :func:`aconvert`, handing the output to ``write`` instead of yielding it.
@@ -320,6 +321,10 @@ async def aconvert_into(
         total_timeout: Seconds allowed for the whole stream.
         lossy: If given, receives a line for each thing the target could not carry.
         final: If given, receives the source's final :class:`~maas_stream.Response`.
+        write_now: Optional: writes a piece at once and returns ``True``, or returns ``False``
+            having written nothing (``write`` is then awaited with it). With it, a source that
+            hands its chunks over as they arrive (the bridge's upstream transport) has them
+            converted and written in its socket's callback, without waking the task (``_relay``).
         **options: Passed to the target's ``StreamEncoder``.
 
     Raises:
@@ -330,7 +335,7 @@ async def aconvert_into(
         IncompleteStreamError: The source ended before its provider's final event (SSE protocols).
         RemoteProtocolError: The source bytes break their protocol.
         ConversionError: The source carries something the target must not silently drop.
-        Exception: What ``write`` raised.
+        Exception: What ``write`` or ``write_now`` raised.
     """
     conv = StreamConverter(to, protocol=protocol, **options)
     del options  # (not held while the stream lasts)
@@ -344,7 +349,14 @@ async def aconvert_into(
     try:
         try:
             if reader.relays():
-                await reader.relay(conv.feed, write, partial(_sliced, conv, write), size=_SLICE, burst=_BURST)
+                await reader.relay(
+                    conv.feed,
+                    write,
+                    partial(_sliced, conv, write),
+                    size=_SLICE,
+                    burst=_BURST,
+                    write_now=write_now,
+                )
             else:
                 while (item := await reader.read()) is not None:
                     if len(item) > _SLICE and kind == "bytes":

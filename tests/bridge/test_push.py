@@ -1,0 +1,375 @@
+"""The hand-over (``bridge._body``, ``io._relay``): an upstream read converted and written in its socket's callback.
+
+While the relay waits for the upstream on an asyncio loop (plain or uvloop), each read is
+de-chunked, converted and written in the connection's callback, without waking the relay's task.
+It must change nothing but the cost: the same bytes to the client as the task's loop writes, in
+the same order, the same errors raised from the same place, the same timeouts, the connection
+reused as before. The upstreams here are raw loopback servers that pace their frames, so that
+the reader waits between reads (what a model's tokens do); each case also runs without the
+hand-over (no ``write_now``) as its own reference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import httpx2
+import pytest
+
+import maas_stream as ms
+from maas_stream.bridge import HTTPUpstream, create_app
+from maas_stream.bridge._ahead import AHEAD
+from maas_stream.bridge._aiosock import AioConnection
+from maas_stream.io import _relay
+from maas_stream.io._kinds import chunk_pusher, response_chunks
+from maas_stream.io._stream import aconvert_into
+from tests import oracles
+from tests.bridge.realtime_fakes import serving
+from tests.bridge.test_http_direct import FakeTransport
+from tests.bridge.test_serve import expected, sse_frames
+from tests.bridge.test_transport import BODY, answer, raw_server
+from tests.bridge.test_transport_loops import client
+from tests.conftest import RECORDINGS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+pytestmark = pytest.mark.anyio
+
+LIMIT = 10.0
+ASYNCIO = [
+    pytest.param(("asyncio", {}), id="asyncio"),
+    pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop"),
+]
+RECORDING = RECORDINGS / "anthropic/thinking_parallel_tools.sse"
+
+
+@pytest.fixture(params=ASYNCIO)
+def anyio_backend(request: pytest.FixtureRequest) -> Any:
+    if request.param[1]:
+        pytest.importorskip("uvloop")
+    return request.param
+
+
+@pytest.fixture
+def took(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each ``_relay._Push.take`` returned: ``True`` for a read fed and written in the callback."""
+    results: list[bool] = []
+    take = _relay._Push.take
+
+    def counted(self: Any, data: bytes) -> bool:
+        result = take(self, data)
+        results.append(result)
+        return result
+
+    monkeypatch.setattr(_relay._Push, "take", counted)
+    return results
+
+
+def paced(pieces: list[bytes], pause: float = 0.003, close: bool = False) -> Any:
+    """A raw server's handler: the pieces one socket write each, ``pause`` seconds apart."""
+
+    async def handler(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        for piece in pieces:
+            try:
+                await stream.send(piece)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return False
+            await anyio.sleep(pause)
+        return not close
+
+    return handler
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+FRAMES = sse_frames(RECORDING.read_bytes())
+"""The recording's SSE frames: the paced upstream sends one per chunk, one chunk per write."""
+PACED = [HEAD, *(chunk(f) for f in FRAMES), b"0\r\n\r\n"]
+
+
+# ---------------------------------------------------------------------- the connection's sink
+
+
+async def test_a_read_goes_to_the_sink_unless_a_step_waits_ahead_or_bytes_wait_unread() -> None:
+    loop = asyncio.get_running_loop()
+    conn = AioConnection(loop, (b"http", b"127.0.0.1", 1))
+    conn.connection_made(FakeTransport())  # type: ignore[arg-type]
+    taken: list[bytes] = []
+    wake = False
+
+    def sink(data: bytes) -> bool:
+        taken.append(data)
+        return wake
+
+    waiter = conn.wait(None)
+    conn.sink = sink
+    conn.data_received(b"a")
+    assert (taken, conn.take(), waiter.done(), conn.sink) == ([b"a"], None, False, sink)
+    AHEAD.waiting += 1  # a new stream's step waits: the read wakes the reader, who yields to it
+    try:
+        conn.data_received(b"b")
+    finally:
+        AHEAD.waiting -= 1
+    assert (taken, waiter.done()) == ([b"a"], True)
+    conn.data_received(b"c")  # bytes wait unread: behind them, whatever the sink
+    assert (taken, conn.take()) == ([b"a"], b"bc")
+    waiter = conn.wait(None)
+    wake = True
+    conn.data_received(b"d")  # taken, and the reader must wake: the sink leaves
+    assert (taken[-1], waiter.done(), conn.take()) == (b"d", True, None)
+    assert conn.sink is None
+    conn.data_received(b"e")
+    assert (taken[-1], conn.take()) == (b"d", b"e")
+
+
+# ---------------------------------------------------------------------- the body's hand-over
+
+
+@pytest.mark.parametrize("refuse", ["none", "odd", "all"])
+async def test_pieces_handed_over_or_yielded_are_the_body_in_order_and_the_connection_is_reused(
+    refuse: str,
+) -> None:
+    data = answer(BODY)
+    cuts = [data[i : i + 700] for i in range(0, len(data), 700)]
+    seen: list[tuple[str, bytes]] = []
+
+    def sink(piece: bytes) -> bool:
+        number = sum(1 for kind, _ in seen if kind != "yielded")
+        if refuse == "all" or (refuse == "odd" and number % 2):
+            seen.append(("refused", piece))
+            return False
+        seen.append(("taken", piece))
+        return True
+
+    async with raw_server(paced(cuts)) as (url, connections), client() as c:
+        for attempt in range(2):
+            async with c.stream("POST", url, json={}) as resp:
+                pusher = chunk_pusher(resp)
+                assert pusher is not None
+                pusher(sink if attempt == 0 else None)
+                async for piece in response_chunks(resp):
+                    seen.append(("yielded", piece))
+                downloaded = resp.num_bytes_downloaded
+            if attempt == 0:
+                first, seen = seen, []
+        assert connections == [2]  # read to its end both times: the connection was kept
+    # Each piece refused is the next one yielded; nothing else is yielded twice.
+    for i, (kind, piece) in enumerate(first):
+        if kind == "refused":
+            assert first[i + 1] == ("yielded", piece)
+    assert b"".join(p for kind, p in first if kind != "refused") == BODY
+    assert downloaded == len(BODY)
+    taken = sum(1 for kind, _ in first if kind == "taken")
+    assert (taken > 3) if refuse != "all" else (taken == 0)
+    assert [kind for kind, _ in seen] == ["yielded"] * len(seen)  # stopped: all yielded
+    assert b"".join(p for _, p in seen) == BODY
+
+
+@pytest.mark.parametrize("way", ["aiter_raw", "read timeout"])
+async def test_nothing_is_handed_over_through_aiter_raw_or_with_a_read_timeout(way: str) -> None:
+    data = answer(BODY)
+    cuts = [data[i : i + 700] for i in range(0, len(data), 700)]
+    taken: list[bytes] = []
+    c = client()
+    if way == "read timeout":  # (the bridge's own client has none: its readers time the stream)
+        c = httpx2.AsyncClient(transport=c._transport, timeout=httpx2.Timeout(2.0, read=5.0))
+    async with raw_server(paced(cuts)) as (url, _), c:
+        async with c.stream("POST", url, json={}) as resp:
+            pusher = chunk_pusher(resp)
+            assert pusher is not None
+            pusher(keep(taken))
+            pieces = resp.aiter_raw() if way == "aiter_raw" else response_chunks(resp)
+            body = b"".join([piece async for piece in pieces])
+    assert (body, taken) == (BODY, [])
+
+
+async def test_a_broken_chunk_in_a_read_handed_over_is_raised_as_without_it() -> None:
+    # The head with a first chunk, a second chunk (taken in the callback), a size line not in hex.
+    parts = [HEAD + chunk(BODY[:1000]), chunk(BODY[1000:2000]), b"zz\r\n"]
+    errors = []
+    for push in (False, True):
+        taken: list[bytes] = []
+        pieces: list[bytes] = []
+        async with raw_server(paced(parts, pause=0.02)) as (url, _), client() as c:
+            async with c.stream("POST", url, json={}) as resp:
+                pusher = chunk_pusher(resp)
+                assert pusher is not None
+                if push:
+                    pusher(keep(taken))
+                with pytest.raises(httpx2.RemoteProtocolError) as caught:
+                    await read_into(response_chunks(resp), pieces)
+                assert caught.value.request is resp.request
+                errors.append((str(caught.value), b"".join(pieces + taken)))
+        assert taken == ([BODY[1000:2000]] if push else [])
+    assert errors[0] == errors[1]
+    assert errors[0][1] == BODY[:2000]
+
+
+def keep(into: list[bytes]) -> Callable[[bytes], bool]:
+    """A sink that takes every piece into ``into``."""
+
+    def sink(piece: bytes) -> bool:
+        into.append(piece)
+        return True
+
+    return sink
+
+
+async def read_into(pieces: Any, out: list[bytes]) -> None:
+    async for piece in pieces:
+        out.append(piece)
+
+
+# ---------------------------------------------------------------------- the relay (library)
+
+
+async def relayed(
+    pieces: list[bytes], *, push: bool, now: Callable[[int], bool] | None = None, **kw: Any
+) -> Any:
+    """``aconvert_into`` (Anthropic to Chat) of a paced upstream: the output, its error, the writes."""
+    out: list[bytes] = []
+    ways = {"write": 0, "now": 0}
+
+    async def write(data: bytes) -> None:
+        ways["write"] += 1
+        out.append(data)
+
+    def write_now(data: bytes) -> bool:
+        if now is not None and not now(len(out)):
+            return False
+        ways["now"] += 1
+        out.append(data)
+        return True
+
+    error = None
+    async with raw_server(paced(pieces, pause=kw.pop("pause", 0.003))) as (url, _), client() as c:
+        async with c.stream("POST", url, json={}) as resp:
+            try:
+                await aconvert_into(
+                    resp,
+                    write,
+                    to="openai-chat",
+                    protocol="anthropic",
+                    write_now=write_now if push else None,
+                    **kw,
+                )
+            except ms.MaasStreamError as exc:
+                error = (type(exc), str(exc))
+            pusher = chunk_pusher(resp)
+            assert pusher is not None
+            assert pusher.__self__._push is None  # type: ignore[attr-defined]  # (no cycle left)
+    return b"".join(out), error, ways
+
+
+async def test_the_relay_writes_the_same_bytes_with_the_hand_over(took: list[bool]) -> None:
+    reference, error, ways = await relayed(PACED, push=False)
+    assert error is None
+    assert (ways["now"], took) == (0, [])
+    got, error, ways = await relayed(PACED, push=True)
+    assert error is None
+    assert got == reference
+    assert took.count(True) == len(FRAMES)  # every frame (the head came in a read of its own)
+    chat = ms.aggregate(got, protocol="openai-chat")
+    assert chat.status == "completed"
+
+
+async def test_output_the_callback_cannot_write_is_written_by_the_relay_in_order(took: list[bool]) -> None:
+    reference, _, _ = await relayed(PACED, push=False)
+    # write_now declines until three pieces are out (the bridge's first piece goes with the
+    # response's start, through ``write``), and then every third time.
+    got, error, ways = await relayed(PACED, push=True, now=lambda n: n >= 3 and n % 3 != 0)
+    assert error is None
+    assert got == reference
+    assert ways["write"] >= 2
+    assert ways["now"] >= 2
+    assert took.count(False) == ways["write"]  # each output write_now declined was left to the relay
+
+
+async def test_a_bad_frame_in_a_read_handed_over_fails_as_without_it(took: list[bool]) -> None:
+    bad = chunk(
+        b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": [}\n\n'
+    )
+    at = len(PACED) // 2
+    pieces = [*PACED[:at], bad, *PACED[at:]]
+    reference = await relayed(pieces, push=False)
+    got = await relayed(pieces, push=True)
+    assert reference[1] is not None
+    assert reference[1][0] is ms.RemoteProtocolError
+    assert got[:2] == reference[:2]
+    assert took.count(True) == at - 1  # the frames before the bad one (the head came alone)
+    assert took[-1] is False  # the bad frame's: left for the relay to raise
+
+
+async def test_reads_handed_over_keep_the_idle_timer_fed_and_a_stall_still_times_out(
+    took: list[bool],
+) -> None:
+    frames = [HEAD, *(chunk(f) for f in FRAMES[:12])]
+    _, error, _ = await relayed([*frames, *PACED[13:]], push=True, pause=0.03, idle_timeout=0.2)
+    assert error is None  # 0.4 s or more of frames 30 ms apart, taken in the callback: no idle timeout
+    assert took.count(True) > 10
+    took.clear()
+
+    async def stall(stream: anyio.abc.SocketStream, request: bytes) -> bool:
+        for piece in frames:
+            await stream.send(piece)
+            await anyio.sleep(0.03)
+        await anyio.sleep(1.0)  # then stops sending
+        return False
+
+    with anyio.fail_after(LIMIT):
+        async with raw_server(stall) as (url, _), client() as c:
+            async with c.stream("POST", url, json={}) as resp:
+                written: list[bytes] = []
+
+                async def write(data: bytes) -> None:
+                    written.append(data)
+
+                def now(data: bytes) -> bool:
+                    written.append(data)
+                    return True
+
+                with pytest.raises(ms.IdleTimeoutError):
+                    await aconvert_into(
+                        resp, write, to="openai-chat", protocol="anthropic", write_now=now, idle_timeout=0.2
+                    )
+    assert written
+    assert took.count(True) == 12  # every frame before the stall
+
+
+async def test_the_total_timeout_ends_a_stream_handed_over(took: list[bool]) -> None:
+    _, error, _ = await relayed(PACED, push=True, pause=0.02, total_timeout=0.15)
+    assert error is not None
+    assert error[0] is ms.StreamTimeoutError
+    assert took.count(True) > 2
+
+
+# ---------------------------------------------------------------------- the bridge, end to end
+
+
+async def test_the_bridge_hands_a_paced_upstream_over_and_the_openai_sdk_reads_it_whole(
+    took: list[bool],
+) -> None:
+    pytest.importorskip("uvicorn")
+    request = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    async with raw_server(paced(PACED)) as (url, _):
+        app = create_app(upstream=HTTPUpstream("anthropic", url=f"{url}/v1/messages", api_key="k"))
+        with anyio.fail_after(LIMIT):
+            async with serving(app) as port, httpx2.AsyncClient(trust_env=False) as http:
+                bridge = f"http://127.0.0.1:{port}/v1/chat/completions"
+                async with http.stream("POST", bridge, json=request) as resp:
+                    assert resp.status_code == 200
+                    data = b"".join([piece async for piece in resp.aiter_bytes()])
+    seen = oracles.chat(data)  # the openai SDK's own reading of what the bridge wrote
+    assert seen.error is None
+    assert (seen.text, [(name, args) for _, name, args in seen.calls]) == expected(RECORDING)
+    # The first frame's output goes with the response's start (through the relay's write); every
+    # other frame was converted and written in the upstream socket's callback.
+    assert took == [False] + [True] * (len(FRAMES) - 1)
+    assert app.stats.streams == 1
