@@ -1,7 +1,8 @@
-"""The hand-over (``bridge._body``, ``io._relay``): an upstream read converted and written in its socket's callback.
+"""The hand-over (``bridge._body``, ``io._relay``): upstream reads converted and written, no task woken.
 
-While the relay waits for the upstream on an asyncio loop (plain or uvloop), each read is
-de-chunked, converted and written in the connection's callback, without waking the relay's task.
+While the relay waits for the upstream on an asyncio loop (plain or uvloop), what each read
+brings is de-chunked, converted and written in one callback per turn of the loop (after the
+steps a new stream puts ahead, ``_ahead``), without waking the relay's task.
 It must change nothing but the cost: the same bytes to the client as the task's loop writes, in
 the same order, the same errors raised from the same place, the same timeouts, the connection
 reused as before. The upstreams here are raw loopback servers that pace their frames, so that
@@ -16,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import httpx2
 import pytest
 
 import maas_stream as ms
 from maas_stream.bridge import HTTPUpstream, create_app
-from maas_stream.bridge._ahead import AHEAD
+from maas_stream.bridge._ahead import AHEAD, go_first, hand_overs
 from maas_stream.bridge._aiosock import AioConnection
 from maas_stream.io import _relay
 from maas_stream.io._kinds import chunk_pusher, response_chunks
@@ -97,36 +99,88 @@ PACED = [HEAD, *(chunk(f) for f in FRAMES), b"0\r\n\r\n"]
 # ---------------------------------------------------------------------- the connection's sink
 
 
-async def test_a_read_goes_to_the_sink_unless_a_step_waits_ahead_or_bytes_wait_unread() -> None:
+async def test_what_a_read_brings_goes_to_the_sink_after_the_loops_ready_steps_and_behind_one_put_ahead() -> (
+    None
+):
     loop = asyncio.get_running_loop()
     conn = AioConnection(loop, (b"http", b"127.0.0.1", 1))
     conn.connection_made(FakeTransport())  # type: ignore[arg-type]
-    taken: list[bytes] = []
+    events: list[Any] = []
     wake = False
 
     def sink(data: bytes) -> bool:
-        taken.append(data)
+        events.append(data)
         return wake
 
     waiter = conn.wait(None)
     conn.sink = sink
     conn.data_received(b"a")
-    assert (taken, conn.take(), waiter.done(), conn.sink) == ([b"a"], None, False, sink)
-    AHEAD.waiting += 1  # a new stream's step waits: the read wakes the reader, who yields to it
-    try:
-        conn.data_received(b"b")
-    finally:
-        AHEAD.waiting -= 1
-    assert (taken, waiter.done()) == ([b"a"], True)
-    conn.data_received(b"c")  # bytes wait unread: behind them, whatever the sink
-    assert (taken, conn.take()) == ([b"a"], b"bc")
-    waiter = conn.wait(None)
+    conn.data_received(b"b")  # two reads before the hand-over: one piece
+    assert events == []  # not in the read's own callback
+    loop.call_soon(events.append, "step")  # a new stream's step, put ahead (as _ahead's callers do)
+    go_first(loop)
+    for _ in range(3):
+        await anyio.lowlevel.checkpoint()
+    assert events == ["step", b"ab"]  # the hand-over went once more behind it
+    assert (waiter.done(), conn.sink, conn.take()) == (False, sink, None)
+    conn.data_received(b"c")
+    await anyio.lowlevel.checkpoint()
+    assert events[-1] == b"c"
     wake = True
-    conn.data_received(b"d")  # taken, and the reader must wake: the sink leaves
-    assert (taken[-1], waiter.done(), conn.take()) == (b"d", True, None)
-    assert conn.sink is None
-    conn.data_received(b"e")
-    assert (taken[-1], conn.take()) == (b"d", b"e")
+    conn.data_received(b"d")
+    await anyio.lowlevel.checkpoint()
+    assert (events[-1], waiter.done(), conn.take()) == (b"d", True, None)
+    assert conn.sink is None  # it asked for the reader: it leaves
+    conn.data_received(b"e")  # the reader's now
+    await anyio.lowlevel.checkpoint()
+    assert (events[-1], conn.take()) == (b"d", b"e")
+    conn.sink = sink
+    conn.data_received(b"f")
+    conn.sink = None  # the reader stopped waiting before the hand-over ran: it takes the data
+    await anyio.lowlevel.checkpoint()
+    assert (events[-1], conn.take()) == (b"d", b"f")
+    assert AHEAD.waiting == 0
+
+
+class Stub(FakeTransport):
+    """A transport that can also be aborted."""
+
+    aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+        self.closing = True
+
+
+async def test_one_callback_hands_a_turns_reads_over_and_a_sink_that_raises_fails_its_connection() -> None:
+    loop = asyncio.get_running_loop()
+    conns = [AioConnection(loop, (b"http", b"127.0.0.1", n)) for n in range(3)]
+    transports = [Stub() for _ in conns]
+    got: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    for n, (conn, transport) in enumerate(zip(conns, transports, strict=True)):
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        conn.sink = keeping(got[n])
+    waiter = conns[2].wait(None)
+    for data in (b"a", b"b"):
+        for conn in conns:
+            conn.data_received(data)
+    queued = hand_overs(loop)._waiting
+    assert queued == conns  # one entry per connection, whatever its reads
+    await anyio.lowlevel.checkpoint()
+    assert (got, hand_overs(loop)._waiting) == ({0: [b"ab"], 1: [b"ab"], 2: [b"ab"]}, [])
+
+    def broken(data: bytes) -> bool:
+        raise ValueError("a sink must not raise")
+
+    conns[2].sink = broken
+    conns[2].data_received(b"c")
+    conns[0].data_received(b"d")
+    await anyio.lowlevel.checkpoint()
+    assert got[0][-1] == b"d"  # the others are handed over all the same
+    assert (waiter.done(), transports[2].aborted) == (True, True)
+    assert conns[2].sink is None
+    with pytest.raises(ValueError, match="must not raise"):
+        conns[2].take()  # what the reader, woken, raises
 
 
 # ---------------------------------------------------------------------- the body's hand-over
@@ -213,11 +267,21 @@ async def test_a_broken_chunk_in_a_read_handed_over_is_raised_as_without_it() ->
 
 
 def keep(into: list[bytes]) -> Callable[[bytes], bool]:
-    """A sink that takes every piece into ``into``."""
+    """A body's sink that takes every piece into ``into`` (``True``: taken)."""
 
     def sink(piece: bytes) -> bool:
         into.append(piece)
         return True
+
+    return sink
+
+
+def keeping(into: list[bytes]) -> Callable[[bytes], bool]:
+    """A connection's sink that keeps what arrives in ``into`` and lets its reader sleep (``False``)."""
+
+    def sink(data: bytes) -> bool:
+        into.append(data)
+        return False
 
     return sink
 
@@ -370,6 +434,6 @@ async def test_the_bridge_hands_a_paced_upstream_over_and_the_openai_sdk_reads_i
     assert seen.error is None
     assert (seen.text, [(name, args) for _, name, args in seen.calls]) == expected(RECORDING)
     # The first frame's output goes with the response's start (through the relay's write); every
-    # other frame was converted and written in the upstream socket's callback.
+    # other frame was converted and written in the hand-over, not by the relay's task.
     assert took == [False] + [True] * (len(FRAMES) - 1)
     assert app.stats.streams == 1

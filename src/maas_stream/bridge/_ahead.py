@@ -7,31 +7,31 @@ body) or an exchange woken by its answer's first bytes waited behind every frame
 callback that schedules such a step calls :func:`go_first` right after it; :attr:`Ahead.waiting`
 then stays up until the loop has run what was scheduled before the release, the step included
 (one ``call_soon``: the loop runs its ready callbacks in order). A body read woken meanwhile
-(``_body.Body``) yields once: it runs after the step, in the loop's next turn; and a read that
-comes meanwhile is not converted in its socket's callback (``_body``'s hand-over) but wakes its
-reader, who yields so.
+(``_body.Body``) yields once: it runs after the step, in the loop's next turn; so do the reads
+a turn hands over to their readers' sinks (``_body``'s hand-over: :class:`HandOvers`, one
+callback per turn, after the steps put ahead).
 
 Callers: ``_aiosock.AioConnection`` (an answer's first bytes, for the exchange waiting for its
 head) and ``_uvicorn_http`` (a client's read: a request's task made by uvicorn's HTTP/1.1
-protocol, or woken by its body); its readers: ``_body.Body`` and ``_aiosock.AioConnection``
-(the hand-over). The count is one per process (the bridge runs one event loop): another loop's
-streams would at worst yield once more. It costs a read an attribute check, and a step one
-``call_soon``. The release is the loop's own callback, so whatever the step does
-(fails, is cancelled, never starts) the count comes down; only a loop abandoned with the
-callback still queued would leave it up, and then every body read yields once more (a cost,
-never an error).
+protocol, or woken by its body); its readers: ``_body.Body`` and :class:`HandOvers`. The count
+is one per process (the bridge runs one event loop): another loop's streams would at worst
+yield once more. It costs a read an attribute check, and a step one ``call_soon``. The release
+is the loop's own callback, so whatever the step does (fails, is cancelled, never starts) the
+count comes down; only a loop abandoned with the callback still queued would leave it up, and
+then every body read yields once more (a cost, never an error).
 
 It must not contain protocol logic.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+import weakref
+from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["AHEAD", "Ahead", "go_first"]
+__all__ = ["AHEAD", "Ahead", "HandOvers", "go_first", "hand_overs"]
 
 
 class Ahead:
@@ -60,3 +60,59 @@ def go_first(loop: asyncio.AbstractEventLoop) -> None:
     """
     AHEAD.waiting += 1
     loop.call_soon(AHEAD.release)
+
+
+class HandsOver(Protocol):
+    """A connection with data for its reader's sink (``_aiosock.AioConnection``)."""
+
+    def hand_over(self) -> None:
+        """Give what arrived to the sink (it must not raise)."""
+        ...
+
+
+class HandOvers:
+    """The hand-overs of one loop's turn (``_body``): run by one callback, after the steps put ahead.
+
+    A read for a body's sink adds its connection (:meth:`add`); the first of a turn schedules
+    :meth:`_run`, which the loop runs after what was ready before it, a step put ahead in the
+    same turn included, and once more behind such a step when one still waits: the frames a
+    turn brought are converted and written after the new streams' steps, as a woken body read
+    yields to them, and a turn costs one callback, not one per read.
+    """
+
+    __slots__ = ("_loop", "_waiting")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiting: list[HandsOver] = []
+
+    def add(self, conn: HandsOver) -> None:
+        """Hand over ``conn``'s data in the turn's callback (once: the caller marks it added)."""
+        waiting = self._waiting
+        if not waiting:
+            self._loop.call_soon(self._run, False)
+        waiting.append(conn)
+
+    def _run(self, again: bool) -> None:
+        if AHEAD.waiting and not again:
+            self._loop.call_soon(self._run, True)  # behind the steps put ahead (once)
+            return
+        waiting, self._waiting = self._waiting, []
+        for i, conn in enumerate(waiting):
+            try:
+                conn.hand_over()
+            except BaseException:
+                for rest in waiting[i + 1 :]:  # (not a sink's error: it must not raise)
+                    self.add(rest)
+                raise
+
+
+_HAND_OVERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HandOvers] = weakref.WeakKeyDictionary()
+
+
+def hand_overs(loop: asyncio.AbstractEventLoop) -> HandOvers:
+    """``loop``'s :class:`HandOvers` (made at the first call)."""
+    found = _HAND_OVERS.get(loop)
+    if found is None:
+        found = _HAND_OVERS[loop] = HandOvers(loop)
+    return found

@@ -23,7 +23,7 @@ import functools
 import ssl
 from typing import TYPE_CHECKING, cast
 
-from ._ahead import AHEAD, go_first
+from ._ahead import go_first, hand_overs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -78,6 +78,8 @@ class AioConnection(WriteFlow):
         "_data",
         "_eof",
         "_error",
+        "_hand_overs",
+        "_handing",
         "_lost",
         "_paused",
         "_size",
@@ -103,9 +105,11 @@ class AioConnection(WriteFlow):
         self._error: BaseException | None = None
         self._closed = False  # closed by this side
         self.sink: Callable[[bytes], bool] | None = None
-        """Set by a body's reader while it waits with nothing unread (``_body``'s hand-over): each
-        read's data goes to it rather than to the reader, who is woken only when it returns
-        ``True`` (the sink then leaves). Not while a new stream's step waits ahead (``_ahead``)."""
+        """Set by a body's reader while it waits with nothing unread (``_body``'s hand-over): what
+        arrives goes to it (:meth:`hand_over`) rather than waking the reader, who is woken only
+        when it returns ``True`` (the sink then leaves)."""
+        self._handing = False  # added to the turn's hand-overs
+        self._hand_overs = hand_overs(loop)
         self.first = False
         """The next bytes are an answer's first: the reader they wake goes first (``_ahead``); set
         by an exchange about to wait for its answer's head, cleared when they come."""
@@ -116,17 +120,16 @@ class AioConnection(WriteFlow):
         self._transport = cast("asyncio.Transport", transport)  # uvloop's are not subclasses
 
     def data_received(self, data: bytes) -> None:
-        sink = self.sink
-        if sink is not None and not self._data and not AHEAD.waiting:
-            if sink(data):
-                self.sink = None
-                self._wake()
-            return
         self._data.append(data)
         self._size += len(data)
         if self._size > HIGH_WATER and not self._paused and self._transport is not None:
             self._paused = True
             self._transport.pause_reading()
+        if self.sink is not None:
+            if not self._handing:
+                self._handing = True
+                self._hand_overs.add(self)
+            return
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -135,6 +138,27 @@ class AioConnection(WriteFlow):
         if self.first:
             self.first = False
             go_first(self._loop)  # (after the wake it puts first)
+
+    def hand_over(self) -> None:
+        """Give what arrived to the sink, in the turn's hand-overs (``_ahead.HandOvers``).
+
+        The reader stopped waiting meanwhile (``sink`` gone): it takes the data itself. A sink
+        that raises (it must not) fails the connection rather than leave its reader waiting.
+        """
+        self._handing = False
+        sink = self.sink
+        if sink is None or not self._data:
+            return
+        data = self.take()
+        try:
+            wake = sink(data) if data else False
+        except Exception as exc:
+            self._error, self._lost, wake = exc, True, True
+            if self._transport is not None:
+                self._transport.abort()
+        if wake:
+            self.sink = None
+            self._wake()
 
     def eof_received(self) -> bool:
         self._eof = True

@@ -258,7 +258,7 @@ class _Writer:
     def now(self, data: bytes) -> bool:
         """Write ``data`` directly if uvicorn would write it at once; ``False``: nothing written.
 
-        (``aconvert_into``'s ``write_now``: a piece converted in the upstream socket's callback.)
+        (``aconvert_into``'s ``write_now``: a piece converted in the upstream's hand-over, ``_body``.)
         """
         cycle = self._cycle
         return cycle is not None and write_chunk(cycle, data)

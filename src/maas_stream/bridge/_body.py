@@ -1,4 +1,4 @@
-"""The body of a :class:`~._transport.LeanTransport` answer: read per socket read, or handed over as it arrives.
+"""The body of a :class:`~._transport.LeanTransport` answer: read per socket read, or handed over.
 
 A :class:`Body` yields one de-chunked piece per socket read: through httpx2's ``aiter_raw`` /
 ``aiter_bytes`` (``__aiter__``), or through :meth:`Body.maas_chunks` for the library's readers
@@ -6,14 +6,14 @@ A :class:`Body` yields one de-chunked piece per socket read: through httpx2's ``
 
 **The hand-over.** A reader that converts and writes each piece (the bridge's relay,
 ``io._relay``) may also give the body a sink (:meth:`Body.maas_push`). While its reader waits for
-data on an asyncio connection (``_aiosock``), a read is then de-chunked in the socket's callback
-and its piece handed to the sink, which converts and writes it there: the reader's task is not
-woken, so a flowing stream costs no future, no task step and no walk down its coroutine chain per
-read (~3 µs a paced event, a sixth of the bridge's CPU). Anything else wakes the reader as before:
-the body's end, a framing error, a piece the sink does not take, a read while a new stream's
-step waits ahead (``_ahead``), or while earlier bytes wait unread. Order is kept: the sink is
-there only while the reader waits with nothing unread, and leaves at the first read it does not
-take.
+data on an asyncio connection (``_aiosock``), what a read brings is then de-chunked in one
+callback per turn of the loop for every connection (``_ahead.HandOvers``: after what the loop
+had ready, so the steps a new stream puts ahead still go first) and its piece handed to the
+sink, which converts and writes it there: the reader's task is not woken, so a flowing stream
+costs no future, no task step and no walk down its coroutine chain per read. Anything else
+wakes the reader as before: the body's end, a framing error, a piece the sink does not take.
+Order is kept: the sink is there only while the reader waits with nothing unread, and leaves
+at the first piece it does not take.
 
 It must not contain protocol logic.
 """
@@ -108,11 +108,11 @@ class Body(httpx2.AsyncByteStream):
     def maas_push(self, sink: Callable[[bytes], bool] | None) -> None:
         """Hand the pieces :meth:`maas_chunks` would yield to ``sink`` as they arrive (``None``: stop).
 
-        While the reader waits for data on an asyncio connection without a read timeout, each
-        piece of body data a read brings goes to ``sink`` in the socket's callback: ``True``,
-        it took the piece, which is not yielded (it counts as read); ``False``, the reader
-        wakes and yields it. ``sink`` must not raise. The body's end, a framing error, and the
-        reads the module names go to the reader as before.
+        While the reader waits for data on an asyncio connection without a read timeout, the
+        body data that arrives goes to ``sink`` in a callback of the loop (the turn's hand-overs,
+        ``_ahead.HandOvers``), a piece at a time: ``True``, it took the piece, which is not
+        yielded (it counts as read); ``False``, the reader wakes and yields it. ``sink`` must
+        not raise. The body's end and a framing error go to the reader as before.
         """
         self._push = sink
 
@@ -166,7 +166,7 @@ class Body(httpx2.AsyncByteStream):
     async def _wait(
         self, aio: AioConnection, sink: Callable[[bytes], bool] | None, seconds: float | None
     ) -> bytes | None:
-        """The next read's data on an asyncio connection; ``None``: the sink left pieces or the end in the answer.
+        """The next read's data on an asyncio connection; ``None``: the sink left pieces or the end.
 
         The hand-over's sink (``sink``, when a reader's is set) takes the reads while it waits.
 
@@ -195,7 +195,7 @@ class Body(httpx2.AsyncByteStream):
         return None
 
     def _pushed(self, data: bytes) -> bool:
-        """One read's data while the reader waits (``AioConnection.sink``); ``True``: wake the reader.
+        """What arrived while the reader waits (``AioConnection.sink``); ``True``: wake the reader.
 
         The data is always taken: de-chunked into the answer, its piece handed to the sink;
         what the reader must do then is left in :attr:`_kick`.

@@ -6,7 +6,7 @@
 chunk, with the same checks, timeouts, errors and cancellation as a read.
 
 A source that hands its chunks over as they arrive (``maas_push``: the bridge's upstream
-transport, ``_kinds.chunk_pusher``) has them fed and written in its socket's callback while the
+transport, ``_kinds.chunk_pusher``) has them fed and written in a callback of its own while the
 loop waits (:class:`_Push`), when the caller can write without waiting (``write_now``): what
 the loop would do with the chunk, without waking its task. What cannot be done there (a large
 chunk, output that must wait, an error) is the loop's when the source yields the chunk.
@@ -146,7 +146,8 @@ class _Push:
 
     :meth:`take` does what the relay's loop does with a chunk (count it, feed it, write its
     output, begin the next read), in the source's callback; what it cannot finish there is
-    left (:attr:`left`) for the loop, which gets the chunk from the source next.
+    left (:attr:`left`) for the loop, which gets the chunk from the source next. (A callback
+    is no place for an exception: none leaves it.)
     """
 
     __slots__ = ("_feed", "_reader", "_size", "_write_now", "left")

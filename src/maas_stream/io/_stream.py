@@ -324,7 +324,7 @@ async def aconvert_into(
         write_now: Optional: writes a piece at once and returns ``True``, or returns ``False``
             having written nothing (``write`` is then awaited with it). With it, a source that
             hands its chunks over as they arrive (the bridge's upstream transport) has them
-            converted and written in its socket's callback, without waking the task (``_relay``).
+            converted and written in a callback of its own, without waking the task (``_relay``).
         **options: Passed to the target's ``StreamEncoder``.
 
     Raises:
