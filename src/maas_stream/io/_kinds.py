@@ -144,8 +144,8 @@ def chunk_pusher(response: Any) -> Callable[[Callable[[bytes], bool] | None], No
     """The ``maas_push`` of the stream :func:`response_chunks` reads through ``maas_chunks``, if it has one.
 
     ``maas_push(sink)`` (the bridge's upstream transport, ``bridge._body``): while the reader of
-    ``maas_chunks`` waits, each chunk it would yield may be handed to ``sink`` in the socket's
-    callback instead (``True``: taken, not yielded; ``False``: yielded as usual); ``None`` stops
+    ``maas_chunks`` waits, each chunk it would yield may be handed to ``sink`` in a callback of
+    the loop instead (``True``: taken, not yielded; ``False``: yielded as usual); ``None`` stops
     it. A stream read otherwise (``aiter_bytes``: a content encoding) hands nothing over.
     """
     stream = getattr(response, "stream", None)
