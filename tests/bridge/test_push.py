@@ -25,7 +25,7 @@ from anyio.streams.tls import TLSListener
 
 import maas_stream as ms
 from maas_stream.bridge import HTTPUpstream, create_app
-from maas_stream.bridge._ahead import AHEAD, go_first, hand_overs
+from maas_stream.bridge._ahead import AHEAD, HandOvers, go_first, hand_overs
 from maas_stream.bridge._aiosock import AioConnection
 from maas_stream.bridge._transport import LeanTransport
 from maas_stream.io import _relay
@@ -160,6 +160,46 @@ async def test_what_a_read_brings_goes_to_the_sink_after_the_loops_ready_steps_a
     await anyio.lowlevel.checkpoint()
     assert (events[-1], conn.take()) == (b"d", b"f")
     assert AHEAD.waiting == 0
+
+
+async def test_a_turns_batch_goes_once_behind_a_step_put_ahead_and_later_reads_make_the_next() -> None:
+    scheduled: list[tuple[Any, tuple[Any, ...]]] = []
+
+    class Loop:  # what HandOvers asks of its loop, run by hand: one callback at a time, in order
+        def call_soon(self, callback: Any, *args: Any) -> None:
+            scheduled.append((callback, args))
+
+    def run_next() -> None:
+        callback, args = scheduled.pop(0)
+        callback(*args)
+
+    handed: list[str] = []
+
+    class Conn:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def hand_over(self) -> None:
+            handed.append(self.name)
+
+    turns = HandOvers(Loop())  # type: ignore[arg-type]
+    turns.add(Conn("a"))
+    turns.add(Conn("b"))
+    assert len(scheduled) == 1  # one callback for the turn's reads
+    AHEAD.waiting += 1  # a new stream's step, put ahead in the same turn
+    try:
+        run_next()  # the turn's callback: the batch goes once more behind the step
+        assert (handed, len(scheduled)) == ([], 1)
+        turns.add(Conn("c"))  # a read after it: the next batch, with a callback of its own
+        assert len(scheduled) == 2
+        run_next()  # the first batch (behind the step already): a and b only
+        assert handed == ["a", "b"]
+        run_next()  # c's batch: a step still waits ahead, so it goes behind it in turn
+        assert (handed, len(scheduled)) == (["a", "b"], 1)
+    finally:
+        AHEAD.waiting -= 1
+    run_next()
+    assert (handed, scheduled) == (["a", "b", "c"], [])
 
 
 class Stub(FakeTransport):

@@ -74,10 +74,11 @@ class HandOvers:
     """The hand-overs of one loop's turn (``_body``): run by one callback, after the steps put ahead.
 
     A read for a body's sink adds its connection (:meth:`add`); the first of a turn schedules
-    :meth:`_run`, which the loop runs after what was ready before it, a step put ahead in the
-    same turn included, and once more behind such a step when one still waits: the frames a
-    turn brought are converted and written after the new streams' steps, as a woken body read
-    yields to them, and a turn costs one callback, not one per read.
+    the turn's callback, which the loop runs after what was ready before it (a step put ahead
+    in the same turn included) and which goes once more behind such a step when one still
+    waits. Reads that come after it ran form the next turn's batch, with a callback of their
+    own: each read yields to the steps put ahead at most once, as a woken body read does, and a
+    turn costs one callback, not one per read.
     """
 
     __slots__ = ("_loop", "_waiting")
@@ -90,19 +91,22 @@ class HandOvers:
         """Hand over ``conn``'s data in the turn's callback (once: the caller marks it added)."""
         waiting = self._waiting
         if not waiting:
-            self._loop.call_soon(self._run, False)
+            self._loop.call_soon(self._run, waiting)
         waiting.append(conn)
 
-    def _run(self, again: bool) -> None:
-        if AHEAD.waiting and not again:
-            self._loop.call_soon(self._run, True)  # behind the steps put ahead (once)
-            return
-        waiting, self._waiting = self._waiting, []
-        for i, conn in enumerate(waiting):
+    def _run(self, batch: list[HandsOver]) -> None:
+        self._waiting = []  # (what reads add from now on is the next batch)
+        if AHEAD.waiting:
+            self._loop.call_soon(self._hand, batch)  # behind the steps put ahead (once)
+        else:
+            self._hand(batch)
+
+    def _hand(self, batch: list[HandsOver]) -> None:
+        for i, conn in enumerate(batch):
             try:
                 conn.hand_over()
             except BaseException:
-                for rest in waiting[i + 1 :]:  # (not a sink's error: it must not raise)
+                for rest in batch[i + 1 :]:  # (not a sink's error: it must not raise)
                     self.add(rest)
                 raise
 
