@@ -286,6 +286,34 @@ async def test_pieces_handed_over_or_yielded_are_the_body_in_order_and_the_conne
     assert b"".join(p for _, p in seen) == BODY
 
 
+@pytest.mark.parametrize("framing", ["chunked", "length", "close"])
+@pytest.mark.parametrize("step", [1, 13, 700])
+async def test_the_body_handed_over_is_the_framed_bytes_whatever_the_framing_and_the_cut(
+    framing: str, step: int
+) -> None:
+    body = BODY[: {1: 1500, 13: 4000}.get(step)]  # (fewer writes for the small cuts)
+    data = answer(body, framing=framing)
+    pieces = [data[i : i + step] for i in range(0, len(data), step)]
+    seen: list[bytes] = []  # what was handed over and what was yielded, as it came
+    taken: list[bytes] = []
+
+    def sink(piece: bytes) -> bool:
+        taken.append(piece)
+        seen.append(piece)
+        return True
+
+    async with raw_server(paced(pieces, pause=0.0 if step == 1 else 0.001, close=True)) as (url, _):
+        async with client() as c, c.stream("POST", url, json={}) as resp:
+            pusher = chunk_pusher(resp)
+            assert pusher is not None
+            pusher(sink)
+            await read_into(response_chunks(resp), seen)
+            downloaded = resp.num_bytes_downloaded
+    assert b"".join(seen) == body
+    assert downloaded == len(body)
+    assert taken  # (the reader waited often enough for something to be handed over)
+
+
 @pytest.mark.parametrize("way", ["aiter_raw", "read timeout"])
 async def test_nothing_is_handed_over_through_aiter_raw_or_with_a_read_timeout(way: str) -> None:
     data = answer(BODY)
