@@ -382,34 +382,44 @@ async def read_into(pieces: Any, out: list[bytes]) -> None:
 # ---------------------------------------------------------------------- the relay (library)
 
 
+class Out:
+    """Where a relay under test writes (``write`` and ``write_now``): the pieces in order, and how.
+
+    ``now(n)``, if given, decides whether ``write_now`` takes a piece when ``n`` are out.
+    """
+
+    def __init__(self, now: Callable[[int], bool] | None = None) -> None:
+        self.pieces: list[bytes] = []
+        self.ways = {"write": 0, "now": 0}
+        self._now = now
+
+    async def write(self, data: bytes) -> None:
+        self.ways["write"] += 1
+        self.pieces.append(data)
+
+    def write_now(self, data: bytes) -> bool:
+        if self._now is not None and not self._now(len(self.pieces)):
+            return False
+        self.ways["now"] += 1
+        self.pieces.append(data)
+        return True
+
+
 async def relayed(
     pieces: list[bytes], *, push: bool, now: Callable[[int], bool] | None = None, **kw: Any
 ) -> Any:
     """``aconvert_into`` (Anthropic to Chat) of a paced upstream: the output, its error, the writes."""
-    out: list[bytes] = []
-    ways = {"write": 0, "now": 0}
-
-    async def write(data: bytes) -> None:
-        ways["write"] += 1
-        out.append(data)
-
-    def write_now(data: bytes) -> bool:
-        if now is not None and not now(len(out)):
-            return False
-        ways["now"] += 1
-        out.append(data)
-        return True
-
+    out = Out(now)
     error = None
     async with raw_server(paced(pieces, pause=kw.pop("pause", 0.003))) as (url, _), client() as c:
         async with c.stream("POST", url, json={}) as resp:
             try:
                 await aconvert_into(
                     resp,
-                    write,
+                    out.write,
                     to="openai-chat",
                     protocol="anthropic",
-                    write_now=write_now if push else None,
+                    write_now=out.write_now if push else None,
                     **kw,
                 )
             except ms.MaasStreamError as exc:
@@ -417,7 +427,7 @@ async def relayed(
             pusher = chunk_pusher(resp)
             assert pusher is not None
             assert pusher.__self__._push is None  # type: ignore[attr-defined]  # (no cycle left)
-    return b"".join(out), error, ways
+    return b"".join(out.pieces), error, out.ways
 
 
 async def test_the_relay_writes_the_same_bytes_with_the_hand_over(took: Took) -> None:
@@ -478,20 +488,17 @@ async def test_reads_handed_over_keep_the_idle_timer_fed_and_a_stall_still_times
     with anyio.fail_after(LIMIT):
         async with raw_server(stall) as (url, _), client() as c:
             async with c.stream("POST", url, json={}) as resp:
-                written: list[bytes] = []
-
-                async def write(data: bytes) -> None:
-                    written.append(data)
-
-                def now(data: bytes) -> bool:
-                    written.append(data)
-                    return True
-
+                written = Out()
                 with pytest.raises(ms.IdleTimeoutError):
                     await aconvert_into(
-                        resp, write, to="openai-chat", protocol="anthropic", write_now=now, idle_timeout=0.2
+                        resp,
+                        written.write,
+                        to="openai-chat",
+                        protocol="anthropic",
+                        write_now=written.write_now,
+                        idle_timeout=0.2,
                     )
-    assert written
+    assert written.pieces
     assert took.frames() >= 12 - SLACK  # every frame before the stall
 
 
@@ -521,15 +528,7 @@ async def test_reads_over_tls_are_handed_over_too(took: Took, tmp_path: Path) ->
     transport = LeanTransport(
         max_connections=4, max_keepalive=4, keepalive_expiry=4.0, ssl_context=client_context
     )
-    out: list[bytes] = []
-
-    async def write(data: bytes) -> None:
-        out.append(data)
-
-    def now(data: bytes) -> bool:
-        out.append(data)
-        return True
-
+    out = Out()
     timeout = httpx2.Timeout(5.0, read=None)  # (as the bridge's client: its readers time the stream)
     async with TLSListener(tcp, server_context, standard_compatible=False) as listener:
         async with (
@@ -538,9 +537,11 @@ async def test_reads_over_tls_are_handed_over_too(took: Took, tmp_path: Path) ->
         ):
             tg.start_soon(listener.serve, serve_conn)
             async with c.stream("POST", f"https://127.0.0.1:{port}/v1/messages", json={}) as resp:
-                await aconvert_into(resp, write, to="openai-chat", protocol="anthropic", write_now=now)
+                await aconvert_into(
+                    resp, out.write, to="openai-chat", protocol="anthropic", write_now=out.write_now
+                )
             tg.cancel_scope.cancel()
-    assert b"".join(out) == reference
+    assert b"".join(out.pieces) == reference
     assert took.frames() >= len(FRAMES) - SLACK
 
 

@@ -221,9 +221,10 @@ class _Writer:
     the transport hands a burst over in one read, so a busy stream costs a write per burst, not
     per frame. The start is an ASGI message (the record's status); behind uvicorn's own ``send``
     it goes out with the first piece in one write (the record told of the first byte), and the
-    pieces after them are written to its connection directly while it would write them at once (:mod:`._http_direct`: no message dict, no
-    coroutine per piece: the writer's own ``await`` takes a done object); the rest, and the
-    end, are messages. (A slotted object: cheaper per idle stream than a closure; the start's
+    pieces after them are written to its connection directly while it would write them at once
+    (:mod:`._http_direct`: no message dict, no coroutine per piece: the writer's own ``await``
+    takes a done object; :meth:`now` for a piece converted in the upstream's hand-over); the
+    rest, and the end, are messages. (A slotted object: cheaper per idle stream than a closure; the start's
     headers are built when it is sent, and not held after.)
     """
 
@@ -249,11 +250,8 @@ class _Writer:
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
 
     def __call__(self, data: bytes) -> Awaitable[None]:
-        """Write ``data``: directly (:data:`_WRITTEN`, no coroutine made), else as a message."""
-        cycle = self._cycle
-        if cycle is not None and write_chunk(cycle, data):
-            return _WRITTEN
-        return self._message(data)
+        """Write ``data``: directly (:meth:`now`: :data:`_WRITTEN`, no coroutine made), else as a message."""
+        return _WRITTEN if self.now(data) else self._message(data)
 
     def now(self, data: bytes) -> bool:
         """Write ``data`` directly if uvicorn would write it at once; ``False``: nothing written.
