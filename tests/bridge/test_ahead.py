@@ -92,11 +92,18 @@ def pool_with(conn: AioConnection) -> LeanTransport:
 
 
 def flowing(pool: LeanTransport) -> tuple[AioConnection, _Body]:
-    """A stream already flowing: its head read, its body waiting for the next read."""
+    """A stream already flowing: its head and first piece read, its body waiting for the next read.
+
+    (A body's first piece is a new stream's step: its read goes first too, ``_body``.)
+    """
     conn = connection()
     answer = Answer(head_only=False)
-    answer.feed(HEAD)
+    answer.feed(HEAD + chunk(FIRST))
     return conn, _Body(pool, conn, answer, None)
+
+
+FIRST = b"the first piece"
+"""What a flowing stream (:func:`flowing`) read before the test's frames."""
 
 
 def chunk(text: bytes) -> bytes:
@@ -122,7 +129,8 @@ class Flowing:
 
     async def _read(self, name: str, body: _Body) -> None:
         async for piece in body:
-            self.order.append(f"{name}:{piece.decode()}")
+            if piece != FIRST:
+                self.order.append(f"{name}:{piece.decode()}")
 
     def deliver(self, *, reverse: bool = False) -> None:
         """One frame per stream, from the sockets' callbacks (the reads of one turn)."""

@@ -25,7 +25,7 @@ from anyio.streams.tls import TLSListener
 
 import maas_stream as ms
 from maas_stream.bridge import HTTPUpstream, create_app
-from maas_stream.bridge._ahead import AHEAD, HandOvers, go_first, hand_overs
+from maas_stream.bridge._ahead import AHEAD, SLICE, HandOvers, go_first, hand_overs
 from maas_stream.bridge._aiosock import AioConnection
 from maas_stream.bridge._transport import LeanTransport
 from maas_stream.io import _relay
@@ -162,44 +162,71 @@ async def test_what_a_read_brings_goes_to_the_sink_after_the_loops_ready_steps_a
     assert AHEAD.waiting == 0
 
 
-async def test_a_turns_batch_goes_once_behind_a_step_put_ahead_and_later_reads_make_the_next() -> None:
-    scheduled: list[tuple[Any, tuple[Any, ...]]] = []
+class ByHand:
+    """What :class:`HandOvers` asks of its loop, run by hand (one callback at a time, in order),
+    and connections that note their hand-overs in :attr:`handed`."""
 
-    class Loop:  # what HandOvers asks of its loop, run by hand: one callback at a time, in order
-        def call_soon(self, callback: Any, *args: Any) -> None:
-            scheduled.append((callback, args))
+    def __init__(self) -> None:
+        self.scheduled: list[tuple[Any, tuple[Any, ...]]] = []
+        self.handed: list[object] = []
+        self.turns = HandOvers(self)  # type: ignore[arg-type]
 
-    def run_next() -> None:
-        callback, args = scheduled.pop(0)
+    def call_soon(self, callback: Any, *args: Any) -> None:
+        self.scheduled.append((callback, args))
+
+    def run_next(self) -> None:
+        callback, args = self.scheduled.pop(0)
         callback(*args)
 
-    handed: list[str] = []
+    def read(self, name: object) -> None:
+        """A read for a sink on connection ``name``."""
+        handed = self.handed
 
-    class Conn:
-        def __init__(self, name: str) -> None:
-            self.name = name
+        class Conn:
+            def hand_over(self) -> None:
+                handed.append(name)
 
-        def hand_over(self) -> None:
-            handed.append(self.name)
+        self.turns.add(Conn())
 
-    turns = HandOvers(Loop())  # type: ignore[arg-type]
-    turns.add(Conn("a"))
-    turns.add(Conn("b"))
-    assert len(scheduled) == 1  # one callback for the turn's reads
+
+async def test_a_turns_batch_goes_once_behind_a_step_put_ahead_and_later_reads_make_the_next() -> None:
+    loop = ByHand()
+    loop.read("a")
+    loop.read("b")
+    assert len(loop.scheduled) == 1  # one callback for the turn's reads
     AHEAD.waiting += 1  # a new stream's step, put ahead in the same turn
     try:
-        run_next()  # the turn's callback: the batch goes once more behind the step
-        assert (handed, len(scheduled)) == ([], 1)
-        turns.add(Conn("c"))  # a read after it: the next batch, with a callback of its own
-        assert len(scheduled) == 2
-        run_next()  # the first batch (behind the step already): a and b only
-        assert handed == ["a", "b"]
-        run_next()  # c's batch: a step still waits ahead, so it goes behind it in turn
-        assert (handed, len(scheduled)) == (["a", "b"], 1)
+        loop.run_next()  # the turn's callback: the batch goes once more behind the step
+        assert (loop.handed, len(loop.scheduled)) == ([], 1)
+        loop.read("c")  # a read after it: the next batch, with a callback of its own
+        assert len(loop.scheduled) == 2
+        loop.run_next()  # the first batch (behind the step already): a and b only
+        assert loop.handed == ["a", "b"]
+        loop.run_next()  # c's batch: a step still waits ahead, so it goes behind it in turn
+        assert (loop.handed, len(loop.scheduled)) == (["a", "b"], 1)
     finally:
         AHEAD.waiting -= 1
-    run_next()
-    assert (handed, scheduled) == (["a", "b", "c"], [])
+    loop.run_next()
+    assert (loop.handed, loop.scheduled) == (["a", "b", "c"], [])
+
+
+async def test_a_batch_larger_than_a_slice_lets_a_step_put_ahead_in_between_slices() -> None:
+    loop = ByHand()
+    size = 2 * SLICE + 3
+    for number in range(size):
+        loop.read(number)
+    loop.run_next()  # the first slice; the rest in a callback of its own (the loop polls before it)
+    assert (loop.handed, len(loop.scheduled)) == (list(range(SLICE)), 1)
+    AHEAD.waiting += 1  # a new stream's step came with the poll
+    try:
+        loop.run_next()  # the second slice goes once behind it
+        assert (loop.handed, len(loop.scheduled)) == (list(range(SLICE)), 1)
+        loop.run_next()  # (behind the step already: runs)
+        assert (loop.handed, len(loop.scheduled)) == (list(range(2 * SLICE)), 1)
+    finally:
+        AHEAD.waiting -= 1
+    loop.run_next()
+    assert (loop.handed, loop.scheduled) == (list(range(size)), [])
 
 
 class Stub(FakeTransport):
@@ -312,6 +339,44 @@ async def test_the_body_handed_over_is_the_framed_bytes_whatever_the_framing_and
     assert b"".join(seen) == body
     assert downloaded == len(body)
     assert taken  # (the reader waited often enough for something to be handed over)
+
+
+async def test_the_first_piece_wakes_its_reader_ahead_and_is_never_handed_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The head alone, then the body's first piece, then the rest: the head's read and the first
+    # piece's wake the reader ahead of flowing streams (``_ahead.go_first``, a new stream's
+    # steps); the first piece is yielded even with a sink there, the pieces after it handed over.
+    data = answer(BODY)
+    end = data.index(b"\r\n\r\n") + 4
+    parts = [data[:end]] + [data[i : i + 700] for i in range(end, len(data), 700)]
+    ahead: list[int] = []
+
+    def counted(loop: asyncio.AbstractEventLoop) -> None:
+        ahead.append(1)
+        go_first(loop)
+
+    monkeypatch.setattr("maas_stream.bridge._aiosock.go_first", counted)
+    seen: list[tuple[str, bytes]] = []
+
+    def sink(piece: bytes) -> bool:
+        seen.append(("taken", piece))
+        return True
+
+    async with raw_server(paced(parts, pause=0.01)) as (url, _), client() as c:
+        async with c.stream("POST", url, json={}) as resp:
+            pusher = chunk_pusher(resp)
+            assert pusher is not None
+            pusher(sink)
+            assert ahead == [1]  # the head's read
+            async for piece in response_chunks(resp):
+                seen.append(("yielded", piece))
+                if len(seen) == 1:
+                    assert ahead == [1, 1]  # the first piece's read
+    assert ahead == [1, 1]  # and no other
+    assert seen[0][0] == "yielded"
+    assert [kind for kind, _ in seen].count("taken") >= len(parts) - 3  # the rest (the end wakes the reader)
+    assert b"".join(piece for _, piece in seen) == BODY
 
 
 @pytest.mark.parametrize("way", ["aiter_raw", "read timeout"])
@@ -451,7 +516,44 @@ async def test_output_the_callback_cannot_write_is_written_by_the_relay_in_order
     assert got == reference
     assert ways["write"] >= 2
     assert ways["now"] >= 2
-    assert took.results().count(False) == ways["write"]  # each output write_now declined was left
+    # Each output write_now declined was left, and written by the relay; so was the first, which
+    # the relay writes itself (nothing is handed over before it: see the next test).
+    assert took.results().count(False) == ways["write"] - 1
+
+
+async def test_nothing_is_handed_over_before_the_relay_wrote_its_first_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The client's first byte goes out with the answer's start, from the relay's task: the chunks
+    # up to its output are never handed over (the callback could not write it), those after it
+    # are. (A ping first: a chunk without output, read by the task too.)
+    order: list[str] = []
+    take = _relay._Push.take
+
+    def counted(self: Any, data: bytes) -> bool:
+        order.append("take")
+        return take(self, data)
+
+    monkeypatch.setattr(_relay._Push, "take", counted)
+    out = Out()
+    write = out.write
+
+    async def first_write(data: bytes) -> None:
+        order.append("write")
+        await write(data)
+
+    out.write = first_write  # type: ignore[method-assign]
+    ping = chunk(b'event: ping\ndata: {"type": "ping"}\n\n')
+    pieces = [HEAD, ping, *PACED[1:]]
+    async with raw_server(paced(pieces)) as (url, _), client() as c:
+        async with c.stream("POST", url, json={}) as resp:
+            await aconvert_into(
+                resp, out.write, to="openai-chat", protocol="anthropic", write_now=out.write_now
+            )
+    assert order[0] == "write"
+    assert order.count("take") >= len(FRAMES) - SLACK - 1  # every frame after the first output's
+    reference, _, _ = await relayed(pieces, push=False)
+    assert b"".join(out.pieces) == reference
 
 
 async def test_a_bad_frame_in_a_read_handed_over_fails_as_without_it(took: Took) -> None:

@@ -9,11 +9,15 @@ then stays up until the loop has run what was scheduled before the release, the 
 (one ``call_soon``: the loop runs its ready callbacks in order). A body read woken meanwhile
 (``_body.Body``) yields once: it runs after the step, in the loop's next turn; so do the reads
 a turn hands over to their readers' sinks (``_body``'s hand-over: :class:`HandOvers`, one
-callback per turn, after the steps put ahead).
+callback per turn, after the steps put ahead, a slice of :data:`SLICE` connections at a time
+with a poll of the loop's sockets between two slices, so that a step which came meanwhile goes
+before the rest of the batch).
 
-Callers: ``_aiosock.AioConnection`` (an answer's first bytes, for the exchange waiting for its
-head) and ``_uvicorn_http`` (a client's read: a request's task made by uvicorn's HTTP/1.1
-protocol, or woken by its body); its readers: ``_body.Body`` and :class:`HandOvers`. The count
+Callers: ``_aiosock.AioConnection`` (an answer's first bytes: its head, for the exchange
+waiting for it, and its body's first piece, for the body's reader, ``_body.Body``: the piece
+the client's first byte is made of) and ``_uvicorn_http`` (a client's read: a request's task
+made by uvicorn's HTTP/1.1 protocol, or woken by its body); its readers: ``_body.Body`` and
+:class:`HandOvers`. The count
 is one per process (the bridge runs one event loop): another loop's streams would at worst
 yield once more. It costs a read an attribute check, and a step one ``call_soon``. The release
 is the loop's own callback, so whatever the step does (fails, is cancelled, never starts) the
@@ -70,6 +74,11 @@ class HandsOver(Protocol):
         ...
 
 
+SLICE: Final = 16
+"""Hand-overs per callback: the loop polls between two slices of a turn's batch (a new stream's
+steps wait behind one slice at most, ~0.2 ms, not behind the whole batch)."""
+
+
 class HandOvers:
     """The hand-overs of one loop's turn (``_body``): run by one callback, after the steps put ahead.
 
@@ -96,19 +105,27 @@ class HandOvers:
 
     def _run(self, batch: list[HandsOver]) -> None:
         self._waiting = []  # (what reads add from now on is the next batch)
-        if AHEAD.waiting:
-            self._loop.call_soon(self._hand, batch)  # behind the steps put ahead (once)
-        else:
-            self._hand(batch)
+        self._go(batch, 0)
 
-    def _hand(self, batch: list[HandsOver]) -> None:
-        for i, conn in enumerate(batch):
+    def _go(self, batch: list[HandsOver], start: int) -> None:
+        if AHEAD.waiting:
+            self._loop.call_soon(self._hand, batch, start)  # behind the steps put ahead (once)
+        else:
+            self._hand(batch, start)
+
+    def _hand(self, batch: list[HandsOver], start: int) -> None:
+        end = start + SLICE
+        for i in range(start, min(end, len(batch))):
             try:
-                conn.hand_over()
+                batch[i].hand_over()
             except BaseException:
                 for rest in batch[i + 1 :]:  # (not a sink's error: it must not raise)
                     self.add(rest)
                 raise
+        if end < len(batch):
+            # The rest in a callback of its own: the loop polls its sockets before it, so a new
+            # stream's step that came meanwhile goes first (_go), not behind the whole batch.
+            self._loop.call_soon(self._go, batch, end)
 
 
 _HAND_OVERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HandOvers] = weakref.WeakKeyDictionary()

@@ -40,7 +40,7 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 
 
 def _ragged(error: BaseException) -> bool:
-    """A TLS peer closed without saying so: the end of the stream (anyio's ``tls_standard_compatible=False``)."""
+    """A TLS peer closed without saying so: the stream's end (``tls_standard_compatible=False``)."""
     return isinstance(error, ssl.SSLEOFError) or (
         isinstance(error, ssl.SSLError) and error.reason == "UNEXPECTED_EOF_WHILE_READING"
     )
@@ -112,7 +112,8 @@ class AioConnection(WriteFlow):
         self._hand_overs = hand_overs(loop)
         self.first = False
         """The next bytes are an answer's first: the reader they wake goes first (``_ahead``); set
-        by an exchange about to wait for its answer's head, cleared when they come."""
+        by an exchange about to wait for its answer's head, and by its body's reader about to wait
+        for the first piece (``_body``), cleared when they come."""
 
     # asyncio.Protocol
 

@@ -13,7 +13,9 @@ sink, which converts and writes it there: the reader's task is not woken, so a f
 costs no future, no task step and no walk down its coroutine chain per read. Anything else
 wakes the reader as before: the body's end, a framing error, a piece the sink does not take.
 Order is kept: the sink is there only while the reader waits with nothing unread, and leaves
-at the first piece it does not take.
+at the first piece it does not take. The body's first piece is never handed over: it is what
+the client's first byte is made of, written with the answer's start from the reader's task,
+and its read wakes the reader ahead of the flowing streams (``_ahead``: a new stream's step).
 
 It must not contain protocol logic.
 """
@@ -175,12 +177,18 @@ class Body(httpx2.AsyncByteStream):
             OSError: The connection broke (or was closed).
             httpx2.RemoteProtocolError: A read the sink took broke the chunk framing.
         """
-        if sink is not None and self._push is not None:
+        # The answer's first piece is a new stream's step: its read wakes the reader ahead of
+        # the flowing streams (``_ahead``), and is never handed over (the client's first byte
+        # goes out with the answer's start, from the reader's task).
+        first = not self._received
+        if first:
+            aio.first = True
+        elif sink is not None and self._push is not None:
             aio.sink = sink
         try:
             while True:
                 await aio.wait(seconds)
-                if AHEAD.waiting:  # a new stream's step came too: it goes first (_ahead)
+                if AHEAD.waiting and not first:  # a new stream's step came too: it goes first (_ahead)
                     await _yield()
                 if self._kick is not None:
                     break
@@ -189,6 +197,7 @@ class Body(httpx2.AsyncByteStream):
                     return got
         finally:
             aio.sink = None
+            aio.first = False
         kick, self._kick = self._kick, None
         if isinstance(kick, httpx2.RemoteProtocolError):
             raise kick

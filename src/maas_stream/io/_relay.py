@@ -1,4 +1,4 @@
-"""The relay's reader: :class:`RelayReader`, one loop over the source's iterator, each chunk written before the next read.
+"""The relay's reader (:class:`RelayReader`): one loop over the source, each chunk written before the next.
 
 :func:`~._stream.aconvert_into` (the bridge's relay) reads a byte stream through it: the timing of
 :class:`~._source.AsyncReader` is done inline in one ``async for`` over the source's iterator
@@ -8,8 +8,10 @@ chunk, with the same checks, timeouts, errors and cancellation as a read.
 A source that hands its chunks over as they arrive (``maas_push``: the bridge's upstream
 transport, ``_kinds.chunk_pusher``) has them fed and written in a callback of its own while the
 loop waits (:class:`_Push`), when the caller can write without waiting (``write_now``): what
-the loop would do with the chunk, without waking its task. What cannot be done there (a large
-chunk, output that must wait, an error) is the loop's when the source yields the chunk.
+the loop would do with the chunk, without waking its task; from the first chunk after the
+loop wrote its first output (the stream's start goes with it, a write that may wait). What
+cannot be done there (a large chunk, output that must wait, an error) is the loop's when the
+source yields the chunk.
 
 It must not contain protocol logic: what is made of a chunk is the caller's ``feed``.
 """
@@ -70,7 +72,8 @@ class RelayReader(AsyncReader):
                 once (fairness: a source and a client that never make it wait would hold the loop).
             write_now: Writes an output at once and returns ``True``, or returns ``False``
                 having written nothing (then ``write`` is awaited with it). With it, a source
-                that hands its chunks over (the module's) has them fed and written as they come.
+                that hands its chunks over (the module's) has them fed and written as they come,
+                once the loop has written the first output.
 
         Raises:
             ProviderHTTPError: As :meth:`read`; so do the others.
@@ -84,10 +87,6 @@ class RelayReader(AsyncReader):
         pusher = chunk_pusher(self.source) if write_now is not None and self._response_iter else None
         try:
             task = await self._open_loop()
-            if pusher is not None:
-                assert write_now is not None
-                push = _Push(self, feed, write_now, size)
-                pusher(push.take)
             async for item in self._iter:
                 reading = False
                 self._since = None
@@ -109,6 +108,12 @@ class RelayReader(AsyncReader):
                         out = feed(item)
                         if out:
                             await write(out)
+                            if pusher is not None and push is None:
+                                # The first output is written (the answer's start with it): the
+                                # chunks after it are handed over.
+                                assert write_now is not None
+                                push = _Push(self, feed, write_now, size)
+                                pusher(push.take)
                         out = b""  # neither is held while the next read waits
                         turn += 1
                         if turn >= burst:

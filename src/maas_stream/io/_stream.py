@@ -232,8 +232,8 @@ async def aconvert(
     output ends with ``to``'s own in-band error (a Chat error chunk, an Anthropic ``error``
     event, a Responses ``error`` + ``response.failed``, a Gemini error object: each SDK raises
     on it), yielded as the last frame, and then the error is raised with ``exc.error_frame``
-    (that last frame) and, for an IO error, ``exc.partial`` (the ``failed`` response). A caller that forwards every
-    frame has forwarded the error before it sees the exception.
+    (that last frame) and, for an IO error, ``exc.partial`` (the ``failed`` response). A caller
+    that forwards every frame has forwarded the error before it sees the exception.
 
     Args:
         source: As for :func:`astream`.
@@ -324,7 +324,8 @@ async def aconvert_into(
         write_now: Optional: writes a piece at once and returns ``True``, or returns ``False``
             having written nothing (``write`` is then awaited with it). With it, a source that
             hands its chunks over as they arrive (the bridge's upstream transport) has them
-            converted and written in a callback of its own, without waking the task (``_relay``).
+            converted and written in a callback of its own, without waking the task, after the
+            first output (written through ``write``, ``_relay``).
         **options: Passed to the target's ``StreamEncoder``.
 
     Raises:
