@@ -28,15 +28,19 @@ and each concurrency C:
 * TTFB under load: C - 1 streams paced like a model's tokens (``"model": "paced"``: the upstream
   spreads their frames over ``PACED_SECONDS``) keep the servers busy while ``PROBES`` streams
   are opened one after another, each timed to its first byte, directly and through the bridge
-  (p50 and p90 over the probes, each the best of the repetitions on its own). The probes come
+  (p50 and p90 over the probes, each the best of the repetitions on its own). A probe is a
+  stream without deltas (its first read a few frames, as a model's answer begins; not a burst
+  of hundreds converted before the first write), and there are enough of them for a p90 that
+  holds from run to run (the 6th slowest of 60, not the 2nd of 20). The probes come
   from an httpx2 client in a process of its own; the paced streams are read by a bare asyncio
   protocol here (:class:`_Drain`), so the load's client neither queues the probes behind its
   own frames nor takes the CPU the servers share (httpx2 reading 200 paced streams took ~90% of
   a core of this benchmark's 2). Unlike the C streams opened at once, whose TTFB is mostly the
   client's and the upstream's queue (it differs by several ms between two identical bridges),
   this is what one more stream waits for in a busy bridge: its setup, its upstream exchange,
-  its first frame behind the other streams' frames. The bridge's CPU per event of these runs is
-  reported beside (``paced``): one frame per read, as a model's tokens come. A bare TCP relay
+  its first frame behind the other streams' frames. The bridge's CPU per event under this load is
+  reported beside (``paced``: one frame per read, as a model's tokens come), measured in a run of
+  its own with the C paced streams alone (the probes' own cost is per request). A bare TCP relay
   (:data:`RELAY`) in front of the upstream is measured the same way: the floor of one more hop.
 
 With ``--inside`` (always with ``--quick``), the ``this`` bridge also times each probe from inside
@@ -214,7 +218,7 @@ CHAT_WHOLE = {**CHAT_BODY, "stream": False}
 PACED = {"chat": {**CHAT_BODY, "model": "paced"}, "anthropic": {**ANTHROPIC_BODY, "model": "paced"}}
 """The load of the TTFB-under-load measure: streams whose frames the upstream spreads out."""
 EMPTY = {"chat": {**CHAT_BODY, "model": "empty"}, "anthropic": {**ANTHROPIC_BODY, "model": "empty"}}
-"""The per-request measure: streams without deltas (only the envelope's five frames)."""
+"""Streams without deltas (only the envelope's five frames): the per-request measure, the probes."""
 LONG = {
     **EMPTY["chat"],
     "messages": [
@@ -229,7 +233,7 @@ SEQUENTIAL = 30 if quick() else 400
 """Requests of the per-request measure, one after another."""
 PACED_SECONDS = 0.5 if quick() else 1.5
 """How long the upstream takes over a paced stream."""
-PROBES = 3 if quick() else 20
+PROBES = 3 if quick() else 60
 """Streams timed to their first byte, one after another, under the load of the paced ones."""
 
 
@@ -453,6 +457,17 @@ async def paced(url: str, body: dict[str, object]) -> None:
         transport.close()
 
 
+def paced_cpu(url: str, load: dict[str, object], streams: int, pid: int) -> float:
+    """The CPU seconds per event of process ``pid`` serving ``streams`` paced streams (alone)."""
+    before = cpu_seconds(pid)
+    asyncio.run(_all_paced(url, load, streams))
+    return (cpu_seconds(pid) - before) / (streams * (EVENTS + 5))
+
+
+async def _all_paced(url: str, load: dict[str, object], streams: int) -> None:
+    await asyncio.gather(*(paced(url, load) for _ in range(streams)))
+
+
 async def probed(url: str, load: dict[str, object], body: dict[str, object], streams: int) -> list[float]:
     """The TTFB of ``PROBES`` streams opened one by one while ``streams - 1`` paced ones run.
 
@@ -553,24 +568,22 @@ def under_load(
     direct: list[tuple[float, float]] = []
     via: dict[str, list[tuple[float, float]]] = {label: [] for label in contenders}
     cpu: dict[str, float] = {}
-    events = (streams + PROBES) * (EVENTS + 5)  # the paced streams, the probes and the probes' warm-up
     order = list(contenders.items())
     own: list[list[float]] = []  # --inside: the probes' timestamps in the bridge
     for _ in range(REPEATS):
-        found = asyncio.run(probed(direct_url, PACED["anthropic"], ANTHROPIC_BODY, streams))
+        found = asyncio.run(probed(direct_url, PACED["anthropic"], EMPTY["anthropic"], streams))
         direct.append((pct(found, 0.5), pct(found, 0.9)))
         order = order[1:] + order[:1]
         for label, (url, load, body, pid) in order:
             timed = label == "this" and inside()
             if timed:
                 inside_rows(pid)  # (what came before this run: dropped)
-            before = cpu_seconds(pid)
             found = asyncio.run(probed(url, load, body, streams))
-            used = (cpu_seconds(pid) - before) / events
-            cpu[label] = min(cpu.get(label, used), used)
             via[label].append((pct(found, 0.5), pct(found, 0.9)))
             if timed:
                 own += inside_rows(pid)[-PROBES:]  # the probes come last (after the paced streams' starts)
+            used = paced_cpu(url, load, streams, pid)
+            cpu[label] = min(cpu.get(label, used), used)
     d50, d90 = min(p[0] for p in direct), min(p[1] for p in direct)
     for label, runs in via.items():
         v50, v90 = min(p[0] for p in runs), min(p[1] for p in runs)
@@ -726,10 +739,10 @@ def bench_flavour(flavour: str) -> None:
         relay = subprocess.Popen([sys.executable, "-c", RELAY, str(relay_port), str(up_port), loop])
         wait_port(relay_port, relay)
         contenders = {
-            label: (url, PACED["chat"], CHAT_BODY, bridge_pids[label]) for label, url in urls.items()
+            label: (url, PACED["chat"], EMPTY["chat"], bridge_pids[label]) for label, url in urls.items()
         }
         relay_url = f"http://127.0.0.1:{relay_port}/v1/messages"
-        contenders[RELAY_LABEL] = (relay_url, PACED["anthropic"], ANTHROPIC_BODY, relay.pid)
+        contenders[RELAY_LABEL] = (relay_url, PACED["anthropic"], EMPTY["anthropic"], relay.pid)
         print(
             f"TTFB under load: N - 1 paced streams, {PROBES} probes one by one (tcp relay: the floor of a hop)\n"
             f"{'streams':>8} {'via':>9} {'TTFB p50 direct':>14} {'via':>9} {'added':>8}"
