@@ -17,12 +17,11 @@ Callers: ``_aiosock.AioConnection`` (an answer's first bytes: its head, for the 
 waiting for it, and its body's first piece, for the body's reader, ``_body.Body``: the piece
 the client's first byte is made of) and ``_uvicorn_http`` (a client's read: a request's task
 made by uvicorn's HTTP/1.1 protocol, or woken by its body); its readers: ``_body.Body`` and
-:class:`HandOvers`. The count
-is one per process (the bridge runs one event loop): another loop's streams would at worst
-yield once more. It costs a read an attribute check, and a step one ``call_soon``. The release
-is the loop's own callback, so whatever the step does (fails, is cancelled, never starts) the
-count comes down; only a loop abandoned with the callback still queued would leave it up, and
-then every body read yields once more (a cost, never an error).
+:class:`HandOvers`. The count is one per process (the bridge runs one event loop): another
+loop's streams would at worst yield once more. It costs a read an attribute check, and a step
+one ``call_soon``. The release is the loop's own callback, so whatever the step does (fails,
+is cancelled, never starts) the count comes down; only a loop abandoned with the callback still
+queued would leave it up, and then every body read yields once more (a cost, never an error).
 
 It must not contain protocol logic.
 """

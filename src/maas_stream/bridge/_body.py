@@ -13,9 +13,9 @@ sink, which converts and writes it there: the reader's task is not woken, so a f
 costs no future, no task step and no walk down its coroutine chain per read. Anything else
 wakes the reader as before: the body's end, a framing error, a piece the sink does not take.
 Order is kept: the sink is there only while the reader waits with nothing unread, and leaves
-at the first piece it does not take. The body's first piece is never handed over: it is what
-the client's first byte is made of, written with the answer's start from the reader's task,
-and its read wakes the reader ahead of the flowing streams (``_ahead``: a new stream's step).
+at the first piece it does not take. The body's first piece is never handed over, and its read
+wakes the reader ahead of the flowing streams (``_ahead``: a new stream's step); in a streamed
+answer the client's first byte is made of it, written with the answer's start from the task.
 
 It must not contain protocol logic.
 """
