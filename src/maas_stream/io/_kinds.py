@@ -128,10 +128,7 @@ def response_chunks(response: Any) -> AsyncIterator[bytes]:
     object without ``aiter_raw``) is read with ``aiter_bytes``.
     """
     if getattr(response, "is_stream_consumed", None) is False and identity_encoded(response):
-        stream = getattr(response, "stream", None)
-        own = getattr(stream, "maas_chunks", None) or getattr(
-            getattr(stream, "_stream", None), "maas_chunks", None
-        )
+        own = _own(response, "maas_chunks")
         if own is not None:
             return own(response)  # type: ignore[no-any-return]
         raw = getattr(response, "aiter_raw", None)
@@ -148,9 +145,16 @@ def chunk_pusher(response: Any) -> Callable[[Callable[[bytes], bool] | None], No
     the loop instead (``True``: taken, not yielded; ``False``: yielded as usual); ``None`` stops
     it. A stream read otherwise (``aiter_bytes``: a content encoding) hands nothing over.
     """
+    return _own(response, "maas_push")  # type: ignore[no-any-return]
+
+
+def _own(response: Any, name: str) -> Any:
+    """The method ``name`` of the response's stream (the bridge's upstream transport), if it has one.
+
+    Also behind the elapsed-time wrapper of an httpx2 client's ``stream`` (its ``_stream``).
+    """
     stream = getattr(response, "stream", None)
-    push = getattr(stream, "maas_push", None) or getattr(getattr(stream, "_stream", None), "maas_push", None)
-    return push
+    return getattr(stream, name, None) or getattr(getattr(stream, "_stream", None), name, None)
 
 
 def sync_response_chunks(response: Any) -> Iterable[bytes]:
